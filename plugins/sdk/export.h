@@ -1,10 +1,12 @@
 // Mantissa plugin SDK: the one-line export of a plugin's entry symbol.
 //
-//   static const MNT_Precision_Api kApi = {...};
-//   MNT_EXPORT_PRECISION_PLUGIN("fp16", "fp16 mixed precision", &kApi)
-//
-// expands to the extern "C" MNT_GetPluginApi() returning a static, constant
-// MNT_Plugin_Api that carries the header version it was compiled with.
+//   const MNT_Plugin_Api* Fp16PluginApi() {
+//     static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
+//         MNT_PLUGIN_KIND_PRECISION, "fp16", "fp16 mixed precision",
+//         nullptr, &kFp16Api, nullptr, nullptr);
+//     return &api;
+//   }
+//   MNT_EXPORT_PLUGIN(Fp16PluginApi)   // in the .so's own export.cc
 #ifndef MANTISSA_PLUGINS_SDK_EXPORT_H_
 #define MANTISSA_PLUGINS_SDK_EXPORT_H_
 
@@ -40,19 +42,15 @@ inline MNT_Plugin_Api MakePluginApi(MNT_PluginKind kind, const char* name,
 
 }  // namespace mnt::sdk
 
-#define MNT_INTERNAL_EXPORT_PLUGIN(kind, name, desc, b, p, m)             \
+// Defines the plugin's one exported symbol. `getter` is a C++ function
+// returning the plugin's const MNT_Plugin_Api* (built with MakePluginApi);
+// keeping the getter separate lets tests link several plugins statically.
+//
+//   MNT_EXPORT_PLUGIN(mnt::cpu::CpuBackendPluginApi)
+#define MNT_EXPORT_PLUGIN(getter)                                         \
   extern "C" __attribute__((visibility("default"))) const MNT_Plugin_Api* \
   MNT_GetPluginApi(void) {                                                \
-    static const MNT_Plugin_Api api =                                     \
-        ::mnt::sdk::MakePluginApi(kind, name, desc, b, p, m, nullptr);    \
-    return &api;                                                          \
+    return getter();                                                      \
   }
-
-#define MNT_EXPORT_BACKEND_PLUGIN(name, desc, backend_api) \
-  MNT_INTERNAL_EXPORT_PLUGIN(MNT_PLUGIN_KIND_BACKEND, name, desc, backend_api, nullptr, nullptr)
-#define MNT_EXPORT_PRECISION_PLUGIN(name, desc, precision_api) \
-  MNT_INTERNAL_EXPORT_PLUGIN(MNT_PLUGIN_KIND_PRECISION, name, desc, nullptr, precision_api, nullptr)
-#define MNT_EXPORT_MODEL_PLUGIN(name, desc, model_api) \
-  MNT_INTERNAL_EXPORT_PLUGIN(MNT_PLUGIN_KIND_MODEL, name, desc, nullptr, nullptr, model_api)
 
 #endif  // MANTISSA_PLUGINS_SDK_EXPORT_H_
