@@ -1,0 +1,129 @@
+"""cuda_library: compile .cu files with the system nvcc, link them as a cc_library.
+
+Self-written (no rules_cuda, nothing to download). One nvcc action per .cu file;
+its objects go into a cc_library with alwayslink = 1 so kernel registrations
+and static initialisers survive linking into plugins/binaries.
+"""
+
+load("@cuda//:defs.bzl", "CUDA_AVAILABLE", "NVCC")
+
+# Ampere (A100) and Hopper (H100/H200) SASS, plus compute_90 PTX so newer GPUs can JIT.
+CUDA_GENCODE = [
+    "-gencode",
+    "arch=compute_80,code=sm_80",
+    "-gencode",
+    "arch=compute_90,code=sm_90",
+    "-gencode",
+    "arch=compute_90,code=compute_90",
+]
+
+def if_cuda(if_true, if_false = []):
+    """Selects if_true when the CUDA toolkit was found at fetch time, else if_false."""
+    return if_true if CUDA_AVAILABLE else if_false
+
+def _cuda_objects_impl(ctx):
+    cc_infos = [d[CcInfo] for d in ctx.attr.deps if CcInfo in d]
+    comp = cc_common.merge_cc_infos(cc_infos = cc_infos).compilation_context
+
+    flags = ["-c", "-O3", "-std=c++17", "-Xcompiler", "-fPIC"] + CUDA_GENCODE
+
+    # Workspace root (and its generated-file twin) so "#include \"tools/x.h\"" works.
+    flags += ["-I.", "-I" + ctx.bin_dir.path]
+    for d in comp.includes.to_list() + comp.quote_includes.to_list():
+        if d not in (".", ctx.bin_dir.path):
+            flags.append("-I" + d)
+    for d in comp.system_includes.to_list():
+        flags += ["-isystem", d]
+    for d in comp.defines.to_list():
+        flags.append("-D" + d)
+    flags += ctx.attr.copts
+
+    # Headers are declared inputs: editing one recompiles, and sandboxing sees them.
+    headers = depset(ctx.files.hdrs, transitive = [comp.headers])
+    objs = []
+    for src in ctx.files.srcs:
+        obj = ctx.actions.declare_file("_objs/%s/%s.o" % (ctx.label.name, src.basename[:-len(src.extension) - 1]))
+        objs.append(obj)
+
+        # Private temp dir next to the object: nvcc's fixed-name temporaries in a
+        # shared /tmp collide between parallel (sandboxed) actions.
+        ctx.actions.run_shell(
+            inputs = depset([src], transitive = [headers]),
+            outputs = [obj],
+            command = """set -e
+tmp="$1.tmp"; shift
+rm -rf "$tmp"; mkdir -p "$tmp"
+TMPDIR="$tmp" "$@" --keep-dir "$tmp"
+rm -rf "$tmp"
+""",
+            arguments = [obj.path, ctx.attr.nvcc] + flags + [src.path, "-o", obj.path],
+            mnemonic = "NvccCompile",
+            progress_message = "nvcc %s" % src.short_path,
+            use_default_shell_env = True,
+        )
+    return [DefaultInfo(files = depset(objs))]
+
+_cuda_objects = rule(
+    implementation = _cuda_objects_impl,
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".cu"]),
+        "hdrs": attr.label_list(allow_files = [".h", ".hpp", ".cuh", ".inl"]),
+        "deps": attr.label_list(providers = [CcInfo]),
+        "copts": attr.string_list(),
+        "nvcc": attr.string(),
+    },
+    output_to_genfiles = False,
+)
+
+def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], visibility = None, tags = [], **kwargs):
+    """cc_library `name` built from .cu srcs by nvcc.
+
+    Args:
+      name: cc_library name.
+      srcs: .cu files (one nvcc action each).
+      hdrs: public headers (also nvcc inputs).
+      deps: cc_library deps; their headers/includes/defines reach nvcc and the link.
+      copts: extra nvcc flags (use -Xcompiler for host-compiler flags).
+      **kwargs: passed to the cc_library (e.g. linkopts, testonly).
+
+    Without a CUDA toolkit the targets are tagged "manual" so `//...` skips
+    them; building one explicitly fails with a clear message.
+    """
+    if not CUDA_AVAILABLE:
+        native.genrule(
+            name = name + "_no_cuda",
+            outs = [name + "_no_cuda.cc"],
+            cmd = "echo 'Mantissa: %s needs the CUDA toolkit (/usr/local/cuda or $$CUDA_PATH)' >&2; exit 1" % name,
+            tags = ["manual"],
+        )
+        native.cc_library(
+            name = name,
+            srcs = [name + "_no_cuda.cc"],
+            hdrs = hdrs,
+            deps = deps,
+            visibility = visibility,
+            tags = tags + ["manual"],
+            **kwargs
+        )
+        return
+
+    _cuda_objects(
+        name = name + "_cuda_objs",
+        srcs = srcs,
+        hdrs = hdrs,
+        deps = deps + ["@cuda//:headers"],
+        copts = copts,
+        nvcc = NVCC,
+        tags = tags,
+        testonly = kwargs.get("testonly", False),
+    )
+    native.cc_library(
+        name = name,
+        srcs = [name + "_cuda_objs"],
+        hdrs = hdrs,
+        deps = deps + ["@cuda//:cudart"],
+        alwayslink = 1,
+        visibility = visibility,
+        tags = tags,
+        **kwargs
+    )

@@ -1,0 +1,30 @@
+"""mantissa_plugin: a dlopen-able plugin exporting only MNT_GetPluginApi."""
+
+_LDS = "//tools:plugin_exports.lds"
+
+def mantissa_plugin(name, srcs = [], deps = [], copts = [], linkopts = [], **kwargs):
+    """Builds `lib<name>.so` (a cc_binary with linkshared = 1).
+
+    The version script hides every symbol but MNT_GetPluginApi, so plugins can
+    carry their own copies of libraries without clashing with the host; and
+    --no-undefined turns a missing dependency into a link error instead of a
+    dlopen() failure at run time.
+
+    Args:
+      name: plugin name; the target and file are `lib<name>.so`.
+      srcs, deps, copts, linkopts: as for cc_binary.
+      **kwargs: passed to cc_binary (data, visibility, tags, ...).
+    """
+    native.cc_binary(
+        name = "lib%s.so" % name,
+        srcs = srcs,
+        deps = deps,
+        copts = copts,
+        linkshared = 1,
+        additional_linker_inputs = [_LDS],
+        linkopts = linkopts + [
+            "-Wl,--no-undefined",
+            "-Wl,--version-script=$(location %s)" % _LDS,
+        ],
+        **kwargs
+    )
