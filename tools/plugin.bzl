@@ -3,7 +3,7 @@
 _LDS = "//tools:plugin_exports.lds"
 
 def mantissa_plugin(name, srcs = [], deps = [], copts = [], linkopts = [], **kwargs):
-    """Builds `lib<name>.so` (a cc_binary with linkshared = 1).
+    """Builds `<name>.so` (a cc_binary with linkshared = 1).
 
     The version script hides every symbol but MNT_GetPluginApi, so plugins can
     carry their own copies of libraries without clashing with the host; and
@@ -11,12 +11,14 @@ def mantissa_plugin(name, srcs = [], deps = [], copts = [], linkopts = [], **kwa
     dlopen() failure at run time.
 
     Args:
-      name: plugin name; the target and file are `lib<name>.so`.
+      name: file stem; the target and file are `<name>.so`. The loader looks
+        plugins up as mnt_<kind>_<plugin name>.so, so use e.g.
+        "mnt_backend_cpu".
       srcs, deps, copts, linkopts: as for cc_binary.
       **kwargs: passed to cc_binary (data, visibility, tags, ...).
     """
     native.cc_binary(
-        name = "lib%s.so" % name,
+        name = "%s.so" % name,
         srcs = srcs,
         deps = deps,
         copts = copts,
