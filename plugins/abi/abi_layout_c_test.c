@@ -1,0 +1,519 @@
+/* Freezes the Mantissa plugin ABI's memory layout as a C compiler sees it
+ * (x86-64 Linux, LP64): the same numbers as abi_layout_test.cc, checked with
+ * _Static_assert so a C plugin and the C++ host agree byte for byte. Changing
+ * any of them breaks every plugin built so far; append fields instead, or bump
+ * MNT_ABI_MAJOR (see docs/abi.md). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "plugins/abi/mantissa.h"
+
+_Static_assert(sizeof(void*) == 8 && sizeof(size_t) == 8 && sizeof(int) == 4,
+               "the frozen numbers below are for LP64 (x86-64 Linux)");
+_Static_assert(sizeof(MNT_DType) == 4, "enums are int-sized");
+
+/* ---- mnt_common.h ------------------------------------------------ */
+_Static_assert(sizeof(MNT_Extension_Base) == 24, "sizeof MNT_Extension_Base");
+_Static_assert(offsetof(MNT_Extension_Base, struct_size) == 0, "MNT_Extension_Base.struct_size");
+_Static_assert(offsetof(MNT_Extension_Base, type) == 8, "MNT_Extension_Base.type");
+_Static_assert(offsetof(MNT_Extension_Base, next) == 16, "MNT_Extension_Base.next");
+_Static_assert(sizeof(MNT_Tensor) == 72, "sizeof MNT_Tensor");
+_Static_assert(offsetof(MNT_Tensor, struct_size) == 0, "MNT_Tensor.struct_size");
+_Static_assert(offsetof(MNT_Tensor, data) == 8, "MNT_Tensor.data");
+_Static_assert(offsetof(MNT_Tensor, dtype) == 16, "MNT_Tensor.dtype");
+_Static_assert(offsetof(MNT_Tensor, rank) == 20, "MNT_Tensor.rank");
+_Static_assert(offsetof(MNT_Tensor, dims) == 24, "MNT_Tensor.dims");
+_Static_assert(sizeof(MNT_Api_Version) == 24, "sizeof MNT_Api_Version");
+_Static_assert(offsetof(MNT_Api_Version, struct_size) == 0, "MNT_Api_Version.struct_size");
+_Static_assert(offsetof(MNT_Api_Version, extension_start) == 8, "MNT_Api_Version.extension_start");
+_Static_assert(offsetof(MNT_Api_Version, major_version) == 16, "MNT_Api_Version.major_version");
+_Static_assert(offsetof(MNT_Api_Version, minor_version) == 20, "MNT_Api_Version.minor_version");
+_Static_assert(sizeof(MNT_Plugin_Api) == 120, "sizeof MNT_Plugin_Api");
+_Static_assert(offsetof(MNT_Plugin_Api, struct_size) == 0, "MNT_Plugin_Api.struct_size");
+_Static_assert(offsetof(MNT_Plugin_Api, extension_start) == 8, "MNT_Plugin_Api.extension_start");
+_Static_assert(offsetof(MNT_Plugin_Api, abi_version) == 16, "MNT_Plugin_Api.abi_version");
+_Static_assert(offsetof(MNT_Plugin_Api, kind) == 40, "MNT_Plugin_Api.kind");
+_Static_assert(offsetof(MNT_Plugin_Api, name) == 48, "MNT_Plugin_Api.name");
+_Static_assert(offsetof(MNT_Plugin_Api, description) == 56, "MNT_Plugin_Api.description");
+_Static_assert(offsetof(MNT_Plugin_Api, Error_Destroy) == 64, "MNT_Plugin_Api.Error_Destroy");
+_Static_assert(offsetof(MNT_Plugin_Api, Error_Message) == 72, "MNT_Plugin_Api.Error_Message");
+_Static_assert(offsetof(MNT_Plugin_Api, Error_GetCode) == 80, "MNT_Plugin_Api.Error_GetCode");
+_Static_assert(offsetof(MNT_Plugin_Api, Plugin_Initialize) == 88, "MNT_Plugin_Api.Plugin_Initialize");
+_Static_assert(offsetof(MNT_Plugin_Api, backend) == 96, "MNT_Plugin_Api.backend");
+_Static_assert(offsetof(MNT_Plugin_Api, precision) == 104, "MNT_Plugin_Api.precision");
+_Static_assert(offsetof(MNT_Plugin_Api, model) == 112, "MNT_Plugin_Api.model");
+
+/* ---- mnt_backend.h ----------------------------------------------- */
+_Static_assert(sizeof(MNT_FillParams) == 16, "sizeof MNT_FillParams");
+_Static_assert(offsetof(MNT_FillParams, struct_size) == 0, "MNT_FillParams.struct_size");
+_Static_assert(offsetof(MNT_FillParams, value) == 8, "MNT_FillParams.value");
+_Static_assert(sizeof(MNT_GemmParams) == 32, "sizeof MNT_GemmParams");
+_Static_assert(offsetof(MNT_GemmParams, struct_size) == 0, "MNT_GemmParams.struct_size");
+_Static_assert(offsetof(MNT_GemmParams, trans_a) == 8, "MNT_GemmParams.trans_a");
+_Static_assert(offsetof(MNT_GemmParams, trans_b) == 12, "MNT_GemmParams.trans_b");
+_Static_assert(offsetof(MNT_GemmParams, alpha) == 16, "MNT_GemmParams.alpha");
+_Static_assert(offsetof(MNT_GemmParams, beta) == 20, "MNT_GemmParams.beta");
+_Static_assert(offsetof(MNT_GemmParams, compute) == 24, "MNT_GemmParams.compute");
+_Static_assert(sizeof(MNT_AccumulateParams) == 16, "sizeof MNT_AccumulateParams");
+_Static_assert(offsetof(MNT_AccumulateParams, struct_size) == 0, "MNT_AccumulateParams.struct_size");
+_Static_assert(offsetof(MNT_AccumulateParams, accumulate) == 8, "MNT_AccumulateParams.accumulate");
+_Static_assert(sizeof(MNT_ActivationParams) == 16, "sizeof MNT_ActivationParams");
+_Static_assert(offsetof(MNT_ActivationParams, struct_size) == 0, "MNT_ActivationParams.struct_size");
+_Static_assert(offsetof(MNT_ActivationParams, activation) == 8, "MNT_ActivationParams.activation");
+_Static_assert(sizeof(MNT_AddParams) == 16, "sizeof MNT_AddParams");
+_Static_assert(offsetof(MNT_AddParams, struct_size) == 0, "MNT_AddParams.struct_size");
+_Static_assert(offsetof(MNT_AddParams, alpha) == 8, "MNT_AddParams.alpha");
+_Static_assert(offsetof(MNT_AddParams, beta) == 12, "MNT_AddParams.beta");
+_Static_assert(sizeof(MNT_CrossEntropyParams) == 24, "sizeof MNT_CrossEntropyParams");
+_Static_assert(offsetof(MNT_CrossEntropyParams, struct_size) == 0, "MNT_CrossEntropyParams.struct_size");
+_Static_assert(offsetof(MNT_CrossEntropyParams, grad_scale) == 8, "MNT_CrossEntropyParams.grad_scale");
+_Static_assert(offsetof(MNT_CrossEntropyParams, num_classes) == 16, "MNT_CrossEntropyParams.num_classes");
+_Static_assert(sizeof(MNT_LayerNormParams) == 16, "sizeof MNT_LayerNormParams");
+_Static_assert(offsetof(MNT_LayerNormParams, struct_size) == 0, "MNT_LayerNormParams.struct_size");
+_Static_assert(offsetof(MNT_LayerNormParams, epsilon) == 8, "MNT_LayerNormParams.epsilon");
+_Static_assert(offsetof(MNT_LayerNormParams, accumulate) == 12, "MNT_LayerNormParams.accumulate");
+_Static_assert(sizeof(MNT_ReduceParams) == 16, "sizeof MNT_ReduceParams");
+_Static_assert(offsetof(MNT_ReduceParams, struct_size) == 0, "MNT_ReduceParams.struct_size");
+_Static_assert(offsetof(MNT_ReduceParams, kind) == 8, "MNT_ReduceParams.kind");
+_Static_assert(sizeof(MNT_SgdParams) == 24, "sizeof MNT_SgdParams");
+_Static_assert(offsetof(MNT_SgdParams, struct_size) == 0, "MNT_SgdParams.struct_size");
+_Static_assert(offsetof(MNT_SgdParams, lr) == 8, "MNT_SgdParams.lr");
+_Static_assert(offsetof(MNT_SgdParams, momentum) == 12, "MNT_SgdParams.momentum");
+_Static_assert(offsetof(MNT_SgdParams, weight_decay) == 16, "MNT_SgdParams.weight_decay");
+_Static_assert(offsetof(MNT_SgdParams, nesterov) == 20, "MNT_SgdParams.nesterov");
+_Static_assert(sizeof(MNT_AdamWParams) == 40, "sizeof MNT_AdamWParams");
+_Static_assert(offsetof(MNT_AdamWParams, struct_size) == 0, "MNT_AdamWParams.struct_size");
+_Static_assert(offsetof(MNT_AdamWParams, lr) == 8, "MNT_AdamWParams.lr");
+_Static_assert(offsetof(MNT_AdamWParams, beta1) == 12, "MNT_AdamWParams.beta1");
+_Static_assert(offsetof(MNT_AdamWParams, beta2) == 16, "MNT_AdamWParams.beta2");
+_Static_assert(offsetof(MNT_AdamWParams, epsilon) == 20, "MNT_AdamWParams.epsilon");
+_Static_assert(offsetof(MNT_AdamWParams, weight_decay) == 24, "MNT_AdamWParams.weight_decay");
+_Static_assert(offsetof(MNT_AdamWParams, step) == 32, "MNT_AdamWParams.step");
+_Static_assert(sizeof(MNT_Backend_Create_Args) == 40, "sizeof MNT_Backend_Create_Args");
+_Static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0, "MNT_Backend_Create_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8, "MNT_Backend_Create_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_Create_Args, options) == 16, "MNT_Backend_Create_Args.options");
+_Static_assert(offsetof(MNT_Backend_Create_Args, device_ordinal) == 24, "MNT_Backend_Create_Args.device_ordinal");
+_Static_assert(offsetof(MNT_Backend_Create_Args, backend) == 32, "MNT_Backend_Create_Args.backend");
+_Static_assert(sizeof(MNT_Backend_Destroy_Args) == 24, "sizeof MNT_Backend_Destroy_Args");
+_Static_assert(offsetof(MNT_Backend_Destroy_Args, struct_size) == 0, "MNT_Backend_Destroy_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_Destroy_Args, extension_start) == 8, "MNT_Backend_Destroy_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_Destroy_Args, backend) == 16, "MNT_Backend_Destroy_Args.backend");
+_Static_assert(sizeof(MNT_Backend_GetInfo_Args) == 48, "sizeof MNT_Backend_GetInfo_Args");
+_Static_assert(offsetof(MNT_Backend_GetInfo_Args, struct_size) == 0, "MNT_Backend_GetInfo_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_GetInfo_Args, extension_start) == 8, "MNT_Backend_GetInfo_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_GetInfo_Args, backend) == 16, "MNT_Backend_GetInfo_Args.backend");
+_Static_assert(offsetof(MNT_Backend_GetInfo_Args, device_name) == 24, "MNT_Backend_GetInfo_Args.device_name");
+_Static_assert(offsetof(MNT_Backend_GetInfo_Args, total_memory_bytes) == 32, "MNT_Backend_GetInfo_Args.total_memory_bytes");
+_Static_assert(offsetof(MNT_Backend_GetInfo_Args, host_addressable) == 40, "MNT_Backend_GetInfo_Args.host_addressable");
+_Static_assert(sizeof(MNT_Memory_Allocate_Args) == 48, "sizeof MNT_Memory_Allocate_Args");
+_Static_assert(offsetof(MNT_Memory_Allocate_Args, struct_size) == 0, "MNT_Memory_Allocate_Args.struct_size");
+_Static_assert(offsetof(MNT_Memory_Allocate_Args, extension_start) == 8, "MNT_Memory_Allocate_Args.extension_start");
+_Static_assert(offsetof(MNT_Memory_Allocate_Args, backend) == 16, "MNT_Memory_Allocate_Args.backend");
+_Static_assert(offsetof(MNT_Memory_Allocate_Args, size_bytes) == 24, "MNT_Memory_Allocate_Args.size_bytes");
+_Static_assert(offsetof(MNT_Memory_Allocate_Args, category) == 32, "MNT_Memory_Allocate_Args.category");
+_Static_assert(offsetof(MNT_Memory_Allocate_Args, data) == 40, "MNT_Memory_Allocate_Args.data");
+_Static_assert(sizeof(MNT_Memory_Free_Args) == 32, "sizeof MNT_Memory_Free_Args");
+_Static_assert(offsetof(MNT_Memory_Free_Args, struct_size) == 0, "MNT_Memory_Free_Args.struct_size");
+_Static_assert(offsetof(MNT_Memory_Free_Args, extension_start) == 8, "MNT_Memory_Free_Args.extension_start");
+_Static_assert(offsetof(MNT_Memory_Free_Args, backend) == 16, "MNT_Memory_Free_Args.backend");
+_Static_assert(offsetof(MNT_Memory_Free_Args, data) == 24, "MNT_Memory_Free_Args.data");
+_Static_assert(sizeof(MNT_Memory_Copy_Args) == 56, "sizeof MNT_Memory_Copy_Args");
+_Static_assert(offsetof(MNT_Memory_Copy_Args, struct_size) == 0, "MNT_Memory_Copy_Args.struct_size");
+_Static_assert(offsetof(MNT_Memory_Copy_Args, extension_start) == 8, "MNT_Memory_Copy_Args.extension_start");
+_Static_assert(offsetof(MNT_Memory_Copy_Args, backend) == 16, "MNT_Memory_Copy_Args.backend");
+_Static_assert(offsetof(MNT_Memory_Copy_Args, dst) == 24, "MNT_Memory_Copy_Args.dst");
+_Static_assert(offsetof(MNT_Memory_Copy_Args, src) == 32, "MNT_Memory_Copy_Args.src");
+_Static_assert(offsetof(MNT_Memory_Copy_Args, size_bytes) == 40, "MNT_Memory_Copy_Args.size_bytes");
+_Static_assert(offsetof(MNT_Memory_Copy_Args, kind) == 48, "MNT_Memory_Copy_Args.kind");
+_Static_assert(sizeof(MNT_Memory_GetStats_Args) == 48, "sizeof MNT_Memory_GetStats_Args");
+_Static_assert(offsetof(MNT_Memory_GetStats_Args, struct_size) == 0, "MNT_Memory_GetStats_Args.struct_size");
+_Static_assert(offsetof(MNT_Memory_GetStats_Args, extension_start) == 8, "MNT_Memory_GetStats_Args.extension_start");
+_Static_assert(offsetof(MNT_Memory_GetStats_Args, backend) == 16, "MNT_Memory_GetStats_Args.backend");
+_Static_assert(offsetof(MNT_Memory_GetStats_Args, category) == 24, "MNT_Memory_GetStats_Args.category");
+_Static_assert(offsetof(MNT_Memory_GetStats_Args, current_bytes) == 32, "MNT_Memory_GetStats_Args.current_bytes");
+_Static_assert(offsetof(MNT_Memory_GetStats_Args, peak_bytes) == 40, "MNT_Memory_GetStats_Args.peak_bytes");
+_Static_assert(sizeof(MNT_Memory_ResetPeak_Args) == 24, "sizeof MNT_Memory_ResetPeak_Args");
+_Static_assert(offsetof(MNT_Memory_ResetPeak_Args, struct_size) == 0, "MNT_Memory_ResetPeak_Args.struct_size");
+_Static_assert(offsetof(MNT_Memory_ResetPeak_Args, extension_start) == 8, "MNT_Memory_ResetPeak_Args.extension_start");
+_Static_assert(offsetof(MNT_Memory_ResetPeak_Args, backend) == 16, "MNT_Memory_ResetPeak_Args.backend");
+_Static_assert(sizeof(MNT_Backend_Synchronize_Args) == 24, "sizeof MNT_Backend_Synchronize_Args");
+_Static_assert(offsetof(MNT_Backend_Synchronize_Args, struct_size) == 0, "MNT_Backend_Synchronize_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_Synchronize_Args, extension_start) == 8, "MNT_Backend_Synchronize_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_Synchronize_Args, backend) == 16, "MNT_Backend_Synchronize_Args.backend");
+_Static_assert(sizeof(MNT_Backend_GetOpSupport_Args) == 32, "sizeof MNT_Backend_GetOpSupport_Args");
+_Static_assert(offsetof(MNT_Backend_GetOpSupport_Args, struct_size) == 0, "MNT_Backend_GetOpSupport_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_GetOpSupport_Args, extension_start) == 8, "MNT_Backend_GetOpSupport_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_GetOpSupport_Args, backend) == 16, "MNT_Backend_GetOpSupport_Args.backend");
+_Static_assert(offsetof(MNT_Backend_GetOpSupport_Args, op) == 24, "MNT_Backend_GetOpSupport_Args.op");
+_Static_assert(offsetof(MNT_Backend_GetOpSupport_Args, supported) == 28, "MNT_Backend_GetOpSupport_Args.supported");
+_Static_assert(sizeof(MNT_Backend_Run_Args) == 72, "sizeof MNT_Backend_Run_Args");
+_Static_assert(offsetof(MNT_Backend_Run_Args, struct_size) == 0, "MNT_Backend_Run_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_Run_Args, extension_start) == 8, "MNT_Backend_Run_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_Run_Args, backend) == 16, "MNT_Backend_Run_Args.backend");
+_Static_assert(offsetof(MNT_Backend_Run_Args, op) == 24, "MNT_Backend_Run_Args.op");
+_Static_assert(offsetof(MNT_Backend_Run_Args, inputs) == 32, "MNT_Backend_Run_Args.inputs");
+_Static_assert(offsetof(MNT_Backend_Run_Args, num_inputs) == 40, "MNT_Backend_Run_Args.num_inputs");
+_Static_assert(offsetof(MNT_Backend_Run_Args, outputs) == 48, "MNT_Backend_Run_Args.outputs");
+_Static_assert(offsetof(MNT_Backend_Run_Args, num_outputs) == 56, "MNT_Backend_Run_Args.num_outputs");
+_Static_assert(offsetof(MNT_Backend_Run_Args, params) == 64, "MNT_Backend_Run_Args.params");
+_Static_assert(sizeof(MNT_Event_Create_Args) == 32, "sizeof MNT_Event_Create_Args");
+_Static_assert(offsetof(MNT_Event_Create_Args, struct_size) == 0, "MNT_Event_Create_Args.struct_size");
+_Static_assert(offsetof(MNT_Event_Create_Args, extension_start) == 8, "MNT_Event_Create_Args.extension_start");
+_Static_assert(offsetof(MNT_Event_Create_Args, backend) == 16, "MNT_Event_Create_Args.backend");
+_Static_assert(offsetof(MNT_Event_Create_Args, event) == 24, "MNT_Event_Create_Args.event");
+_Static_assert(sizeof(MNT_Event_Record_Args) == 32, "sizeof MNT_Event_Record_Args");
+_Static_assert(offsetof(MNT_Event_Record_Args, struct_size) == 0, "MNT_Event_Record_Args.struct_size");
+_Static_assert(offsetof(MNT_Event_Record_Args, extension_start) == 8, "MNT_Event_Record_Args.extension_start");
+_Static_assert(offsetof(MNT_Event_Record_Args, backend) == 16, "MNT_Event_Record_Args.backend");
+_Static_assert(offsetof(MNT_Event_Record_Args, event) == 24, "MNT_Event_Record_Args.event");
+_Static_assert(sizeof(MNT_Event_ElapsedTime_Args) == 48, "sizeof MNT_Event_ElapsedTime_Args");
+_Static_assert(offsetof(MNT_Event_ElapsedTime_Args, struct_size) == 0, "MNT_Event_ElapsedTime_Args.struct_size");
+_Static_assert(offsetof(MNT_Event_ElapsedTime_Args, extension_start) == 8, "MNT_Event_ElapsedTime_Args.extension_start");
+_Static_assert(offsetof(MNT_Event_ElapsedTime_Args, backend) == 16, "MNT_Event_ElapsedTime_Args.backend");
+_Static_assert(offsetof(MNT_Event_ElapsedTime_Args, start) == 24, "MNT_Event_ElapsedTime_Args.start");
+_Static_assert(offsetof(MNT_Event_ElapsedTime_Args, end) == 32, "MNT_Event_ElapsedTime_Args.end");
+_Static_assert(offsetof(MNT_Event_ElapsedTime_Args, milliseconds) == 40, "MNT_Event_ElapsedTime_Args.milliseconds");
+_Static_assert(sizeof(MNT_Event_Destroy_Args) == 32, "sizeof MNT_Event_Destroy_Args");
+_Static_assert(offsetof(MNT_Event_Destroy_Args, struct_size) == 0, "MNT_Event_Destroy_Args.struct_size");
+_Static_assert(offsetof(MNT_Event_Destroy_Args, extension_start) == 8, "MNT_Event_Destroy_Args.extension_start");
+_Static_assert(offsetof(MNT_Event_Destroy_Args, backend) == 16, "MNT_Event_Destroy_Args.backend");
+_Static_assert(offsetof(MNT_Event_Destroy_Args, event) == 24, "MNT_Event_Destroy_Args.event");
+_Static_assert(sizeof(MNT_Backend_Api) == 136, "sizeof MNT_Backend_Api");
+_Static_assert(offsetof(MNT_Backend_Api, struct_size) == 0, "MNT_Backend_Api.struct_size");
+_Static_assert(offsetof(MNT_Backend_Api, extension_start) == 8, "MNT_Backend_Api.extension_start");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_Create) == 16, "MNT_Backend_Api.Backend_Create");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_Destroy) == 24, "MNT_Backend_Api.Backend_Destroy");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_GetInfo) == 32, "MNT_Backend_Api.Backend_GetInfo");
+_Static_assert(offsetof(MNT_Backend_Api, Memory_Allocate) == 40, "MNT_Backend_Api.Memory_Allocate");
+_Static_assert(offsetof(MNT_Backend_Api, Memory_Free) == 48, "MNT_Backend_Api.Memory_Free");
+_Static_assert(offsetof(MNT_Backend_Api, Memory_Copy) == 56, "MNT_Backend_Api.Memory_Copy");
+_Static_assert(offsetof(MNT_Backend_Api, Memory_GetStats) == 64, "MNT_Backend_Api.Memory_GetStats");
+_Static_assert(offsetof(MNT_Backend_Api, Memory_ResetPeak) == 72, "MNT_Backend_Api.Memory_ResetPeak");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_Synchronize) == 80, "MNT_Backend_Api.Backend_Synchronize");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_GetOpSupport) == 88, "MNT_Backend_Api.Backend_GetOpSupport");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_Run) == 96, "MNT_Backend_Api.Backend_Run");
+_Static_assert(offsetof(MNT_Backend_Api, Event_Create) == 104, "MNT_Backend_Api.Event_Create");
+_Static_assert(offsetof(MNT_Backend_Api, Event_Record) == 112, "MNT_Backend_Api.Event_Record");
+_Static_assert(offsetof(MNT_Backend_Api, Event_ElapsedTime) == 120, "MNT_Backend_Api.Event_ElapsedTime");
+_Static_assert(offsetof(MNT_Backend_Api, Event_Destroy) == 128, "MNT_Backend_Api.Event_Destroy");
+
+/* ---- mnt_precision.h --------------------------------------------- */
+_Static_assert(sizeof(MNT_Precision_GetPolicy_Args) == 48, "sizeof MNT_Precision_GetPolicy_Args");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, struct_size) == 0, "MNT_Precision_GetPolicy_Args.struct_size");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, extension_start) == 8, "MNT_Precision_GetPolicy_Args.extension_start");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, weight_dtype) == 16, "MNT_Precision_GetPolicy_Args.weight_dtype");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, master_weight_dtype) == 20, "MNT_Precision_GetPolicy_Args.master_weight_dtype");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, gradient_dtype) == 24, "MNT_Precision_GetPolicy_Args.gradient_dtype");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, activation_dtype) == 28, "MNT_Precision_GetPolicy_Args.activation_dtype");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, optimizer_state_dtype) == 32, "MNT_Precision_GetPolicy_Args.optimizer_state_dtype");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, matmul_compute) == 36, "MNT_Precision_GetPolicy_Args.matmul_compute");
+_Static_assert(offsetof(MNT_Precision_GetPolicy_Args, loss_scaling) == 40, "MNT_Precision_GetPolicy_Args.loss_scaling");
+_Static_assert(sizeof(MNT_Precision_GetOpClassPolicy_Args) == 40, "sizeof MNT_Precision_GetOpClassPolicy_Args");
+_Static_assert(offsetof(MNT_Precision_GetOpClassPolicy_Args, struct_size) == 0, "MNT_Precision_GetOpClassPolicy_Args.struct_size");
+_Static_assert(offsetof(MNT_Precision_GetOpClassPolicy_Args, extension_start) == 8, "MNT_Precision_GetOpClassPolicy_Args.extension_start");
+_Static_assert(offsetof(MNT_Precision_GetOpClassPolicy_Args, op_class) == 16, "MNT_Precision_GetOpClassPolicy_Args.op_class");
+_Static_assert(offsetof(MNT_Precision_GetOpClassPolicy_Args, storage_dtype) == 20, "MNT_Precision_GetOpClassPolicy_Args.storage_dtype");
+_Static_assert(offsetof(MNT_Precision_GetOpClassPolicy_Args, compute_dtype) == 24, "MNT_Precision_GetOpClassPolicy_Args.compute_dtype");
+_Static_assert(offsetof(MNT_Precision_GetOpClassPolicy_Args, accumulate_dtype) == 28, "MNT_Precision_GetOpClassPolicy_Args.accumulate_dtype");
+_Static_assert(offsetof(MNT_Precision_GetOpClassPolicy_Args, compute_mode) == 32, "MNT_Precision_GetOpClassPolicy_Args.compute_mode");
+_Static_assert(sizeof(MNT_Precision_GetMemoryPlan_Args) == 40, "sizeof MNT_Precision_GetMemoryPlan_Args");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, struct_size) == 0, "MNT_Precision_GetMemoryPlan_Args.struct_size");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, extension_start) == 8, "MNT_Precision_GetMemoryPlan_Args.extension_start");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, optimizer_state_slots) == 16, "MNT_Precision_GetMemoryPlan_Args.optimizer_state_slots");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_weights) == 20, "MNT_Precision_GetMemoryPlan_Args.bytes_weights");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_master_weights) == 24, "MNT_Precision_GetMemoryPlan_Args.bytes_master_weights");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_gradients) == 28, "MNT_Precision_GetMemoryPlan_Args.bytes_gradients");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_master_gradients) == 32, "MNT_Precision_GetMemoryPlan_Args.bytes_master_gradients");
+_Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_optimizer_state) == 36, "MNT_Precision_GetMemoryPlan_Args.bytes_optimizer_state");
+_Static_assert(sizeof(MNT_LossScaler_Create_Args) == 32, "sizeof MNT_LossScaler_Create_Args");
+_Static_assert(offsetof(MNT_LossScaler_Create_Args, struct_size) == 0, "MNT_LossScaler_Create_Args.struct_size");
+_Static_assert(offsetof(MNT_LossScaler_Create_Args, extension_start) == 8, "MNT_LossScaler_Create_Args.extension_start");
+_Static_assert(offsetof(MNT_LossScaler_Create_Args, options) == 16, "MNT_LossScaler_Create_Args.options");
+_Static_assert(offsetof(MNT_LossScaler_Create_Args, scaler) == 24, "MNT_LossScaler_Create_Args.scaler");
+_Static_assert(sizeof(MNT_LossScaler_Destroy_Args) == 24, "sizeof MNT_LossScaler_Destroy_Args");
+_Static_assert(offsetof(MNT_LossScaler_Destroy_Args, struct_size) == 0, "MNT_LossScaler_Destroy_Args.struct_size");
+_Static_assert(offsetof(MNT_LossScaler_Destroy_Args, extension_start) == 8, "MNT_LossScaler_Destroy_Args.extension_start");
+_Static_assert(offsetof(MNT_LossScaler_Destroy_Args, scaler) == 16, "MNT_LossScaler_Destroy_Args.scaler");
+_Static_assert(sizeof(MNT_LossScalerState) == 32, "sizeof MNT_LossScalerState");
+_Static_assert(offsetof(MNT_LossScalerState, struct_size) == 0, "MNT_LossScalerState.struct_size");
+_Static_assert(offsetof(MNT_LossScalerState, scale) == 8, "MNT_LossScalerState.scale");
+_Static_assert(offsetof(MNT_LossScalerState, growth_tracker) == 16, "MNT_LossScalerState.growth_tracker");
+_Static_assert(offsetof(MNT_LossScalerState, skipped_steps) == 24, "MNT_LossScalerState.skipped_steps");
+_Static_assert(sizeof(MNT_LossScaler_GetState_Args) == 56, "sizeof MNT_LossScaler_GetState_Args");
+_Static_assert(offsetof(MNT_LossScaler_GetState_Args, struct_size) == 0, "MNT_LossScaler_GetState_Args.struct_size");
+_Static_assert(offsetof(MNT_LossScaler_GetState_Args, extension_start) == 8, "MNT_LossScaler_GetState_Args.extension_start");
+_Static_assert(offsetof(MNT_LossScaler_GetState_Args, scaler) == 16, "MNT_LossScaler_GetState_Args.scaler");
+_Static_assert(offsetof(MNT_LossScaler_GetState_Args, state) == 24, "MNT_LossScaler_GetState_Args.state");
+_Static_assert(sizeof(MNT_LossScaler_SetState_Args) == 56, "sizeof MNT_LossScaler_SetState_Args");
+_Static_assert(offsetof(MNT_LossScaler_SetState_Args, struct_size) == 0, "MNT_LossScaler_SetState_Args.struct_size");
+_Static_assert(offsetof(MNT_LossScaler_SetState_Args, extension_start) == 8, "MNT_LossScaler_SetState_Args.extension_start");
+_Static_assert(offsetof(MNT_LossScaler_SetState_Args, scaler) == 16, "MNT_LossScaler_SetState_Args.scaler");
+_Static_assert(offsetof(MNT_LossScaler_SetState_Args, state) == 24, "MNT_LossScaler_SetState_Args.state");
+_Static_assert(sizeof(MNT_LossScaler_Update_Args) == 40, "sizeof MNT_LossScaler_Update_Args");
+_Static_assert(offsetof(MNT_LossScaler_Update_Args, struct_size) == 0, "MNT_LossScaler_Update_Args.struct_size");
+_Static_assert(offsetof(MNT_LossScaler_Update_Args, extension_start) == 8, "MNT_LossScaler_Update_Args.extension_start");
+_Static_assert(offsetof(MNT_LossScaler_Update_Args, scaler) == 16, "MNT_LossScaler_Update_Args.scaler");
+_Static_assert(offsetof(MNT_LossScaler_Update_Args, found_inf) == 24, "MNT_LossScaler_Update_Args.found_inf");
+_Static_assert(offsetof(MNT_LossScaler_Update_Args, skip_step) == 28, "MNT_LossScaler_Update_Args.skip_step");
+_Static_assert(offsetof(MNT_LossScaler_Update_Args, new_scale) == 32, "MNT_LossScaler_Update_Args.new_scale");
+_Static_assert(sizeof(MNT_Precision_Api) == 80, "sizeof MNT_Precision_Api");
+_Static_assert(offsetof(MNT_Precision_Api, struct_size) == 0, "MNT_Precision_Api.struct_size");
+_Static_assert(offsetof(MNT_Precision_Api, extension_start) == 8, "MNT_Precision_Api.extension_start");
+_Static_assert(offsetof(MNT_Precision_Api, Precision_GetPolicy) == 16, "MNT_Precision_Api.Precision_GetPolicy");
+_Static_assert(offsetof(MNT_Precision_Api, Precision_GetOpClassPolicy) == 24, "MNT_Precision_Api.Precision_GetOpClassPolicy");
+_Static_assert(offsetof(MNT_Precision_Api, Precision_GetMemoryPlan) == 32, "MNT_Precision_Api.Precision_GetMemoryPlan");
+_Static_assert(offsetof(MNT_Precision_Api, LossScaler_Create) == 40, "MNT_Precision_Api.LossScaler_Create");
+_Static_assert(offsetof(MNT_Precision_Api, LossScaler_Destroy) == 48, "MNT_Precision_Api.LossScaler_Destroy");
+_Static_assert(offsetof(MNT_Precision_Api, LossScaler_GetState) == 56, "MNT_Precision_Api.LossScaler_GetState");
+_Static_assert(offsetof(MNT_Precision_Api, LossScaler_SetState) == 64, "MNT_Precision_Api.LossScaler_SetState");
+_Static_assert(offsetof(MNT_Precision_Api, LossScaler_Update) == 72, "MNT_Precision_Api.LossScaler_Update");
+
+/* ---- mnt_model.h ------------------------------------------------- */
+_Static_assert(sizeof(MNT_DataSpec) == 80, "sizeof MNT_DataSpec");
+_Static_assert(offsetof(MNT_DataSpec, struct_size) == 0, "MNT_DataSpec.struct_size");
+_Static_assert(offsetof(MNT_DataSpec, input_dtype) == 8, "MNT_DataSpec.input_dtype");
+_Static_assert(offsetof(MNT_DataSpec, input_rank) == 12, "MNT_DataSpec.input_rank");
+_Static_assert(offsetof(MNT_DataSpec, input_dims) == 16, "MNT_DataSpec.input_dims");
+_Static_assert(offsetof(MNT_DataSpec, num_classes) == 64, "MNT_DataSpec.num_classes");
+_Static_assert(offsetof(MNT_DataSpec, targets_per_example) == 72, "MNT_DataSpec.targets_per_example");
+_Static_assert(sizeof(MNT_ModelPrecision) == 24, "sizeof MNT_ModelPrecision");
+_Static_assert(offsetof(MNT_ModelPrecision, struct_size) == 0, "MNT_ModelPrecision.struct_size");
+_Static_assert(offsetof(MNT_ModelPrecision, weight_dtype) == 8, "MNT_ModelPrecision.weight_dtype");
+_Static_assert(offsetof(MNT_ModelPrecision, gradient_dtype) == 12, "MNT_ModelPrecision.gradient_dtype");
+_Static_assert(offsetof(MNT_ModelPrecision, activation_dtype) == 16, "MNT_ModelPrecision.activation_dtype");
+_Static_assert(offsetof(MNT_ModelPrecision, matmul_compute) == 20, "MNT_ModelPrecision.matmul_compute");
+_Static_assert(sizeof(MNT_Model_Create_Args) == 160, "sizeof MNT_Model_Create_Args");
+_Static_assert(offsetof(MNT_Model_Create_Args, struct_size) == 0, "MNT_Model_Create_Args.struct_size");
+_Static_assert(offsetof(MNT_Model_Create_Args, extension_start) == 8, "MNT_Model_Create_Args.extension_start");
+_Static_assert(offsetof(MNT_Model_Create_Args, options) == 16, "MNT_Model_Create_Args.options");
+_Static_assert(offsetof(MNT_Model_Create_Args, backend_plugin) == 24, "MNT_Model_Create_Args.backend_plugin");
+_Static_assert(offsetof(MNT_Model_Create_Args, backend) == 32, "MNT_Model_Create_Args.backend");
+_Static_assert(offsetof(MNT_Model_Create_Args, data_spec) == 40, "MNT_Model_Create_Args.data_spec");
+_Static_assert(offsetof(MNT_Model_Create_Args, precision) == 120, "MNT_Model_Create_Args.precision");
+_Static_assert(offsetof(MNT_Model_Create_Args, max_batch_size) == 144, "MNT_Model_Create_Args.max_batch_size");
+_Static_assert(offsetof(MNT_Model_Create_Args, model) == 152, "MNT_Model_Create_Args.model");
+_Static_assert(sizeof(MNT_Model_Destroy_Args) == 24, "sizeof MNT_Model_Destroy_Args");
+_Static_assert(offsetof(MNT_Model_Destroy_Args, struct_size) == 0, "MNT_Model_Destroy_Args.struct_size");
+_Static_assert(offsetof(MNT_Model_Destroy_Args, extension_start) == 8, "MNT_Model_Destroy_Args.extension_start");
+_Static_assert(offsetof(MNT_Model_Destroy_Args, model) == 16, "MNT_Model_Destroy_Args.model");
+_Static_assert(sizeof(MNT_Model_GetParamCount_Args) == 32, "sizeof MNT_Model_GetParamCount_Args");
+_Static_assert(offsetof(MNT_Model_GetParamCount_Args, struct_size) == 0, "MNT_Model_GetParamCount_Args.struct_size");
+_Static_assert(offsetof(MNT_Model_GetParamCount_Args, extension_start) == 8, "MNT_Model_GetParamCount_Args.extension_start");
+_Static_assert(offsetof(MNT_Model_GetParamCount_Args, model) == 16, "MNT_Model_GetParamCount_Args.model");
+_Static_assert(offsetof(MNT_Model_GetParamCount_Args, num_params) == 24, "MNT_Model_GetParamCount_Args.num_params");
+_Static_assert(sizeof(MNT_Model_GetParamSpec_Args) == 112, "sizeof MNT_Model_GetParamSpec_Args");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, struct_size) == 0, "MNT_Model_GetParamSpec_Args.struct_size");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, extension_start) == 8, "MNT_Model_GetParamSpec_Args.extension_start");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, model) == 16, "MNT_Model_GetParamSpec_Args.model");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, index) == 24, "MNT_Model_GetParamSpec_Args.index");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, name) == 32, "MNT_Model_GetParamSpec_Args.name");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, rank) == 40, "MNT_Model_GetParamSpec_Args.rank");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, dims) == 48, "MNT_Model_GetParamSpec_Args.dims");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init) == 96, "MNT_Model_GetParamSpec_Args.init");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init_scale) == 100, "MNT_Model_GetParamSpec_Args.init_scale");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, weight_decay) == 104, "MNT_Model_GetParamSpec_Args.weight_decay");
+_Static_assert(sizeof(MNT_Model_Forward_Args) == 80, "sizeof MNT_Model_Forward_Args");
+_Static_assert(offsetof(MNT_Model_Forward_Args, struct_size) == 0, "MNT_Model_Forward_Args.struct_size");
+_Static_assert(offsetof(MNT_Model_Forward_Args, extension_start) == 8, "MNT_Model_Forward_Args.extension_start");
+_Static_assert(offsetof(MNT_Model_Forward_Args, model) == 16, "MNT_Model_Forward_Args.model");
+_Static_assert(offsetof(MNT_Model_Forward_Args, params) == 24, "MNT_Model_Forward_Args.params");
+_Static_assert(offsetof(MNT_Model_Forward_Args, num_params) == 32, "MNT_Model_Forward_Args.num_params");
+_Static_assert(offsetof(MNT_Model_Forward_Args, inputs) == 40, "MNT_Model_Forward_Args.inputs");
+_Static_assert(offsetof(MNT_Model_Forward_Args, targets) == 48, "MNT_Model_Forward_Args.targets");
+_Static_assert(offsetof(MNT_Model_Forward_Args, training) == 56, "MNT_Model_Forward_Args.training");
+_Static_assert(offsetof(MNT_Model_Forward_Args, loss_out) == 64, "MNT_Model_Forward_Args.loss_out");
+_Static_assert(offsetof(MNT_Model_Forward_Args, correct_out) == 72, "MNT_Model_Forward_Args.correct_out");
+_Static_assert(sizeof(MNT_Model_Backward_Args) == 64, "sizeof MNT_Model_Backward_Args");
+_Static_assert(offsetof(MNT_Model_Backward_Args, struct_size) == 0, "MNT_Model_Backward_Args.struct_size");
+_Static_assert(offsetof(MNT_Model_Backward_Args, extension_start) == 8, "MNT_Model_Backward_Args.extension_start");
+_Static_assert(offsetof(MNT_Model_Backward_Args, model) == 16, "MNT_Model_Backward_Args.model");
+_Static_assert(offsetof(MNT_Model_Backward_Args, params) == 24, "MNT_Model_Backward_Args.params");
+_Static_assert(offsetof(MNT_Model_Backward_Args, num_params) == 32, "MNT_Model_Backward_Args.num_params");
+_Static_assert(offsetof(MNT_Model_Backward_Args, grads) == 40, "MNT_Model_Backward_Args.grads");
+_Static_assert(offsetof(MNT_Model_Backward_Args, num_grads) == 48, "MNT_Model_Backward_Args.num_grads");
+_Static_assert(offsetof(MNT_Model_Backward_Args, loss_multiplier) == 56, "MNT_Model_Backward_Args.loss_multiplier");
+_Static_assert(offsetof(MNT_Model_Backward_Args, accumulate) == 60, "MNT_Model_Backward_Args.accumulate");
+_Static_assert(sizeof(MNT_Model_Api) == 64, "sizeof MNT_Model_Api");
+_Static_assert(offsetof(MNT_Model_Api, struct_size) == 0, "MNT_Model_Api.struct_size");
+_Static_assert(offsetof(MNT_Model_Api, extension_start) == 8, "MNT_Model_Api.extension_start");
+_Static_assert(offsetof(MNT_Model_Api, Model_Create) == 16, "MNT_Model_Api.Model_Create");
+_Static_assert(offsetof(MNT_Model_Api, Model_Destroy) == 24, "MNT_Model_Api.Model_Destroy");
+_Static_assert(offsetof(MNT_Model_Api, Model_GetParamCount) == 32, "MNT_Model_Api.Model_GetParamCount");
+_Static_assert(offsetof(MNT_Model_Api, Model_GetParamSpec) == 40, "MNT_Model_Api.Model_GetParamSpec");
+_Static_assert(offsetof(MNT_Model_Api, Model_Forward) == 48, "MNT_Model_Api.Model_Forward");
+_Static_assert(offsetof(MNT_Model_Api, Model_Backward) == 56, "MNT_Model_Api.Model_Backward");
+
+/* ---- enum values (appended only, never renumbered) ---------------- */
+_Static_assert(MNT_EXTENSION_TYPE_NONE == 0, "MNT_EXTENSION_TYPE_NONE");
+_Static_assert(MNT_ERROR_OK == 0, "MNT_ERROR_OK");
+_Static_assert(MNT_ERROR_CANCELLED == 1, "MNT_ERROR_CANCELLED");
+_Static_assert(MNT_ERROR_UNKNOWN == 2, "MNT_ERROR_UNKNOWN");
+_Static_assert(MNT_ERROR_INVALID_ARGUMENT == 3, "MNT_ERROR_INVALID_ARGUMENT");
+_Static_assert(MNT_ERROR_DEADLINE_EXCEEDED == 4, "MNT_ERROR_DEADLINE_EXCEEDED");
+_Static_assert(MNT_ERROR_NOT_FOUND == 5, "MNT_ERROR_NOT_FOUND");
+_Static_assert(MNT_ERROR_ALREADY_EXISTS == 6, "MNT_ERROR_ALREADY_EXISTS");
+_Static_assert(MNT_ERROR_PERMISSION_DENIED == 7, "MNT_ERROR_PERMISSION_DENIED");
+_Static_assert(MNT_ERROR_RESOURCE_EXHAUSTED == 8, "MNT_ERROR_RESOURCE_EXHAUSTED");
+_Static_assert(MNT_ERROR_FAILED_PRECONDITION == 9, "MNT_ERROR_FAILED_PRECONDITION");
+_Static_assert(MNT_ERROR_ABORTED == 10, "MNT_ERROR_ABORTED");
+_Static_assert(MNT_ERROR_OUT_OF_RANGE == 11, "MNT_ERROR_OUT_OF_RANGE");
+_Static_assert(MNT_ERROR_UNIMPLEMENTED == 12, "MNT_ERROR_UNIMPLEMENTED");
+_Static_assert(MNT_ERROR_INTERNAL == 13, "MNT_ERROR_INTERNAL");
+_Static_assert(MNT_ERROR_UNAVAILABLE == 14, "MNT_ERROR_UNAVAILABLE");
+_Static_assert(MNT_ERROR_DATA_LOSS == 15, "MNT_ERROR_DATA_LOSS");
+_Static_assert(MNT_ERROR_UNAUTHENTICATED == 16, "MNT_ERROR_UNAUTHENTICATED");
+_Static_assert(MNT_DTYPE_INVALID == 0, "MNT_DTYPE_INVALID");
+_Static_assert(MNT_DTYPE_F32 == 1, "MNT_DTYPE_F32");
+_Static_assert(MNT_DTYPE_F16 == 2, "MNT_DTYPE_F16");
+_Static_assert(MNT_DTYPE_BF16 == 3, "MNT_DTYPE_BF16");
+_Static_assert(MNT_DTYPE_I32 == 4, "MNT_DTYPE_I32");
+_Static_assert(MNT_DTYPE_U8 == 5, "MNT_DTYPE_U8");
+_Static_assert(MNT_DTYPE_F64 == 6, "MNT_DTYPE_F64");
+_Static_assert(MNT_COMPUTE_INVALID == 0, "MNT_COMPUTE_INVALID");
+_Static_assert(MNT_COMPUTE_F32 == 1, "MNT_COMPUTE_F32");
+_Static_assert(MNT_COMPUTE_TF32 == 2, "MNT_COMPUTE_TF32");
+_Static_assert(MNT_COMPUTE_BF16 == 3, "MNT_COMPUTE_BF16");
+_Static_assert(MNT_COMPUTE_F16 == 4, "MNT_COMPUTE_F16");
+_Static_assert(MNT_PLUGIN_KIND_INVALID == 0, "MNT_PLUGIN_KIND_INVALID");
+_Static_assert(MNT_PLUGIN_KIND_BACKEND == 1, "MNT_PLUGIN_KIND_BACKEND");
+_Static_assert(MNT_PLUGIN_KIND_PRECISION == 2, "MNT_PLUGIN_KIND_PRECISION");
+_Static_assert(MNT_PLUGIN_KIND_MODEL == 3, "MNT_PLUGIN_KIND_MODEL");
+_Static_assert(MNT_MEMORY_WEIGHTS == 0, "MNT_MEMORY_WEIGHTS");
+_Static_assert(MNT_MEMORY_MASTER_WEIGHTS == 1, "MNT_MEMORY_MASTER_WEIGHTS");
+_Static_assert(MNT_MEMORY_GRADIENTS == 2, "MNT_MEMORY_GRADIENTS");
+_Static_assert(MNT_MEMORY_OPTIMIZER_STATE == 3, "MNT_MEMORY_OPTIMIZER_STATE");
+_Static_assert(MNT_MEMORY_ACTIVATIONS == 4, "MNT_MEMORY_ACTIVATIONS");
+_Static_assert(MNT_MEMORY_WORKSPACE == 5, "MNT_MEMORY_WORKSPACE");
+_Static_assert(MNT_MEMORY_DATA == 6, "MNT_MEMORY_DATA");
+_Static_assert(MNT_MEMORY_CATEGORY_COUNT == 7, "MNT_MEMORY_CATEGORY_COUNT");
+_Static_assert(MNT_MEMORY_ALL == 100, "MNT_MEMORY_ALL");
+_Static_assert(MNT_COPY_HOST_TO_DEVICE == 1, "MNT_COPY_HOST_TO_DEVICE");
+_Static_assert(MNT_COPY_DEVICE_TO_HOST == 2, "MNT_COPY_DEVICE_TO_HOST");
+_Static_assert(MNT_COPY_DEVICE_TO_DEVICE == 3, "MNT_COPY_DEVICE_TO_DEVICE");
+_Static_assert(MNT_OP_INVALID == 0, "MNT_OP_INVALID");
+_Static_assert(MNT_OP_FILL == 1, "MNT_OP_FILL");
+_Static_assert(MNT_OP_CAST == 2, "MNT_OP_CAST");
+_Static_assert(MNT_OP_GEMM == 3, "MNT_OP_GEMM");
+_Static_assert(MNT_OP_BIAS_GRAD == 4, "MNT_OP_BIAS_GRAD");
+_Static_assert(MNT_OP_ACTIVATION_FORWARD == 5, "MNT_OP_ACTIVATION_FORWARD");
+_Static_assert(MNT_OP_ACTIVATION_BACKWARD == 6, "MNT_OP_ACTIVATION_BACKWARD");
+_Static_assert(MNT_OP_ADD == 7, "MNT_OP_ADD");
+_Static_assert(MNT_OP_SOFTMAX == 8, "MNT_OP_SOFTMAX");
+_Static_assert(MNT_OP_CROSS_ENTROPY == 9, "MNT_OP_CROSS_ENTROPY");
+_Static_assert(MNT_OP_LAYERNORM_FORWARD == 10, "MNT_OP_LAYERNORM_FORWARD");
+_Static_assert(MNT_OP_LAYERNORM_BACKWARD == 11, "MNT_OP_LAYERNORM_BACKWARD");
+_Static_assert(MNT_OP_EMBEDDING_FORWARD == 12, "MNT_OP_EMBEDDING_FORWARD");
+_Static_assert(MNT_OP_EMBEDDING_BACKWARD == 13, "MNT_OP_EMBEDDING_BACKWARD");
+_Static_assert(MNT_OP_REDUCE == 14, "MNT_OP_REDUCE");
+_Static_assert(MNT_OP_COUNT_CORRECT == 15, "MNT_OP_COUNT_CORRECT");
+_Static_assert(MNT_OP_GLOBAL_NORM_SQUARED == 16, "MNT_OP_GLOBAL_NORM_SQUARED");
+_Static_assert(MNT_OP_NONFINITE_CHECK_UNSCALE == 17, "MNT_OP_NONFINITE_CHECK_UNSCALE");
+_Static_assert(MNT_OP_SGD_STEP == 18, "MNT_OP_SGD_STEP");
+_Static_assert(MNT_OP_ADAMW_STEP == 19, "MNT_OP_ADAMW_STEP");
+_Static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
+_Static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
+_Static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
+_Static_assert(MNT_ACTIVATION_GELU_TANH == 3, "MNT_ACTIVATION_GELU_TANH");
+_Static_assert(MNT_REDUCE_INVALID == 0, "MNT_REDUCE_INVALID");
+_Static_assert(MNT_REDUCE_SUM == 1, "MNT_REDUCE_SUM");
+_Static_assert(MNT_REDUCE_MEAN == 2, "MNT_REDUCE_MEAN");
+_Static_assert(MNT_REDUCE_MAX == 3, "MNT_REDUCE_MAX");
+_Static_assert(MNT_OP_CLASS_INVALID == 0, "MNT_OP_CLASS_INVALID");
+_Static_assert(MNT_OP_CLASS_MATMUL == 1, "MNT_OP_CLASS_MATMUL");
+_Static_assert(MNT_OP_CLASS_ELEMENTWISE == 2, "MNT_OP_CLASS_ELEMENTWISE");
+_Static_assert(MNT_OP_CLASS_NORMALIZATION == 3, "MNT_OP_CLASS_NORMALIZATION");
+_Static_assert(MNT_OP_CLASS_SOFTMAX == 4, "MNT_OP_CLASS_SOFTMAX");
+_Static_assert(MNT_OP_CLASS_LOSS == 5, "MNT_OP_CLASS_LOSS");
+_Static_assert(MNT_OP_CLASS_REDUCTION == 6, "MNT_OP_CLASS_REDUCTION");
+_Static_assert(MNT_OP_CLASS_OPTIMIZER == 7, "MNT_OP_CLASS_OPTIMIZER");
+_Static_assert(MNT_OP_CLASS_EMBEDDING == 8, "MNT_OP_CLASS_EMBEDDING");
+_Static_assert(MNT_LOSS_SCALING_NONE == 0, "MNT_LOSS_SCALING_NONE");
+_Static_assert(MNT_LOSS_SCALING_DYNAMIC == 1, "MNT_LOSS_SCALING_DYNAMIC");
+_Static_assert(MNT_LOSS_SCALING_STATIC == 2, "MNT_LOSS_SCALING_STATIC");
+_Static_assert(MNT_PARAM_INIT_INVALID == 0, "MNT_PARAM_INIT_INVALID");
+_Static_assert(MNT_PARAM_INIT_ZEROS == 1, "MNT_PARAM_INIT_ZEROS");
+_Static_assert(MNT_PARAM_INIT_ONES == 2, "MNT_PARAM_INIT_ONES");
+_Static_assert(MNT_PARAM_INIT_NORMAL == 3, "MNT_PARAM_INIT_NORMAL");
+_Static_assert(MNT_PARAM_INIT_UNIFORM == 4, "MNT_PARAM_INIT_UNIFORM");
+
+struct expected_size {
+  const char* macro;
+  size_t actual;
+  size_t expected;
+};
+
+#define MNT_EXPECT_SIZE(macro, bytes) {#macro, macro, bytes}
+
+int main(void) {
+  static const struct expected_size kSizes[] = {
+      MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Api_Version_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Plugin_Api_STRUCT_SIZE, 120),
+      MNT_EXPECT_SIZE(MNT_FillParams_STRUCT_SIZE, 16),
+      MNT_EXPECT_SIZE(MNT_GemmParams_STRUCT_SIZE, 28),
+      MNT_EXPECT_SIZE(MNT_AccumulateParams_STRUCT_SIZE, 12),
+      MNT_EXPECT_SIZE(MNT_ActivationParams_STRUCT_SIZE, 12),
+      MNT_EXPECT_SIZE(MNT_AddParams_STRUCT_SIZE, 16),
+      MNT_EXPECT_SIZE(MNT_CrossEntropyParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_LayerNormParams_STRUCT_SIZE, 16),
+      MNT_EXPECT_SIZE(MNT_ReduceParams_STRUCT_SIZE, 12),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),
+      MNT_EXPECT_SIZE(MNT_Memory_Allocate_Args_STRUCT_SIZE, 48),
+      MNT_EXPECT_SIZE(MNT_Memory_Free_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Memory_Copy_Args_STRUCT_SIZE, 52),
+      MNT_EXPECT_SIZE(MNT_Memory_GetStats_Args_STRUCT_SIZE, 48),
+      MNT_EXPECT_SIZE(MNT_Memory_ResetPeak_Args_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Backend_Synchronize_Args_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Backend_GetOpSupport_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Backend_Run_Args_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Event_Create_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Event_Record_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Event_ElapsedTime_Args_STRUCT_SIZE, 48),
+      MNT_EXPECT_SIZE(MNT_Event_Destroy_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE, 136),
+      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE_1_0, 104),
+      MNT_EXPECT_SIZE(MNT_Precision_GetPolicy_Args_STRUCT_SIZE, 44),
+      MNT_EXPECT_SIZE(MNT_Precision_GetOpClassPolicy_Args_STRUCT_SIZE, 36),
+      MNT_EXPECT_SIZE(MNT_Precision_GetMemoryPlan_Args_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_LossScaler_Create_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_LossScaler_Destroy_Args_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_LossScalerState_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_LossScaler_GetState_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_LossScaler_SetState_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_LossScaler_Update_Args_STRUCT_SIZE, 36),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_DataSpec_STRUCT_SIZE, 76),
+      MNT_EXPECT_SIZE(MNT_ModelPrecision_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 160),
+      MNT_EXPECT_SIZE(MNT_Model_Destroy_Args_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
+      MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_Model_Api_STRUCT_SIZE, 64),
+  };
+  int failures = 0;
+  size_t i;
+  for (i = 0; i < sizeof(kSizes) / sizeof(kSizes[0]); ++i) {
+    if (kSizes[i].actual != kSizes[i].expected) {
+      fprintf(stderr, "FAIL: %s is %zu, frozen at %zu\n", kSizes[i].macro,
+              kSizes[i].actual, kSizes[i].expected);
+      ++failures;
+    }
+  }
+  if (MNT_Backend_Api_STRUCT_SIZE_1_0 !=
+      offsetof(MNT_Backend_Api, Backend_Run) + sizeof(void*)) {
+    fprintf(stderr, "FAIL: MNT_Backend_Api_STRUCT_SIZE_1_0 does not end at "
+                    "Backend_Run\n");
+    ++failures;
+  }
+  printf("%zu struct sizes checked, %d failures\n",
+         sizeof(kSizes) / sizeof(kSizes[0]), failures);
+  return failures == 0 ? 0 : 1;
+}
