@@ -42,7 +42,9 @@ typedef enum MNT_CopyKind {
 /* every op computes in fp32 whatever the storage dtypes (F32/F16/BF16) and   */
 /* rounds results to nearest-even into the output dtype. Output memory may    */
 /* alias an input only where stated. Shapes are checked; a mismatch is an     */
-/* MNT_ERROR_INVALID_ARGUMENT naming the op and the operand.                  */
+/* MNT_ERROR_INVALID_ARGUMENT naming the op and the operand. An operand       */
+/* marked optional is absent when the array ends before it or when its      */
+/* tensor's `data` is NULL.                                                  */
 /* Values are appended only; never renumbered.                                */
 /* ------------------------------------------------------------------------ */
 typedef enum MNT_Op {
