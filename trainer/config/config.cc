@@ -1,0 +1,312 @@
+#include "trainer/config/config.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace mnt {
+namespace trainer {
+namespace {
+
+absl::Status Invalid(absl::string_view flag, absl::string_view value,
+                     absl::string_view expected) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, " is invalid: expected ", expected));
+}
+
+absl::Status CheckOneOf(absl::string_view flag, const std::string& value,
+                        std::initializer_list<absl::string_view> allowed) {
+  for (absl::string_view a : allowed) {
+    if (value == a) return absl::OkStatus();
+  }
+  return Invalid(flag, value,
+                 absl::StrCat("one of ", absl::StrJoin(allowed, ", ",
+                                                       [](std::string* out, absl::string_view a) {
+                                                         // Spell the empty choice so it is visible.
+                                                         out->append(a.empty() ? "\"\"" : std::string(a));
+                                                       })));
+}
+
+absl::Status CheckAtLeast(absl::string_view flag, int64_t value, int64_t min) {
+  if (value >= min) return absl::OkStatus();
+  return Invalid(flag, absl::StrCat(value), absl::StrCat("an integer >= ", min));
+}
+
+// Checks min <= value (or < when min_exclusive) and value < / <= max, finite.
+absl::Status CheckRange(absl::string_view flag, double value, double min,
+                        bool min_exclusive, double max, bool max_exclusive) {
+  const bool ok = std::isfinite(value) &&
+                  (min_exclusive ? value > min : value >= min) &&
+                  (max_exclusive ? value < max : value <= max);
+  if (ok) return absl::OkStatus();
+  std::string expected = absl::StrCat("a finite value ", min_exclusive ? "> " : ">= ", min);
+  if (std::isfinite(max)) {
+    absl::StrAppend(&expected, " and ", max_exclusive ? "< " : "<= ", max);
+  }
+  return Invalid(flag, absl::StrCat(value), expected);
+}
+
+constexpr double kInf = HUGE_VAL;
+
+absl::Status ValidateData(const DataConfig& d) {
+  absl::Status s = CheckOneOf("dataset", d.dataset(), {"digits", "idx", "text"});
+  if (!s.ok()) return s;
+  bool has_test_set = false;
+  if (d.dataset() == "idx") {
+    if (d.train_images().empty() || d.train_labels().empty()) {
+      return absl::InvalidArgumentError(
+          "--dataset=idx needs --train_images and --train_labels (IDX file paths)");
+    }
+    if (d.test_images().empty() != d.test_labels().empty()) {
+      return absl::InvalidArgumentError(
+          "--test_images and --test_labels must be given together (or neither, "
+          "to split --validation_fraction off the training set)");
+    }
+    has_test_set = !d.test_images().empty();
+  }
+  if (d.dataset() == "text") {
+    if (d.text_path().empty()) {
+      return absl::InvalidArgumentError(
+          "--dataset=text needs --text_path (a plain text file)");
+    }
+    s = CheckAtLeast("seq_len", d.seq_len(), 1);
+    if (!s.ok()) return s;
+  }
+  if (has_test_set) {
+    // Unused, but a nonsense value is still a mistake worth reporting.
+    return CheckRange("validation_fraction", d.validation_fraction(), 0, false, 1, true);
+  }
+  return CheckRange("validation_fraction", d.validation_fraction(), 0, true, 1, true);
+}
+
+absl::Status ValidateOptimizer(const OptimizerConfig& o) {
+  absl::Status s = CheckOneOf("optimizer", o.name(), {"adamw", "adam", "sgd"});
+  if (s.ok()) s = CheckRange("lr", o.lr(), 0, true, kInf, false);
+  if (s.ok()) s = CheckRange("weight_decay", o.weight_decay(), 0, false, kInf, false);
+  if (s.ok()) s = CheckRange("beta1", o.beta1(), 0, false, 1, true);
+  if (s.ok()) s = CheckRange("beta2", o.beta2(), 0, false, 1, true);
+  if (s.ok()) s = CheckRange("eps", o.eps(), 0, true, kInf, false);
+  if (s.ok()) s = CheckRange("momentum", o.momentum(), 0, false, 1, true);
+  if (!s.ok()) return s;
+  if (o.nesterov() && (o.name() != "sgd" || o.momentum() <= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--nesterov=true is invalid with --optimizer=", o.name(), " --momentum=",
+        o.momentum(), ": expected --optimizer=sgd with --momentum > 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSchedule(const ScheduleConfig& sc) {
+  absl::Status s = CheckOneOf("schedule", sc.kind(), {"cosine", "constant"});
+  if (s.ok()) s = CheckAtLeast("warmup_steps", sc.warmup_steps(), 0);
+  if (s.ok()) s = CheckRange("min_lr_ratio", sc.min_lr_ratio(), 0, false, 1, false);
+  return s;
+}
+
+absl::Status ValidateLossScale(const LossScaleConfig& ls) {
+  // 0 means "the precision plugin's default" for every numeric field.
+  absl::Status s = CheckOneOf("loss_scale_mode", ls.mode(), {"", "dynamic", "static", "none"});
+  if (s.ok()) s = CheckRange("init_scale", ls.init_scale(), 0, false, kInf, false);
+  if (s.ok() && ls.growth_factor() != 0) {
+    s = CheckRange("growth_factor", ls.growth_factor(), 1, true, kInf, false);
+    if (!s.ok()) {
+      return Invalid("growth_factor", absl::StrCat(ls.growth_factor()),
+                     "0 (plugin default) or a finite value > 1");
+    }
+  }
+  if (s.ok() && ls.backoff_factor() != 0) {
+    s = CheckRange("backoff_factor", ls.backoff_factor(), 0, true, 1, true);
+    if (!s.ok()) {
+      return Invalid("backoff_factor", absl::StrCat(ls.backoff_factor()),
+                     "0 (plugin default) or a value > 0 and < 1");
+    }
+  }
+  if (s.ok()) s = CheckAtLeast("growth_interval", ls.growth_interval(), 0);
+  return s;
+}
+
+}  // namespace
+
+TrainConfig DefaultTrainConfig() {
+  TrainConfig c;
+  c.set_model("mlp");
+  c.set_precision("auto");
+  c.set_device("auto");
+  DataConfig* d = c.mutable_data();
+  d->set_dataset("digits");
+  d->set_seq_len(64);
+  d->set_validation_fraction(0.2);
+  c.set_batch_size(64);
+  c.set_grad_accum_steps(1);
+  c.set_steps(600);
+  OptimizerConfig* o = c.mutable_optimizer();
+  o->set_name("adamw");
+  o->set_lr(1e-3);
+  o->set_weight_decay(0.01);
+  o->set_beta1(0.9);
+  o->set_beta2(0.999);
+  o->set_eps(1e-8);
+  o->set_momentum(0.9);
+  o->set_nesterov(false);
+  ScheduleConfig* sc = c.mutable_schedule();
+  sc->set_kind("cosine");
+  sc->set_warmup_steps(30);
+  sc->set_min_lr_ratio(0.1);
+  c.set_clip_grad_norm(1.0);
+  c.mutable_loss_scale();  // mode "" = the precision plugin's defaults
+  c.set_eval_every(100);
+  c.set_eval_batches(0);
+  c.set_log_every(10);
+  c.set_seed(1234);
+  c.set_checkpoint_every(0);
+  c.set_progress("auto");
+  return c;
+}
+
+absl::Status ValidateTrainConfig(const TrainConfig& c) {
+  if (c.model().empty()) {
+    return absl::InvalidArgumentError(
+        "--model= is invalid: expected a model plugin name such as mlp");
+  }
+  for (char ch : c.model()) {
+    // The name becomes part of a file name: mnt_model_<name>.so.
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) {
+      return Invalid("model", c.model(), "a plugin name of letters, digits and _");
+    }
+  }
+  absl::Status s = CheckOneOf("precision", c.precision(), {"fp32", "tf32", "bf16", "fp16", "auto"});
+  if (s.ok()) s = CheckOneOf("device", c.device(), {"cpu", "cuda", "auto"});
+  if (s.ok()) s = ValidateData(c.data());
+  if (s.ok()) s = CheckAtLeast("batch_size", c.batch_size(), 1);
+  if (s.ok()) s = CheckAtLeast("grad_accum_steps", c.grad_accum_steps(), 1);
+  if (s.ok()) s = CheckAtLeast("steps", c.steps(), 1);
+  if (s.ok()) s = ValidateOptimizer(c.optimizer());
+  if (s.ok()) s = ValidateSchedule(c.schedule());
+  if (s.ok()) s = CheckRange("clip_grad_norm", c.clip_grad_norm(), 0, false, kInf, false);
+  if (s.ok()) s = ValidateLossScale(c.loss_scale());
+  if (s.ok()) s = CheckAtLeast("eval_every", c.eval_every(), 0);
+  if (s.ok()) s = CheckAtLeast("eval_batches", c.eval_batches(), 0);
+  if (s.ok()) s = CheckAtLeast("log_every", c.log_every(), 0);
+  if (s.ok()) s = CheckAtLeast("checkpoint_every", c.checkpoint_every(), 0);
+  if (s.ok()) s = CheckOneOf("progress", c.progress(), {"auto", "bar", "plain", "none"});
+  if (!s.ok()) return s;
+  if (c.resume() && c.checkpoint_dir().empty()) {
+    return absl::InvalidArgumentError(
+        "--resume=true is invalid without --checkpoint_dir: expected a directory to resume from");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Keeps the first parse error as "<source>:<line>:<column>: <message>".
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit FirstErrorCollector(std::string source) : source_(std::move(source)) {}
+
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!first_error_.empty()) return;
+    // The parser counts from 0; editors count from 1.
+    first_error_ = absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message);
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber,
+                  const std::string&) override {}
+
+  const std::string& first_error() const { return first_error_; }
+
+ private:
+  std::string source_;
+  std::string first_error_;
+};
+
+}  // namespace
+
+absl::Status MergeTextConfig(const std::string& text,
+                             const std::string& source_name,
+                             TrainConfig* config) {
+  FirstErrorCollector errors(source_name);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  // Parse into a copy so a failed parse leaves *config as it was.
+  TrainConfig merged = *config;
+  if (!parser.MergeFromString(text, &merged)) {
+    return absl::InvalidArgumentError(
+        errors.first_error().empty()
+            ? absl::StrCat(source_name, ": not a valid TrainConfig text proto")
+            : errors.first_error());
+  }
+  *config = std::move(merged);
+  return absl::OkStatus();
+}
+
+absl::Status MergeTextConfigFile(const std::string& path, TrainConfig* config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open config file ", path, ": ", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::DataLossError(absl::StrCat("cannot read config file ", path));
+  }
+  return MergeTextConfig(text.str(), path, config);
+}
+
+absl::StatusOr<TrainConfig> LoadTextConfig(const std::string& path) {
+  TrainConfig config = DefaultTrainConfig();
+  absl::Status s = MergeTextConfigFile(path, &config);
+  if (!s.ok()) return s;
+  s = ValidateTrainConfig(config);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  }
+  return config;
+}
+
+namespace {
+
+// Writes every singular field of `message`, zero values included, as text.
+void PrintAllFields(const google::protobuf::Message& message, int indent,
+                    std::string* out) {
+  const google::protobuf::Descriptor* descriptor = message.GetDescriptor();
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  const std::string pad(indent * 2, ' ');
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = descriptor->field(i);
+    if (field->is_repeated()) continue;  // TrainConfig has none
+    if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      absl::StrAppend(out, pad, field->name(), " {\n");
+      PrintAllFields(reflection->GetMessage(message, field), indent + 1, out);
+      absl::StrAppend(out, pad, "}\n");
+      continue;
+    }
+    std::string value;
+    google::protobuf::TextFormat::PrintFieldValueToString(message, field, -1, &value);
+    absl::StrAppend(out, pad, field->name(), ": ", value, "\n");
+  }
+}
+
+}  // namespace
+
+std::string ConfigToText(const TrainConfig& config) {
+  // Zero values are written out too: reading the text back on top of the
+  // defaults must not resurrect a default in place of an explicit 0.
+  std::string out;
+  PrintAllFields(config, 0, &out);
+  return out;
+}
+
+}  // namespace trainer
+}  // namespace mnt

@@ -1,0 +1,42 @@
+// Command-line flags for every TrainConfig field (flat names: --lr, --dataset,
+// --loss_scale_mode, ...) plus --config=path.textproto.
+//
+// The flags are defined in flags.cc; the library is alwayslink so they exist
+// in every binary that depends on it, even if it calls nothing from here.
+#ifndef MANTISSA_TRAINER_CONFIG_FLAGS_H_
+#define MANTISSA_TRAINER_CONFIG_FLAGS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/status/statusor.h"
+#include "trainer/config/config.h"
+
+namespace mnt {
+namespace trainer {
+
+// Call after absl::ParseCommandLine. Builds
+//   DefaultTrainConfig()  <- the --config file (if given)
+//                         <- every flag given on the command line
+// (a flag given explicitly wins even when equal to its default value), then
+// validates. Errors are one line naming the flag or file line at fault.
+absl::StatusOr<TrainConfig> ConfigFromFlags();
+
+// Same, with `is_set` deciding which flags count as given (test seam; the
+// plain overload asks absl whether the flag was on the command line).
+absl::StatusOr<TrainConfig> ConfigFromFlags(
+    const std::function<bool(const absl::CommandLineFlag&)>& is_set);
+
+// Names of the flags mapped to TrainConfig fields (without --config).
+std::vector<std::string> TrainConfigFlagNames();
+
+// Applies the current value of every mapped flag to *config, whether given
+// or not (used to check that the flags' defaults equal DefaultTrainConfig()).
+void ApplyAllFlags(TrainConfig* config);
+
+}  // namespace trainer
+}  // namespace mnt
+
+#endif  // MANTISSA_TRAINER_CONFIG_FLAGS_H_

@@ -1,0 +1,162 @@
+#include "trainer/config/flags.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+ABSL_DECLARE_FLAG(std::string, config);
+ABSL_DECLARE_FLAG(double, lr);
+ABSL_DECLARE_FLAG(int64_t, steps);
+ABSL_DECLARE_FLAG(int64_t, batch_size);
+ABSL_DECLARE_FLAG(std::string, precision);
+ABSL_DECLARE_FLAG(double, clip_grad_norm);
+
+namespace mnt {
+namespace trainer {
+namespace {
+
+using ::google::protobuf::util::MessageDifferencer;
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+void WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << contents;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// Number of non-message fields in `d`, recursively: each needs its own flag.
+int CountLeafFields(const google::protobuf::Descriptor* d) {
+  int n = 0;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const auto* f = d->field(i);
+    n += f->message_type() ? CountLeafFields(f->message_type()) : 1;
+  }
+  return n;
+}
+
+std::function<bool(const absl::CommandLineFlag&)> Given(std::set<std::string> names) {
+  return [names](const absl::CommandLineFlag& flag) { return names.count(std::string(flag.Name())) > 0; };
+}
+
+TEST(FlagsTest, EveryFieldHasExactlyOneFlag) {
+  const std::vector<std::string> names = TrainConfigFlagNames();
+  const std::set<std::string> unique(names.begin(), names.end());
+  EXPECT_EQ(unique.size(), names.size());
+  EXPECT_EQ(static_cast<int>(names.size()), CountLeafFields(TrainConfig::descriptor()));
+  for (const char* expected :
+       {"model", "model_options", "precision", "device", "backend_options", "dataset",
+        "train_images", "train_labels", "test_images", "test_labels", "text_path", "seq_len",
+        "cache_dir", "validation_fraction", "batch_size", "grad_accum_steps", "steps",
+        "optimizer", "lr", "weight_decay", "beta1", "beta2", "eps", "momentum", "nesterov",
+        "schedule", "warmup_steps", "min_lr_ratio", "clip_grad_norm", "loss_scale_mode",
+        "init_scale", "growth_factor", "backoff_factor", "growth_interval", "eval_every",
+        "eval_batches", "log_every", "seed", "checkpoint_dir", "checkpoint_every", "resume",
+        "metrics_jsonl", "plugin_path", "progress"}) {
+    EXPECT_EQ(unique.count(expected), 1u) << expected;
+  }
+}
+
+TEST(FlagsTest, FlagDefaultsEqualDefaultTrainConfig) {
+  TrainConfig from_flags;
+  ApplyAllFlags(&from_flags);
+  std::string diff;
+  MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differencer.Compare(DefaultTrainConfig(), from_flags)) << diff;
+}
+
+TEST(FlagsTest, NoFlagsGivesDefaults) {
+  absl::FlagSaver saver;
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(MessageDifferencer::Equals(*c, DefaultTrainConfig()));
+}
+
+TEST(FlagsTest, GivenFlagsBeatFileWhichBeatsDefaults) {
+  absl::FlagSaver saver;
+  const std::string path = TempPath("precedence.textproto");
+  WriteFile(path, "model: \"file_model\"\nsteps: 7\noptimizer { lr: 0.5 }\nbatch_size: 16\n");
+  absl::SetFlag(&FLAGS_config, path);
+  absl::SetFlag(&FLAGS_lr, 1e-3);        // equal to the flag's default, still wins
+  absl::SetFlag(&FLAGS_batch_size, 32);  // given
+  absl::SetFlag(&FLAGS_steps, 99);       // set but not "given": must not win
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"lr", "batch_size"}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->model(), "file_model");
+  EXPECT_EQ(c->steps(), 7);
+  EXPECT_DOUBLE_EQ(c->optimizer().lr(), 1e-3);
+  EXPECT_EQ(c->batch_size(), 32);
+  EXPECT_EQ(c->precision(), "auto");  // neither file nor flag: default
+}
+
+TEST(FlagsTest, InvalidFlagValueIsReported) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_precision, "fp8");
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"precision"}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "--precision=fp8 is invalid: expected one of fp32, tf32, bf16, fp16, auto");
+}
+
+TEST(FlagsTest, FlagCanRepairABadValueFromTheFile) {
+  absl::FlagSaver saver;
+  const std::string path = TempPath("bad_then_fixed.textproto");
+  WriteFile(path, "clip_grad_norm: -1\n");
+  absl::SetFlag(&FLAGS_config, path);
+  absl::StatusOr<TrainConfig> broken = ConfigFromFlags(Given({}));
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().message(),
+            "--clip_grad_norm=-1 is invalid: expected a finite value >= 0 (config file " + path +
+                " plus flags)");
+  absl::SetFlag(&FLAGS_clip_grad_norm, 0.0);
+  absl::StatusOr<TrainConfig> fixed = ConfigFromFlags(Given({"clip_grad_norm"}));
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->clip_grad_norm(), 0.0);
+}
+
+TEST(FlagsTest, MissingConfigFileIsOneLineError) {
+  absl::FlagSaver saver;
+  const std::string path = TempPath("nope/missing.textproto");
+  absl::SetFlag(&FLAGS_config, path);
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string(c.status().message()).find(path), std::string::npos);
+}
+
+// The real path: absl parses argv and records which flags were on it.
+TEST(FlagsTest, ParsedCommandLineOverridesFileEvenWithDefaultValue) {
+  absl::FlagSaver saver;
+  const std::string path = TempPath("cmdline.textproto");
+  WriteFile(path, "steps: 7\noptimizer { lr: 0.5 }\nprecision: \"fp16\"\n");
+  const std::string config_arg = "--config=" + path;
+  std::vector<char*> argv = {const_cast<char*>("flags_test"),
+                             const_cast<char*>(config_arg.c_str()),
+                             const_cast<char*>("--lr=0.001"),
+                             const_cast<char*>("--batch_size=8")};
+  absl::ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->optimizer().lr(), 1e-3);  // flag (= its default) beats file's 0.5
+  EXPECT_EQ(c->batch_size(), 8);
+  EXPECT_EQ(c->steps(), 7);             // from the file
+  EXPECT_EQ(c->precision(), "fp16");    // from the file
+  EXPECT_EQ(c->seed(), 1234u);          // default
+}
+
+}  // namespace
+}  // namespace trainer
+}  // namespace mnt
