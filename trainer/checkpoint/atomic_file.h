@@ -1,0 +1,29 @@
+// Durable, all-or-nothing file writes (used for checkpoints and dataset caches).
+#ifndef MANTISSA_TRAINER_CHECKPOINT_ATOMIC_FILE_H_
+#define MANTISSA_TRAINER_CHECKPOINT_ATOMIC_FILE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace mnt {
+namespace trainer {
+
+// Writes `contents` to `<path>.tmp.<pid>` in the same directory, fsyncs it,
+// renames it over `path` and fsyncs the directory. On any failure the temp
+// file is removed and an existing `path` is left as it was; the error is one
+// line naming the file and the failing step.
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
+
+// Like `mkdir -p`: creates `path` and missing parents (mode 0755). OK if it
+// already is a directory.
+absl::Status MakeDirectories(const std::string& path);
+
+// Whole file into *contents; NotFound naming the file when it does not exist.
+absl::Status ReadWholeFile(const std::string& path, std::string* contents);
+
+}  // namespace trainer
+}  // namespace mnt
+
+#endif  // MANTISSA_TRAINER_CHECKPOINT_ATOMIC_FILE_H_
