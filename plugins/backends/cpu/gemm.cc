@@ -1,0 +1,95 @@
+// GEMM through OpenBLAS: operands rounded to the compute format in fp32,
+// cblas_sgemm accumulates in fp32 (products of tf32/bf16/f16 values are exact
+// in fp32, as on tensor cores), the result is rounded into C's dtype.
+#include <cblas.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/cpu/ops.h"
+#include "plugins/backends/cpu/tensor_io.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::cpu {
+
+using sdk::Status;
+
+namespace {
+
+std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode) {
+  std::vector<float> v = ReadF32(t);
+  if (mode != MNT_COMPUTE_F32) {
+    for (float& e : v) e = RoundToCompute(e, mode);
+  }
+  return v;
+}
+
+}  // namespace
+
+Status RunGemm(const OpCall& call) {
+  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
+  const MNT_GemmParams* p;
+  MNT_RETURN_IF_ERROR(
+      call.Params("MNT_GemmParams", MNT_GemmParams_STRUCT_SIZE, false, &p));
+  if (p->compute < MNT_COMPUTE_F32 || p->compute > MNT_COMPUTE_F16) {
+    return call.Invalid(
+        sdk::Format("unknown compute mode %d", static_cast<int>(p->compute)));
+  }
+  Operand a, b, c;
+  MNT_RETURN_IF_ERROR(call.Input(0, "A", &a));
+  MNT_RETURN_IF_ERROR(call.Input(1, "B", &b));
+  const Operand bias = call.OptionalInput(2, "bias");
+  MNT_RETURN_IF_ERROR(call.Output(0, "C", &c));
+  for (const Operand* o : {&a, &b, &c}) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloat(*o));
+    MNT_RETURN_IF_ERROR(call.ExpectRank(*o, 2));
+  }
+  const bool ta = p->trans_a != 0, tb = p->trans_b != 0;
+  const int64_t m = ta ? a->dims[1] : a->dims[0];
+  const int64_t k = ta ? a->dims[0] : a->dims[1];
+  const int64_t n = tb ? b->dims[0] : b->dims[1];
+  const int64_t b_k = tb ? b->dims[1] : b->dims[0];
+  if (b_k != k) {
+    return call.Invalid(b.label + " is " + sdk::Describe(*b) + ", expected " +
+                        (tb ? sdk::Format("[N, K=%lld]", (long long)k)
+                            : sdk::Format("[K=%lld, N]", (long long)k)));
+  }
+  const int64_t c_dims[2] = {m, n};
+  MNT_RETURN_IF_ERROR(call.ExpectDims(
+      c, 2, c_dims, sdk::Format("[M=%lld, N=%lld]", (long long)m, (long long)n)));
+  if (bias.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloat(bias));
+    MNT_RETURN_IF_ERROR(
+        call.ExpectDims(bias, 1, &n, sdk::Format("[N=%lld]", (long long)n)));
+  }
+  if (m == 0 || n == 0) return Status::Ok();
+
+  const std::vector<float> av = ReadRounded(*a, p->compute);
+  const std::vector<float> bv = ReadRounded(*b, p->compute);
+  // BLAS may skip reading C when beta == 0; start from zeros so stale NaNs in
+  // the output buffer never leak through.
+  std::vector<float> cv =
+      p->beta != 0.0f ? ReadF32(*c) : std::vector<float>(m * n, 0.0f);
+  if (k > 0) {
+    const int lda = static_cast<int>(std::max<int64_t>(1, a->dims[1]));
+    const int ldb = static_cast<int>(std::max<int64_t>(1, b->dims[1]));
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(n), static_cast<int>(k), p->alpha, av.data(),
+                lda, bv.data(), ldb, p->beta, cv.data(), static_cast<int>(n));
+  } else {
+    for (float& e : cv) e *= p->beta;  // empty sum: C = beta * C
+  }
+  if (bias.present()) {
+    const std::vector<float> biasv = ReadRounded(*bias, p->compute);
+    for (int64_t i = 0; i < m; ++i) {
+      float* row = cv.data() + i * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += biasv[j];
+    }
+  }
+  WriteF32(cv.data(), *c);
+  return Status::Ok();
+}
+
+}  // namespace mnt::cpu

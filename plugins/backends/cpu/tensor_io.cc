@@ -1,0 +1,58 @@
+#include "plugins/backends/cpu/tensor_io.h"
+
+#include <cstring>
+
+#include "plugins/backends/common/float_convert.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::cpu {
+
+std::vector<float> ReadF32(const MNT_Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(sdk::NumElements(t)));
+  ReadF32(t, v.data());
+  return v;
+}
+
+void ReadF32(const MNT_Tensor& t, float* dst) {
+  const int64_t n = sdk::NumElements(t);
+  switch (t.dtype) {
+    case MNT_DTYPE_F32:
+      if (n > 0) std::memmove(dst, t.data, n * sizeof(float));
+      break;
+    case MNT_DTYPE_F16: {
+      const uint16_t* src = static_cast<const uint16_t*>(t.data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = HalfBitsToFloat(src[i]);
+      break;
+    }
+    case MNT_DTYPE_BF16: {
+      const uint16_t* src = static_cast<const uint16_t*>(t.data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16BitsToFloat(src[i]);
+      break;
+    }
+    default:
+      break;  // callers check dtypes first
+  }
+}
+
+void WriteF32(const float* src, const MNT_Tensor& t) {
+  const int64_t n = sdk::NumElements(t);
+  switch (t.dtype) {
+    case MNT_DTYPE_F32:
+      if (n > 0) std::memmove(t.data, src, n * sizeof(float));
+      break;
+    case MNT_DTYPE_F16: {
+      uint16_t* dst = static_cast<uint16_t*>(t.data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalfBits(src[i]);
+      break;
+    }
+    case MNT_DTYPE_BF16: {
+      uint16_t* dst = static_cast<uint16_t*>(t.data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace mnt::cpu

@@ -1,0 +1,29 @@
+// Reading float tensors of any storage dtype as fp32 and writing fp32 results
+// back rounded to nearest-even. Kernels read whole operands first and write
+// last, which also makes the permitted output/input aliasing safe.
+#ifndef MANTISSA_PLUGINS_BACKENDS_CPU_TENSOR_IO_H_
+#define MANTISSA_PLUGINS_BACKENDS_CPU_TENSOR_IO_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "plugins/abi/mnt_common.h"
+
+namespace mnt::cpu {
+
+// `t` must have a float storage dtype (checked by the caller).
+std::vector<float> ReadF32(const MNT_Tensor& t);
+void ReadF32(const MNT_Tensor& t, float* dst);
+// Writes NumElements(t) values.
+void WriteF32(const float* src, const MNT_Tensor& t);
+
+inline const int32_t* I32Data(const MNT_Tensor& t) {
+  return static_cast<const int32_t*>(t.data);
+}
+inline float* F32Data(const MNT_Tensor& t) {
+  return static_cast<float*>(t.data);
+}
+
+}  // namespace mnt::cpu
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CPU_TENSOR_IO_H_
