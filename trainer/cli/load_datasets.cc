@@ -1,0 +1,88 @@
+#include "trainer/cli/load_datasets.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/digits.h"
+#include "trainer/data/idx.h"
+#include "trainer/data/text.h"
+
+namespace mnt::trainer {
+namespace {
+
+absl::StatusOr<LoadedDatasets> FromClassification(ClassificationData all,
+                                                  ClassificationData* test,
+                                                  const TrainConfig& config,
+                                                  const std::string& name) {
+  LoadedDatasets out;
+  ClassificationData train, eval;
+  if (test != nullptr) {
+    train = std::move(all);
+    eval = std::move(*test);
+  } else {
+    auto split = SplitTrainValidation(all, config.data().validation_fraction(),
+                                      config.seed());
+    if (!split.ok()) return split.status();
+    train = std::move(split->train);
+    eval = std::move(split->validation);
+  }
+  out.description = absl::StrFormat(
+      "data: %s, %d training and %d evaluation examples, %d classes", name,
+      train.num_examples, eval.num_examples, train.num_classes);
+  out.train = MakeClassificationSource(std::move(train));
+  out.eval = MakeClassificationSource(std::move(eval));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
+                                            const std::string& digits_csv_hint) {
+  const DataConfig& d = config.data();
+  if (d.dataset() == "digits") {
+    auto csv = FindDigitsCsv(digits_csv_hint);
+    if (!csv.ok()) return csv.status();
+    const std::string cache = d.cache_dir().empty() ? DefaultCacheDir() : d.cache_dir();
+    auto data = LoadDigits(cache, *csv);
+    if (!data.ok()) return data.status();
+    return FromClassification(std::move(*data), nullptr, config,
+                              "scikit-learn digits (8x8)");
+  }
+  if (d.dataset() == "idx") {
+    auto train = ReadIdxClassification(d.train_images(), d.train_labels());
+    if (!train.ok()) return train.status();
+    if (!d.test_images().empty()) {
+      auto test = ReadIdxClassification(d.test_images(), d.test_labels(),
+                                        train->num_classes);
+      if (!test.ok()) return test.status();
+      if (test->example_dims != train->example_dims) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            d.test_images(), ": example shape differs from ", d.train_images()));
+      }
+      return FromClassification(std::move(*train), &*test, config, d.train_images());
+    }
+    return FromClassification(std::move(*train), nullptr, config, d.train_images());
+  }
+  if (d.dataset() == "text") {
+    auto tokens = LoadTextBytes(d.text_path());
+    if (!tokens.ok()) return tokens.status();
+    auto split = SplitTokens(*tokens, d.validation_fraction(), d.seq_len() + 1);
+    if (!split.ok()) {
+      return absl::Status(split.status().code(),
+                          absl::StrCat(d.text_path(), ": ", split.status().message()));
+    }
+    LoadedDatasets out;
+    out.description = absl::StrFormat(
+        "data: %s, %d training and %d evaluation tokens, byte-level vocabulary",
+        d.text_path(), split->train.tokens.size(), split->validation.tokens.size());
+    out.train = MakeTokenWindowSource(std::move(split->train), d.seq_len());
+    out.eval = MakeTokenWindowSource(std::move(split->validation), d.seq_len());
+    return out;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dataset '", d.dataset(), "'"));
+}
+
+}  // namespace mnt::trainer

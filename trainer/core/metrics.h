@@ -1,0 +1,70 @@
+// What the training loop reports, and the interface that receives it.
+#ifndef MANTISSA_TRAINER_CORE_METRICS_H_
+#define MANTISSA_TRAINER_CORE_METRICS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mnt::trainer {
+
+struct StepMetrics {
+  int64_t step = 0;         // 1-based optimizer step just finished
+  int64_t total_steps = 0;
+  double loss = 0;          // mean training loss over the step's micro-batches
+  double lr = 0;
+  double loss_scale = 1;    // scale used for this step
+  bool skipped = false;     // non-finite gradients: the step was not applied
+  int64_t skipped_steps = 0;
+  double grad_norm = 0;     // global norm after unscaling, before clipping
+  double samples_per_second = 0;
+  double elapsed_seconds = 0;
+};
+
+struct EvalMetrics {
+  int64_t step = 0;
+  double loss = 0;
+  double accuracy = 0;      // fraction of targets predicted correctly
+  int64_t examples = 0;
+};
+
+struct MemoryLine {
+  std::string category;
+  int64_t current_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+
+struct PhaseTime {
+  std::string phase;
+  double seconds = 0;
+};
+
+struct FinalReport {
+  std::string backend;      // plugin name and device
+  std::string precision;
+  std::string model;
+  int64_t num_parameters = 0;
+  // Bytes per parameter from the precision plugin's memory plan.
+  int32_t bytes_weights = 0, bytes_master_weights = 0, bytes_gradients = 0,
+          bytes_master_gradients = 0, bytes_optimizer_state = 0;
+  std::vector<MemoryLine> memory;  // by category, then "total"
+  std::vector<PhaseTime> phases;
+  int64_t steps = 0;
+  int64_t skipped_steps = 0;
+  double final_loss_scale = 1;
+  double samples_per_second = 0;
+  EvalMetrics last_eval;
+  bool has_eval = false;
+};
+
+class MetricsSink {
+ public:
+  virtual ~MetricsSink() = default;
+  virtual void OnStep(const StepMetrics& m) = 0;
+  virtual void OnEval(const EvalMetrics& m) = 0;
+  virtual void OnMessage(const std::string& line) = 0;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CORE_METRICS_H_
