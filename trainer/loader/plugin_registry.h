@@ -9,7 +9,8 @@
 //
 // Lifetime: everything obtained from a plugin (backend instances, models,
 // loss scalers, errors) must be destroyed before the registry, which
-// dlclose()s the files.
+// dlclose()s the files. A registry is not thread-safe: load everything from
+// one thread before the run starts.
 #ifndef MANTISSA_TRAINER_LOADER_PLUGIN_REGISTRY_H_
 #define MANTISSA_TRAINER_LOADER_PLUGIN_REGISTRY_H_
 
