@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "plugins/sdk/tensor.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/core/lr_schedule.h"
@@ -49,17 +50,17 @@ const char* CategoryName(MNT_MemoryCategory c) {
 // the plugin's defaults (GradScaler's for fp16).
 std::string LossScaleOptions(const mantissa::LossScaleConfig& c) {
   std::vector<std::string> parts;
+  // %.17g: the plugin must see exactly the value given (2^40 stays 2^40).
   if (!c.mode().empty()) parts.push_back(absl::StrCat("mode=", c.mode()));
-  if (c.init_scale() > 0) parts.push_back(absl::StrCat("init_scale=", c.init_scale()));
+  if (c.init_scale() > 0)
+    parts.push_back(absl::StrFormat("init_scale=%.17g", c.init_scale()));
   if (c.growth_factor() > 0)
-    parts.push_back(absl::StrCat("growth_factor=", c.growth_factor()));
+    parts.push_back(absl::StrFormat("growth_factor=%.17g", c.growth_factor()));
   if (c.backoff_factor() > 0)
-    parts.push_back(absl::StrCat("backoff_factor=", c.backoff_factor()));
+    parts.push_back(absl::StrFormat("backoff_factor=%.17g", c.backoff_factor()));
   if (c.growth_interval() > 0)
     parts.push_back(absl::StrCat("growth_interval=", c.growth_interval()));
-  std::string s;
-  for (const auto& p : parts) s += (s.empty() ? "" : ",") + p;
-  return s;
+  return absl::StrJoin(parts, ",");
 }
 
 }  // namespace

@@ -1,0 +1,138 @@
+// The train binary as a user runs it: bad flags, missing data, unknown
+// plugins and a plugin failing mid-step all end with a non-zero exit code and
+// exactly one line on stderr; a good run exits 0 and writes its metrics.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/integration/test_env.h"
+
+namespace mnt::trainer {
+namespace {
+
+using testing::RunfilesRoot;
+using testing::TempDir;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+CliResult RunTrain(const std::string& args) {
+  static int n = 0;
+  const std::string out = TempDir() + "/cli_out_" + std::to_string(n) + ".txt";
+  const std::string err = TempDir() + "/cli_err_" + std::to_string(n++) + ".txt";
+  const std::string binary = RunfilesRoot() + "/mantissa/trainer/cli/train";
+  // Converted datasets go to the test's own cache.
+  const std::string cmd = binary + " --progress=plain --cache_dir=" + TempDir() +
+                          "/cache " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+// Exactly one non-empty line on stderr, and it is ours.
+void ExpectOneLineError(const CliResult& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0);
+  std::string err = r.err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  EXPECT_EQ(err.find('\n'), std::string::npos) << "stderr:\n" << r.err;
+  EXPECT_EQ(err.rfind("mantissa: error: ", 0), 0u) << "stderr:\n" << r.err;
+  EXPECT_NE(err.find(needle), std::string::npos) << "stderr:\n" << r.err;
+}
+
+TEST(CliTest, DefaultRunTrainsAndWritesMetrics) {
+  const std::string jsonl = TempDir() + "/metrics.jsonl";
+  CliResult r = RunTrain("--steps=60 --eval_every=30 --metrics_jsonl=" + jsonl);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("== Mantissa run report =="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("activations"), std::string::npos);
+  const std::string metrics = Slurp(jsonl);
+  int train_lines = 0, eval_lines = 0;
+  for (absl::string_view line : absl::StrSplit(metrics, '\n', absl::SkipEmpty())) {
+    train_lines += line.find("\"type\":\"train\"") != absl::string_view::npos;
+    eval_lines += line.find("\"type\":\"eval\"") != absl::string_view::npos;
+  }
+  EXPECT_EQ(train_lines, 60);
+  EXPECT_EQ(eval_lines, 2);
+}
+
+TEST(CliTest, BadFlagValues) {
+  ExpectOneLineError(RunTrain("--precision=fp8"), "fp8");
+  ExpectOneLineError(RunTrain("--batch_size=0"), "batch_size");
+  ExpectOneLineError(RunTrain("--lr=-1"), "lr");
+  ExpectOneLineError(RunTrain("--optimizer=lion"), "optimizer");
+  ExpectOneLineError(RunTrain("stray_argument"), "stray_argument");
+  ExpectOneLineError(RunTrain("--model_options=hidden=abc"), "hidden");
+}
+
+TEST(CliTest, BadConfigFile) {
+  const std::string cfg = TempDir() + "/bad.textproto";
+  std::ofstream(cfg) << "steps: 10\nno_such_field: 3\n";
+  ExpectOneLineError(RunTrain("--config=" + cfg), "no_such_field");
+  ExpectOneLineError(RunTrain("--config=" + TempDir() + "/none.textproto"),
+                     "none.textproto");
+}
+
+TEST(CliTest, MissingOrCorruptData) {
+  ExpectOneLineError(RunTrain("--dataset=idx --train_images=/nonexistent/x.idx "
+                              "--train_labels=/nonexistent/y.idx"),
+                     "/nonexistent/x.idx");
+  const std::string garbage = TempDir() + "/garbage.idx";
+  std::ofstream(garbage) << "definitely not an IDX file";
+  ExpectOneLineError(
+      RunTrain("--dataset=idx --train_images=" + garbage + " --train_labels=" + garbage),
+      "garbage.idx");
+  ExpectOneLineError(RunTrain("--dataset=text --text_path=/nonexistent/t.txt"),
+                     "/nonexistent/t.txt");
+}
+
+TEST(CliTest, UnknownPlugins) {
+  ExpectOneLineError(RunTrain("--model=transformer9000"), "transformer9000");
+  ExpectOneLineError(RunTrain("--device=tpu"), "tpu");
+}
+
+TEST(CliTest, PluginErrorMidStepEndsTheRunWithItsMessage) {
+  // The flaky test backend (tests/abi) is the CPU backend failing its 50th
+  // kernel launch.
+  CliResult r = RunTrain("--device=flaky --backend_options=fail_after=50 --steps=100");
+  ExpectOneLineError(r, "injected failure");
+  EXPECT_NE(r.err.find("step "), std::string::npos) << r.err;
+}
+
+TEST(CliTest, NanLossStopsWithTheStepNumber) {
+  CliResult r = RunTrain("--precision=fp32 --lr=1e30 --clip_grad_norm=0 "
+                         "--warmup_steps=0 --steps=50");
+  ExpectOneLineError(r, "step ");
+  EXPECT_NE(r.err.find("loss is"), std::string::npos) << r.err;
+}
+
+TEST(CliTest, ResumeContinuesFromTheCheckpoint) {
+  const std::string dir = TempDir() + "/ckpt_cli";
+  CliResult a = RunTrain("--steps=20 --checkpoint_dir=" + dir);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  CliResult b = RunTrain("--steps=30 --resume --checkpoint_dir=" + dir);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("resumed from"), std::string::npos) << b.out;
+  // A corrupt checkpoint is refused, and left as it was.
+  std::ofstream(dir + "/latest", std::ios::binary | std::ios::trunc) << "MNTCKPT";
+  ExpectOneLineError(RunTrain("--steps=40 --resume --checkpoint_dir=" + dir), "latest");
+  EXPECT_EQ(Slurp(dir + "/latest"), "MNTCKPT");
+}
+
+}  // namespace
+}  // namespace mnt::trainer

@@ -1,0 +1,73 @@
+// Shared set-up for the cross-cutting tests: the in-tree plugin .so files and
+// Debian's digits csv come in as runfiles; a trainer is built the way the CLI
+// builds one.
+#ifndef MANTISSA_TESTS_INTEGRATION_TEST_ENV_H_
+#define MANTISSA_TESTS_INTEGRATION_TEST_ENV_H_
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainer/cli/load_datasets.h"
+#include "trainer/config/config.h"
+#include "trainer/core/metrics.h"
+#include "trainer/core/trainer.h"
+#include "trainer/loader/plugin_registry.h"
+
+namespace mnt::trainer::testing {
+
+inline std::string RunfilesRoot() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return std::string(srcdir ? srcdir : ".");
+}
+
+inline std::vector<std::string> InTreePluginDirs() {
+  const std::string ws = RunfilesRoot() + "/mantissa/";
+  return {ws + "plugins/backends/cpu", ws + "plugins/precisions", ws + "models/mlp",
+          ws + "tests/abi"};
+}
+
+inline std::string DigitsCsv() {
+  return RunfilesRoot() + "/sklearn_digits/digits.csv.gz";
+}
+
+inline std::string TempDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return std::string(t ? t : "/tmp");
+}
+
+// The default configuration with a converted-data cache inside the test's
+// temp dir, quiet output, and `precision`.
+inline TrainConfig TestConfig(const std::string& precision) {
+  TrainConfig c = DefaultTrainConfig();
+  c.set_precision(precision);
+  c.set_device("cpu");
+  c.set_progress("none");
+  c.mutable_data()->set_cache_dir(TempDir() + "/cache");
+  return c;
+}
+
+inline absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(
+    const TrainConfig& config, PluginRegistry* registry) {
+  auto data = LoadDatasets(config, DigitsCsv());
+  if (!data.ok()) return data.status();
+  return Trainer::Create(config, registry, std::move(data->train),
+                         std::move(data->eval));
+}
+
+// Records everything the loop reports.
+class RecordingSink : public MetricsSink {
+ public:
+  void OnStep(const StepMetrics& m) override { steps.push_back(m); }
+  void OnEval(const EvalMetrics& m) override { evals.push_back(m); }
+  void OnMessage(const std::string& line) override { messages.push_back(line); }
+  std::vector<StepMetrics> steps;
+  std::vector<EvalMetrics> evals;
+  std::vector<std::string> messages;
+};
+
+}  // namespace mnt::trainer::testing
+
+#endif  // MANTISSA_TESTS_INTEGRATION_TEST_ENV_H_
