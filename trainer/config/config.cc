@@ -56,6 +56,18 @@ absl::Status CheckRange(absl::string_view flag, double value, double min,
   return Invalid(flag, absl::StrCat(value), expected);
 }
 
+// A plugin name: it becomes part of a file name (mnt_<kind>_<name>.so).
+absl::Status CheckPluginName(absl::string_view flag, const std::string& value,
+                             absl::string_view builtins) {
+  bool ok = !value.empty();
+  for (char ch : value) {
+    ok &= std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+  }
+  if (ok) return absl::OkStatus();
+  return Invalid(flag, value,
+                 absl::StrCat("one of ", builtins, ", or the name of a plugin"));
+}
+
 constexpr double kInf = HUGE_VAL;
 
 absl::Status ValidateData(const DataConfig& d) {
@@ -184,8 +196,11 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
       return Invalid("model", c.model(), "a plugin name of letters, digits and _");
     }
   }
-  absl::Status s = CheckOneOf("precision", c.precision(), {"fp32", "tf32", "bf16", "fp16", "auto"});
-  if (s.ok()) s = CheckOneOf("device", c.device(), {"cpu", "cuda", "auto"});
+  // Besides the built-in names, any plugin name is accepted so third-party
+  // precision and backend plugins can be chosen; the plugin registry then
+  // refuses names it cannot find, listing what is available.
+  absl::Status s = CheckPluginName("precision", c.precision(), "fp32, tf32, bf16, fp16, auto");
+  if (s.ok()) s = CheckPluginName("device", c.device(), "cpu, cuda, auto");
   if (s.ok()) s = ValidateData(c.data());
   if (s.ok()) s = CheckAtLeast("batch_size", c.batch_size(), 1);
   if (s.ok()) s = CheckAtLeast("grad_accum_steps", c.grad_accum_steps(), 1);

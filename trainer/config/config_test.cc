@@ -70,10 +70,10 @@ std::vector<BadCase> BadCases() {
        "--model= is invalid: expected a model plugin name such as mlp"},
       {"model with slash", [](TrainConfig* c) { c->set_model("../x"); },
        "--model=../x is invalid: expected a plugin name of letters, digits and _"},
-      {"precision", [](TrainConfig* c) { c->set_precision("fp8"); },
-       "--precision=fp8 is invalid: expected one of fp32, tf32, bf16, fp16, auto"},
-      {"device", [](TrainConfig* c) { c->set_device("tpu"); },
-       "--device=tpu is invalid: expected one of cpu, cuda, auto"},
+      {"precision", [](TrainConfig* c) { c->set_precision("fp-8"); },
+       "--precision=fp-8 is invalid: expected one of fp32, tf32, bf16, fp16, auto, or the name of a plugin"},
+      {"device", [](TrainConfig* c) { c->set_device("t.p.u"); },
+       "--device=t.p.u is invalid: expected one of cpu, cuda, auto, or the name of a plugin"},
       {"dataset", [](TrainConfig* c) { c->mutable_data()->set_dataset("cifar"); },
        "--dataset=cifar is invalid: expected one of digits, idx, text"},
       {"idx without files", [](TrainConfig* c) { c->mutable_data()->set_dataset("idx"); },
@@ -263,11 +263,11 @@ TEST(LoadTextConfigTest, TypeErrorNamesLine) {
 
 TEST(LoadTextConfigTest, InvalidValueInFileIsReportedWithPath) {
   const std::string path = TempPath("invalid.textproto");
-  WriteFile(path, "precision: \"fp8\"\n");
+  WriteFile(path, "precision: \"fp 8\"\n");
   absl::StatusOr<TrainConfig> c = LoadTextConfig(path);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
-            path + ": --precision=fp8 is invalid: expected one of fp32, tf32, bf16, fp16, auto");
+            path + ": --precision=fp 8 is invalid: expected one of fp32, tf32, bf16, fp16, auto, or the name of a plugin");
 }
 
 TEST(LoadTextConfigTest, MissingFileIsNotFoundNamingPath) {

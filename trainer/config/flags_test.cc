@@ -105,11 +105,11 @@ TEST(FlagsTest, GivenFlagsBeatFileWhichBeatsDefaults) {
 
 TEST(FlagsTest, InvalidFlagValueIsReported) {
   absl::FlagSaver saver;
-  absl::SetFlag(&FLAGS_precision, "fp8");
+  absl::SetFlag(&FLAGS_precision, "fp/8");
   absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"precision"}));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
-            "--precision=fp8 is invalid: expected one of fp32, tf32, bf16, fp16, auto");
+            "--precision=fp/8 is invalid: expected one of fp32, tf32, bf16, fp16, auto, or the name of a plugin");
 }
 
 TEST(FlagsTest, FlagCanRepairABadValueFromTheFile) {

@@ -421,16 +421,15 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     f.loss_out = &loss;
     if (auto s = StatusFromPluginError(model_plugin_, model_plugin_->model->Model_Forward(&f));
         !s.ok())
-      return absl::Status(s.code(), absl::StrCat("step ", step_ + 1, ": model forward: ",
-                                                 s.message()));
+      return absl::Status(s.code(), absl::StrCat("model forward: ", s.message()));
     auto l = ReadScalar(loss_.data());
     if (!l.ok()) return l.status();
     AddPhaseTime("forward", Seconds(t0));
     if (!std::isfinite(*l) && !loss_scaling_) {
       return absl::InternalError(absl::StrFormat(
-          "step %d: loss is %f in %s; stopping (lower --lr, or use fp16 with "
+          "loss is %f in %s; stopping (lower --lr, or use fp16 with "
           "loss scaling to skip such steps)",
-          step_ + 1, *l, precision_name_));
+          *l, precision_name_));
     }
     loss_sum += *l;
 
@@ -449,8 +448,7 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     if (auto s = StatusFromPluginError(model_plugin_,
                                        model_plugin_->model->Model_Backward(&b));
         !s.ok())
-      return absl::Status(s.code(), absl::StrCat("step ", step_ + 1, ": model backward: ",
-                                                 s.message()));
+      return absl::Status(s.code(), absl::StrCat("model backward: ", s.message()));
     if (mixed_) {
       MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1.0f, 1.0f};
       for (Param& p : params_) {
@@ -575,7 +573,9 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   int64_t sps_window_samples = 0;
   while (step_ < last_step) {
     StepMetrics m;
-    if (auto s = TrainStep(&m); !s.ok()) return s;
+    if (auto s = TrainStep(&m); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("step ", step_ + 1, ": ", s.message()));
+    }
     samples += config_.batch_size() * std::max<int64_t>(1, config_.grad_accum_steps());
     sps_window_samples +=
         config_.batch_size() * std::max<int64_t>(1, config_.grad_accum_steps());
