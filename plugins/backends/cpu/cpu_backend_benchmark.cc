@@ -57,7 +57,8 @@ void BM_Gemm(benchmark::State& state) {
 BENCHMARK(BM_Gemm)
     ->ArgsProduct({{128, 512}, {MNT_COMPUTE_F32, MNT_COMPUTE_TF32,
                                 MNT_COMPUTE_BF16, MNT_COMPUTE_F16}})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();  // OpenBLAS threads: CPU time of this thread undercounts
 
 void BM_Add(benchmark::State& state) {
   const int64_t n = state.range(0);
