@@ -163,7 +163,7 @@ TEST_P(FiniteDifferenceTest, GradientsMatchCentralDifferencesOfTheLoss) {
   std::printf("%d elements checked, %d skipped at a kink\n", checked, kinks);
   EXPECT_EQ(checked + kinks, 6 * 7 + 7 + 7 * 5 + 5 + 5 * 4 + 4);
   if (std::string(GetParam()) == "gelu") EXPECT_EQ(kinks, 0);  // smooth
-  EXPECT_LE(kinks, 20);
+  EXPECT_LE(kinks, 35);  // seen up to 20 in 100 random runs
 
   MNT_Model_Destroy_Args md{};
   md.struct_size = MNT_Model_Destroy_Args_STRUCT_SIZE;
