@@ -62,6 +62,13 @@ void ConsoleReporter::OnStep(const StepMetrics& m) {
       m.step, m.total_steps, m.loss, m.lr, m.loss_scale, m.skipped_steps,
       m.samples_per_second);
   if (style_ == ProgressStyle::kBar) {
+    // Redraw at most ~10 times a second: fast runs would spend their time
+    // writing to the terminal.
+    if (m.elapsed_seconds - last_draw_ < 0.1 && m.step != m.total_steps &&
+        m.step != 1) {
+      return;
+    }
+    last_draw_ = m.elapsed_seconds;
     const int width = 24;
     const int filled = static_cast<int>(
         width * static_cast<double>(m.step) / std::max<int64_t>(1, m.total_steps));

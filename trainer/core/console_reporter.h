@@ -36,6 +36,7 @@ class ConsoleReporter : public MetricsSink {
   std::string jsonl_path_;
   FILE* jsonl_ = nullptr;
   bool bar_open_ = false;
+  double last_draw_ = -1;
 };
 
 // The closing summary: what ran, accuracy, memory by category with the
