@@ -90,6 +90,11 @@ _Static_assert(offsetof(MNT_AdamWParams, beta2) == 16, "MNT_AdamWParams.beta2");
 _Static_assert(offsetof(MNT_AdamWParams, epsilon) == 20, "MNT_AdamWParams.epsilon");
 _Static_assert(offsetof(MNT_AdamWParams, weight_decay) == 24, "MNT_AdamWParams.weight_decay");
 _Static_assert(offsetof(MNT_AdamWParams, step) == 32, "MNT_AdamWParams.step");
+_Static_assert(sizeof(MNT_AttentionParams) == 24, "sizeof MNT_AttentionParams");
+_Static_assert(offsetof(MNT_AttentionParams, struct_size) == 0, "MNT_AttentionParams.struct_size");
+_Static_assert(offsetof(MNT_AttentionParams, num_heads) == 8, "MNT_AttentionParams.num_heads");
+_Static_assert(offsetof(MNT_AttentionParams, causal) == 12, "MNT_AttentionParams.causal");
+_Static_assert(offsetof(MNT_AttentionParams, scale) == 16, "MNT_AttentionParams.scale");
 _Static_assert(sizeof(MNT_Backend_Create_Args) == 40, "sizeof MNT_Backend_Create_Args");
 _Static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0, "MNT_Backend_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8, "MNT_Backend_Create_Args.extension_start");
@@ -412,6 +417,8 @@ _Static_assert(MNT_OP_GLOBAL_NORM_SQUARED == 16, "MNT_OP_GLOBAL_NORM_SQUARED");
 _Static_assert(MNT_OP_NONFINITE_CHECK_UNSCALE == 17, "MNT_OP_NONFINITE_CHECK_UNSCALE");
 _Static_assert(MNT_OP_SGD_STEP == 18, "MNT_OP_SGD_STEP");
 _Static_assert(MNT_OP_ADAMW_STEP == 19, "MNT_OP_ADAMW_STEP");
+_Static_assert(MNT_OP_ATTENTION_FORWARD == 20, "MNT_OP_ATTENTION_FORWARD");
+_Static_assert(MNT_OP_ATTENTION_BACKWARD == 21, "MNT_OP_ATTENTION_BACKWARD");
 _Static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 _Static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 _Static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -461,6 +468,7 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_ReduceParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

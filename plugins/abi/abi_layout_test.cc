@@ -96,6 +96,11 @@ static_assert(offsetof(MNT_AdamWParams, beta2) == 16);
 static_assert(offsetof(MNT_AdamWParams, epsilon) == 20);
 static_assert(offsetof(MNT_AdamWParams, weight_decay) == 24);
 static_assert(offsetof(MNT_AdamWParams, step) == 32);
+static_assert(sizeof(MNT_AttentionParams) == 24);
+static_assert(offsetof(MNT_AttentionParams, struct_size) == 0);
+static_assert(offsetof(MNT_AttentionParams, num_heads) == 8);
+static_assert(offsetof(MNT_AttentionParams, causal) == 12);
+static_assert(offsetof(MNT_AttentionParams, scale) == 16);
 static_assert(sizeof(MNT_Backend_Create_Args) == 40);
 static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8);
@@ -418,6 +423,8 @@ static_assert(MNT_OP_GLOBAL_NORM_SQUARED == 16, "MNT_OP_GLOBAL_NORM_SQUARED");
 static_assert(MNT_OP_NONFINITE_CHECK_UNSCALE == 17, "MNT_OP_NONFINITE_CHECK_UNSCALE");
 static_assert(MNT_OP_SGD_STEP == 18, "MNT_OP_SGD_STEP");
 static_assert(MNT_OP_ADAMW_STEP == 19, "MNT_OP_ADAMW_STEP");
+static_assert(MNT_OP_ATTENTION_FORWARD == 20, "MNT_OP_ATTENTION_FORWARD");
+static_assert(MNT_OP_ATTENTION_BACKWARD == 21, "MNT_OP_ATTENTION_BACKWARD");
 static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -470,6 +477,7 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_ReduceParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),
@@ -532,9 +540,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
 }
 
-TEST(AbiLayoutTest, VersionIs11) {
+TEST(AbiLayoutTest, VersionIs12) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 1);
+  EXPECT_EQ(MNT_ABI_MINOR, 2);
 }
 
 }  // namespace

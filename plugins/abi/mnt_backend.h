@@ -120,6 +120,18 @@ typedef enum MNT_Op {
    * Inputs as MNT_OP_SGD_STEP. out[0] master F32, out[1] m F32, out[2] v F32,
    * out[3] optional working copy. Params: MNT_AdamWParams. */
   MNT_OP_ADAMW_STEP = 19,
+  /* --- Since 1.2. --- */
+  /* Multi-head self-attention, llm.c layout. in[0] qkv [B,T,3C], each row
+   * packed q|k|v with C = H*D (head h uses columns h*D..h*D+D-1 of each).
+   * out[0] y [B,T,C]; out[1] lse F32 [B,H,T], the logsumexp of each row of
+   * scaled scores, saved so a flash-style backward can recompute the
+   * probabilities. Scores and softmax compute in fp32 whatever the storage
+   * dtype. Params: MNT_AttentionParams. */
+  MNT_OP_ATTENTION_FORWARD = 20,
+  /* in[0] dy [B,T,C], in[1] qkv [B,T,3C], in[2] y [B,T,C] (the forward's
+   * output), in[3] lse F32 [B,H,T]; out[0] dqkv [B,T,3C] (overwritten).
+   * Params: MNT_AttentionParams (the forward's). */
+  MNT_OP_ATTENTION_BACKWARD = 21,
 } MNT_Op;
 
 typedef struct MNT_FillParams {
@@ -214,6 +226,16 @@ typedef struct MNT_AdamWParams {
   int64_t step;       /* 1-based, for bias correction */
 } MNT_AdamWParams;
 #define MNT_AdamWParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_AdamWParams, step)
+
+/* Since 1.2: MNT_OP_ATTENTION_FORWARD/BACKWARD. */
+typedef struct MNT_AttentionParams {
+  size_t struct_size;
+  int32_t num_heads; /* H; C = in[0].dims[2] / 3 must divide by it */
+  int32_t causal;    /* 1: position t attends to positions <= t only */
+  float scale;       /* multiplies q.k; 0 means 1/sqrt(D) */
+} MNT_AttentionParams;
+#define MNT_AttentionParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AttentionParams, scale)
 
 /* ------------------------------------------------------------------------ */
 /* Calls. Every call takes one Args struct (struct_size and extension chain  */

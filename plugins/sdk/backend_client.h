@@ -46,6 +46,8 @@ inline const char* OpName(MNT_Op op) {
     case MNT_OP_NONFINITE_CHECK_UNSCALE: return "NONFINITE_CHECK_UNSCALE";
     case MNT_OP_SGD_STEP: return "SGD_STEP";
     case MNT_OP_ADAMW_STEP: return "ADAMW_STEP";
+    case MNT_OP_ATTENTION_FORWARD: return "ATTENTION_FORWARD";
+    case MNT_OP_ATTENTION_BACKWARD: return "ATTENTION_BACKWARD";
     default: return "UNKNOWN_OP";
   }
 }

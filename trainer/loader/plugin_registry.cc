@@ -33,9 +33,14 @@ constexpr size_t kModelApiSize10 = MNT_Model_Api_STRUCT_SIZE;
 constexpr size_t kPluginApiVersionEnd =
     MNT_STRUCT_SIZE(MNT_Plugin_Api, abi_version);
 
-constexpr const char* kAbiVersion = "1.1";  // MNT_ABI_MAJOR.MNT_ABI_MINOR
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 1,
-              "update kAbiVersion and the 1.0 sizes above");
+#define MNT_STRINGIFY_INNER(x) #x
+#define MNT_STRINGIFY(x) MNT_STRINGIFY_INNER(x)
+// "MAJOR.MINOR" of the headers this trainer was built with.
+constexpr const char* kAbiVersion =
+    MNT_STRINGIFY(MNT_ABI_MAJOR) "." MNT_STRINGIFY(MNT_ABI_MINOR);
+// 1.2 appended ops only (no struct of the API tables grew).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 2,
+              "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.
 struct RequiredFn {

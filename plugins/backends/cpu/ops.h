@@ -34,6 +34,9 @@ sdk::Status RunNonfiniteCheckUnscale(const OpCall& call);
 // optimizers.cc
 sdk::Status RunSgdStep(const OpCall& call);
 sdk::Status RunAdamWStep(const OpCall& call);
+// attention.cc (ABI 1.2)
+sdk::Status RunAttentionForward(const OpCall& call);
+sdk::Status RunAttentionBackward(const OpCall& call);
 
 }  // namespace mnt::cpu
 

@@ -34,6 +34,8 @@ Kernel KernelFor(MNT_Op op) {
     case MNT_OP_NONFINITE_CHECK_UNSCALE: return RunNonfiniteCheckUnscale;
     case MNT_OP_SGD_STEP: return RunSgdStep;
     case MNT_OP_ADAMW_STEP: return RunAdamWStep;
+    case MNT_OP_ATTENTION_FORWARD: return RunAttentionForward;
+    case MNT_OP_ATTENTION_BACKWARD: return RunAttentionBackward;
     default: return nullptr;
   }
 }
