@@ -1,0 +1,148 @@
+// plugin_info <file.so>: what a Mantissa plugin is and what it offers.
+//
+//   tools/bazel run //tools/plugin_info -- /path/to/mnt_backend_cpu.so
+//
+// Prints name, kind, ABI version, description, capabilities (a backend's
+// device and supported ops, a precision's policy) and the exported symbols.
+// The plugin is loaded in a child process first, so a file that is not a
+// Mantissa plugin, or one that crashes while loading, is reported in one line
+// ("plugin_info: error: ...") with exit status 1.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/tensor.h"
+#include "tools/plugin_info/plugin_probe.h"
+#include "trainer/loader/plugin_registry.h"
+
+namespace mnt::tools {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "plugin_info: error: %s\n", message.c_str());
+  return 1;
+}
+
+const char* LossScalingName(MNT_LossScaling s) {
+  switch (s) {
+    case MNT_LOSS_SCALING_NONE: return "none";
+    case MNT_LOSS_SCALING_DYNAMIC: return "dynamic";
+    case MNT_LOSS_SCALING_STATIC: return "static";
+    default: return "invalid";
+  }
+}
+
+const char* ComputeName(MNT_ComputeMode m) {
+  switch (m) {
+    case MNT_COMPUTE_F32: return "f32";
+    case MNT_COMPUTE_TF32: return "tf32";
+    case MNT_COMPUTE_BF16: return "bf16";
+    case MNT_COMPUTE_F16: return "f16";
+    default: return "invalid";
+  }
+}
+
+void PrintBackend(const MNT_Plugin_Api* api) {
+  std::printf("events:       %s\n", trainer::HasEvents(api) ? "yes" : "no");
+  MNT_Backend_Create_Args create{};
+  create.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+  sdk::Status s = sdk::StatusFromPluginError(api, api->backend->Backend_Create(&create));
+  if (!s.ok()) {
+    std::printf("device:       unavailable (%s)\n", s.message().c_str());
+    return;
+  }
+  MNT_Backend_GetInfo_Args info{};
+  info.struct_size = MNT_Backend_GetInfo_Args_STRUCT_SIZE;
+  info.backend = create.backend;
+  s = sdk::StatusFromPluginError(api, api->backend->Backend_GetInfo(&info));
+  if (s.ok()) {
+    std::printf("device:       %s (%lld bytes, %s)\n",
+                info.device_name ? info.device_name : "?",
+                static_cast<long long>(info.total_memory_bytes),
+                info.host_addressable ? "host addressable" : "device memory");
+  }
+  std::vector<std::string> ops;
+  for (int op = 1; op < 256; ++op) {
+    if (std::string(sdk::OpName(static_cast<MNT_Op>(op))) == "UNKNOWN_OP") {
+      continue;
+    }
+    MNT_Backend_GetOpSupport_Args q{};
+    q.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+    q.backend = create.backend;
+    q.op = static_cast<MNT_Op>(op);
+    if (sdk::StatusFromPluginError(api, api->backend->Backend_GetOpSupport(&q))
+            .ok() &&
+        q.supported) {
+      ops.push_back(sdk::OpName(q.op));
+    }
+  }
+  std::printf("ops:          %s\n", absl::StrJoin(ops, " ").c_str());
+  MNT_Backend_Destroy_Args destroy{};
+  destroy.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
+  destroy.backend = create.backend;
+  (void)sdk::StatusFromPluginError(api, api->backend->Backend_Destroy(&destroy));
+}
+
+void PrintPrecision(const MNT_Plugin_Api* api) {
+  MNT_Precision_GetPolicy_Args p{};
+  p.struct_size = MNT_Precision_GetPolicy_Args_STRUCT_SIZE;
+  sdk::Status s =
+      sdk::StatusFromPluginError(api, api->precision->Precision_GetPolicy(&p));
+  if (!s.ok()) {
+    std::printf("policy:       error (%s)\n", s.message().c_str());
+    return;
+  }
+  std::printf(
+      "policy:       weights %s, master weights %s, gradients %s, "
+      "activations %s, optimizer state %s, matmul %s, loss scaling %s\n",
+      sdk::DTypeName(p.weight_dtype),
+      p.master_weight_dtype == MNT_DTYPE_INVALID
+          ? "(none)"
+          : sdk::DTypeName(p.master_weight_dtype),
+      sdk::DTypeName(p.gradient_dtype), sdk::DTypeName(p.activation_dtype),
+      sdk::DTypeName(p.optimizer_state_dtype), ComputeName(p.matmul_compute),
+      LossScalingName(p.loss_scaling));
+}
+
+int Main(int argc, char** argv) {
+  if (argc != 2 || std::string(argv[1]).rfind("-", 0) == 0) {
+    std::fprintf(stderr, "usage: plugin_info <file.so>\n");
+    return 2;
+  }
+  const std::string path = argv[1];
+  std::vector<std::string> symbols;
+  if (absl::Status s = ExportedSymbols(path, &symbols); !s.ok()) {
+    return Fail(std::string(s.message()) + "; not a Mantissa plugin");
+  }
+  if (absl::Status s = ProbePluginInChild(path); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  trainer::PluginRegistry registry({});
+  if (absl::Status s = registry.LoadFile(path); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  const MNT_Plugin_Api* api = registry.Loaded().front()->api;
+  std::printf("file:         %s\n", path.c_str());
+  std::printf("name:         %s\n", api->name);
+  std::printf("kind:         %s\n", trainer::PluginKindName(api->kind));
+  std::printf("abi:          %d.%d (this host: %d.%d)\n",
+              api->abi_version.major_version, api->abi_version.minor_version,
+              MNT_ABI_MAJOR, MNT_ABI_MINOR);
+  std::printf("description:  %s\n", api->description ? api->description : "");
+  std::printf("initializer:  %s\n", api->Plugin_Initialize ? "yes" : "no");
+  switch (api->kind) {
+    case MNT_PLUGIN_KIND_BACKEND: PrintBackend(api); break;
+    case MNT_PLUGIN_KIND_PRECISION: PrintPrecision(api); break;
+    default: break;  // a model needs a backend: see plugin_conformance
+  }
+  std::printf("exports:      %s\n", absl::StrJoin(symbols, " ").c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace mnt::tools
+
+int main(int argc, char** argv) { return mnt::tools::Main(argc, argv); }

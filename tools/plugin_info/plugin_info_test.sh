@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# plugin_info on real plugins, on a file without the entry symbol, on a plugin
+# whose initialiser crashes, and on one of another ABI major.
+set -euo pipefail
+info="$1" cpu="$2" fp16="$3" nosymbol="$4" crashes="$5" major2="$6"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out="$("$info" "$cpu")" || fail "plugin_info on the cpu backend exited $?"
+echo "$out"
+grep -q '^name: *cpu$' <<<"$out" || fail "no name line"
+grep -q '^kind: *backend$' <<<"$out" || fail "no kind line"
+grep -Eq '^abi: *[0-9]+\.[0-9]+ \(this host: [0-9]+\.[0-9]+\)$' <<<"$out" || fail "no abi line"
+grep -q '^ops: .*GEMM.*ADAMW_STEP' <<<"$out" || fail "no ops"
+grep -q '^exports: *MNT_GetPluginApi$' <<<"$out" || fail "exports not just the entry symbol"
+
+out="$("$info" "$fp16")" || fail "plugin_info on fp16 exited $?"
+grep -q '^policy: .*weights f16, master weights f32.*loss scaling dynamic$' <<<"$out" \
+  || fail "fp16 policy line: $out"
+
+# Refusals: exit 1, exactly one line on stderr, naming the reason.
+expect_refusal() {
+  local file="$1" pattern="$2" err rc=0
+  err="$("$info" "$file" 2>&1 >/dev/null)" || rc=$?
+  [[ $rc == 1 ]] || fail "$file: exit status $rc, expected 1"
+  [[ "$(wc -l <<<"$err")" == 1 ]] || fail "$file: not one line: $err"
+  grep -q -- "$pattern" <<<"$err" || fail "$file: '$err' lacks '$pattern'"
+  echo "refused as expected: $err"
+}
+expect_refusal "$nosymbol" "not a Mantissa plugin: it does not export MNT_GetPluginApi"
+expect_refusal "$crashes" "plugin crashed in Plugin_Initialize (signal 11"
+expect_refusal "$major2" "plugin built against ABI 2.0"
+expect_refusal "$0" "not an ELF64 shared object"
+echo PASS
