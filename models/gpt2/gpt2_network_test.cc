@@ -1,0 +1,337 @@
+// The GPT-2 plugin on the CPU backend, through its C table, against the
+// float64 reference (testing/reference_gpt2): loss and logits, every
+// parameter gradient against central finite differences, gradient
+// checkpointing bit-identical to the plain backward, accumulation, the
+// 16-bit/tf32 modes with stated tolerances, and one-line option errors.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "models/gpt2/gpt2_model.h"
+#include "models/gpt2/testing/reference_gpt2.h"
+#include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/cpu/cpu_backend.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::gpt2 {
+namespace {
+
+using sdk::DeviceBuffer;
+using testing::RefConfig;
+using testing::ReferenceLoss;
+
+constexpr int64_t kL = 2, kH = 2, kC = 8, kMaxT = 6, kT = 5, kB = 2, kV = 20;
+constexpr const char* kOptions = "n_layer=2,n_head=2,d_model=8,seq_len=6";
+
+std::string Take(const MNT_Plugin_Api* plugin, MNT_Error* e) {
+  if (e == nullptr) return "";
+  std::string m = plugin->Error_Message(e);
+  plugin->Error_Destroy(e);
+  return m;
+}
+
+double StoreAs(MNT_DType dtype, double v) {
+  switch (dtype) {
+    case MNT_DTYPE_BF16: return RoundToBf16(float(v));
+    case MNT_DTYPE_F16: return RoundToHalf(float(v));
+    default: return float(v);
+  }
+}
+
+// ||a - b|| / ||b||; NaN/inf never pass.
+double RelativeL2(const std::vector<double>& a, const std::vector<double>& b) {
+  double e = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    e += (a[i] - b[i]) * (a[i] - b[i]);
+    n += b[i] * b[i];
+  }
+  return std::sqrt(e / std::max(n, 1e-300));
+}
+
+// max |a - b| / max(|b|) over the tensor.
+double MaxRelative(const std::vector<double>& a, const std::vector<double>& b) {
+  double e = 0, s = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    e = std::max(e, std::fabs(a[i] - b[i]));
+    s = std::max(s, std::fabs(b[i]));
+  }
+  return e / std::max(s, 1e-30);
+}
+
+class Gpt2Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plugin_ = cpu::CpuBackendPluginApi();
+    MNT_Backend_Create_Args a{};
+    a.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+    ASSERT_EQ(Take(plugin_, plugin_->backend->Backend_Create(&a)), "");
+    client_ = sdk::BackendClient(plugin_, a.backend);
+    const unsigned seed = std::random_device{}();
+    std::printf("seed = %u\n", seed);
+    rng_.seed(seed);
+  }
+  void TearDown() override {
+    DestroyModel();
+    buffers_.clear();
+    MNT_Backend_Destroy_Args a{};
+    a.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
+    a.backend = client_.backend();
+    EXPECT_EQ(Take(plugin_, plugin_->backend->Backend_Destroy(&a)), "");
+  }
+  const MNT_Model_Api* api() const { return Gpt2PluginApi()->model; }
+
+  static MNT_DataSpec Spec(int64_t t = kT, int64_t vocab = kV) {
+    MNT_DataSpec s{};
+    s.struct_size = MNT_DataSpec_STRUCT_SIZE;
+    s.input_dtype = MNT_DTYPE_I32;
+    s.input_rank = 1;
+    s.input_dims[0] = t;
+    s.num_classes = vocab;
+    s.targets_per_example = static_cast<int32_t>(t);
+    return s;
+  }
+  static MNT_ModelPrecision Precision(MNT_DType dtype, MNT_ComputeMode mode) {
+    return {MNT_ModelPrecision_STRUCT_SIZE, dtype, dtype, dtype, mode};
+  }
+  std::string CreateModel(const char* options, const MNT_DataSpec& spec,
+                          const MNT_ModelPrecision& precision) {
+    DestroyModel();
+    MNT_Model_Create_Args a{};
+    a.struct_size = MNT_Model_Create_Args_STRUCT_SIZE;
+    a.options = options;
+    a.backend_plugin = plugin_;
+    a.backend = client_.backend();
+    a.data_spec = spec;
+    a.precision = precision;
+    a.max_batch_size = kB;
+    std::string e = Take(Gpt2PluginApi(), api()->Model_Create(&a));
+    model_ = a.model;
+    return e;
+  }
+  void DestroyModel() {
+    if (model_ == nullptr) return;
+    MNT_Model_Destroy_Args a{};
+    a.struct_size = MNT_Model_Destroy_Args_STRUCT_SIZE;
+    a.model = model_;
+    EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Destroy(&a)), "");
+    model_ = nullptr;
+  }
+
+  MNT_Tensor Alloc(MNT_DType dtype, const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    buffers_.emplace_back();
+    EXPECT_TRUE(client_.Allocate(std::max<int64_t>(n, 1) * sdk::DTypeSize(dtype),
+                                 MNT_MEMORY_DATA, &buffers_.back()).ok());
+    return sdk::MakeTensor(buffers_.back().data(), dtype,
+                           static_cast<int32_t>(dims.size()), dims.data());
+  }
+  MNT_Tensor Upload(const std::vector<double>& v, MNT_DType dtype,
+                    const std::vector<int64_t>& dims) {
+    MNT_Tensor f32 = Alloc(MNT_DTYPE_F32, dims);
+    std::vector<float> f(v.begin(), v.end());
+    EXPECT_TRUE(client_.ToDevice(f32.data, f.data(), f.size() * 4).ok());
+    if (dtype == MNT_DTYPE_F32) return f32;
+    MNT_Tensor out = Alloc(dtype, dims);
+    EXPECT_TRUE(client_.Run(MNT_OP_CAST, {f32}, {out}).ok());
+    return out;
+  }
+  MNT_Tensor UploadI32(const std::vector<int>& v, const std::vector<int64_t>& dims) {
+    MNT_Tensor t = Alloc(MNT_DTYPE_I32, dims);
+    EXPECT_TRUE(client_.ToDevice(t.data, v.data(), v.size() * 4).ok());
+    return t;
+  }
+  std::vector<double> Download(const MNT_Tensor& t) {
+    MNT_Tensor f32 = t;
+    if (t.dtype != MNT_DTYPE_F32) {
+      std::vector<int64_t> dims(t.dims, t.dims + t.rank);
+      f32 = Alloc(MNT_DTYPE_F32, dims);
+      EXPECT_TRUE(client_.Run(MNT_OP_CAST, {t}, {f32}).ok());
+    }
+    std::vector<float> f(sdk::NumElements(t));
+    EXPECT_TRUE(client_.ToHost(f.data(), f32.data, f.size() * 4).ok());
+    return std::vector<double>(f.begin(), f.end());
+  }
+
+  // Random weights with the spec shapes: N(0, 0.3) matrices, LN weights
+  // near 1, small biases; large enough that every path matters.
+  std::vector<std::vector<double>> RandomParams() {
+    std::vector<std::vector<double>> p;
+    std::normal_distribution<double> d(0.0, 0.3);
+    for (const ParamSpec& s : Gpt2ParamSpecs(Config(), PaddedVocab(kV))) {
+      int64_t n = 1;
+      for (int64_t x : s.dims) n *= x;
+      std::vector<double> v(n);
+      for (double& x : v) {
+        x = d(rng_);
+        if (s.init == MNT_PARAM_INIT_ONES) x = 1.0 + x;
+        if (s.init == MNT_PARAM_INIT_ZEROS) x *= 0.3;
+      }
+      p.push_back(v);
+    }
+    return p;
+  }
+  static Gpt2Config Config() {
+    Gpt2Config c;
+    c.n_layer = kL; c.n_head = kH; c.d_model = kC; c.seq_len = kMaxT;
+    return c;
+  }
+  static RefConfig Ref() { return {kL, kH, kC, kMaxT, kV, PaddedVocab(kV)}; }
+  std::vector<int> RandomIds(int64_t n) {
+    std::uniform_int_distribution<int> d(0, kV - 1);
+    std::vector<int> v(n);
+    for (int& x : v) x = d(rng_);
+    return v;
+  }
+
+  // Forward (+ Backward) in `dtype`; returns the loss, fills grads (f64).
+  double Run(const std::vector<std::vector<double>>& params, MNT_DType dtype,
+             const std::vector<int>& ids, const std::vector<int>& targets,
+             std::vector<std::vector<double>>* grads, int backward_calls = 1) {
+    std::vector<MNT_Tensor> p, g;
+    const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      p.push_back(Upload(params[i], dtype, specs[i].dims));
+      g.push_back(Alloc(dtype, specs[i].dims));
+    }
+    MNT_Tensor in = UploadI32(ids, {kB, kT}), tg = UploadI32(targets, {kB, kT});
+    MNT_Tensor loss = Alloc(MNT_DTYPE_F32, {1});
+    MNT_Model_Forward_Args f{};
+    f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
+    f.model = model_;
+    f.params = p.data();
+    f.num_params = p.size();
+    f.inputs = &in;
+    f.targets = &tg;
+    f.training = 1;
+    f.loss_out = &loss;
+    EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Forward(&f)), "");
+    for (int k = 0; k < backward_calls; ++k) {
+      MNT_Model_Backward_Args b{};
+      b.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
+      b.model = model_;
+      b.params = p.data();
+      b.num_params = p.size();
+      b.grads = g.data();
+      b.num_grads = g.size();
+      b.loss_multiplier = 1.0f;
+      b.accumulate = k > 0;
+      EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Backward(&b)), "");
+    }
+    grads->clear();
+    for (const MNT_Tensor& t : g) grads->push_back(Download(t));
+    return Download(loss)[0];
+  }
+
+  const MNT_Plugin_Api* plugin_ = nullptr;
+  sdk::BackendClient client_;
+  MNT_Model* model_ = nullptr;
+  std::vector<DeviceBuffer> buffers_;
+  std::mt19937 rng_;
+};
+
+TEST_F(Gpt2Test, Fp32LossAndEveryGradientMatchFloat64FiniteDifferences) {
+  ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32)), "");
+  auto params = RandomParams();
+  const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+  std::vector<std::vector<double>> grads;
+  const double loss = Run(params, MNT_DTYPE_F32, ids, targets, &grads);
+  // Reference on the fp32-rounded weights the model actually saw.
+  for (auto& t : params) for (double& v : t) v = float(v);
+  const double want = ReferenceLoss(Ref(), params, ids, targets, kB, kT);
+  EXPECT_NEAR(loss, want, 1e-5 * std::fabs(want)) << "fp32 loss";
+  const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
+  const double h = 1e-5;
+  for (size_t k = 0; k < params.size(); ++k) {
+    std::vector<double> fd(params[k].size());
+    for (size_t i = 0; i < params[k].size(); ++i) {
+      const double v = params[k][i];
+      params[k][i] = v + h;
+      const double up = ReferenceLoss(Ref(), params, ids, targets, kB, kT);
+      params[k][i] = v - h;
+      const double down = ReferenceLoss(Ref(), params, ids, targets, kB, kT);
+      params[k][i] = v;
+      fd[i] = (up - down) / (2 * h);
+    }
+    // fp32 kernels vs float64 differences (truncation ~h^2 = 1e-10).
+    EXPECT_LT(MaxRelative(grads[k], fd), 1e-4) << specs[k].name;
+    EXPECT_LT(RelativeL2(grads[k], fd), 2e-5) << specs[k].name;
+  }
+  // Padded vocabulary rows and unused positions get exactly zero gradient.
+  for (int64_t i = kV * kC; i < PaddedVocab(kV) * kC; ++i) ASSERT_EQ(grads[kWte][i], 0.0);
+  for (int64_t i = kT * kC; i < kMaxT * kC; ++i) ASSERT_EQ(grads[kWpe][i], 0.0);
+}
+
+TEST_F(Gpt2Test, CheckpointingIsBitIdenticalAndAccumulateAdds) {
+  auto params = RandomParams();
+  const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+  const auto f32 = Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32);
+  ASSERT_EQ(CreateModel(kOptions, Spec(), f32), "");
+  std::vector<std::vector<double>> plain, ckpt, twice;
+  const double loss = Run(params, MNT_DTYPE_F32, ids, targets, &plain);
+  const double loss2 = Run(params, MNT_DTYPE_F32, ids, targets, &twice, 2);
+  ASSERT_EQ(CreateModel((std::string(kOptions) + ",checkpointing=1").c_str(),
+                        Spec(), f32), "");
+  EXPECT_EQ(Run(params, MNT_DTYPE_F32, ids, targets, &ckpt), loss);
+  EXPECT_EQ(loss, loss2);
+  for (size_t k = 0; k < plain.size(); ++k) {
+    EXPECT_EQ(ckpt[k], plain[k]) << k;
+    for (size_t i = 0; i < plain[k].size(); ++i) {
+      ASSERT_NEAR(twice[k][i], 2 * plain[k][i], 1e-6 * (1 + std::fabs(plain[k][i])));
+    }
+  }
+}
+
+// tf32: operands keep 10 mantissa bits (2^-11 relative), so 1e-3 on the
+// loss and 1e-2 on whole-tensor gradients. bf16/fp16: every activation and
+// gradient is stored in 16 bits (bf16 2^-9, fp16 2^-12 relative per
+// rounding) through ~30 dependent ops: 2e-2 on the loss, gradients within
+// 10% (bf16) / 3% (fp16) in L2 norm.
+TEST_F(Gpt2Test, ReducedPrecisionsStayWithinStatedTolerances) {
+  struct Mode { MNT_DType dtype; MNT_ComputeMode compute; double loss_tol, grad_tol; };
+  for (const Mode& m : {Mode{MNT_DTYPE_F32, MNT_COMPUTE_TF32, 1e-3, 1e-2},
+                        Mode{MNT_DTYPE_BF16, MNT_COMPUTE_BF16, 2e-2, 1e-1},
+                        Mode{MNT_DTYPE_F16, MNT_COMPUTE_F16, 2e-2, 3e-2}}) {
+    SCOPED_TRACE(sdk::DTypeName(m.dtype));
+    ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(m.dtype, m.compute)), "");
+    auto params = RandomParams();
+    for (auto& t : params) for (double& v : t) v = StoreAs(m.dtype, v) ;
+    const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+    std::vector<std::vector<double>> grads, exact;
+    const double loss = Run(params, m.dtype, ids, targets, &grads);
+    ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32)), "");
+    const double want = Run(params, MNT_DTYPE_F32, ids, targets, &exact);
+    EXPECT_NEAR(loss, want, m.loss_tol * std::fabs(want));
+    for (size_t k = 0; k < grads.size(); ++k) {
+      EXPECT_LT(RelativeL2(grads[k], exact[k]), m.grad_tol) << k;
+    }
+  }
+}
+
+TEST_F(Gpt2Test, BadOptionsAndDataAreOneLine) {
+  const auto f32 = Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32);
+  EXPECT_EQ(CreateModel("preset=gpt3", Spec(), f32),
+            "gpt2 options: unknown preset 'gpt3' (known: gpt2-124m, gpt2-tiny)");
+  EXPECT_EQ(CreateModel("d_model=10,n_head=4", Spec(), f32),
+            "gpt2 options: d_model=10 does not divide by n_head=4");
+  EXPECT_EQ(CreateModel("seq_len=4", Spec(), f32),
+            "gpt2: the data's sequence length 5 is outside 1..4 (the model's "
+            "seq_len option)");
+  EXPECT_EQ(CreateModel("vocab=50257", Spec(), f32),
+            "gpt2: vocab=50257 but the data has 20 token ids");
+  MNT_DataSpec image = Spec();
+  image.input_dtype = MNT_DTYPE_F32;
+  EXPECT_EQ(CreateModel("", image, f32),
+            "gpt2: the data gives f32 inputs of rank 1 per example; the GPT "
+            "takes i32 token ids [seq_len] (use --dataset=text or "
+            "--dataset=shards)");
+}
+
+}  // namespace
+}  // namespace mnt::gpt2
