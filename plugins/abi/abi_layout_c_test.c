@@ -95,6 +95,33 @@ _Static_assert(offsetof(MNT_AttentionParams, struct_size) == 0, "MNT_AttentionPa
 _Static_assert(offsetof(MNT_AttentionParams, num_heads) == 8, "MNT_AttentionParams.num_heads");
 _Static_assert(offsetof(MNT_AttentionParams, causal) == 12, "MNT_AttentionParams.causal");
 _Static_assert(offsetof(MNT_AttentionParams, scale) == 16, "MNT_AttentionParams.scale");
+_Static_assert(sizeof(MNT_Conv2dParams) == 48, "sizeof MNT_Conv2dParams");
+_Static_assert(offsetof(MNT_Conv2dParams, struct_size) == 0, "MNT_Conv2dParams.struct_size");
+_Static_assert(offsetof(MNT_Conv2dParams, pad_h) == 8, "MNT_Conv2dParams.pad_h");
+_Static_assert(offsetof(MNT_Conv2dParams, pad_w) == 12, "MNT_Conv2dParams.pad_w");
+_Static_assert(offsetof(MNT_Conv2dParams, stride_h) == 16, "MNT_Conv2dParams.stride_h");
+_Static_assert(offsetof(MNT_Conv2dParams, stride_w) == 20, "MNT_Conv2dParams.stride_w");
+_Static_assert(offsetof(MNT_Conv2dParams, dilation_h) == 24, "MNT_Conv2dParams.dilation_h");
+_Static_assert(offsetof(MNT_Conv2dParams, dilation_w) == 28, "MNT_Conv2dParams.dilation_w");
+_Static_assert(offsetof(MNT_Conv2dParams, groups) == 32, "MNT_Conv2dParams.groups");
+_Static_assert(offsetof(MNT_Conv2dParams, compute) == 36, "MNT_Conv2dParams.compute");
+_Static_assert(offsetof(MNT_Conv2dParams, accumulate) == 40, "MNT_Conv2dParams.accumulate");
+_Static_assert(sizeof(MNT_Pool2dParams) == 40, "sizeof MNT_Pool2dParams");
+_Static_assert(offsetof(MNT_Pool2dParams, struct_size) == 0, "MNT_Pool2dParams.struct_size");
+_Static_assert(offsetof(MNT_Pool2dParams, kind) == 8, "MNT_Pool2dParams.kind");
+_Static_assert(offsetof(MNT_Pool2dParams, window_h) == 12, "MNT_Pool2dParams.window_h");
+_Static_assert(offsetof(MNT_Pool2dParams, window_w) == 16, "MNT_Pool2dParams.window_w");
+_Static_assert(offsetof(MNT_Pool2dParams, stride_h) == 20, "MNT_Pool2dParams.stride_h");
+_Static_assert(offsetof(MNT_Pool2dParams, stride_w) == 24, "MNT_Pool2dParams.stride_w");
+_Static_assert(offsetof(MNT_Pool2dParams, pad_h) == 28, "MNT_Pool2dParams.pad_h");
+_Static_assert(offsetof(MNT_Pool2dParams, pad_w) == 32, "MNT_Pool2dParams.pad_w");
+_Static_assert(offsetof(MNT_Pool2dParams, count_include_pad) == 36, "MNT_Pool2dParams.count_include_pad");
+_Static_assert(sizeof(MNT_BatchNormParams) == 24, "sizeof MNT_BatchNormParams");
+_Static_assert(offsetof(MNT_BatchNormParams, struct_size) == 0, "MNT_BatchNormParams.struct_size");
+_Static_assert(offsetof(MNT_BatchNormParams, training) == 8, "MNT_BatchNormParams.training");
+_Static_assert(offsetof(MNT_BatchNormParams, momentum) == 12, "MNT_BatchNormParams.momentum");
+_Static_assert(offsetof(MNT_BatchNormParams, epsilon) == 16, "MNT_BatchNormParams.epsilon");
+_Static_assert(offsetof(MNT_BatchNormParams, accumulate) == 20, "MNT_BatchNormParams.accumulate");
 _Static_assert(sizeof(MNT_Backend_Create_Args) == 40, "sizeof MNT_Backend_Create_Args");
 _Static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0, "MNT_Backend_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8, "MNT_Backend_Create_Args.extension_start");
@@ -419,6 +446,13 @@ _Static_assert(MNT_OP_SGD_STEP == 18, "MNT_OP_SGD_STEP");
 _Static_assert(MNT_OP_ADAMW_STEP == 19, "MNT_OP_ADAMW_STEP");
 _Static_assert(MNT_OP_ATTENTION_FORWARD == 20, "MNT_OP_ATTENTION_FORWARD");
 _Static_assert(MNT_OP_ATTENTION_BACKWARD == 21, "MNT_OP_ATTENTION_BACKWARD");
+_Static_assert(MNT_OP_CONV2D_FORWARD == 22, "MNT_OP_CONV2D_FORWARD");
+_Static_assert(MNT_OP_CONV2D_BACKWARD_DATA == 23, "MNT_OP_CONV2D_BACKWARD_DATA");
+_Static_assert(MNT_OP_CONV2D_BACKWARD_FILTER == 24, "MNT_OP_CONV2D_BACKWARD_FILTER");
+_Static_assert(MNT_OP_POOL2D_FORWARD == 25, "MNT_OP_POOL2D_FORWARD");
+_Static_assert(MNT_OP_POOL2D_BACKWARD == 26, "MNT_OP_POOL2D_BACKWARD");
+_Static_assert(MNT_OP_BATCHNORM_FORWARD == 27, "MNT_OP_BATCHNORM_FORWARD");
+_Static_assert(MNT_OP_BATCHNORM_BACKWARD == 28, "MNT_OP_BATCHNORM_BACKWARD");
 _Static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 _Static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 _Static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -427,6 +461,9 @@ _Static_assert(MNT_REDUCE_INVALID == 0, "MNT_REDUCE_INVALID");
 _Static_assert(MNT_REDUCE_SUM == 1, "MNT_REDUCE_SUM");
 _Static_assert(MNT_REDUCE_MEAN == 2, "MNT_REDUCE_MEAN");
 _Static_assert(MNT_REDUCE_MAX == 3, "MNT_REDUCE_MAX");
+_Static_assert(MNT_POOL_INVALID == 0, "MNT_POOL_INVALID");
+_Static_assert(MNT_POOL_MAX == 1, "MNT_POOL_MAX");
+_Static_assert(MNT_POOL_AVG == 2, "MNT_POOL_AVG");
 _Static_assert(MNT_OP_CLASS_INVALID == 0, "MNT_OP_CLASS_INVALID");
 _Static_assert(MNT_OP_CLASS_MATMUL == 1, "MNT_OP_CLASS_MATMUL");
 _Static_assert(MNT_OP_CLASS_ELEMENTWISE == 2, "MNT_OP_CLASS_ELEMENTWISE");
@@ -469,6 +506,9 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
+      MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

@@ -101,6 +101,33 @@ static_assert(offsetof(MNT_AttentionParams, struct_size) == 0);
 static_assert(offsetof(MNT_AttentionParams, num_heads) == 8);
 static_assert(offsetof(MNT_AttentionParams, causal) == 12);
 static_assert(offsetof(MNT_AttentionParams, scale) == 16);
+static_assert(sizeof(MNT_Conv2dParams) == 48);
+static_assert(offsetof(MNT_Conv2dParams, struct_size) == 0);
+static_assert(offsetof(MNT_Conv2dParams, pad_h) == 8);
+static_assert(offsetof(MNT_Conv2dParams, pad_w) == 12);
+static_assert(offsetof(MNT_Conv2dParams, stride_h) == 16);
+static_assert(offsetof(MNT_Conv2dParams, stride_w) == 20);
+static_assert(offsetof(MNT_Conv2dParams, dilation_h) == 24);
+static_assert(offsetof(MNT_Conv2dParams, dilation_w) == 28);
+static_assert(offsetof(MNT_Conv2dParams, groups) == 32);
+static_assert(offsetof(MNT_Conv2dParams, compute) == 36);
+static_assert(offsetof(MNT_Conv2dParams, accumulate) == 40);
+static_assert(sizeof(MNT_Pool2dParams) == 40);
+static_assert(offsetof(MNT_Pool2dParams, struct_size) == 0);
+static_assert(offsetof(MNT_Pool2dParams, kind) == 8);
+static_assert(offsetof(MNT_Pool2dParams, window_h) == 12);
+static_assert(offsetof(MNT_Pool2dParams, window_w) == 16);
+static_assert(offsetof(MNT_Pool2dParams, stride_h) == 20);
+static_assert(offsetof(MNT_Pool2dParams, stride_w) == 24);
+static_assert(offsetof(MNT_Pool2dParams, pad_h) == 28);
+static_assert(offsetof(MNT_Pool2dParams, pad_w) == 32);
+static_assert(offsetof(MNT_Pool2dParams, count_include_pad) == 36);
+static_assert(sizeof(MNT_BatchNormParams) == 24);
+static_assert(offsetof(MNT_BatchNormParams, struct_size) == 0);
+static_assert(offsetof(MNT_BatchNormParams, training) == 8);
+static_assert(offsetof(MNT_BatchNormParams, momentum) == 12);
+static_assert(offsetof(MNT_BatchNormParams, epsilon) == 16);
+static_assert(offsetof(MNT_BatchNormParams, accumulate) == 20);
 static_assert(sizeof(MNT_Backend_Create_Args) == 40);
 static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8);
@@ -425,6 +452,13 @@ static_assert(MNT_OP_SGD_STEP == 18, "MNT_OP_SGD_STEP");
 static_assert(MNT_OP_ADAMW_STEP == 19, "MNT_OP_ADAMW_STEP");
 static_assert(MNT_OP_ATTENTION_FORWARD == 20, "MNT_OP_ATTENTION_FORWARD");
 static_assert(MNT_OP_ATTENTION_BACKWARD == 21, "MNT_OP_ATTENTION_BACKWARD");
+static_assert(MNT_OP_CONV2D_FORWARD == 22, "MNT_OP_CONV2D_FORWARD");
+static_assert(MNT_OP_CONV2D_BACKWARD_DATA == 23, "MNT_OP_CONV2D_BACKWARD_DATA");
+static_assert(MNT_OP_CONV2D_BACKWARD_FILTER == 24, "MNT_OP_CONV2D_BACKWARD_FILTER");
+static_assert(MNT_OP_POOL2D_FORWARD == 25, "MNT_OP_POOL2D_FORWARD");
+static_assert(MNT_OP_POOL2D_BACKWARD == 26, "MNT_OP_POOL2D_BACKWARD");
+static_assert(MNT_OP_BATCHNORM_FORWARD == 27, "MNT_OP_BATCHNORM_FORWARD");
+static_assert(MNT_OP_BATCHNORM_BACKWARD == 28, "MNT_OP_BATCHNORM_BACKWARD");
 static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -433,6 +467,9 @@ static_assert(MNT_REDUCE_INVALID == 0, "MNT_REDUCE_INVALID");
 static_assert(MNT_REDUCE_SUM == 1, "MNT_REDUCE_SUM");
 static_assert(MNT_REDUCE_MEAN == 2, "MNT_REDUCE_MEAN");
 static_assert(MNT_REDUCE_MAX == 3, "MNT_REDUCE_MAX");
+static_assert(MNT_POOL_INVALID == 0, "MNT_POOL_INVALID");
+static_assert(MNT_POOL_MAX == 1, "MNT_POOL_MAX");
+static_assert(MNT_POOL_AVG == 2, "MNT_POOL_AVG");
 static_assert(MNT_OP_CLASS_INVALID == 0, "MNT_OP_CLASS_INVALID");
 static_assert(MNT_OP_CLASS_MATMUL == 1, "MNT_OP_CLASS_MATMUL");
 static_assert(MNT_OP_CLASS_ELEMENTWISE == 2, "MNT_OP_CLASS_ELEMENTWISE");
@@ -478,6 +515,9 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
+      MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),
@@ -540,9 +580,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
 }
 
-TEST(AbiLayoutTest, VersionIs12) {
+TEST(AbiLayoutTest, VersionIs13) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 2);
+  EXPECT_EQ(MNT_ABI_MINOR, 3);
 }
 
 }  // namespace

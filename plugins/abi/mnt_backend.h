@@ -132,6 +132,57 @@ typedef enum MNT_Op {
    * output), in[3] lse F32 [B,H,T]; out[0] dqkv [B,T,3C] (overwritten).
    * Params: MNT_AttentionParams (the forward's). */
   MNT_OP_ATTENTION_BACKWARD = 21,
+  /* --- Since 1.3: convolutional networks. ---
+   * Image tensors are NCHW: [N, C, H, W], row-major. NCHW is what im2col on
+   * the CPU wants (each channel plane is contiguous, so a patch row is a
+   * strided copy and the GEMM output [K, P*Q] is the output plane as is),
+   * and cuDNN accepts it for every precision; NHWC would only pay off on
+   * tensor-core GPUs, inside a backend, which may transpose internally.
+   * Output spatial size of a conv or pool along H (W likewise):
+   *   P = (H + 2*pad_h - dilation_h*(R-1) - 1) / stride_h + 1 (floor),
+   * with R the filter/window height (dilation 1 for pooling). */
+  /* in[0] x [N,C,H,W], in[1] w [K, C/groups, R, S], in[2] optional bias
+   * [K]; out[0] y [N,K,P,Q] (overwritten). x and w are rounded to `compute`
+   * and the products accumulate in fp32 (as GEMM); bias is added in fp32.
+   * C and K must divide by groups. Params: MNT_Conv2dParams (accumulate is
+   * ignored). */
+  MNT_OP_CONV2D_FORWARD = 22,
+  /* in[0] dy [N,K,P,Q], in[1] w [K, C/groups, R, S]; out[0] dx [N,C,H,W]
+   * (its dims give H and W, which strides leave ambiguous), overwritten or,
+   * with accumulate, added to. Operands rounded to `compute`.
+   * Params: MNT_Conv2dParams (the forward's). */
+  MNT_OP_CONV2D_BACKWARD_DATA = 23,
+  /* in[0] dy [N,K,P,Q], in[1] x [N,C,H,W]; out[0] dw [K, C/groups, R, S]
+   * (its dims give R and S); optional out[1] dbias [K] = sum of dy over
+   * N, P, Q. Both overwritten or, with accumulate, added to. Operands
+   * rounded to `compute`. Params: MNT_Conv2dParams (the forward's). */
+  MNT_OP_CONV2D_BACKWARD_FILTER = 24,
+  /* in[0] x [N,C,H,W]; out[0] y [N,C,P,Q]. Max ignores padding; average
+   * divides by the window area (count_include_pad) or by the number of
+   * in-image elements. Global average pooling: window = H x W, pad 0.
+   * Params: MNT_Pool2dParams. */
+  MNT_OP_POOL2D_FORWARD = 25,
+  /* in[0] dy [N,C,P,Q], in[1] x [N,C,H,W] (the forward's input; max pooling
+   * recomputes each window's argmax from it, the first maximum in row-major
+   * window order wins); out[0] dx [N,C,H,W] (overwritten).
+   * Params: MNT_Pool2dParams (the forward's). */
+  MNT_OP_POOL2D_BACKWARD = 26,
+  /* Batch norm over channel dim 1 of in[0] x [N,C,...] (rank >= 2; the
+   * statistics run over N and every dim after C). in[1] gamma [C], in[2]
+   * beta [C]. out[0] y (x's dims), out[1] running_mean F32 [C] and out[2]
+   * running_var F32 [C] (read and, when training, updated in place:
+   * r = (1 - momentum) * r + momentum * batch value, the variance unbiased,
+   * as torch), out[3] saved_mean F32 [C] and out[4] saved_invstd F32 [C]
+   * (training: the batch mean and 1/sqrt(biased var + epsilon), for the
+   * backward; optional when not training). Training normalises with the
+   * batch statistics, inference with the running ones. Statistics are fp32
+   * (accumulated in fp64) in every precision. Params: MNT_BatchNormParams. */
+  MNT_OP_BATCHNORM_FORWARD = 27,
+  /* Backward of a training-mode forward. in[0] dy, in[1] x, in[2] gamma [C],
+   * in[3] saved_mean F32 [C], in[4] saved_invstd F32 [C]; out[0] dx
+   * (overwritten), out[1] dgamma [C], out[2] dbeta [C] (added to when
+   * accumulate). Params: MNT_BatchNormParams. */
+  MNT_OP_BATCHNORM_BACKWARD = 28,
 } MNT_Op;
 
 typedef struct MNT_FillParams {
@@ -236,6 +287,54 @@ typedef struct MNT_AttentionParams {
 } MNT_AttentionParams;
 #define MNT_AttentionParams_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_AttentionParams, scale)
+
+/* Since 1.3: MNT_OP_CONV2D_FORWARD/BACKWARD_DATA/BACKWARD_FILTER. */
+typedef struct MNT_Conv2dParams {
+  size_t struct_size;
+  int32_t pad_h; /* zero padding on each side */
+  int32_t pad_w;
+  int32_t stride_h; /* >= 1 */
+  int32_t stride_w;
+  int32_t dilation_h; /* >= 1; 1 is a dense filter */
+  int32_t dilation_w;
+  int32_t groups; /* >= 1; C and K divide by it */
+  MNT_ComputeMode compute;
+  int32_t accumulate; /* backward ops: add to the outputs */
+} MNT_Conv2dParams;
+#define MNT_Conv2dParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Conv2dParams, accumulate)
+
+/* Since 1.3: MNT_OP_POOL2D_FORWARD/BACKWARD. */
+typedef enum MNT_PoolKind {
+  MNT_POOL_INVALID = 0,
+  MNT_POOL_MAX = 1,
+  MNT_POOL_AVG = 2,
+} MNT_PoolKind;
+
+typedef struct MNT_Pool2dParams {
+  size_t struct_size;
+  MNT_PoolKind kind;
+  int32_t window_h; /* >= 1 */
+  int32_t window_w;
+  int32_t stride_h; /* >= 1 */
+  int32_t stride_w;
+  int32_t pad_h; /* < the window size */
+  int32_t pad_w;
+  int32_t count_include_pad; /* average: 1 divides by window_h*window_w */
+} MNT_Pool2dParams;
+#define MNT_Pool2dParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Pool2dParams, count_include_pad)
+
+/* Since 1.3: MNT_OP_BATCHNORM_FORWARD/BACKWARD. */
+typedef struct MNT_BatchNormParams {
+  size_t struct_size;
+  int32_t training; /* 1: batch statistics, update the running ones */
+  float momentum;   /* running-statistics update weight, torch's 0.1 */
+  float epsilon;
+  int32_t accumulate; /* backward: add to dgamma/dbeta */
+} MNT_BatchNormParams;
+#define MNT_BatchNormParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_BatchNormParams, accumulate)
 
 /* ------------------------------------------------------------------------ */
 /* Calls. Every call takes one Args struct (struct_size and extension chain  */

@@ -18,7 +18,7 @@ extern "C" {
  * Minor: bumped when something is appended (a field, a function, an enum
  * value). A host loads a plugin with the same major and a minor <= its own. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_MINOR 2
+#define MNT_ABI_MINOR 3
 
 /* Size of a struct up to and including `last_field`: what a producer compiled
  * against this header stores in `struct_size`. Tail padding is not ABI. */
@@ -90,7 +90,7 @@ typedef enum MNT_DType {
   MNT_DTYPE_F64 = 6,
 } MNT_DType;
 
-/* How GEMM (and later conv) operands are rounded before the products; the
+/* How GEMM (and, since 1.3, convolution) operands are rounded before the products; the
  * products are exact in fp32 for these formats and accumulate in fp32, as
  * tensor cores do. */
 typedef enum MNT_ComputeMode {

@@ -37,6 +37,14 @@ sdk::Status RunAdamWStep(const OpCall& call);
 // attention.cc (ABI 1.2)
 sdk::Status RunAttentionForward(const OpCall& call);
 sdk::Status RunAttentionBackward(const OpCall& call);
+// conv.cc, pool.cc, batchnorm.cc (ABI 1.3)
+sdk::Status RunConv2dForward(const OpCall& call);
+sdk::Status RunConv2dBackwardData(const OpCall& call);
+sdk::Status RunConv2dBackwardFilter(const OpCall& call);
+sdk::Status RunPool2dForward(const OpCall& call);
+sdk::Status RunPool2dBackward(const OpCall& call);
+sdk::Status RunBatchNormForward(const OpCall& call);
+sdk::Status RunBatchNormBackward(const OpCall& call);
 
 }  // namespace mnt::cpu
 

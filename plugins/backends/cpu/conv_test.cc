@@ -1,0 +1,276 @@
+// CONV2D_FORWARD / BACKWARD_DATA / BACKWARD_FILTER against a float64
+// reference on fresh random inputs (padding, stride, dilation, groups, every
+// storage dtype and compute mode), accumulate, finite differences of the
+// float64 forward, and one-line operand errors.
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "plugins/backends/cpu/testing/backend_fixture.h"
+
+namespace mnt::cpu {
+namespace {
+
+using testing::AllClose;
+using testing::BackendFixture;
+using testing::ComputeTolerance;
+using testing::DTypeTolerance;
+
+struct Geometry {
+  int64_t n, c, h, w, k, r, s;
+  int32_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups;
+
+  int64_t p() const {
+    return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1;
+  }
+  int64_t q() const {
+    return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1;
+  }
+  int64_t cg() const { return c / groups; }
+  int64_t kg() const { return k / groups; }
+  MNT_Conv2dParams Params(MNT_ComputeMode compute, int accumulate = 0) const {
+    return MNT_Conv2dParams{MNT_Conv2dParams_STRUCT_SIZE,
+                            pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
+                            groups, compute, accumulate};
+  }
+};
+
+const std::vector<Geometry>& Geometries() {
+  static const std::vector<Geometry> g = {
+      // n c h w  k r s  pad   stride  dil   groups
+      {2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1},  // "same" 3x3
+      {2, 4, 7, 6, 6, 3, 2, 1, 0, 2, 1, 1, 2, 2},  // strides, dilation, groups
+      {1, 2, 9, 8, 3, 3, 3, 2, 2, 3, 2, 2, 2, 1},  // dilated, padded, strided
+      {3, 5, 4, 4, 5, 1, 1, 0, 0, 1, 1, 1, 1, 5},  // depthwise 1x1
+  };
+  return g;
+}
+
+// Visits every (y index, x index, w index) product of the convolution.
+template <typename F>
+void ForEachProduct(const Geometry& g, F f) {
+  const int64_t P = g.p(), Q = g.q();
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t k = 0; k < g.k; ++k)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t q = 0; q < Q; ++q)
+          for (int64_t c = 0; c < g.cg(); ++c)
+            for (int64_t r = 0; r < g.r; ++r)
+              for (int64_t s = 0; s < g.s; ++s) {
+                const int64_t ih = p * g.stride_h - g.pad_h + r * g.dil_h;
+                const int64_t iw = q * g.stride_w - g.pad_w + s * g.dil_w;
+                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+                const int64_t ci = (k / g.kg()) * g.cg() + c;
+                f(((n * g.k + k) * P + p) * Q + q,
+                  ((n * g.c + ci) * g.h + ih) * g.w + iw,
+                  ((k * g.cg() + c) * g.r + r) * g.s + s);
+              }
+}
+
+std::vector<double> ReferenceForward(const Geometry& g,
+                                     const std::vector<double>& x,
+                                     const std::vector<double>& w,
+                                     const std::vector<double>& bias,
+                                     std::vector<double>* scale = nullptr) {
+  std::vector<double> y(g.n * g.k * g.p() * g.q(), 0.0);
+  if (scale) scale->assign(y.size(), 0.0);
+  ForEachProduct(g, [&](int64_t yi, int64_t xi, int64_t wi) {
+    y[yi] += x[xi] * w[wi];
+    if (scale) (*scale)[yi] += std::fabs(x[xi] * w[wi]);
+  });
+  const int64_t pq = g.p() * g.q();
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double b = bias[(i / pq) % g.k];
+    y[i] += b;
+    if (scale) (*scale)[i] += std::fabs(b) + 1e-3;
+  }
+  return y;
+}
+
+struct Case {
+  MNT_DType dtype;
+  MNT_ComputeMode compute;
+};
+
+const Case kCases[] = {
+    {MNT_DTYPE_F32, MNT_COMPUTE_F32},
+    {MNT_DTYPE_F32, MNT_COMPUTE_TF32},
+    {MNT_DTYPE_BF16, MNT_COMPUTE_BF16},
+    {MNT_DTYPE_F16, MNT_COMPUTE_F16},
+};
+
+class ConvTest : public BackendFixture {};
+
+TEST_F(ConvTest, AllPassesMatchFloat64) {
+  for (const Case& cs : kCases) {
+    for (const Geometry& g : Geometries()) {
+      SCOPED_TRACE(::testing::Message()
+                   << sdk::DTypeName(cs.dtype) << " compute=" << cs.compute
+                   << " geometry c=" << g.c << " k=" << g.k
+                   << " groups=" << g.groups << " stride=" << g.stride_h);
+      const int64_t P = g.p(), Q = g.q();
+      const double tol =
+          std::max(ComputeTolerance(cs.compute), DTypeTolerance(cs.dtype));
+      const auto x = Stored(Random(g.n * g.c * g.h * g.w), cs.dtype);
+      const auto w = Stored(Random(g.k * g.cg() * g.r * g.s), cs.dtype);
+      const auto b = Stored(Random(g.k), cs.dtype);
+      const auto dy = Stored(Random(g.n * g.k * P * Q), cs.dtype);
+      const MNT_Tensor tx = Upload(x, cs.dtype, {g.n, g.c, g.h, g.w});
+      const MNT_Tensor tw = Upload(w, cs.dtype, {g.k, g.cg(), g.r, g.s});
+      const MNT_Tensor tb = Upload(b, cs.dtype, {g.k});
+      const MNT_Tensor tdy = Upload(dy, cs.dtype, {g.n, g.k, P, Q});
+      const MNT_Conv2dParams prm = g.Params(cs.compute);
+
+      // Forward with bias.
+      const MNT_Tensor ty = Empty(cs.dtype, {g.n, g.k, P, Q});
+      sdk::Status st = Run(MNT_OP_CONV2D_FORWARD, {tx, tw, tb}, {ty}, &prm);
+      ASSERT_TRUE(st.ok()) << st.message();
+      std::vector<double> scale;
+      const auto want_y = ReferenceForward(g, x, w, b, &scale);
+      EXPECT_TRUE(AllClose(Download(ty), want_y, scale, tol));
+
+      // Backward data: dx[xi] = sum dy[yi] w[wi].
+      std::vector<double> dx(x.size(), 0.0), dx_scale(x.size(), 1e-3);
+      std::vector<double> dw(w.size(), 0.0), dw_scale(w.size(), 1e-3);
+      ForEachProduct(g, [&](int64_t yi, int64_t xi, int64_t wi) {
+        dx[xi] += dy[yi] * w[wi];
+        dx_scale[xi] += std::fabs(dy[yi] * w[wi]);
+        dw[wi] += dy[yi] * x[xi];
+        dw_scale[wi] += std::fabs(dy[yi] * x[xi]);
+      });
+      const MNT_Tensor tdx = Empty(cs.dtype, {g.n, g.c, g.h, g.w});
+      st = Run(MNT_OP_CONV2D_BACKWARD_DATA, {tdy, tw}, {tdx}, &prm);
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_TRUE(AllClose(Download(tdx), dx, dx_scale, tol));
+
+      // Backward filter with dbias.
+      std::vector<double> db(g.k, 0.0), db_scale(g.k, 1e-3);
+      for (size_t i = 0; i < dy.size(); ++i) {
+        db[(i / (P * Q)) % g.k] += dy[i];
+        db_scale[(i / (P * Q)) % g.k] += std::fabs(dy[i]);
+      }
+      const MNT_Tensor tdw = Empty(cs.dtype, {g.k, g.cg(), g.r, g.s});
+      const MNT_Tensor tdb = Empty(cs.dtype, {g.k});
+      st = Run(MNT_OP_CONV2D_BACKWARD_FILTER, {tdy, tx}, {tdw, tdb}, &prm);
+      ASSERT_TRUE(st.ok()) << st.message();
+      EXPECT_TRUE(AllClose(Download(tdw), dw, dw_scale, tol));
+      EXPECT_TRUE(AllClose(Download(tdb), db, db_scale, tol));
+    }
+  }
+}
+
+TEST_F(ConvTest, BackwardAccumulatesWhenAsked) {
+  const Geometry& g = Geometries()[1];
+  const int64_t P = g.p(), Q = g.q();
+  const auto x = Random(g.n * g.c * g.h * g.w);
+  const auto w = Random(g.k * g.cg() * g.r * g.s);
+  const auto dy = Random(g.n * g.k * P * Q);
+  const MNT_Tensor tx = Upload(x, MNT_DTYPE_F32, {g.n, g.c, g.h, g.w});
+  const MNT_Tensor tw = Upload(w, MNT_DTYPE_F32, {g.k, g.cg(), g.r, g.s});
+  const MNT_Tensor tdy = Upload(dy, MNT_DTYPE_F32, {g.n, g.k, P, Q});
+  const MNT_Conv2dParams fresh = g.Params(MNT_COMPUTE_F32, 0);
+  const MNT_Conv2dParams acc = g.Params(MNT_COMPUTE_F32, 1);
+
+  const MNT_Tensor dx1 = Empty(MNT_DTYPE_F32, {g.n, g.c, g.h, g.w});
+  ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_DATA, {tdy, tw}, {dx1}, &fresh).ok());
+  const auto base_dx = Random(x.size());
+  const MNT_Tensor dx2 = Upload(base_dx, MNT_DTYPE_F32, {g.n, g.c, g.h, g.w});
+  ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_DATA, {tdy, tw}, {dx2}, &acc).ok());
+  std::vector<double> want = Download(dx1);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += base_dx[i];
+  EXPECT_TRUE(testing::AllCloseRelative(Download(dx2), want, 1e-6));
+
+  const MNT_Tensor dw1 = Empty(MNT_DTYPE_F32, {g.k, g.cg(), g.r, g.s});
+  const MNT_Tensor db1 = Empty(MNT_DTYPE_F32, {g.k});
+  ASSERT_TRUE(
+      Run(MNT_OP_CONV2D_BACKWARD_FILTER, {tdy, tx}, {dw1, db1}, &fresh).ok());
+  const auto base_dw = Random(w.size()), base_db = Random(g.k);
+  const MNT_Tensor dw2 = Upload(base_dw, MNT_DTYPE_F32, {g.k, g.cg(), g.r, g.s});
+  const MNT_Tensor db2 = Upload(base_db, MNT_DTYPE_F32, {g.k});
+  ASSERT_TRUE(
+      Run(MNT_OP_CONV2D_BACKWARD_FILTER, {tdy, tx}, {dw2, db2}, &acc).ok());
+  want = Download(dw1);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += base_dw[i];
+  EXPECT_TRUE(testing::AllCloseRelative(Download(dw2), want, 1e-6));
+  want = Download(db1);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += base_db[i];
+  EXPECT_TRUE(testing::AllCloseRelative(Download(db2), want, 1e-6));
+}
+
+// The backward ops are the derivative of the forward: central differences
+// of the float64 forward's loss sum(y * dy) against the fp32 kernels.
+TEST_F(ConvTest, GradientsMatchFiniteDifferences) {
+  for (const Geometry& g : Geometries()) {
+    const int64_t P = g.p(), Q = g.q();
+    auto x = Random(g.n * g.c * g.h * g.w);
+    auto w = Random(g.k * g.cg() * g.r * g.s);
+    const std::vector<double> b(g.k, 0.0);
+    const auto dy = Random(g.n * g.k * P * Q);
+    const MNT_Tensor tx = Upload(x, MNT_DTYPE_F32, {g.n, g.c, g.h, g.w});
+    const MNT_Tensor tw = Upload(w, MNT_DTYPE_F32, {g.k, g.cg(), g.r, g.s});
+    const MNT_Tensor tdy = Upload(dy, MNT_DTYPE_F32, {g.n, g.k, P, Q});
+    const MNT_Conv2dParams prm = g.Params(MNT_COMPUTE_F32);
+    const MNT_Tensor tdx = Empty(MNT_DTYPE_F32, {g.n, g.c, g.h, g.w});
+    const MNT_Tensor tdw = Empty(MNT_DTYPE_F32, {g.k, g.cg(), g.r, g.s});
+    ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_DATA, {tdy, tw}, {tdx}, &prm).ok());
+    ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_FILTER, {tdy, tx}, {tdw}, &prm).ok());
+    auto loss = [&]() {
+      const auto y = ReferenceForward(g, x, w, b);
+      double l = 0;
+      for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
+      return l;
+    };
+    auto fd = [&](std::vector<double>& v) {
+      std::vector<double> out(v.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        const double keep = v[i], h = 1e-4;  // the loss is bilinear: exact
+        v[i] = keep + h;
+        const double up = loss();
+        v[i] = keep - h;
+        const double down = loss();
+        v[i] = keep;
+        out[i] = (up - down) / (2 * h);
+      }
+      return out;
+    };
+    EXPECT_TRUE(testing::AllCloseRelative(Download(tdx), fd(x), 1e-5));
+    EXPECT_TRUE(testing::AllCloseRelative(Download(tdw), fd(w), 1e-5));
+  }
+}
+
+TEST_F(ConvTest, OperandErrorsAreOneLine) {
+  const MNT_Tensor x = Upload(Random(2 * 4 * 5 * 5), MNT_DTYPE_F32, {2, 4, 5, 5});
+  const MNT_Tensor w = Upload(Random(6 * 4 * 3 * 3), MNT_DTYPE_F32, {6, 4, 3, 3});
+  const MNT_Tensor y = Empty(MNT_DTYPE_F32, {2, 6, 3, 3});
+  MNT_Conv2dParams p{MNT_Conv2dParams_STRUCT_SIZE, 0, 0, 1, 1, 1, 1, 1,
+                     MNT_COMPUTE_F32, 0};
+  EXPECT_TRUE(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &p).ok());
+  p.pad_h = 1;
+  EXPECT_EQ(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &p).message(),
+            "CONV2D_FORWARD: out[0] y is f32[2,6,3,3], expected [N, K, P, Q] = "
+            "[2, 6, 5, 3]");
+  p.pad_h = 0;
+  p.groups = 4;
+  EXPECT_EQ(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &p).message(),
+            "CONV2D_FORWARD: channels C=4 and filters K=6 must divide by "
+            "groups=4");
+  p.groups = 2;
+  EXPECT_EQ(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &p).message(),
+            "CONV2D_FORWARD: in[1] w is f32[6,4,3,3], expected [K, C/groups=2, "
+            "R, S]");
+  p.groups = 1;
+  p.stride_w = 0;
+  EXPECT_EQ(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &p).message(),
+            "CONV2D_FORWARD: pad 0x0, stride 1x0, dilation 1x1, groups 1: "
+            "expected pad >= 0, stride, dilation and groups >= 1");
+  p.stride_w = 1;
+  p.dilation_h = 3;
+  EXPECT_EQ(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &p).message(),
+            "CONV2D_FORWARD: the 3x3 filter (dilation 3x1) does not fit the "
+            "padded 5x5 input");
+  EXPECT_EQ(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, nullptr).message(),
+            "CONV2D_FORWARD: params (MNT_Conv2dParams) is NULL");
+}
+
+}  // namespace
+}  // namespace mnt::cpu
