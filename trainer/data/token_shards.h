@@ -1,0 +1,47 @@
+// llm.c's token shard format: a 1024-byte header of 256 little-endian int32
+// (magic 20240520, version 1, token count, the rest 0), then `count` uint16
+// tokens. Also the byte-level tokenizer that turns text into such shards.
+#ifndef MANTISSA_TRAINER_DATA_TOKEN_SHARDS_H_
+#define MANTISSA_TRAINER_DATA_TOKEN_SHARDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "trainer/data/dataset.h"
+
+namespace mnt {
+namespace trainer {
+
+inline constexpr int32_t kShardMagic = 20240520;
+inline constexpr int32_t kShardVersion = 1;
+inline constexpr size_t kShardHeaderBytes = 256 * sizeof(int32_t);
+inline constexpr int64_t kGpt2Vocab = 50257;
+
+// Writes atomically (temp file + rename): an existing file is replaced only
+// by a complete shard. Tokens must be in [0, 65535].
+absl::Status WriteTokenShard(const std::string& path,
+                             const std::vector<int32_t>& tokens);
+
+// Reads one shard; refuses (one line naming the file) a bad magic, a wrong
+// version, a size that does not match the count, and any token >= vocab.
+absl::StatusOr<std::vector<int32_t>> ReadTokenShard(const std::string& path,
+                                                    int64_t vocab);
+
+// Files matching a glob pattern, sorted; NotFound when none match.
+absl::StatusOr<std::vector<std::string>> GlobShards(const std::string& pattern);
+
+// The concatenated tokens of every shard matching `pattern`.
+absl::StatusOr<TokenData> LoadTokenShards(const std::string& pattern,
+                                          int64_t vocab);
+
+// Byte-level tokenizer: each byte of `text` is a token in [0, 256).
+std::vector<int32_t> ByteTokens(absl::string_view text);
+
+}  // namespace trainer
+}  // namespace mnt
+
+#endif  // MANTISSA_TRAINER_DATA_TOKEN_SHARDS_H_
