@@ -1,0 +1,370 @@
+// Conformance checks for backend plugins: the memory contract, then every
+// kernel the plugin says it supports against the CPU reference backend on the
+// same random inputs.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/cpu/cpu_backend.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/status.h"
+#include "plugins/sdk/tensor.h"
+#include "tools/plugin_conformance/conformance.h"
+
+namespace mnt::conformance {
+namespace {
+
+using sdk::Format;
+using sdk::Status;
+
+// A host tensor: values as float (I32 ids stored exactly), a dtype and dims.
+struct HostTensor {
+  MNT_DType dtype = MNT_DTYPE_F32;
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+HostTensor Random(std::mt19937_64* rng, MNT_DType dtype,
+                  std::vector<int64_t> dims, double lo = -2, double hi = 2) {
+  HostTensor t{dtype, dims, {}};
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < n; ++i) t.values.push_back(static_cast<float>(u(*rng)));
+  return t;
+}
+
+HostTensor Zeros(MNT_DType dtype, std::vector<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return HostTensor{dtype, dims, std::vector<float>(n, 0.0f)};
+}
+
+std::vector<unsigned char> Encode(const HostTensor& t) {
+  const size_t es = sdk::DTypeSize(t.dtype);
+  std::vector<unsigned char> bytes(t.values.size() * es);
+  for (size_t i = 0; i < t.values.size(); ++i) {
+    const float v = t.values[i];
+    unsigned char* p = bytes.data() + i * es;
+    if (t.dtype == MNT_DTYPE_F32) {
+      std::memcpy(p, &v, 4);
+    } else if (t.dtype == MNT_DTYPE_I32) {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+    } else if (t.dtype == MNT_DTYPE_F16) {
+      const uint16_t h = FloatToHalfBits(v);
+      std::memcpy(p, &h, 2);
+    } else {
+      const uint16_t b = FloatToBf16Bits(v);
+      std::memcpy(p, &b, 2);
+    }
+  }
+  return bytes;
+}
+
+void Decode(const std::vector<unsigned char>& bytes, HostTensor* t) {
+  const size_t es = sdk::DTypeSize(t->dtype);
+  for (size_t i = 0; i < t->values.size(); ++i) {
+    const unsigned char* p = bytes.data() + i * es;
+    if (t->dtype == MNT_DTYPE_F32) {
+      std::memcpy(&t->values[i], p, 4);
+    } else if (t->dtype == MNT_DTYPE_I32) {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      t->values[i] = static_cast<float>(x);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      t->values[i] = t->dtype == MNT_DTYPE_F16 ? HalfBitsToFloat(h) : Bf16BitsToFloat(h);
+    }
+  }
+}
+
+class Device {
+ public:
+  explicit Device(const MNT_Plugin_Api* plugin) : plugin_(plugin) {}
+  ~Device() {
+    if (backend_ == nullptr) return;
+    MNT_Backend_Destroy_Args d{};
+    d.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
+    d.backend = backend_;
+    (void)sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Destroy(&d));
+  }
+  Status Create() {
+    MNT_Backend_Create_Args c{};
+    c.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+    MNT_RETURN_IF_ERROR(
+        sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Create(&c)));
+    if (c.backend == nullptr) return sdk::Internal("Backend_Create gave NULL");
+    backend_ = c.backend;
+    client_ = sdk::BackendClient(plugin_, backend_);
+    return Status::Ok();
+  }
+  bool Supports(MNT_Op op) const {
+    MNT_Backend_GetOpSupport_Args q{};
+    q.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+    q.backend = backend_;
+    q.op = op;
+    return sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_GetOpSupport(&q))
+               .ok() &&
+           q.supported;
+  }
+  // Uploads inputs and the initial outputs, runs, downloads the outputs.
+  Status Run(MNT_Op op, const std::vector<HostTensor>& in,
+             std::vector<HostTensor>* out, const void* params) const {
+    std::vector<sdk::DeviceBuffer> buffers;
+    std::vector<MNT_Tensor> ins, outs;
+    auto upload = [&](const HostTensor& t, std::vector<MNT_Tensor>* views) -> Status {
+      const std::vector<unsigned char> bytes = Encode(t);
+      buffers.emplace_back();
+      MNT_RETURN_IF_ERROR(client_.Allocate(std::max<size_t>(bytes.size(), 4),
+                                           MNT_MEMORY_WORKSPACE, &buffers.back()));
+      MNT_RETURN_IF_ERROR(client_.ToDevice(buffers.back().data(), bytes.data(), bytes.size()));
+      views->push_back(sdk::MakeTensor(buffers.back().data(), t.dtype,
+                                       static_cast<int32_t>(t.dims.size()), t.dims.data()));
+      return Status::Ok();
+    };
+    buffers.reserve(in.size() + out->size());
+    for (const HostTensor& t : in) MNT_RETURN_IF_ERROR(upload(t, &ins));
+    for (const HostTensor& t : *out) MNT_RETURN_IF_ERROR(upload(t, &outs));
+    MNT_RETURN_IF_ERROR(client_.Run(op, ins, outs, params));
+    MNT_RETURN_IF_ERROR(client_.Synchronize());
+    for (size_t i = 0; i < out->size(); ++i) {
+      std::vector<unsigned char> bytes(Encode((*out)[i]).size());
+      MNT_RETURN_IF_ERROR(client_.ToHost(bytes.data(), outs[i].data, bytes.size()));
+      Decode(bytes, &(*out)[i]);
+    }
+    return Status::Ok();
+  }
+  const sdk::BackendClient& client() const { return client_; }
+  MNT_Backend* backend() const { return backend_; }
+
+ private:
+  const MNT_Plugin_Api* plugin_;
+  MNT_Backend* backend_ = nullptr;
+  sdk::BackendClient client_;
+};
+
+// Candidate vs reference, |a - b| <= tol * max|reference| per output.
+std::string Compare(const std::vector<HostTensor>& got,
+                    const std::vector<HostTensor>& want, double tol) {
+  for (size_t o = 0; o < want.size(); ++o) {
+    double scale = 0;
+    for (float v : want[o].values) scale = std::max(scale, double{std::abs(v)});
+    for (size_t i = 0; i < want[o].values.size(); ++i) {
+      const double a = got[o].values[i], b = want[o].values[i];
+      if (!std::isfinite(a) || !std::isfinite(b) ||
+          std::abs(a - b) > tol * scale + 1e-30) {
+        return Format("out[%zu][%zu] = %.9g, reference %.9g (tolerance %.2g x %.3g)",
+                      o, i, a, b, tol, scale);
+      }
+    }
+  }
+  return "";
+}
+
+struct Case {
+  std::string name;
+  MNT_Op op;
+  std::vector<HostTensor> in, out;
+  const void* params;
+  double tol;
+  bool first_output_only = false;  // the rest are not finite by design
+};
+
+std::string MemoryContract(const MNT_Plugin_Api* plugin, const Device& d,
+                           std::mt19937_64* rng) {
+  const sdk::BackendClient& c = d.client();
+  int64_t before = 0, peak = 0, during = 0;
+  if (!c.GetStats(MNT_MEMORY_OPTIMIZER_STATE, &before, &peak).ok())
+    return "Memory_GetStats failed";
+  const size_t bytes = 1000 + (*rng)() % 5000;
+  sdk::DeviceBuffer b;
+  Status s = c.Allocate(bytes, MNT_MEMORY_OPTIMIZER_STATE, &b);
+  if (!s.ok()) return "Memory_Allocate: " + s.message();
+  if (reinterpret_cast<uintptr_t>(b.data()) % 256 != 0) return "allocation not 256-byte aligned";
+  if (!c.GetStats(MNT_MEMORY_OPTIMIZER_STATE, &during, &peak).ok() ||
+      during != before + static_cast<int64_t>(bytes) || peak < during) {
+    return Format("stats after allocating %zu bytes: current %lld (was %lld), peak %lld",
+                  bytes, (long long)during, (long long)before, (long long)peak);
+  }
+  std::vector<unsigned char> src(bytes), back(bytes);
+  for (auto& v : src) v = static_cast<unsigned char>((*rng)());
+  sdk::DeviceBuffer b2;
+  s = c.Allocate(bytes, MNT_MEMORY_WORKSPACE, &b2);
+  if (s.ok()) s = c.ToDevice(b.data(), src.data(), bytes);
+  if (s.ok()) s = c.Copy(b2.data(), b.data(), bytes, MNT_COPY_DEVICE_TO_DEVICE);
+  if (s.ok()) s = c.ToHost(back.data(), b2.data(), bytes);
+  if (!s.ok()) return "Memory_Copy: " + s.message();
+  if (src != back) return "host -> device -> device -> host copy changed the bytes";
+  b.Reset();
+  if (!c.GetStats(MNT_MEMORY_OPTIMIZER_STATE, &during, &peak).ok() || during != before)
+    return "Memory_Free did not return the bytes to the category";
+  s = c.Free(nullptr);
+  if (!s.ok()) return "Memory_Free(NULL): " + s.message();
+  static int not_ours;
+  if (c.Free(&not_ours).ok()) return "Memory_Free of a foreign pointer succeeded";
+  MNT_Memory_Allocate_Args zero{};
+  zero.struct_size = MNT_Memory_Allocate_Args_STRUCT_SIZE;
+  zero.backend = d.backend();
+  zero.category = MNT_MEMORY_DATA;
+  zero.data = &not_ours;
+  s = sdk::StatusFromPluginError(plugin, plugin->backend->Memory_Allocate(&zero));
+  if (!s.ok() || zero.data != nullptr) return "Memory_Allocate(0) did not give NULL";
+  return "";
+}
+
+}  // namespace
+
+void CheckBackendPlugin(const MNT_Plugin_Api* plugin, uint64_t seed, Report* r) {
+  const std::string n = "backend/";
+  Device cand(plugin), ref(cpu::CpuBackendPluginApi());
+  Status s = cand.Create();
+  if (!s.ok()) {
+    r->Fail(n + "create", s.message());
+    return;
+  }
+  s = ref.Create();
+  if (!s.ok()) {
+    r->Fail(n + "create_reference", s.message());
+    return;
+  }
+  r->Pass(n + "create");
+  std::mt19937_64 rng(seed);
+  r->Check(n + "memory_contract", MemoryContract(plugin, cand, &rng));
+  {
+    MNT_Backend_Run_Args bad{};
+    bad.struct_size = MNT_Backend_Run_Args_STRUCT_SIZE;
+    bad.backend = cand.backend();
+    bad.op = static_cast<MNT_Op>(100000);
+    s = sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Run(&bad));
+    r->Check(n + "unknown_op_is_unimplemented",
+             s.code() == MNT_ERROR_UNIMPLEMENTED ? ""
+                                                 : "op 100000 gave: " + (s.ok() ? std::string("OK") : s.message()));
+  }
+
+  // Params outlive the cases that point at them.
+  const int64_t M = 3 + rng() % 9, K = 3 + rng() % 40, N = 2 + rng() % 11;
+  std::vector<Case> cases;
+  MNT_FillParams fill{MNT_FillParams_STRUCT_SIZE, 0.3125};
+  cases.push_back({"FILL", MNT_OP_FILL, {}, {Zeros(MNT_DTYPE_F32, {M, N})}, &fill, 0});
+  for (MNT_DType t : {MNT_DTYPE_F16, MNT_DTYPE_BF16}) {
+    cases.push_back({std::string("CAST f32->") + sdk::DTypeName(t), MNT_OP_CAST,
+                     {Random(&rng, MNT_DTYPE_F32, {M, N})}, {Zeros(t, {M, N})},
+                     nullptr, 0});
+  }
+  static MNT_GemmParams gemm[4][2];
+  const MNT_ComputeMode modes[4] = {MNT_COMPUTE_F32, MNT_COMPUTE_TF32,
+                                    MNT_COMPUTE_BF16, MNT_COMPUTE_F16};
+  const double gemm_tol[4] = {1e-5, 1e-3, 1e-2, 1e-2};
+  for (int m = 0; m < 4; ++m) {
+    for (int tr = 0; tr < 2; ++tr) {
+      gemm[m][tr] = {MNT_GemmParams_STRUCT_SIZE, tr, 1 - tr, 0.75f, 0.5f, modes[m]};
+      std::vector<int64_t> a = tr ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+      std::vector<int64_t> b = tr ? std::vector<int64_t>{K, N} : std::vector<int64_t>{N, K};
+      cases.push_back({Format("GEMM compute=%d trans_a=%d trans_b=%d +bias", modes[m], tr, 1 - tr),
+                       MNT_OP_GEMM,
+                       {Random(&rng, MNT_DTYPE_F32, a), Random(&rng, MNT_DTYPE_F32, b),
+                        Random(&rng, MNT_DTYPE_F32, {N})},
+                       {Random(&rng, MNT_DTYPE_F32, {M, N})}, &gemm[m][tr], gemm_tol[m]});
+    }
+  }
+  static MNT_AccumulateParams acc{MNT_AccumulateParams_STRUCT_SIZE, 1};
+  cases.push_back({"BIAS_GRAD accumulate", MNT_OP_BIAS_GRAD, {Random(&rng, MNT_DTYPE_F32, {M, N})},
+                   {Random(&rng, MNT_DTYPE_F32, {N})}, &acc, 1e-5});
+  static MNT_ActivationParams act[2] = {{MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_RELU},
+                                        {MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_GELU_TANH}};
+  for (const auto& a : act) {
+    cases.push_back({Format("ACTIVATION_FORWARD %d", a.activation), MNT_OP_ACTIVATION_FORWARD,
+                     {Random(&rng, MNT_DTYPE_F32, {M, N})}, {Zeros(MNT_DTYPE_F32, {M, N})}, &a, 1e-5});
+    cases.push_back({Format("ACTIVATION_BACKWARD %d", a.activation), MNT_OP_ACTIVATION_BACKWARD,
+                     {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N})},
+                     {Zeros(MNT_DTYPE_F32, {M, N})}, &a, 1e-5});
+  }
+  static MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1.5f, -0.25f};
+  cases.push_back({"ADD f32+f32->bf16", MNT_OP_ADD,
+                   {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N})},
+                   {Zeros(MNT_DTYPE_BF16, {M, N})}, &add, 1e-2});
+  cases.push_back({"SOFTMAX", MNT_OP_SOFTMAX, {Random(&rng, MNT_DTYPE_F32, {M, N}, -5, 5)},
+                   {Zeros(MNT_DTYPE_F32, {M, N})}, nullptr, 1e-5});
+  HostTensor targets{MNT_DTYPE_I32, {M}, {}};
+  for (int64_t i = 0; i < M; ++i) targets.values.push_back(static_cast<float>(rng() % N));
+  targets.values[0] = -1;  // ignored target
+  static MNT_CrossEntropyParams ce;
+  ce = {MNT_CrossEntropyParams_STRUCT_SIZE, 0.5f, N};
+  cases.push_back({"CROSS_ENTROPY with dlogits", MNT_OP_CROSS_ENTROPY,
+                   {Random(&rng, MNT_DTYPE_F32, {M, N}, -4, 4), targets},
+                   {Zeros(MNT_DTYPE_F32, {M}), Zeros(MNT_DTYPE_F32, {M, N})}, &ce, 1e-5});
+  cases.push_back({"COUNT_CORRECT", MNT_OP_COUNT_CORRECT,
+                   {Random(&rng, MNT_DTYPE_F32, {M, N}, -4, 4), targets},
+                   {Zeros(MNT_DTYPE_F32, {1})}, &ce, 0});
+  static MNT_ReduceParams reduce[3] = {{MNT_ReduceParams_STRUCT_SIZE, MNT_REDUCE_SUM},
+                                       {MNT_ReduceParams_STRUCT_SIZE, MNT_REDUCE_MEAN},
+                                       {MNT_ReduceParams_STRUCT_SIZE, MNT_REDUCE_MAX}};
+  for (const auto& p : reduce) {
+    cases.push_back({Format("REDUCE %d", p.kind), MNT_OP_REDUCE,
+                     {Random(&rng, MNT_DTYPE_F32, {M, K}, 0.5, 2)},
+                     {Zeros(MNT_DTYPE_F32, {1})}, &p, 1e-5});
+  }
+  cases.push_back({"GLOBAL_NORM_SQUARED", MNT_OP_GLOBAL_NORM_SQUARED,
+                   {Random(&rng, MNT_DTYPE_F32, {M, K}), Random(&rng, MNT_DTYPE_F32, {N})},
+                   {Zeros(MNT_DTYPE_F32, {1})}, nullptr, 1e-5});
+  {
+    HostTensor inv{MNT_DTYPE_F32, {1}, {0.125f}};
+    HostTensor g1 = Random(&rng, MNT_DTYPE_F32, {M, N}), g2 = Random(&rng, MNT_DTYPE_F32, {K});
+    cases.push_back({"NONFINITE_CHECK_UNSCALE finite", MNT_OP_NONFINITE_CHECK_UNSCALE,
+                     {inv, g1, g2},
+                     {Zeros(MNT_DTYPE_F32, {1}), Zeros(MNT_DTYPE_F32, {M, N}), Zeros(MNT_DTYPE_F32, {K})},
+                     nullptr, 1e-5});
+    g2.values[rng() % K] = INFINITY;
+    cases.push_back({"NONFINITE_CHECK_UNSCALE with inf (found_inf)", MNT_OP_NONFINITE_CHECK_UNSCALE,
+                     {inv, g1, g2},
+                     {Zeros(MNT_DTYPE_F32, {1}), Zeros(MNT_DTYPE_F32, {M, N}), Zeros(MNT_DTYPE_F32, {K})},
+                     nullptr, 0, true});
+  }
+  static MNT_AdamWParams adamw{MNT_AdamWParams_STRUCT_SIZE, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 3};
+  cases.push_back({"ADAMW_STEP", MNT_OP_ADAMW_STEP, {Random(&rng, MNT_DTYPE_F32, {M, N})},
+                   {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}, -0.1, 0.1),
+                    Random(&rng, MNT_DTYPE_F32, {M, N}, 0.01, 0.1), Zeros(MNT_DTYPE_BF16, {M, N})},
+                   &adamw, 1e-5});
+  static MNT_SgdParams sgd{MNT_SgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 1};
+  cases.push_back({"SGD_STEP nesterov", MNT_OP_SGD_STEP, {Random(&rng, MNT_DTYPE_F32, {M, N})},
+                   {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N})},
+                   &sgd, 1e-5});
+  static MNT_LayerNormParams ln{MNT_LayerNormParams_STRUCT_SIZE, 1e-5f, 0};
+  cases.push_back({"LAYERNORM_FORWARD", MNT_OP_LAYERNORM_FORWARD,
+                   {Random(&rng, MNT_DTYPE_F32, {M, K}), Random(&rng, MNT_DTYPE_F32, {K}),
+                    Random(&rng, MNT_DTYPE_F32, {K})},
+                   {Zeros(MNT_DTYPE_F32, {M, K}), Zeros(MNT_DTYPE_F32, {M}), Zeros(MNT_DTYPE_F32, {M})},
+                   &ln, 1e-5});
+
+  for (Case& c : cases) {
+    const std::string name = n + "op " + c.name;
+    if (!cand.Supports(c.op)) {
+      r->Skip(name, "not supported by this backend");
+      continue;
+    }
+    std::vector<HostTensor> got = c.out, want = c.out;
+    s = ref.Run(c.op, c.in, &want, c.params);
+    if (!s.ok()) {
+      r->Fail(name, "reference backend: " + s.message());
+      continue;
+    }
+    s = cand.Run(c.op, c.in, &got, c.params);
+    if (c.first_output_only) {
+      got.resize(1);
+      want.resize(1);
+      if (want[0].values[0] != 1.0f) {
+        r->Fail(name, "reference did not raise found_inf");
+        continue;
+      }
+    }
+    r->Check(name, s.ok() ? Compare(got, want, c.tol) : s.message());
+  }
+}
+
+}  // namespace mnt::conformance
