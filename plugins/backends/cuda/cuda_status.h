@@ -1,0 +1,42 @@
+// CUDA runtime and cuBLASLt status codes as sdk::Status naming the call, e.g.
+//   "cudaMalloc(1048576 bytes): out of memory (cudaErrorMemoryAllocation)".
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_CUDA_STATUS_H_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_CUDA_STATUS_H_
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "plugins/sdk/status.h"
+
+namespace mnt::cuda {
+
+inline sdk::Status CudaStatus(cudaError_t err, const std::string& call) {
+  if (err == cudaSuccess) return sdk::Status::Ok();
+  const MNT_ErrorCode code = err == cudaErrorMemoryAllocation
+                                 ? MNT_ERROR_RESOURCE_EXHAUSTED
+                                 : MNT_ERROR_INTERNAL;
+  return sdk::Status(code, call + ": " + cudaGetErrorString(err) + " (" +
+                               cudaGetErrorName(err) + ")");
+}
+
+inline sdk::Status CublasStatus(cublasStatus_t st, const std::string& call) {
+  if (st == CUBLAS_STATUS_SUCCESS) return sdk::Status::Ok();
+  const MNT_ErrorCode code = st == CUBLAS_STATUS_NOT_SUPPORTED
+                                 ? MNT_ERROR_UNIMPLEMENTED
+                                 : st == CUBLAS_STATUS_ALLOC_FAILED
+                                       ? MNT_ERROR_RESOURCE_EXHAUSTED
+                                       : MNT_ERROR_INTERNAL;
+  return sdk::Status(code, call + ": " + cublasLtGetStatusString(st) + " (" +
+                               cublasLtGetStatusName(st) + ")");
+}
+
+}  // namespace mnt::cuda
+
+#define MNT_CUDA_RETURN_IF_ERROR(expr, call) \
+  MNT_RETURN_IF_ERROR(::mnt::cuda::CudaStatus((expr), (call)))
+#define MNT_CUBLAS_RETURN_IF_ERROR(expr, call) \
+  MNT_RETURN_IF_ERROR(::mnt::cuda::CublasStatus((expr), (call)))
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_CUDA_STATUS_H_

@@ -1,0 +1,123 @@
+// Device-side helpers shared by the .cu files: grid sizing, vectorised
+// 4-element loads/stores of any float dtype, block reductions.
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_MATH_CUH_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_MATH_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "plugins/backends/common/tensor_access.h"
+#include "plugins/backends/cuda/kernels.h"
+
+namespace mnt::cuda {
+
+constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over `work` items of `per_block` each.
+inline unsigned GridFor(int64_t work, int64_t per_block) {
+  int64_t blocks = (work + per_block - 1) / per_block;
+  if (blocks < 1) blocks = 1;
+  if (blocks > (1 << 20)) blocks = 1 << 20;
+  return static_cast<unsigned>(blocks);
+}
+
+inline bool Aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+__device__ inline float Load(const DevTensor& t, int64_t i) {
+  return LoadAsFloat(t.data, t.dtype, i);
+}
+__device__ inline void Store(const DevTensor& t, int64_t i, float v) {
+  StoreFromFloat(t.data, t.dtype, i, v);
+}
+
+// Elements [i, i + count) (count <= 4) into v; one 16- or 8-byte load when
+// `vec` (every base pointer 16-byte aligned) and the group is full.
+__device__ inline void Load4(const DevTensor& t, int64_t i, int count, bool vec,
+                             float v[4]) {
+  if (vec && count == 4) {
+    if (t.dtype == MNT_DTYPE_F32) {
+      const float4 q = *reinterpret_cast<const float4*>(
+          static_cast<const float*>(t.data) + i);
+      v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+      return;
+    }
+    const uint2 q = *reinterpret_cast<const uint2*>(
+        static_cast<const uint16_t*>(t.data) + i);
+    const uint16_t h[4] = {static_cast<uint16_t>(q.x & 0xffffu),
+                           static_cast<uint16_t>(q.x >> 16),
+                           static_cast<uint16_t>(q.y & 0xffffu),
+                           static_cast<uint16_t>(q.y >> 16)};
+    for (int k = 0; k < 4; ++k) {
+      v[k] = t.dtype == MNT_DTYPE_F16 ? HalfBitsToFloat(h[k])
+                                      : Bf16BitsToFloat(h[k]);
+    }
+    return;
+  }
+  for (int k = 0; k < count; ++k) v[k] = Load(t, i + k);
+}
+
+__device__ inline void Store4(const DevTensor& t, int64_t i, int count,
+                              bool vec, const float v[4]) {
+  if (vec && count == 4) {
+    if (t.dtype == MNT_DTYPE_F32) {
+      *reinterpret_cast<float4*>(static_cast<float*>(t.data) + i) =
+          make_float4(v[0], v[1], v[2], v[3]);
+      return;
+    }
+    uint16_t h[4];
+    for (int k = 0; k < 4; ++k) {
+      h[k] = t.dtype == MNT_DTYPE_F16 ? FloatToHalfBits(v[k])
+                                      : FloatToBf16Bits(v[k]);
+    }
+    uint2 q;
+    q.x = static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+    q.y = static_cast<uint32_t>(h[2]) | (static_cast<uint32_t>(h[3]) << 16);
+    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(t.data) + i) = q;
+    return;
+  }
+  for (int k = 0; k < count; ++k) Store(t, i + k, v[k]);
+}
+
+// Block-wide reduction with a fixed combination order (deterministic);
+// every thread gets the result. blockDim.x must be a multiple of 32, <= 1024.
+template <typename T, typename Combine>
+__device__ T BlockReduce(T v, Combine combine, T identity) {
+  __shared__ T warp_results[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  __syncthreads();  // warp_results may still be read from a previous call
+  if (lane == 0) warp_results[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x >> 5;
+  v = lane < warps ? warp_results[lane] : identity;
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
+struct SumOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+
+// max that lets NaN win, as torch.max.
+struct NanMaxOp {
+  __device__ double operator()(double a, double b) const {
+    if (a != a) return a;
+    if (b != b) return b;
+    return a > b ? a : b;
+  }
+  __device__ float operator()(float a, float b) const {
+    return fmaxf(a, b);  // softmax row max: NaN ignored, as std::max on CPU
+  }
+};
+
+}  // namespace mnt::cuda
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_MATH_CUH_

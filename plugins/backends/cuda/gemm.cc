@@ -1,0 +1,278 @@
+// GEMM through cuBLASLt, one path per compute mode:
+//   F32  -> CUBLAS_COMPUTE_32F with fp32 operands (TF32 disabled),
+//   TF32 -> CUBLAS_COMPUTE_32F_FAST_TF32 with fp32 operands,
+//   BF16 / F16 -> 16-bit A and B, CUBLAS_COMPUTE_32F (fp32 accumulation).
+// Operands stored in another dtype than the path needs are staged into a
+// scratch copy rounded to the compute format first (as the CPU reference
+// rounds them). Row-major C = op(A) op(B) is computed as the column-major
+// C^T = op(B)^T op(A)^T, so cuBLAS's "A" is our B and its "B" is our A.
+// The bias goes through CUBLASLT_EPILOGUE_BIAS. The heuristic's algorithm is
+// cached per configuration; one 32 MiB workspace per backend.
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <string>
+
+#include "plugins/backends/cuda/cuda_status.h"
+#include "plugins/backends/cuda/ops.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::cuda {
+
+using sdk::Status;
+
+namespace {
+
+cudaDataType_t CudaType(MNT_DType t) {
+  switch (t) {
+    case MNT_DTYPE_F16: return CUDA_R_16F;
+    case MNT_DTYPE_BF16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+// Largest power of two (<= 256) dividing the address: what cuBLASLt may
+// assume about operands that are offsets into an allocation.
+uint32_t Alignment(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a == 0) return 256;
+  return static_cast<uint32_t>(std::min<uintptr_t>(256, a & (~a + 1)));
+}
+
+// True when rounding a `dtype` value to `mode` changes nothing.
+bool RoundingIsIdentity(MNT_DType dtype, MNT_ComputeMode mode) {
+  switch (mode) {
+    case MNT_COMPUTE_F32: return true;
+    case MNT_COMPUTE_TF32: return dtype == MNT_DTYPE_BF16 || dtype == MNT_DTYPE_F16;
+    case MNT_COMPUTE_BF16: return dtype == MNT_DTYPE_BF16;
+    case MNT_COMPUTE_F16: return dtype == MNT_DTYPE_F16;
+    default: return false;
+  }
+}
+
+// The bias after rounding to `mode` is exact in `d_type`.
+bool BiasExactIn(MNT_DType bias, MNT_ComputeMode mode, MNT_DType d_type) {
+  switch (d_type) {
+    case MNT_DTYPE_F32: return true;
+    case MNT_DTYPE_BF16: return bias == MNT_DTYPE_BF16 || mode == MNT_COMPUTE_BF16;
+    case MNT_DTYPE_F16: return bias == MNT_DTYPE_F16 || mode == MNT_COMPUTE_F16;
+    default: return false;
+  }
+}
+
+// Descriptors destroyed on every path out.
+struct LtDescriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtDescriptors() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+// `src` copied into scratch as `to`, values rounded to `mode`.
+Status Stage(CudaBackend& b, const OpCall& call, const Operand& src, MNT_DType to,
+             MNT_ComputeMode mode, Scratch* scratch, DevTensor* out) {
+  const int64_t n = sdk::NumElements(*src);
+  MNT_RETURN_IF_ERROR(scratch->Allocate(static_cast<size_t>(n) * sdk::DTypeSize(to)));
+  *out = DevTensor{scratch->data(), to};
+  return Launched(call, LaunchConvert(b.stream, Dev(src), *out, n, mode), "stage_operand");
+}
+
+Status EnsureWorkspace(CudaBackend& b) {
+  if (b.gemm_workspace != nullptr) return Status::Ok();
+  return b.allocator.Allocate(CudaBackend::kGemmWorkspaceBytes, MNT_MEMORY_WORKSPACE,
+                              &b.gemm_workspace);
+}
+
+}  // namespace
+
+Status RunGemm(CudaBackend& b, const OpCall& call) {
+  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
+  const MNT_GemmParams* p;
+  MNT_RETURN_IF_ERROR(
+      call.Params("MNT_GemmParams", MNT_GemmParams_STRUCT_SIZE, false, &p));
+  if (p->compute < MNT_COMPUTE_F32 || p->compute > MNT_COMPUTE_F16) {
+    return call.Invalid(
+        sdk::Format("unknown compute mode %d", static_cast<int>(p->compute)));
+  }
+  Operand a, bm, c;
+  MNT_RETURN_IF_ERROR(call.Input(0, "A", &a));
+  MNT_RETURN_IF_ERROR(call.Input(1, "B", &bm));
+  const Operand bias = call.OptionalInput(2, "bias");
+  MNT_RETURN_IF_ERROR(call.Output(0, "C", &c));
+  for (const Operand* o : {&a, &bm, &c}) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloat(*o));
+    MNT_RETURN_IF_ERROR(call.ExpectRank(*o, 2));
+  }
+  const bool ta = p->trans_a != 0, tb = p->trans_b != 0;
+  const int64_t m = ta ? a->dims[1] : a->dims[0];
+  const int64_t k = ta ? a->dims[0] : a->dims[1];
+  const int64_t n = tb ? bm->dims[0] : bm->dims[1];
+  const int64_t b_k = tb ? bm->dims[1] : bm->dims[0];
+  if (b_k != k) {
+    return call.Invalid(bm.label + " is " + sdk::Describe(*bm) + ", expected " +
+                        (tb ? sdk::Format("[N, K=%lld]", (long long)k)
+                            : sdk::Format("[K=%lld, N]", (long long)k)));
+  }
+  const int64_t c_dims[2] = {m, n};
+  MNT_RETURN_IF_ERROR(call.ExpectDims(
+      c, 2, c_dims, sdk::Format("[M=%lld, N=%lld]", (long long)m, (long long)n)));
+  if (bias.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloat(bias));
+    MNT_RETURN_IF_ERROR(
+        call.ExpectDims(bias, 1, &n, sdk::Format("[N=%lld]", (long long)n)));
+  }
+  if (m == 0 || n == 0) return Status::Ok();
+  const MNT_ComputeMode mode = p->compute;
+  if (k == 0) {
+    return Launched(call,
+                    LaunchGemmEmptyK(b.stream, Dev(c), m, n, p->beta, Dev(bias), mode),
+                    "gemm_empty_k");
+  }
+
+  // Operand format and cuBLAS compute type.
+  MNT_DType op_type;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  if (mode == MNT_COMPUTE_BF16) {
+    op_type = MNT_DTYPE_BF16;
+  } else if (mode == MNT_COMPUTE_F16) {
+    op_type = MNT_DTYPE_F16;
+  } else if (a->dtype == bm->dtype && a->dtype != MNT_DTYPE_F32) {
+    op_type = a->dtype;  // 16-bit values are exact in fp32 and in tf32
+  } else {
+    op_type = MNT_DTYPE_F32;
+    if (mode == MNT_COMPUTE_TF32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  }
+  const MNT_ComputeMode stage_mode =
+      op_type == MNT_DTYPE_F32 ? MNT_COMPUTE_F32 : mode;  // TF32: tensor cores round
+  Scratch a_scratch(b), b_scratch(b), d_scratch(b), bias_scratch(b);
+  DevTensor a_dev = Dev(a), b_dev = Dev(bm);
+  if (a->dtype != op_type) {
+    MNT_RETURN_IF_ERROR(Stage(b, call, a, op_type, stage_mode, &a_scratch, &a_dev));
+  }
+  if (bm->dtype != op_type) {
+    MNT_RETURN_IF_ERROR(Stage(b, call, bm, op_type, stage_mode, &b_scratch, &b_dev));
+  }
+
+  // Output: C itself when cuBLASLt supports the combination, else fp32 scratch.
+  bool direct = c->dtype == MNT_DTYPE_F32 || c->dtype == op_type;
+  if (bias.present() && !BiasExactIn(bias->dtype, mode, c->dtype)) direct = false;
+  DevTensor d_dev = Dev(c);
+  if (!direct) {
+    MNT_RETURN_IF_ERROR(d_scratch.Allocate(sizeof(float) * m * n));
+    d_dev = DevTensor{d_scratch.data(), MNT_DTYPE_F32};
+    if (p->beta != 0.0f) {
+      MNT_RETURN_IF_ERROR(Launched(
+          call, LaunchConvert(b.stream, Dev(c), d_dev, m * n, MNT_COMPUTE_F32),
+          "stage_c"));
+    }
+  }
+  DevTensor bias_dev = Dev(bias);
+  if (bias.present() &&
+      (bias->dtype != d_dev.dtype || !RoundingIsIdentity(bias->dtype, mode))) {
+    MNT_RETURN_IF_ERROR(Stage(b, call, bias, d_dev.dtype, mode, &bias_scratch, &bias_dev));
+  }
+  MNT_RETURN_IF_ERROR(EnsureWorkspace(b));
+
+  // Column-major view: D^T [n x m] = opB^T [n x k] * opA^T [k x m].
+  LtDescriptors d;
+  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F),
+                             "GEMM: cublasLtMatmulDescCreate");
+  const cublasOperation_t lt_ta = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t lt_tb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &lt_ta, sizeof(lt_ta)),
+      "GEMM: cublasLtMatmulDescSetAttribute(TRANSA)");
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &lt_tb, sizeof(lt_tb)),
+      "GEMM: cublasLtMatmulDescSetAttribute(TRANSB)");
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (bias.present()) {
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CudaType(bias_dev.dtype);
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &bias_dev.data, sizeof(bias_dev.data)),
+        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                       &bias_type, sizeof(bias_type)),
+        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  }
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                     sizeof(epilogue)),
+      "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  // Stored (pre-op) shapes: B row-major [K,N] is column-major [N,K], etc.
+  const uint64_t a_rows = tb ? k : n, a_cols = tb ? n : k;
+  const uint64_t b_rows = ta ? m : k, b_cols = ta ? k : m;
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&d.a, CudaType(op_type), a_rows, a_cols, a_rows),
+      "GEMM: cublasLtMatrixLayoutCreate(A)");
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&d.b, CudaType(op_type), b_rows, b_cols, b_rows),
+      "GEMM: cublasLtMatrixLayoutCreate(B)");
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&d.c, CudaType(d_dev.dtype), n, m, n),
+      "GEMM: cublasLtMatrixLayoutCreate(C)");
+
+  const uint32_t align_a = Alignment(b_dev.data), align_b = Alignment(a_dev.data);
+  const uint32_t align_c = Alignment(d_dev.data);
+  const std::string key = sdk::Format(
+      "%lld,%lld,%lld|%d%d|%d,%d,%d|%d|%d|%u,%u,%u", (long long)m, (long long)n,
+      (long long)k, ta, tb, op_type, d_dev.dtype, bias_dev.dtype,
+      static_cast<int>(compute), static_cast<int>(epilogue), align_a, align_b, align_c);
+  auto cached = b.gemm_algos.find(key);
+  if (cached == b.gemm_algos.end()) {
+    MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&d.pref),
+                               "GEMM: cublasLtMatmulPreferenceCreate");
+    const size_t ws = CudaBackend::kGemmWorkspaceBytes;
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulPreferenceSetAttribute(
+            d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+        "GEMM: cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+    for (const auto& [attr, value] : aligns) {
+      MNT_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &value, sizeof(value)),
+          "GEMM: cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulAlgoGetHeuristic(b.lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
+                                       &result, &returned),
+        "GEMM: cublasLtMatmulAlgoGetHeuristic");
+    if (returned == 0) {
+      return sdk::Unimplemented(sdk::Format(
+          "GEMM: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (%s operands, "
+          "%s output, compute mode %d)",
+          (long long)m, (long long)n, (long long)k, sdk::DTypeName(op_type),
+          sdk::DTypeName(d_dev.dtype), static_cast<int>(mode)));
+    }
+    cached = b.gemm_algos.emplace(key, GemmAlgo{result.algo}).first;
+  }
+  const float alpha = p->alpha, beta = p->beta;
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmul(b.lt, d.op, &alpha, b_dev.data, d.a, a_dev.data, d.b, &beta,
+                     d_dev.data, d.c, d_dev.data, d.c, &cached->second.algo,
+                     b.gemm_workspace, CudaBackend::kGemmWorkspaceBytes, b.stream),
+      "GEMM: cublasLtMatmul");
+  if (!direct) {
+    MNT_RETURN_IF_ERROR(Launched(
+        call, LaunchConvert(b.stream, d_dev, Dev(c), m * n, MNT_COMPUTE_F32),
+        "store_c"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace mnt::cuda

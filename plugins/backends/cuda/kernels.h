@@ -1,0 +1,118 @@
+// Host-callable launchers of the hand-written CUDA kernels (defined in the
+// three .cu files). Each enqueues on `stream` and returns the launch status
+// (cudaGetLastError); operands were checked by the caller (ops_*.cc).
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_KERNELS_H_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_KERNELS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "plugins/abi/mnt_backend.h"
+#include "plugins/backends/common/elementwise_math.h"
+
+namespace mnt::cuda {
+
+// A float (or I32) buffer on the device; data NULL means "absent".
+struct DevTensor {
+  void* data = nullptr;
+  MNT_DType dtype = MNT_DTYPE_INVALID;
+};
+
+// Bits of the device-side error word, reported at the next sync point:
+// checks that would need a device-to-host round trip on the CPU backend.
+constexpr unsigned kErrorEmbeddingId = 1u;       // id outside [0, V)
+constexpr unsigned kErrorCrossEntropyTarget = 2u;  // target >= num_classes
+
+// ---- elementwise_kernels.cu ------------------------------------------------
+cudaError_t LaunchFill(cudaStream_t s, DevTensor out, int64_t n, double value);
+// out = RoundToCompute(in, round_to) stored in out's dtype (CAST uses F32:
+// plain conversion; GEMM operand/bias staging uses the compute mode).
+cudaError_t LaunchConvert(cudaStream_t s, DevTensor in, DevTensor out,
+                          int64_t n, MNT_ComputeMode round_to);
+cudaError_t LaunchAdd(cudaStream_t s, DevTensor a, DevTensor b, DevTensor out,
+                      int64_t n, float alpha, float beta);
+cudaError_t LaunchActivationForward(cudaStream_t s, MNT_Activation act,
+                                    DevTensor x, DevTensor y, int64_t n);
+cudaError_t LaunchActivationBackward(cudaStream_t s, MNT_Activation act,
+                                     DevTensor x, DevTensor dy, DevTensor dx,
+                                     int64_t n);
+// out = in * *inv_scale; *found_inf = 1 when any element is inf/NaN.
+cudaError_t LaunchUnscale(cudaStream_t s, const float* inv_scale, DevTensor in,
+                          DevTensor out, int64_t n, float* found_inf);
+
+// The shared optimizer launch: found_inf / multiplier are device scalars
+// (NULL when absent), read on the device so no step needs a host sync.
+struct StepBuffers {
+  DevTensor grad;
+  const float* found_inf = nullptr;
+  const float* multiplier = nullptr;
+  float* master = nullptr;
+  float* state1 = nullptr;  // momentum, or Adam m
+  float* state2 = nullptr;  // Adam v
+  DevTensor working;        // optional rounded copy
+  int64_t n = 0;
+};
+cudaError_t LaunchSgdStep(cudaStream_t s, const StepBuffers& b,
+                          const SgdCoefficients& c);
+cudaError_t LaunchAdamWStep(cudaStream_t s, const StepBuffers& b,
+                            const AdamWCoefficients& c);
+// GEMM with K == 0: C = beta * C (+ bias rounded to `compute`).
+cudaError_t LaunchGemmEmptyK(cudaStream_t s, DevTensor c, int64_t m, int64_t n,
+                             float beta, DevTensor bias,
+                             MNT_ComputeMode compute);
+
+// ---- row_kernels.cu ----------------------------------------------------------
+cudaError_t LaunchSoftmax(cudaStream_t s, DevTensor x, DevTensor y,
+                          int64_t rows, int64_t width);
+cudaError_t LaunchCrossEntropy(cudaStream_t s, DevTensor logits,
+                               const int32_t* targets, float* losses,
+                               DevTensor dlogits, int64_t batch, int64_t width,
+                               int64_t classes, float grad_scale,
+                               unsigned* error_word);
+cudaError_t LaunchCountCorrect(cudaStream_t s, DevTensor logits,
+                               const int32_t* targets, float* count,
+                               int64_t batch, int64_t width, int64_t classes);
+cudaError_t LaunchLayerNormForward(cudaStream_t s, DevTensor x, DevTensor w,
+                                   DevTensor b, DevTensor y, float* mean,
+                                   float* rstd, int64_t rows, int64_t c,
+                                   float epsilon);
+cudaError_t LaunchLayerNormBackwardInput(cudaStream_t s, DevTensor dy,
+                                         DevTensor x, DevTensor w,
+                                         const float* mean, const float* rstd,
+                                         DevTensor dx, int64_t rows, int64_t c);
+// Deterministic column sums over rows in two passes (fixed chunking, double
+// accumulation): BIAS_GRAD (sum dy) and layer norm's dweight (sum dy * xhat)
+// and dbias. `partials` holds ColumnSumChunks(rows) * c * 2 doubles.
+int64_t ColumnSumChunks(int64_t rows);
+cudaError_t LaunchBiasGrad(cudaStream_t s, DevTensor dy, DevTensor db,
+                           int64_t rows, int64_t c, bool accumulate,
+                           double* partials);
+cudaError_t LaunchLayerNormParamGrads(cudaStream_t s, DevTensor dy,
+                                      DevTensor x, const float* mean,
+                                      const float* rstd, DevTensor dw,
+                                      DevTensor db, int64_t rows, int64_t c,
+                                      bool accumulate, double* partials);
+cudaError_t LaunchEmbeddingForward(cudaStream_t s, DevTensor table,
+                                   const int32_t* ids, DevTensor out,
+                                   int64_t n, int64_t vocab, int64_t c,
+                                   unsigned* error_word);
+cudaError_t LaunchEmbeddingBackward(cudaStream_t s, DevTensor dout,
+                                    const int32_t* ids, DevTensor dtable,
+                                    int64_t n, int64_t vocab, int64_t c,
+                                    bool accumulate, unsigned* error_word);
+
+// ---- reduce_kernels.cu -------------------------------------------------------
+enum class ReduceOp { kSum, kSumSquares, kMax };
+// Number of double partials pass 1 writes for n elements (0 for n == 0).
+int64_t ReducePartialCount(int64_t n);
+cudaError_t LaunchReducePartials(cudaStream_t s, DevTensor x, int64_t n,
+                                 ReduceOp op, double* partials);
+// out = combine(partials[0..count)) / divisor, in a fixed order.
+cudaError_t LaunchReduceFinish(cudaStream_t s, const double* partials,
+                               int64_t count, ReduceOp op, double divisor,
+                               float* out);
+
+}  // namespace mnt::cuda
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_KERNELS_H_
