@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The newcomer's path from docs/plugins.md, end to end and without Bazel:
+# unpack the SDK bundle, build both example plugins with g++ and pkg-config,
+# check them with the bundle's plugin_info and plugin_conformance, and train
+# with them through the bundle's unmodified bin/train. Also proves the
+# conformance suite catches real bugs: a backoff that does not back off and a
+# gradient off by a factor must both fail it.
+set -euo pipefail
+bundle="$1"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+work="${TEST_TMPDIR:-$(mktemp -d)}/sdk_examples"
+rm -rf "$work" && mkdir -p "$work"
+
+tar -xzf "$bundle" -C "$work"
+sdk="$work/mantissa_sdk"
+export PKG_CONFIG_PATH="$sdk/lib/pkgconfig"
+echo "pkg-config: mantissa $(pkg-config --modversion mantissa), cflags $(pkg-config --cflags mantissa)"
+
+# Build the examples exactly as their READMEs say (copies, as a user would).
+cp -r "$sdk/share/mantissa/examples" "$work/src"
+make -C "$work/src/precision_plugin"
+make -C "$work/src/model_plugin"
+plugins="$work/plugins"
+mkdir -p "$plugins"
+cp "$work/src/precision_plugin/mnt_precision_fp16_floor.so" \
+   "$work/src/model_plugin/mnt_model_linear.so" "$plugins/"
+
+for so in "$plugins"/*.so; do
+  "$sdk/bin/plugin_info" "$so" | tee "$work/info.txt"
+  grep -q '^exports: *MNT_GetPluginApi$' "$work/info.txt" || fail "$so exports more than the entry symbol"
+  "$sdk/bin/plugin_conformance" "$so" | tee "$work/conformance.txt" \
+    || fail "$so does not pass plugin_conformance"
+  grep -q '^conformance: [1-9][0-9]* passed, 0 failed' "$work/conformance.txt" || fail "no checks ran"
+done
+
+# Train through the released trainer with the new plugins (and the bundled
+# backend), and check the run learned something.
+train() {
+  local log="$work/train_$1_$2.log"
+  "$sdk/bin/train" --plugin_path="$sdk/lib/mantissa/plugins:$plugins" \
+    --dataset=digits --model="$1" --precision="$2" --steps="$3" --progress=none \
+    --cache_dir="$work/cache" >"$log" 2>&1 || { cat "$log"; fail "train --model=$1 --precision=$2 exited $?"; }
+  cat "$log"
+  grep -q "^precision  $2\$" "$log" || fail "report does not name precision $2"
+  local line loss acc
+  line="$(grep -E '^eval +loss ' "$log" | tail -1)"
+  loss="$(sed -E 's/^eval +loss ([^,]*),.*/\1/' <<<"$line")"
+  acc="$(sed -E 's/.*accuracy ([0-9.]+)%.*/\1/' <<<"$line")"
+  # Chance is loss ln(10) = 2.303 and 10% accuracy on the 10 digit classes.
+  awk -v l="$loss" -v a="$acc" -v min="$4" 'BEGIN {
+    if (!(l + 0 == l && l > 0 && l < 2.2 && a + 0 >= min)) exit 1 }' \
+    || fail "$1/$2: eval loss '$loss', accuracy '$acc'% (want loss < 2.2, accuracy >= $4%)"
+  echo "ok: $1 with $2: eval loss $loss, accuracy $acc%"
+}
+train linear fp16_floor 200 70
+train mlp fp16_floor 200 70
+train linear bf16 200 70
+
+# Bugs the suite must catch.
+mkdir -p "$work/broken"
+sed 's/static_cast<double>(s.scale) \* c.backoff_factor/static_cast<double>(s.scale)/' \
+  "$work/src/precision_plugin/fp16_floor.cc" > "$work/broken/fp16_floor.cc"
+sed 's|a.loss_multiplier / static_cast<float>(batch)|a.loss_multiplier / static_cast<float>(batch + 1)|' \
+  "$work/src/model_plugin/linear_model.cc" > "$work/broken/linear_model.cc"
+! cmp -s "$work/broken/fp16_floor.cc" "$work/src/precision_plugin/fp16_floor.cc" || fail "sed did not inject the scaler bug"
+! cmp -s "$work/broken/linear_model.cc" "$work/src/model_plugin/linear_model.cc" || fail "sed did not inject the gradient bug"
+for src in fp16_floor linear_model; do
+  g++ -std=c++17 -O2 -shared -fPIC $(pkg-config --cflags mantissa) "$work/broken/$src.cc" \
+    -o "$work/broken/$src.so" $(pkg-config --variable=plugin_ldflags mantissa)
+  if "$sdk/bin/plugin_conformance" "$work/broken/$src.so" > "$work/broken/$src.txt"; then
+    cat "$work/broken/$src.txt"; fail "conformance passed a broken $src"
+  fi
+  grep '^\[FAIL\]' "$work/broken/$src.txt"
+done
+grep -q '^\[FAIL\] precision/scaler_skip_backoff_growth' "$work/broken/fp16_floor.txt" || fail "backoff bug not named"
+grep -q '^\[FAIL\] model/backward_vs_finite_differences' "$work/broken/linear_model.txt" || fail "gradient bug not named"
+echo PASS
