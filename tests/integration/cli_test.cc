@@ -33,9 +33,11 @@ CliResult RunTrain(const std::string& args) {
   const std::string out = TempDir() + "/cli_out_" + std::to_string(n) + ".txt";
   const std::string err = TempDir() + "/cli_err_" + std::to_string(n++) + ".txt";
   const std::string binary = RunfilesRoot() + "/mantissa/trainer/cli/train";
-  // Converted datasets go to the test's own cache.
-  const std::string cmd = binary + " --progress=plain --cache_dir=" + TempDir() +
-                          "/cache " + args + " >" + out + " 2>" + err;
+  // Converted datasets go to the test's own cache. The MLP on digits unless
+  // `args` says otherwise (later flags win).
+  const std::string cmd = binary + " --progress=plain --model=mlp --dataset=digits"
+                          " --cache_dir=" + TempDir() + "/cache " + args + " >" +
+                          out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

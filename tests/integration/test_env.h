@@ -38,10 +38,14 @@ inline std::string TempDir() {
   return std::string(t ? t : "/tmp");
 }
 
-// The default configuration with a converted-data cache inside the test's
-// temp dir, quiet output, and `precision`.
+// The default configuration, but the MLP on digits (these tests predate the
+// GPT main job), with a converted-data cache inside the test's temp dir,
+// quiet output, and `precision`.
 inline TrainConfig TestConfig(const std::string& precision) {
   TrainConfig c = DefaultTrainConfig();
+  c.set_model("mlp");
+  c.mutable_data()->set_dataset("digits");
+  c.set_steps(600);
   c.set_precision(precision);
   c.set_device("cpu");
   c.set_progress("none");

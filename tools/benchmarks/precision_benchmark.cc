@@ -41,6 +41,8 @@ int Run(int argc, char** argv) {
   for (absl::string_view p :
        absl::StrSplit(absl::GetFlag(FLAGS_bench_precisions), ',')) {
     TrainConfig c = DefaultTrainConfig();
+    c.set_model("mlp");  // this benchmark measures the MLP on digits
+    c.mutable_data()->set_dataset("digits");
     c.set_precision(std::string(p));
     c.set_device(absl::GetFlag(FLAGS_bench_device));
     c.set_model_options(absl::GetFlag(FLAGS_bench_model_options));

@@ -1,5 +1,6 @@
 #include "trainer/cli/load_datasets.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,7 +8,9 @@
 #include "trainer/data/dataset.h"
 #include "trainer/data/digits.h"
 #include "trainer/data/idx.h"
+#include "trainer/data/fortunes.h"
 #include "trainer/data/text.h"
+#include "trainer/data/token_shards.h"
 
 namespace mnt::trainer {
 namespace {
@@ -33,6 +36,54 @@ absl::StatusOr<LoadedDatasets> FromClassification(ClassificationData all,
       train.num_examples, eval.num_examples, train.num_classes);
   out.train = MakeClassificationSource(std::move(train));
   out.eval = MakeClassificationSource(std::move(eval));
+  return out;
+}
+
+// Token windows from shards; without validation shards the last
+// validation_fraction of the training tokens is held out.
+absl::StatusOr<LoadedDatasets> FromShards(const TrainConfig& config,
+                                          const std::string& train_glob,
+                                          const std::string& val_glob,
+                                          const std::string& name) {
+  const DataConfig& d = config.data();
+  int64_t vocab = d.vocab_size();
+  if (vocab == 0) {
+    // Byte-level unless a token needs GPT-2's vocabulary.
+    auto probe = LoadTokenShards(train_glob, 65536);
+    if (!probe.ok()) return probe.status();
+    int32_t max_token = 0;
+    for (int32_t t : probe->tokens) max_token = std::max(max_token, t);
+    vocab = max_token < kByteVocab ? kByteVocab : kGpt2Vocab;
+  }
+  auto train = LoadTokenShards(train_glob, vocab);
+  if (!train.ok()) return train.status();
+  TokenData eval;
+  if (!val_glob.empty()) {
+    auto v = LoadTokenShards(val_glob, vocab);
+    if (!v.ok()) return v.status();
+    eval = std::move(*v);
+  } else {
+    auto split = SplitTokens(*train, d.validation_fraction(), d.seq_len() + 1);
+    if (!split.ok()) {
+      return absl::Status(split.status().code(),
+                          absl::StrCat(train_glob, ": ", split.status().message()));
+    }
+    *train = std::move(split->train);
+    eval = std::move(split->validation);
+  }
+  for (const TokenData* t : {&*train, &eval}) {
+    if (static_cast<int64_t>(t->tokens.size()) < d.seq_len() + 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": ", t->tokens.size(), " tokens, fewer than one window of --seq_len=",
+          d.seq_len(), " + 1"));
+    }
+  }
+  LoadedDatasets out;
+  out.description = absl::StrFormat(
+      "data: %s, %d training and %d evaluation tokens, vocabulary %d", name,
+      train->tokens.size(), eval.tokens.size(), vocab);
+  out.train = MakeTokenWindowSource(std::move(*train), d.seq_len());
+  out.eval = MakeTokenWindowSource(std::move(eval), d.seq_len());
   return out;
 }
 
@@ -64,6 +115,16 @@ absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
       return FromClassification(std::move(*train), &*test, config, d.train_images());
     }
     return FromClassification(std::move(*train), nullptr, config, d.train_images());
+  }
+  if (d.dataset() == "fortunes") {
+    const std::string cache = d.cache_dir().empty() ? DefaultCacheDir() : d.cache_dir();
+    auto globs = PrepareFortunesShards(kFortunesDir, cache, d.validation_fraction());
+    if (!globs.ok()) return globs.status();
+    return FromShards(config, globs->train, globs->validation,
+                      "fortunes (Debian fortunes-min, byte-level)");
+  }
+  if (d.dataset() == "shards") {
+    return FromShards(config, d.train_shards(), d.val_shards(), d.train_shards());
   }
   if (d.dataset() == "text") {
     auto tokens = LoadTextBytes(d.text_path());

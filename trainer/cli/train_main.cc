@@ -18,6 +18,7 @@
 #include "trainer/core/console_reporter.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/core/trainer.h"
+#include "trainer/data/digits.h"
 #include "trainer/loader/plugin_registry.h"
 
 namespace mnt::trainer {
@@ -60,6 +61,20 @@ int Run(int argc, char** argv) {
   }
   auto config = ConfigFromFlags();
   if (!config.ok()) return Fail(config.status());
+  if (config->checkpoint_dir().empty() && config->model() == "gpt2" &&
+      config->data().dataset() == "fortunes") {
+    // The main job keeps its result (README); other runs opt in.
+    const std::string cache = config->data().cache_dir().empty()
+                                  ? DefaultCacheDir()
+                                  : config->data().cache_dir();
+    config->set_checkpoint_dir(cache + "/runs/gpt2-fortunes");
+  }
+  if (config->gradient_checkpointing()) {
+    // The model owns recomputation; the flag is its option.
+    const std::string& o = config->model_options();
+    config->set_model_options(o.empty() ? "checkpointing=1"
+                                        : o + ",checkpointing=1");
+  }
 
   PluginRegistry registry(
       PluginRegistry::DefaultSearchPath(config->plugin_path(), argv[0]));

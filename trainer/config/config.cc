@@ -71,7 +71,8 @@ absl::Status CheckPluginName(absl::string_view flag, const std::string& value,
 constexpr double kInf = HUGE_VAL;
 
 absl::Status ValidateData(const DataConfig& d) {
-  absl::Status s = CheckOneOf("dataset", d.dataset(), {"digits", "idx", "text"});
+  absl::Status s = CheckOneOf("dataset", d.dataset(),
+                              {"fortunes", "shards", "text", "digits", "idx"});
   if (!s.ok()) return s;
   bool has_test_set = false;
   if (d.dataset() == "idx") {
@@ -92,6 +93,19 @@ absl::Status ValidateData(const DataConfig& d) {
           "--dataset=text needs --text_path (a plain text file)");
     }
     s = CheckAtLeast("seq_len", d.seq_len(), 1);
+    if (!s.ok()) return s;
+  }
+  if (d.dataset() == "shards") {
+    if (d.train_shards().empty()) {
+      return absl::InvalidArgumentError(
+          "--dataset=shards needs --train_shards (a glob of llm.c token shards)");
+    }
+    has_test_set = !d.val_shards().empty();
+  }
+  if (d.dataset() == "shards" || d.dataset() == "fortunes") {
+    s = CheckAtLeast("seq_len", d.seq_len(), 1);
+    if (!s.ok()) return s;
+    s = CheckAtLeast("vocab_size", d.vocab_size(), 0);
     if (!s.ok()) return s;
   }
   if (has_test_set) {
@@ -151,16 +165,16 @@ absl::Status ValidateLossScale(const LossScaleConfig& ls) {
 
 TrainConfig DefaultTrainConfig() {
   TrainConfig c;
-  c.set_model("mlp");
+  c.set_model("gpt2");
   c.set_precision("auto");
   c.set_device("auto");
   DataConfig* d = c.mutable_data();
-  d->set_dataset("digits");
+  d->set_dataset("fortunes");
   d->set_seq_len(64);
   d->set_validation_fraction(0.2);
   c.set_batch_size(64);
   c.set_grad_accum_steps(1);
-  c.set_steps(600);
+  c.set_steps(300);  // gpt2-tiny on fortunes: about a minute on 2 CPU cores
   OptimizerConfig* o = c.mutable_optimizer();
   o->set_name("adamw");
   o->set_lr(1e-3);

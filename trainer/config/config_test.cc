@@ -31,15 +31,16 @@ void WriteFile(const std::string& path, const std::string& contents) {
 TEST(DefaultTrainConfigTest, HasDocumentedValuesAndValidates) {
   const TrainConfig c = DefaultTrainConfig();
   EXPECT_TRUE(ValidateTrainConfig(c).ok()) << ValidateTrainConfig(c);
-  EXPECT_EQ(c.model(), "mlp");
+  EXPECT_EQ(c.model(), "gpt2");
   EXPECT_EQ(c.precision(), "auto");
   EXPECT_EQ(c.device(), "auto");
-  EXPECT_EQ(c.data().dataset(), "digits");
+  EXPECT_EQ(c.data().dataset(), "fortunes");
+  EXPECT_FALSE(c.gradient_checkpointing());
   EXPECT_EQ(c.data().seq_len(), 64);
   EXPECT_DOUBLE_EQ(c.data().validation_fraction(), 0.2);
   EXPECT_EQ(c.batch_size(), 64);
   EXPECT_EQ(c.grad_accum_steps(), 1);
-  EXPECT_EQ(c.steps(), 600);
+  EXPECT_EQ(c.steps(), 300);
   EXPECT_EQ(c.optimizer().name(), "adamw");
   EXPECT_DOUBLE_EQ(c.optimizer().lr(), 1e-3);
   EXPECT_DOUBLE_EQ(c.optimizer().weight_decay(), 0.01);
@@ -75,7 +76,7 @@ std::vector<BadCase> BadCases() {
       {"device", [](TrainConfig* c) { c->set_device("t.p.u"); },
        "--device=t.p.u is invalid: expected one of cpu, cuda, auto, or the name of a plugin"},
       {"dataset", [](TrainConfig* c) { c->mutable_data()->set_dataset("cifar"); },
-       "--dataset=cifar is invalid: expected one of digits, idx, text"},
+       "--dataset=cifar is invalid: expected one of fortunes, shards, text, digits, idx"},
       {"idx without files", [](TrainConfig* c) { c->mutable_data()->set_dataset("idx"); },
        "--dataset=idx needs --train_images and --train_labels (IDX file paths)"},
       {"idx test images without labels",

@@ -11,25 +11,29 @@
 ABSL_FLAG(std::string, config, "",
           "Text-format TrainConfig file; flags given on the command line override it");
 
-ABSL_FLAG(std::string, model, "mlp", "Model plugin name (loads mnt_model_<name>.so)");
-ABSL_FLAG(std::string, model_options, "", "Options for the model plugin, e.g. hidden=128:128,activation=relu");
+ABSL_FLAG(std::string, model, "gpt2", "Model plugin name (loads mnt_model_<name>.so): gpt2|mlp|...");
+ABSL_FLAG(std::string, model_options, "", "Options for the model plugin, e.g. preset=gpt2-124m (gpt2) or hidden=128:128 (mlp)");
+ABSL_FLAG(bool, gradient_checkpointing, false, "Recompute each transformer block in backward (gpt2)");
 ABSL_FLAG(std::string, precision, "auto", "fp32|tf32|bf16|fp16|auto");
 ABSL_FLAG(std::string, device, "auto", "cpu|cuda|auto");
 ABSL_FLAG(std::string, backend_options, "", "Options for the backend plugin");
 
-ABSL_FLAG(std::string, dataset, "digits", "digits|idx|text");
+ABSL_FLAG(std::string, dataset, "fortunes", "fortunes|shards|text|digits|idx");
+ABSL_FLAG(std::string, train_shards, "", "Glob of llm.c token shards (--dataset=shards)");
+ABSL_FLAG(std::string, val_shards, "", "Glob of validation shards; \"\" = split --validation_fraction off");
+ABSL_FLAG(int64_t, vocab_size, 0, "Token vocabulary of the shards; 0 = 256 or 50257 (GPT-2) by their largest token");
 ABSL_FLAG(std::string, train_images, "", "IDX images file (--dataset=idx)");
 ABSL_FLAG(std::string, train_labels, "", "IDX labels file (--dataset=idx)");
 ABSL_FLAG(std::string, test_images, "", "IDX test images (optional; else a validation split)");
 ABSL_FLAG(std::string, test_labels, "", "IDX test labels (optional; else a validation split)");
 ABSL_FLAG(std::string, text_path, "", "Plain text file (--dataset=text)");
-ABSL_FLAG(int64_t, seq_len, 64, "Tokens per sequence (--dataset=text)");
+ABSL_FLAG(int64_t, seq_len, 64, "Tokens per sequence (fortunes, shards, text)");
 ABSL_FLAG(std::string, cache_dir, "", "Converted datasets go here; default $XDG_CACHE_HOME/mantissa or ~/.cache/mantissa");
 ABSL_FLAG(double, validation_fraction, 0.2, "Fraction of the training set held out for validation");
 
 ABSL_FLAG(int64_t, batch_size, 64, "Examples per micro-batch");
 ABSL_FLAG(int64_t, grad_accum_steps, 1, "Micro-batches per optimizer step");
-ABSL_FLAG(int64_t, steps, 600, "Optimizer steps");
+ABSL_FLAG(int64_t, steps, 300, "Optimizer steps");
 
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw|adam|sgd");
 ABSL_FLAG(double, lr, 1e-3, "Peak learning rate");
@@ -96,6 +100,10 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(seq_len, c->mutable_data()->set_seq_len(v)),
       MNT_BIND(cache_dir, c->mutable_data()->set_cache_dir(v)),
       MNT_BIND(validation_fraction, c->mutable_data()->set_validation_fraction(v)),
+      MNT_BIND(train_shards, c->mutable_data()->set_train_shards(v)),
+      MNT_BIND(val_shards, c->mutable_data()->set_val_shards(v)),
+      MNT_BIND(vocab_size, c->mutable_data()->set_vocab_size(v)),
+      MNT_BIND(gradient_checkpointing, c->set_gradient_checkpointing(v)),
       MNT_BIND(batch_size, c->set_batch_size(v)),
       MNT_BIND(grad_accum_steps, c->set_grad_accum_steps(v)),
       MNT_BIND(steps, c->set_steps(v)),

@@ -57,10 +57,13 @@ void ConsoleReporter::OnStep(const StepMetrics& m) {
                   Num(m.grad_norm), Num(m.samples_per_second));
     std::fflush(jsonl_);
   }
-  const std::string stats = absl::StrFormat(
+  std::string stats = absl::StrFormat(
       "step %d/%d  loss %.4f  lr %.2e  scale %g  skipped %d  %.0f samples/s",
       m.step, m.total_steps, m.loss, m.lr, m.loss_scale, m.skipped_steps,
       m.samples_per_second);
+  if (m.tokens_per_second > 0) {
+    absl::StrAppendFormat(&stats, "  %.0f tokens/s", m.tokens_per_second);
+  }
   if (style_ == ProgressStyle::kBar) {
     // Redraw at most ~10 times a second: fast runs would spend their time
     // writing to the terminal.
@@ -122,6 +125,9 @@ std::string FormatFinalReport(const FinalReport& r) {
   absl::StrAppendFormat(&s, "steps      %d (%d skipped), final loss scale %g, %.0f samples/s\n",
                         r.steps, r.skipped_steps, r.final_loss_scale,
                         r.samples_per_second);
+  if (r.tokens_per_second > 0) {
+    absl::StrAppendFormat(&s, "           %.0f tokens/s\n", r.tokens_per_second);
+  }
   if (r.has_eval) {
     absl::StrAppendFormat(&s, "eval       loss %.4f, accuracy %.2f%% on %d examples\n",
                           r.last_eval.loss, 100.0 * r.last_eval.accuracy,

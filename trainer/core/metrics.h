@@ -18,6 +18,7 @@ struct StepMetrics {
   int64_t skipped_steps = 0;
   double grad_norm = 0;     // global norm after unscaling, before clipping
   double samples_per_second = 0;
+  double tokens_per_second = 0;  // language models: targets per second
   double elapsed_seconds = 0;
 };
 
@@ -53,6 +54,7 @@ struct FinalReport {
   int64_t skipped_steps = 0;
   double final_loss_scale = 1;
   double samples_per_second = 0;
+  double tokens_per_second = 0;  // language models: targets per second
   EvalMetrics last_eval;
   bool has_eval = false;
 };

@@ -584,6 +584,7 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     m.elapsed_seconds = Seconds(start);
     const double window = m.elapsed_seconds - sps_window_start;
     m.samples_per_second = window > 0 ? sps_window_samples / window : 0;
+    m.tokens_per_second = TokensPerSecond(m.samples_per_second);
     if (window > 1.0) {
       sps_window_start = m.elapsed_seconds;
       sps_window_samples = 0;
@@ -712,6 +713,7 @@ FinalReport Trainer::Report() const {
     precision_plugin_->Error_Destroy(e);
   }
   r.samples_per_second = samples_per_second_;
+  r.tokens_per_second = TokensPerSecond(samples_per_second_);
   r.last_eval = last_eval_;
   r.has_eval = has_eval_;
   return r;

@@ -133,6 +133,11 @@ class Trainer {
   int64_t applied_steps_ = 0;    // drives Adam's bias correction
   std::vector<PhaseTime> phases_;
   double samples_per_second_ = 0;
+  // Samples/s times targets per example, for language models; 0 otherwise.
+  double TokensPerSecond(double samples_per_second) const {
+    const int tpe = train_data_->spec().targets_per_example;
+    return tpe > 1 ? samples_per_second * tpe : 0.0;
+  }
   EvalMetrics last_eval_;
   bool has_eval_ = false;
 };
