@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Regenerates tools/abi/mantissa_abi.abixml and SNAPSHOT_VERSION from the
+# current headers, after a legitimate ABI bump (docs/abi.md, "Changing the
+# ABI"). Shows what changed against the old snapshot first.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+tools/bazel build //tools/abi:current_abixml
+new="$(tools/bazel info bazel-bin 2>/dev/null)/tools/abi/current_mantissa_abi.abixml"
+major="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' plugins/abi/mnt_common.h)"
+minor="$(sed -n 's/^#define MNT_ABI_MINOR \([0-9]*\).*/\1/p' plugins/abi/mnt_common.h)"
+if [[ -f tools/abi/mantissa_abi.abixml ]]; then
+  echo "changes since ABI $(cat tools/abi/SNAPSHOT_VERSION):"
+  python3 tools/abi/classify_abi_change.py tools/abi/mantissa_abi.abixml "$new" || true
+fi
+cp "$new" tools/abi/mantissa_abi.abixml
+chmod u+w tools/abi/mantissa_abi.abixml
+echo "$major.$minor" > tools/abi/SNAPSHOT_VERSION
+echo "snapshot updated to ABI $major.$minor: commit tools/abi/mantissa_abi.abixml and tools/abi/SNAPSHOT_VERSION"
