@@ -26,7 +26,7 @@ inline std::string RunfilesRoot() {
 inline std::vector<std::string> InTreePluginDirs() {
   const std::string ws = RunfilesRoot() + "/mantissa/";
   return {ws + "plugins/backends/cpu", ws + "plugins/precisions", ws + "models/mlp",
-          ws + "tests/abi"};
+          ws + "models/cnn", ws + "tests/abi"};
 }
 
 inline std::string DigitsCsv() {
