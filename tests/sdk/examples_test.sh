@@ -7,6 +7,7 @@
 # gradient off by a factor must both fail it.
 set -euo pipefail
 bundle="$1"
+old_sdk="$2"  # an older release's include tree (plugins/{abi,sdk}), for skew
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 work="${TEST_TMPDIR:-$(mktemp -d)}/sdk_examples"
@@ -56,6 +57,25 @@ train() {
 train linear fp16_floor 200 70
 train mlp fp16_floor 200 70
 train linear bf16 200 70
+
+# Version skew: the same sources built against the previous minor's SDK
+# headers load, pass the suite and train in this (newer) host.
+old_version="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' "$old_sdk/plugins/abi/mnt_common.h").$(
+  sed -n 's/^#define MNT_ABI_MINOR \([0-9]*\).*/\1/p' "$old_sdk/plugins/abi/mnt_common.h")"
+[[ "$old_version" != "$(pkg-config --modversion mantissa)" ]] || fail "the old SDK is not older"
+old="$work/old_plugins"
+mkdir -p "$old"
+g++ -std=c++17 -O2 -shared -fPIC -I"$old_sdk" "$work/src/precision_plugin/fp16_floor.cc" \
+  -o "$old/mnt_precision_fp16_floor.so" $(pkg-config --variable=plugin_ldflags mantissa)
+g++ -std=c++17 -O2 -shared -fPIC -I"$old_sdk" "$work/src/model_plugin/linear_model.cc" \
+  -o "$old/mnt_model_linear.so" $(pkg-config --variable=plugin_ldflags mantissa)
+for so in "$old"/*.so; do
+  "$sdk/bin/plugin_info" "$so" | grep -q "^abi: *$old_version (this host: " || fail "$so is not ABI $old_version"
+  "$sdk/bin/plugin_conformance" "$so" > "$work/old_conformance.txt" \
+    || { cat "$work/old_conformance.txt"; fail "$so (ABI $old_version) fails conformance"; }
+done
+plugins="$old" train linear fp16_floor 200 70
+echo "ok: plugins built against ABI $old_version run in the $(pkg-config --modversion mantissa) host"
 
 # Bugs the suite must catch.
 mkdir -p "$work/broken"
