@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# One-shot GPU checks for the cuda backend.
+#
+#   tools/gpu/run_gpu_checks.sh            # on the build machine: build + pack
+#   device_bundle/run.sh [RESULTS_DIR]     # on the GPU machine: run everything
+#
+# Packing builds the GPU tests, the benchmark, the trainer and the plugins
+# with tools/bazel, then copies them with their runfiles (plugin .so files,
+# the digits csv) into the git-ignored folder device_bundle/. No CUDA library
+# is copied except libcudart (a fallback, used only when the GPU machine has
+# none): cuBLAS/cuBLASLt come from the GPU machine, /usr/local/cuda/lib64 or,
+# failing that, a Python environment's site-packages/nvidia/*/lib (PyTorch
+# wheels carry them).
+#
+# run.sh runs every GPU test and the benchmark and prints one table; logs, the
+# table and the benchmark's markdown (for docs/performance.md) go to
+# RESULTS_DIR (default device_bundle/results).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root="$(pwd)"
+bundle="$root/device_bundle"
+
+tests=(cuda_api_test cuda_kernels_test cuda_gemm_test cuda_loss_scaling_test
+       cuda_mlp_training_test)
+targets=()
+for t in "${tests[@]}"; do targets+=("//plugins/backends/cuda:$t"); done
+targets+=(//plugins/backends/cuda:cuda_benchmark //plugins/backends/cuda:mnt_backend_cuda.so
+          //trainer/cli:train)
+
+echo "run_gpu_checks: building ${#targets[@]} targets"
+tools/bazel build "${targets[@]}"
+bin="$(tools/bazel info bazel-bin 2>/dev/null)"
+
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib"
+for t in "${tests[@]}" cuda_benchmark; do
+  cp "$bin/plugins/backends/cuda/$t" "$bundle/bin/"
+  # -L: runfiles are symlinks into Bazel's output base.
+  if [[ -d "$bin/plugins/backends/cuda/$t.runfiles" ]]; then
+    cp -rL "$bin/plugins/backends/cuda/$t.runfiles" "$bundle/bin/$t.runfiles"
+  fi
+done
+cp "$bin/trainer/cli/train" "$bundle/bin/"
+cp -rL "$bin/trainer/cli/train.runfiles" "$bundle/bin/train.runfiles"
+mkdir -p "$bundle/plugins"
+find "$bundle/bin/train.runfiles" -name 'mnt_*.so' -exec cp {} "$bundle/plugins/" \;
+cudart="$(ldd "$bundle/bin/cuda_api_test" | awk '/libcudart\.so/ {print $3}')"
+[[ -n "$cudart" && -f "$cudart" ]] && cp -L "$cudart" "$bundle/lib/"
+
+cat > "$bundle/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs every GPU test and the cuda benchmark; prints one table.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+results="${1:-$here/results}"
+mkdir -p "$results"
+
+# cuBLAS/cuBLASLt: the machine's toolkit, else a Python env's nvidia wheels,
+# else (cudart only) the bundled copy.
+libpath=""
+if ! ls /usr/local/cuda/lib64/libcublasLt.so.* >/dev/null 2>&1; then
+  for py in python3 /opt/*/bin/python3 /root/*/bin/python3 /home/*/*/bin/python3; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    for sp in $("$py" -c 'import site,sys; print(" ".join(site.getsitepackages()+[p for p in sys.path if p.endswith("-packages")]))' 2>/dev/null); do
+      for d in "$sp"/nvidia/*/lib; do [[ -d "$d" ]] && libpath="$libpath:$d"; done
+    done
+    [[ -n "$libpath" ]] && break
+  done
+fi
+export LD_LIBRARY_PATH="${libpath#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$here/lib"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" > "$results/environment.txt"
+nvidia-smi >> "$results/environment.txt" 2>&1 || echo "nvidia-smi: not available" >> "$results/environment.txt"
+missing="$(ldd "$here/bin/cuda_api_test" | grep 'not found' || true)"
+if [[ -n "$missing" ]]; then
+  echo "run.sh: missing shared libraries:"; echo "$missing"
+fi
+
+rows=()
+status=0
+for t in cuda_api_test cuda_kernels_test cuda_gemm_test cuda_loss_scaling_test cuda_mlp_training_test; do
+  log="$results/$t.log"
+  start=$(date +%s)
+  tmp="$(mktemp -d)"
+  TEST_SRCDIR="$here/bin/$t.runfiles" TEST_TMPDIR="$tmp" \
+    "$here/bin/$t" > "$log" 2>&1
+  rc=$?
+  rm -rf "$tmp"
+  secs=$(( $(date +%s) - start ))
+  passed=$(grep -c '^\[       OK \]' "$log" || true)
+  skipped=$(grep -c '^\[  SKIPPED \]' "$log" || true)
+  failed=$(grep '^\[  FAILED  \] [A-Za-z]' "$log" | sed 's/ (.*//' | sort -u | wc -l)
+  if [[ $rc -ne 0 ]]; then result="FAIL (rc $rc)"; status=1;
+  elif [[ $skipped -gt 0 ]]; then result="PASS with skips";
+  else result="PASS"; fi
+  rows+=("| $t | $result | $passed | $skipped | $failed | ${secs}s |")
+done
+start=$(date +%s)
+"$here/bin/cuda_benchmark" --append="$results/performance_fragment.md" > "$results/cuda_benchmark.log" 2>&1
+rc=$?
+secs=$(( $(date +%s) - start ))
+bench="PASS"; [[ $rc -ne 0 ]] && { bench="FAIL (rc $rc)"; status=1; }
+grep -q "no CUDA device" "$results/cuda_benchmark.log" && bench="SKIPPED (no CUDA device)"
+rows+=("| cuda_benchmark | $bench | - | - | - | ${secs}s |")
+
+{
+  echo "| check | result | passed | skipped | failed | time |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+} | tee "$results/summary.md"
+echo
+grep -h "SKIPPED: no CUDA device" "$results"/*.log | sort -u | head -1
+[[ -f "$results/performance_fragment.md" ]] && cat "$results/performance_fragment.md"
+exit $status
+RUN
+chmod +x "$bundle/run.sh"
+echo "run_gpu_checks: packed $(du -sh "$bundle" | cut -f1) into $bundle; on the GPU machine run: device_bundle/run.sh"
