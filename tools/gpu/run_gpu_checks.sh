@@ -87,13 +87,23 @@ for t in cuda_api_test cuda_kernels_test cuda_gemm_test cuda_loss_scaling_test c
   rm -rf "$tmp"
   secs=$(( $(date +%s) - start ))
   passed=$(grep -c '^\[       OK \]' "$log" || true)
-  skipped=$(grep -c '^\[  SKIPPED \]' "$log" || true)
+  skipped=$(grep '^\[  SKIPPED \] [A-Za-z]' "$log" | sed 's/ (.*//' | sort -u | wc -l)
   failed=$(grep '^\[  FAILED  \] [A-Za-z]' "$log" | sed 's/ (.*//' | sort -u | wc -l)
   if [[ $rc -ne 0 ]]; then result="FAIL (rc $rc)"; status=1;
   elif [[ $skipped -gt 0 ]]; then result="PASS with skips";
   else result="PASS"; fi
   rows+=("| $t | $result | $passed | $skipped | $failed | ${secs}s |")
 done
+# The real CLI on the GPU: MLP on digits in bf16.
+start=$(date +%s)
+"$here/bin/train" --device=cuda --model=mlp --dataset=digits --precision=bf16 \
+  --steps=200 --progress=none --cache_dir="$results/cache" > "$results/train_cuda_bf16.log" 2>&1
+rc=$?
+secs=$(( $(date +%s) - start ))
+if grep -q "no CUDA device" "$results/train_cuda_bf16.log"; then train="SKIPPED (no CUDA device)"
+elif [[ $rc -ne 0 ]]; then train="FAIL (rc $rc)"; status=1
+else train="PASS ($(grep -io 'accuracy[^,]*' "$results/train_cuda_bf16.log" | tail -1))"; fi
+rows+=("| train --device=cuda (mlp, bf16, 200 steps) | $train | - | - | - | ${secs}s |")
 start=$(date +%s)
 "$here/bin/cuda_benchmark" --append="$results/performance_fragment.md" > "$results/cuda_benchmark.log" 2>&1
 rc=$?
