@@ -1,0 +1,65 @@
+// export_llmc: Mantissa gpt2 checkpoint -> llm.c GPT-2 checkpoint (.bin),
+// version 3 (fp32) or 5 (bf16, rounded to nearest even).
+//
+//   export_llmc --input=~/.cache/mantissa/runs/gpt2-fortunes/latest \
+//       --output=model.bin [--dtype=fp32|bf16] [--vocab_size=N]
+//
+// Written atomically: a failed export leaves an existing file as it was.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "models/gpt2/llmc_format.h"
+#include "tools/gpt2/llmc_convert.h"
+#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/checkpoint/checkpoint.h"
+
+ABSL_FLAG(std::string, input, "", "Mantissa checkpoint to read");
+ABSL_FLAG(std::string, output, "", "llm.c checkpoint to write");
+ABSL_FLAG(std::string, dtype, "fp32", "fp32 (llm.c version 3) or bf16 (5)");
+ABSL_FLAG(int64_t, vocab_size, 0,
+          "real vocabulary for the header; 0: from the checkpoint");
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::string line = message;
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  std::fprintf(stderr, "export_llmc: error: %s\n", line.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const std::string input = absl::GetFlag(FLAGS_input);
+  const std::string output = absl::GetFlag(FLAGS_output);
+  const std::string dtype = absl::GetFlag(FLAGS_dtype);
+  if (input.empty() || output.empty()) {
+    return Fail("--input and --output are required");
+  }
+  if (dtype != "fp32" && dtype != "bf16") {
+    return Fail("--dtype=" + dtype + " is not fp32 or bf16");
+  }
+  auto ckpt = mnt::trainer::ReadCheckpoint(input);
+  if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  auto model = mnt::gpt2::LlmcFromCheckpoint(
+      *ckpt, absl::GetFlag(FLAGS_vocab_size), input);
+  if (!model.ok()) return Fail(std::string(model.status().message()));
+  std::string bytes;
+  const int32_t version = dtype == "fp32" ? mnt::gpt2::kLlmcVersionF32
+                                          : mnt::gpt2::kLlmcVersionBf16;
+  if (auto s = mnt::gpt2::EncodeLlmc(*model, version, &bytes); !s.ok()) {
+    return Fail(s.message());
+  }
+  if (auto s = mnt::trainer::WriteFileAtomic(output, bytes); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  std::printf("exported %s -> %s (llm.c version %d, %zu bytes)\n",
+              input.c_str(), output.c_str(), version, bytes.size());
+  return 0;
+}

@@ -1,0 +1,80 @@
+// import_llmc: llm.c GPT-2 checkpoint (.bin, version 3 fp32 or 5 bf16) ->
+// Mantissa checkpoint that `train --resume` continues from step 0.
+//
+//   import_llmc --input=gpt2_124M.bin --output=runs/x/latest \
+//       --model_options=preset=gpt2-124m [--precision=fp32] [--optimizer=adamw]
+//       [--seed=1234]
+//   train --model_options=preset=gpt2-124m --checkpoint_dir=runs/x --resume ...
+//
+// A malformed file or one that disagrees with --model_options is refused with
+// one line; the output is written atomically, so a failed import leaves an
+// existing file as it was.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "models/gpt2/llmc_format.h"
+#include "tools/gpt2/llmc_convert.h"
+#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/checkpoint/checkpoint.h"
+
+ABSL_FLAG(std::string, input, "", "llm.c checkpoint to read");
+ABSL_FLAG(std::string, output, "", "Mantissa checkpoint to write");
+ABSL_FLAG(std::string, model_options, "",
+          "gpt2 model options the checkpoint is for (as train's "
+          "--model_options); must match the file's header");
+ABSL_FLAG(std::string, precision, "fp32", "train's --precision");
+ABSL_FLAG(std::string, optimizer, "adamw", "train's --optimizer");
+ABSL_FLAG(uint64_t, seed, 1234, "train's --seed (the data order)");
+ABSL_FLAG(double, init_scale, 65536.0, "fp16 initial loss scale");
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::string line = message;
+  for (char& c : line) {
+    if (c == '\n') c = ' ';
+  }
+  std::fprintf(stderr, "import_llmc: error: %s\n", line.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const std::string input = absl::GetFlag(FLAGS_input);
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (input.empty() || output.empty()) {
+    return Fail("--input and --output are required");
+  }
+  std::string bytes;
+  if (auto s = mnt::trainer::ReadWholeFile(input, &bytes); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  mnt::gpt2::LlmcModel model;
+  if (auto s = mnt::gpt2::ParseLlmc(bytes, input, &model); !s.ok()) {
+    return Fail(s.message());
+  }
+  mnt::gpt2::ImportOptions options;
+  options.model_options = absl::GetFlag(FLAGS_model_options);
+  options.precision = absl::GetFlag(FLAGS_precision);
+  options.optimizer = absl::GetFlag(FLAGS_optimizer);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.init_scale = static_cast<float>(absl::GetFlag(FLAGS_init_scale));
+  auto ckpt = mnt::gpt2::CheckpointFromLlmc(model, options, input);
+  if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  if (auto s = mnt::trainer::WriteCheckpointAtomic(output, *ckpt); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  std::printf("imported %s (llm.c version %d, L=%lld H=%lld C=%lld T=%lld "
+              "vocab=%lld) -> %s\n",
+              input.c_str(), model.header.version,
+              (long long)model.header.n_layer, (long long)model.header.n_head,
+              (long long)model.header.channels,
+              (long long)model.header.max_seq_len,
+              (long long)model.header.vocab, output.c_str());
+  return 0;
+}
