@@ -5,6 +5,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 #include <cstdint>
 #include <map>
@@ -27,6 +28,13 @@ struct GemmAlgo {
   cublasLtMatmulAlgo_t algo;
 };
 
+// A cached cuDNN algorithm choice for one convolution configuration.
+struct ConvAlgoChoice {
+  int algo = 0;            // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  size_t workspace_bytes = 0;
+};
+
 struct CudaBackend {
   static constexpr uint64_t kMagic = 0x6d6e745f63756431ull;  // "mnt_cud1"
   static constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
@@ -37,10 +45,12 @@ struct CudaBackend {
   int64_t total_memory_bytes = 0;
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
+  cudnnHandle_t cudnn = nullptr;  // bound to `stream`; created on first use
   DeviceAllocator allocator;
   void* gemm_workspace = nullptr;  // kGemmWorkspaceBytes, WORKSPACE category
   unsigned* error_word = nullptr;  // kError* bits set by kernels
   std::map<std::string, GemmAlgo> gemm_algos;
+  std::map<std::string, ConvAlgoChoice> conv_algos;
   std::set<CudaEvent*> events;
 
   ~CudaBackend();

@@ -5,6 +5,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 #include <string>
 
@@ -32,10 +33,21 @@ inline sdk::Status CublasStatus(cublasStatus_t st, const std::string& call) {
                                cublasLtGetStatusName(st) + ")");
 }
 
+inline sdk::Status CudnnStatus(cudnnStatus_t st, const std::string& call) {
+  if (st == CUDNN_STATUS_SUCCESS) return sdk::Status::Ok();
+  const MNT_ErrorCode code =
+      st == CUDNN_STATUS_NOT_SUPPORTED ? MNT_ERROR_UNIMPLEMENTED
+      : st == CUDNN_STATUS_ALLOC_FAILED ? MNT_ERROR_RESOURCE_EXHAUSTED
+                                        : MNT_ERROR_INTERNAL;
+  return sdk::Status(code, call + ": " + cudnnGetErrorString(st));
+}
+
 }  // namespace mnt::cuda
 
 #define MNT_CUDA_RETURN_IF_ERROR(expr, call) \
   MNT_RETURN_IF_ERROR(::mnt::cuda::CudaStatus((expr), (call)))
+#define MNT_CUDNN_RETURN_IF_ERROR(expr, call) \
+  MNT_RETURN_IF_ERROR(::mnt::cuda::CudnnStatus((expr), (call)))
 #define MNT_CUBLAS_RETURN_IF_ERROR(expr, call) \
   MNT_RETURN_IF_ERROR(::mnt::cuda::CublasStatus((expr), (call)))
 

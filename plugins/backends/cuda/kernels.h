@@ -10,6 +10,7 @@
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/common/elementwise_math.h"
+#include "plugins/backends/common/layer_math.h"
 
 namespace mnt::cuda {
 
@@ -112,6 +113,54 @@ cudaError_t LaunchReducePartials(cudaStream_t s, DevTensor x, int64_t n,
 cudaError_t LaunchReduceFinish(cudaStream_t s, const double* partials,
                                int64_t count, ReduceOp op, double divisor,
                                float* out);
+
+// ---- layer_kernels.cu --------------------------------------------------------
+// Attention over qkv [B,T,3C] (llm.c layout), H heads of D = C / H.
+struct AttentionDims {
+  int64_t b, t, c, h, d;
+  float scale;
+  bool causal;
+};
+// Dynamic shared memory the largest fallback kernel needs (a T-long row of
+// probabilities and of score gradients); the caller refuses shapes over the
+// device's default 48 KiB.
+size_t AttentionFallbackSharedBytes(const AttentionDims& a);
+cudaError_t LaunchAttentionForward(cudaStream_t s, const AttentionDims& a,
+                                   DevTensor qkv, DevTensor y, float* lse);
+// `delta` is scratch of B*H*T floats (dy . y per row).
+cudaError_t LaunchAttentionBackward(cudaStream_t s, const AttentionDims& a,
+                                    DevTensor dy, DevTensor qkv, DevTensor y,
+                                    const float* lse, DevTensor dqkv, float* delta);
+cudaError_t LaunchPoolForward(cudaStream_t s, const PoolGeometry& g,
+                              MNT_PoolKind kind, int64_t planes, DevTensor x,
+                              DevTensor y);
+cudaError_t LaunchPoolBackward(cudaStream_t s, const PoolGeometry& g,
+                               MNT_PoolKind kind, int64_t planes, DevTensor dy,
+                               DevTensor x, DevTensor dx);
+// x viewed as [n, c, inner].
+struct BatchNormDims {
+  int64_t n, c, inner;
+  bool training;
+  float momentum, epsilon;
+};
+// Training: batch statistics into mean/invstd and the running update;
+// inference: mean/invstd from the running statistics. Then y.
+cudaError_t LaunchBatchNormForward(cudaStream_t s, const BatchNormDims& d,
+                                   DevTensor x, DevTensor gamma, DevTensor beta,
+                                   float* running_mean, float* running_var,
+                                   float* mean, float* invstd, DevTensor y);
+// `sums` is scratch of 2 * c doubles.
+cudaError_t LaunchBatchNormBackward(cudaStream_t s, const BatchNormDims& d,
+                                    DevTensor dy, DevTensor x, DevTensor gamma,
+                                    const float* mean, const float* invstd,
+                                    DevTensor dx, DevTensor dgamma, DevTensor dbeta,
+                                    bool accumulate, double* sums);
+// out[ch] (+)= sum of x [n, c, inner] over n and inner (conv's dbias).
+cudaError_t LaunchChannelSum(cudaStream_t s, DevTensor x, int64_t n, int64_t c,
+                             int64_t inner, bool accumulate, DevTensor out);
+// y [n, c, inner] += bias[c] (conv's forward bias).
+cudaError_t LaunchChannelBiasAdd(cudaStream_t s, DevTensor y, DevTensor bias,
+                                 int64_t n, int64_t c, int64_t inner);
 
 }  // namespace mnt::cuda
 

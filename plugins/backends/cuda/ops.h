@@ -34,6 +34,17 @@ sdk::Status RunGlobalNormSquared(CudaBackend& b, const OpCall& call);
 sdk::Status RunNonfiniteCheckUnscale(CudaBackend& b, const OpCall& call);
 sdk::Status RunSgdStep(CudaBackend& b, const OpCall& call);
 sdk::Status RunAdamWStep(CudaBackend& b, const OpCall& call);
+// ops_layers.cc
+sdk::Status RunAttentionForward(CudaBackend& b, const OpCall& call);
+sdk::Status RunAttentionBackward(CudaBackend& b, const OpCall& call);
+sdk::Status RunPool2dForward(CudaBackend& b, const OpCall& call);
+sdk::Status RunPool2dBackward(CudaBackend& b, const OpCall& call);
+sdk::Status RunBatchNormForward(CudaBackend& b, const OpCall& call);
+sdk::Status RunBatchNormBackward(CudaBackend& b, const OpCall& call);
+// conv_cudnn.cc
+sdk::Status RunConv2dForward(CudaBackend& b, const OpCall& call);
+sdk::Status RunConv2dBackwardData(CudaBackend& b, const OpCall& call);
+sdk::Status RunConv2dBackwardFilter(CudaBackend& b, const OpCall& call);
 
 inline DevTensor Dev(const Operand& o) {
   return o.present() ? DevTensor{o->data, o->dtype} : DevTensor{};

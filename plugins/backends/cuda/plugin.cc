@@ -26,6 +26,7 @@ CudaBackend::~CudaBackend() {
   }
   allocator.ReleaseAll();
   if (error_word != nullptr) cudaFree(error_word);
+  if (cudnn != nullptr) cudnnDestroy(cudnn);
   if (lt != nullptr) cublasLtDestroy(lt);
   if (stream != nullptr) cudaStreamDestroy(stream);
   magic = 0;

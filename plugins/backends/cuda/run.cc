@@ -34,6 +34,15 @@ Kernel KernelFor(MNT_Op op) {
     case MNT_OP_NONFINITE_CHECK_UNSCALE: return RunNonfiniteCheckUnscale;
     case MNT_OP_SGD_STEP: return RunSgdStep;
     case MNT_OP_ADAMW_STEP: return RunAdamWStep;
+    case MNT_OP_ATTENTION_FORWARD: return RunAttentionForward;
+    case MNT_OP_ATTENTION_BACKWARD: return RunAttentionBackward;
+    case MNT_OP_CONV2D_FORWARD: return RunConv2dForward;
+    case MNT_OP_CONV2D_BACKWARD_DATA: return RunConv2dBackwardData;
+    case MNT_OP_CONV2D_BACKWARD_FILTER: return RunConv2dBackwardFilter;
+    case MNT_OP_POOL2D_FORWARD: return RunPool2dForward;
+    case MNT_OP_POOL2D_BACKWARD: return RunPool2dBackward;
+    case MNT_OP_BATCHNORM_FORWARD: return RunBatchNormForward;
+    case MNT_OP_BATCHNORM_BACKWARD: return RunBatchNormBackward;
     default: return nullptr;
   }
 }

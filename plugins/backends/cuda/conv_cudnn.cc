@@ -1,0 +1,522 @@
+// CONV2D_FORWARD / BACKWARD_DATA / BACKWARD_FILTER through cuDNN 9's legacy
+// convolution API (cudnnConvolutionForward / BackwardData / BackwardFilter),
+// NCHW, one path per compute mode:
+//   F32  -> fp32 tensors, CUDNN_FMA_MATH (no TF32 tensor cores),
+//   TF32 -> fp32 tensors, CUDNN_TENSOR_OP_MATH (TF32 allowed),
+//   BF16 / F16 -> 16-bit tensors, CUDNN_TENSOR_OP_MATH,
+// always with an fp32 compute type (accumulation) in the convolution
+// descriptor. cuDNN wants every tensor in one dtype, so operands stored
+// otherwise are staged (rounded to the compute format, as the CPU reference
+// does) and outputs stored otherwise are produced in scratch, then converted
+// (or added, with accumulate). Algorithms come from the cudnnGet*_v7
+// heuristics (cheap and repeatable), deterministic ones preferred, cached per
+// shape/dtype/mode; their workspace comes from the backend's allocator.
+// The bias add and dbias are our own deterministic channel kernels.
+#include <cudnn.h>
+
+#include <string>
+#include <vector>
+
+#include "plugins/backends/cuda/cuda_status.h"
+#include "plugins/backends/cuda/ops.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::cuda {
+
+using sdk::Status;
+
+namespace {
+
+// Largest workspace an algorithm may ask for; bigger ones are skipped.
+constexpr size_t kMaxWorkspaceBytes = size_t{512} << 20;
+
+struct ConvShape {
+  int64_t n, c, h, w;  // input
+  int64_t k, r, s;     // filters
+  int64_t p, q;        // output
+  int64_t groups, cg;
+};
+
+int64_t OutSize(int64_t in, int64_t pad, int64_t dil, int64_t window, int64_t stride) {
+  const int64_t span = in + 2 * pad - dil * (window - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+Status ReadParams(const OpCall& call, const MNT_Conv2dParams** p) {
+  MNT_RETURN_IF_ERROR(
+      call.Params("MNT_Conv2dParams", MNT_Conv2dParams_STRUCT_SIZE, false, p));
+  const MNT_Conv2dParams& c = **p;
+  if (c.pad_h < 0 || c.pad_w < 0 || c.stride_h < 1 || c.stride_w < 1 ||
+      c.dilation_h < 1 || c.dilation_w < 1 || c.groups < 1) {
+    return call.Invalid(sdk::Format(
+        "pad %dx%d, stride %dx%d, dilation %dx%d, groups %d: expected pad >= "
+        "0, stride, dilation and groups >= 1",
+        c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w,
+        c.groups));
+  }
+  if (c.compute < MNT_COMPUTE_F32 || c.compute > MNT_COMPUTE_F16) {
+    return call.Invalid(sdk::Format("unknown compute mode %d", static_cast<int>(c.compute)));
+  }
+  return Status::Ok();
+}
+
+// From x [N,C,H,W] and w [K,C/g,R,S], as the CPU reference checks them.
+Status ResolveShape(const OpCall& call, const MNT_Conv2dParams& p, const Operand& x,
+                    const Operand& w, ConvShape* sh) {
+  MNT_RETURN_IF_ERROR(call.ExpectFloat(x));
+  MNT_RETURN_IF_ERROR(call.ExpectRank(x, 4));
+  MNT_RETURN_IF_ERROR(call.ExpectFloat(w));
+  MNT_RETURN_IF_ERROR(call.ExpectRank(w, 4));
+  sh->n = x->dims[0], sh->c = x->dims[1], sh->h = x->dims[2], sh->w = x->dims[3];
+  sh->k = w->dims[0], sh->r = w->dims[2], sh->s = w->dims[3];
+  sh->groups = p.groups;
+  if (sh->c % sh->groups != 0 || sh->k % sh->groups != 0) {
+    return call.Invalid(sdk::Format(
+        "channels C=%lld and filters K=%lld must divide by groups=%lld",
+        (long long)sh->c, (long long)sh->k, (long long)sh->groups));
+  }
+  sh->cg = sh->c / sh->groups;
+  if (w->dims[1] != sh->cg) {
+    return call.Invalid(w.label + " is " + sdk::Describe(*w) +
+                        sdk::Format(", expected [K, C/groups=%lld, R, S]",
+                                    (long long)sh->cg));
+  }
+  if (sh->r < 1 || sh->s < 1) return call.Invalid(w.label + " has an empty filter window");
+  sh->p = OutSize(sh->h, p.pad_h, p.dilation_h, sh->r, p.stride_h);
+  sh->q = OutSize(sh->w, p.pad_w, p.dilation_w, sh->s, p.stride_w);
+  if (sh->p < 1 || sh->q < 1) {
+    return call.Invalid(sdk::Format(
+        "the %lldx%lld filter (dilation %dx%d) does not fit the padded "
+        "%lldx%lld input",
+        (long long)sh->r, (long long)sh->s, p.dilation_h, p.dilation_w,
+        (long long)sh->h, (long long)sh->w));
+  }
+  return Status::Ok();
+}
+
+Status ExpectNchw(const OpCall& call, const Operand& t, int64_t n, int64_t c, int64_t h,
+                  int64_t w, const char* names) {
+  MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
+  const int64_t dims[4] = {n, c, h, w};
+  return call.ExpectDims(t, 4, dims,
+                         sdk::Format("[%s] = [%lld, %lld, %lld, %lld]", names,
+                                     (long long)n, (long long)c, (long long)h,
+                                     (long long)w));
+}
+
+// The tensor dtype cuDNN runs on for a compute mode.
+MNT_DType IoType(MNT_ComputeMode mode) {
+  switch (mode) {
+    case MNT_COMPUTE_BF16: return MNT_DTYPE_BF16;
+    case MNT_COMPUTE_F16: return MNT_DTYPE_F16;
+    default: return MNT_DTYPE_F32;
+  }
+}
+
+cudnnDataType_t CudnnType(MNT_DType t) {
+  switch (t) {
+    case MNT_DTYPE_BF16: return CUDNN_DATA_BFLOAT16;
+    case MNT_DTYPE_F16: return CUDNN_DATA_HALF;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+// Rounding a `dtype` value to `mode` and storing it as IoType(mode) is exact
+// and changes nothing, so the operand can be used in place.
+bool UsableInPlace(MNT_DType dtype, MNT_ComputeMode mode) {
+  return dtype == IoType(mode);
+}
+
+enum class ConvKind { kForward, kBackwardData, kBackwardFilter };
+
+const char* KindName(ConvKind kind) {
+  switch (kind) {
+    case ConvKind::kForward: return "fwd";
+    case ConvKind::kBackwardData: return "bwd_data";
+    default: return "bwd_filter";
+  }
+}
+
+// Descriptors destroyed on every path out.
+struct Descriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  ~Descriptors() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+};
+
+Status EnsureHandle(CudaBackend& b) {
+  if (b.cudnn == nullptr) {
+    MNT_CUDNN_RETURN_IF_ERROR(cudnnCreate(&b.cudnn), "cudnnCreate");
+  }
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnSetStream(b.cudnn, b.stream), "cudnnSetStream");
+  return Status::Ok();
+}
+
+Status MakeDescriptors(const ConvShape& sh, const MNT_Conv2dParams& p, MNT_DType io,
+                       Descriptors* d) {
+  const cudnnDataType_t t = CudnnType(io);
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&d->x), "cudnnCreateTensorDescriptor");
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&d->y), "cudnnCreateTensorDescriptor");
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&d->w), "cudnnCreateFilterDescriptor");
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&d->conv),
+                            "cudnnCreateConvolutionDescriptor");
+  MNT_CUDNN_RETURN_IF_ERROR(
+      cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, t, (int)sh.n, (int)sh.c,
+                                 (int)sh.h, (int)sh.w),
+      sdk::Format("cudnnSetTensor4dDescriptor(x [%lld, %lld, %lld, %lld])",
+                  (long long)sh.n, (long long)sh.c, (long long)sh.h, (long long)sh.w));
+  MNT_CUDNN_RETURN_IF_ERROR(
+      cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, t, (int)sh.n, (int)sh.k,
+                                 (int)sh.p, (int)sh.q),
+      sdk::Format("cudnnSetTensor4dDescriptor(y [%lld, %lld, %lld, %lld])",
+                  (long long)sh.n, (long long)sh.k, (long long)sh.p, (long long)sh.q));
+  MNT_CUDNN_RETURN_IF_ERROR(
+      cudnnSetFilter4dDescriptor(d->w, t, CUDNN_TENSOR_NCHW, (int)sh.k, (int)sh.cg,
+                                 (int)sh.r, (int)sh.s),
+      "cudnnSetFilter4dDescriptor");
+  MNT_CUDNN_RETURN_IF_ERROR(
+      cudnnSetConvolution2dDescriptor(d->conv, p.pad_h, p.pad_w, p.stride_h, p.stride_w,
+                                      p.dilation_h, p.dilation_w,
+                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+      "cudnnSetConvolution2dDescriptor");
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(d->conv, (int)sh.groups),
+                            "cudnnSetConvolutionGroupCount");
+  const cudnnMathType_t math =
+      p.compute == MNT_COMPUTE_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d->conv, math),
+                            "cudnnSetConvolutionMathType");
+  return Status::Ok();
+}
+
+// First acceptable heuristic answer: succeeded, within the workspace limit,
+// no tensor-op math in the fp32 mode, deterministic if any is.
+template <typename Perf>
+bool PickFrom(const Perf* perf, int count, MNT_ComputeMode mode, ConvAlgoChoice* out) {
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < count; ++i) {
+      const Perf& r = perf[i];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.memory > kMaxWorkspaceBytes) continue;
+      if (mode == MNT_COMPUTE_F32 && (r.mathType == CUDNN_TENSOR_OP_MATH ||
+                                      r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) {
+        continue;
+      }
+      if (pass == 0 && r.determinism != CUDNN_DETERMINISTIC) continue;
+      out->algo = static_cast<int>(r.algo);
+      out->math = mode == MNT_COMPUTE_F32 ? CUDNN_FMA_MATH : r.mathType;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string AlgoKey(ConvKind kind, const ConvShape& sh, const MNT_Conv2dParams& p,
+                    MNT_DType io) {
+  return sdk::Format("%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld g%lld pad%dx%d "
+                     "st%dx%d dil%dx%d io%d mode%d",
+                     KindName(kind), (long long)sh.n, (long long)sh.c, (long long)sh.h,
+                     (long long)sh.w, (long long)sh.k, (long long)sh.r, (long long)sh.s,
+                     (long long)sh.groups, p.pad_h, p.pad_w, p.stride_h, p.stride_w,
+                     p.dilation_h, p.dilation_w, static_cast<int>(io),
+                     static_cast<int>(p.compute));
+}
+
+// The cached (or freshly chosen) algorithm; leaves its math type set on the
+// convolution descriptor.
+Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
+                  const ConvShape& sh, const MNT_Conv2dParams& p, MNT_DType io,
+                  const Descriptors& d, ConvAlgoChoice* out) {
+  const std::string key = AlgoKey(kind, sh, p, io);
+  auto it = b.conv_algos.find(key);
+  if (it != b.conv_algos.end()) {
+    *out = it->second;
+    MNT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv, out->math),
+                              "cudnnSetConvolutionMathType");
+    return Status::Ok();
+  }
+  ConvAlgoChoice choice;
+  int returned = 0;
+  bool found = false;
+  switch (kind) {
+    case ConvKind::kForward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      MNT_CUDNN_RETURN_IF_ERROR(
+          cudnnGetConvolutionForwardAlgorithm_v7(b.cudnn, d.x, d.w, d.conv, d.y,
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                 &returned, perf),
+          "cudnnGetConvolutionForwardAlgorithm_v7");
+      found = PickFrom(perf, returned, p.compute, &choice);
+      break;
+    }
+    case ConvKind::kBackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      MNT_CUDNN_RETURN_IF_ERROR(
+          cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              b.cudnn, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+              &returned, perf),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      found = PickFrom(perf, returned, p.compute, &choice);
+      break;
+    }
+    case ConvKind::kBackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      MNT_CUDNN_RETURN_IF_ERROR(
+          cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+              b.cudnn, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+              &returned, perf),
+          "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      found = PickFrom(perf, returned, p.compute, &choice);
+      break;
+    }
+  }
+  if (!found) {
+    return sdk::Unimplemented(sdk::Format(
+        "%s: cuDNN offers no usable %s algorithm for %s (%d candidates)",
+        call.op_name(), KindName(kind), key.c_str(), returned));
+  }
+  MNT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv, choice.math),
+                            "cudnnSetConvolutionMathType");
+  size_t bytes = 0;
+  switch (kind) {
+    case ConvKind::kForward:
+      MNT_CUDNN_RETURN_IF_ERROR(
+          cudnnGetConvolutionForwardWorkspaceSize(
+              b.cudnn, d.x, d.w, d.conv, d.y,
+              static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &bytes),
+          "cudnnGetConvolutionForwardWorkspaceSize");
+      break;
+    case ConvKind::kBackwardData:
+      MNT_CUDNN_RETURN_IF_ERROR(
+          cudnnGetConvolutionBackwardDataWorkspaceSize(
+              b.cudnn, d.w, d.y, d.conv, d.x,
+              static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &bytes),
+          "cudnnGetConvolutionBackwardDataWorkspaceSize");
+      break;
+    case ConvKind::kBackwardFilter:
+      MNT_CUDNN_RETURN_IF_ERROR(
+          cudnnGetConvolutionBackwardFilterWorkspaceSize(
+              b.cudnn, d.x, d.y, d.conv, d.w,
+              static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), &bytes),
+          "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+      break;
+  }
+  choice.workspace_bytes = bytes;
+  b.conv_algos[key] = choice;
+  *out = choice;
+  return Status::Ok();
+}
+
+// An input as cuDNN reads it: in place, or a rounded copy in scratch.
+Status InputAsIo(CudaBackend& b, const OpCall& call, const Operand& src,
+                 MNT_ComputeMode mode, Scratch* scratch, DevTensor* out) {
+  if (UsableInPlace(src->dtype, mode)) {
+    *out = Dev(src);
+    return Status::Ok();
+  }
+  const MNT_DType io = IoType(mode);
+  const int64_t n = sdk::NumElements(*src);
+  MNT_RETURN_IF_ERROR(scratch->Allocate(static_cast<size_t>(n) * sdk::DTypeSize(io)));
+  *out = DevTensor{scratch->data(), io};
+  return Launched(call, LaunchConvert(b.stream, Dev(src), *out, n, mode), "stage_operand");
+}
+
+// Where cuDNN writes an output: the output itself (with beta = accumulate)
+// or scratch (beta = 0) that FinishOutput moves into it.
+struct OutputTarget {
+  DevTensor io;
+  bool staged = false;
+  float beta = 0.0f;
+};
+
+Status OutputAsIo(const Operand& dst, MNT_ComputeMode mode, bool accumulate,
+                  Scratch* scratch, OutputTarget* out) {
+  if (UsableInPlace(dst->dtype, mode)) {
+    out->io = Dev(dst);
+    out->beta = accumulate ? 1.0f : 0.0f;
+    return Status::Ok();
+  }
+  const MNT_DType io = IoType(mode);
+  MNT_RETURN_IF_ERROR(scratch->Allocate(static_cast<size_t>(sdk::NumElements(*dst)) *
+                                        sdk::DTypeSize(io)));
+  out->io = DevTensor{scratch->data(), io};
+  out->staged = true;
+  return Status::Ok();
+}
+
+Status FinishOutput(CudaBackend& b, const OpCall& call, const Operand& dst,
+                    const OutputTarget& t, bool accumulate) {
+  if (!t.staged) return Status::Ok();
+  const int64_t n = sdk::NumElements(*dst);
+  if (accumulate) {
+    return Launched(call, LaunchAdd(b.stream, t.io, Dev(dst), Dev(dst), n, 1.0f, 1.0f),
+                    "accumulate_output");
+  }
+  return Launched(call, LaunchConvert(b.stream, t.io, Dev(dst), n, MNT_COMPUTE_F32),
+                  "store_output");
+}
+
+Status Workspace(CudaBackend& b, const ConvAlgoChoice& algo, Scratch* ws) {
+  if (algo.workspace_bytes == 0) return Status::Ok();
+  return ws->Allocate(algo.workspace_bytes);
+}
+
+}  // namespace
+
+Status RunConv2dForward(CudaBackend& b, const OpCall& call) {
+  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
+  const MNT_Conv2dParams* p;
+  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
+  Operand x, w, y;
+  MNT_RETURN_IF_ERROR(call.Input(0, "x", &x));
+  MNT_RETURN_IF_ERROR(call.Input(1, "w", &w));
+  const Operand bias = call.OptionalInput(2, "bias");
+  MNT_RETURN_IF_ERROR(call.Output(0, "y", &y));
+  ConvShape sh;
+  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, x, w, &sh));
+  MNT_RETURN_IF_ERROR(ExpectNchw(call, y, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
+  if (bias.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloat(bias));
+    MNT_RETURN_IF_ERROR(
+        call.ExpectDims(bias, 1, &sh.k, sdk::Format("[K=%lld]", (long long)sh.k)));
+  }
+  if (sh.n == 0 || sh.k == 0) return Status::Ok();
+  const MNT_DType io = IoType(p->compute);
+  if (sh.c == 0) {  // empty sum: y = bias (or 0)
+    MNT_RETURN_IF_ERROR(Launched(
+        call, LaunchFill(b.stream, Dev(y), sdk::NumElements(*y), 0.0), "fill"));
+    if (!bias.present()) return Status::Ok();
+    return Launched(call,
+                    LaunchChannelBiasAdd(b.stream, Dev(y), Dev(bias), sh.n, sh.k,
+                                         sh.p * sh.q),
+                    "bias_add");
+  }
+  MNT_RETURN_IF_ERROR(EnsureHandle(b));
+  Descriptors d;
+  MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
+  ConvAlgoChoice algo;
+  MNT_RETURN_IF_ERROR(ChooseAlgo(b, call, ConvKind::kForward, sh, *p, io, d, &algo));
+  Scratch xs(b), ws_(b), ys(b), wsp(b);
+  DevTensor xi, wi;
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, x, p->compute, &xs, &xi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, w, p->compute, &ws_, &wi));
+  OutputTarget out;
+  MNT_RETURN_IF_ERROR(OutputAsIo(y, p->compute, false, &ys, &out));
+  MNT_RETURN_IF_ERROR(Workspace(b, algo, &wsp));
+  const float alpha = 1.0f, beta = 0.0f;
+  MNT_CUDNN_RETURN_IF_ERROR(
+      cudnnConvolutionForward(b.cudnn, &alpha, d.x, xi.data, d.w, wi.data, d.conv,
+                              static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo),
+                              wsp.data(), algo.workspace_bytes, &beta, d.y,
+                              out.io.data),
+      sdk::Format("%s: cudnnConvolutionForward(algo %d)", call.op_name(), algo.algo));
+  if (bias.present()) {
+    MNT_RETURN_IF_ERROR(Launched(
+        call, LaunchChannelBiasAdd(b.stream, out.io, Dev(bias), sh.n, sh.k, sh.p * sh.q),
+        "bias_add"));
+  }
+  return FinishOutput(b, call, y, out, false);
+}
+
+Status RunConv2dBackwardData(CudaBackend& b, const OpCall& call) {
+  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 2, 1, 1));
+  const MNT_Conv2dParams* p;
+  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
+  Operand dy, w, dx;
+  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &dy));
+  MNT_RETURN_IF_ERROR(call.Input(1, "w", &w));
+  MNT_RETURN_IF_ERROR(call.Output(0, "dx", &dx));
+  ConvShape sh;
+  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, dx, w, &sh));
+  MNT_RETURN_IF_ERROR(ExpectNchw(call, dy, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
+  const bool accumulate = p->accumulate != 0;
+  if (sdk::NumElements(*dx) == 0) return Status::Ok();
+  if (sh.k == 0) {  // no filters: dx = 0 (+ dx)
+    if (accumulate) return Status::Ok();
+    return Launched(call, LaunchFill(b.stream, Dev(dx), sdk::NumElements(*dx), 0.0),
+                    "fill");
+  }
+  const MNT_DType io = IoType(p->compute);
+  MNT_RETURN_IF_ERROR(EnsureHandle(b));
+  Descriptors d;
+  MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
+  ConvAlgoChoice algo;
+  MNT_RETURN_IF_ERROR(ChooseAlgo(b, call, ConvKind::kBackwardData, sh, *p, io, d, &algo));
+  Scratch dys(b), ws_(b), dxs(b), wsp(b);
+  DevTensor dyi, wi;
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, &dys, &dyi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, w, p->compute, &ws_, &wi));
+  OutputTarget out;
+  MNT_RETURN_IF_ERROR(OutputAsIo(dx, p->compute, accumulate, &dxs, &out));
+  MNT_RETURN_IF_ERROR(Workspace(b, algo, &wsp));
+  const float alpha = 1.0f;
+  MNT_CUDNN_RETURN_IF_ERROR(
+      cudnnConvolutionBackwardData(b.cudnn, &alpha, d.w, wi.data, d.y, dyi.data, d.conv,
+                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo),
+                                   wsp.data(), algo.workspace_bytes, &out.beta, d.x,
+                                   out.io.data),
+      sdk::Format("%s: cudnnConvolutionBackwardData(algo %d)", call.op_name(), algo.algo));
+  return FinishOutput(b, call, dx, out, accumulate);
+}
+
+Status RunConv2dBackwardFilter(CudaBackend& b, const OpCall& call) {
+  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 2, 1, 2));
+  const MNT_Conv2dParams* p;
+  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
+  Operand dy, x, dw;
+  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &dy));
+  MNT_RETURN_IF_ERROR(call.Input(1, "x", &x));
+  MNT_RETURN_IF_ERROR(call.Output(0, "dw", &dw));
+  const Operand dbias = call.OptionalOutput(1, "dbias");
+  ConvShape sh;
+  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, x, dw, &sh));
+  MNT_RETURN_IF_ERROR(ExpectNchw(call, dy, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
+  if (dbias.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloat(dbias));
+    MNT_RETURN_IF_ERROR(
+        call.ExpectDims(dbias, 1, &sh.k, sdk::Format("[K=%lld]", (long long)sh.k)));
+  }
+  const bool accumulate = p->accumulate != 0;
+  if (sh.k == 0) return Status::Ok();
+  if (dbias.present()) {  // unrounded dy, summed in double (as the CPU reference)
+    MNT_RETURN_IF_ERROR(Launched(call,
+                                 LaunchChannelSum(b.stream, Dev(dy), sh.n, sh.k,
+                                                  sh.p * sh.q, accumulate, Dev(dbias)),
+                                 "dbias"));
+  }
+  if (sdk::NumElements(*dw) == 0) return Status::Ok();
+  if (sh.n == 0) {  // empty batch: dw = 0 (+ dw)
+    if (accumulate) return Status::Ok();
+    return Launched(call, LaunchFill(b.stream, Dev(dw), sdk::NumElements(*dw), 0.0),
+                    "fill");
+  }
+  const MNT_DType io = IoType(p->compute);
+  MNT_RETURN_IF_ERROR(EnsureHandle(b));
+  Descriptors d;
+  MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
+  ConvAlgoChoice algo;
+  MNT_RETURN_IF_ERROR(
+      ChooseAlgo(b, call, ConvKind::kBackwardFilter, sh, *p, io, d, &algo));
+  Scratch dys(b), xs(b), dws(b), wsp(b);
+  DevTensor dyi, xi;
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, &dys, &dyi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, x, p->compute, &xs, &xi));
+  OutputTarget out;
+  MNT_RETURN_IF_ERROR(OutputAsIo(dw, p->compute, accumulate, &dws, &out));
+  MNT_RETURN_IF_ERROR(Workspace(b, algo, &wsp));
+  const float alpha = 1.0f;
+  MNT_CUDNN_RETURN_IF_ERROR(
+      cudnnConvolutionBackwardFilter(
+          b.cudnn, &alpha, d.x, xi.data, d.y, dyi.data, d.conv,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), wsp.data(),
+          algo.workspace_bytes, &out.beta, d.w, out.io.data),
+      sdk::Format("%s: cudnnConvolutionBackwardFilter(algo %d)", call.op_name(),
+                  algo.algo));
+  return FinishOutput(b, call, dw, out, accumulate);
+}
+
+}  // namespace mnt::cuda
