@@ -45,6 +45,8 @@ TrainedRun Train(const std::string& device, const std::string& precision) {
   PluginRegistry registry({ws + "plugins/backends/cuda", ws + "plugins/backends/cpu",
                            ws + "plugins/precisions", ws + "models/mlp"});
   TrainConfig c = DefaultTrainConfig();
+  c.set_model("mlp");  // the defaults are the GPT-2 main job
+  c.mutable_data()->set_dataset("digits");
   c.set_device(device);
   c.set_precision(precision);
   c.set_progress("none");
