@@ -20,8 +20,8 @@ cd "$(dirname "$0")/../.."
 root="$(pwd)"
 bundle="$root/device_bundle"
 
-tests=(cuda_api_test cuda_kernels_test cuda_gemm_test cuda_loss_scaling_test
-       cuda_mlp_training_test)
+tests=(cuda_api_test cuda_kernels_test cuda_gemm_test cuda_layers_test
+       cuda_loss_scaling_test cuda_mlp_training_test cuda_model_training_test)
 targets=()
 for t in "${tests[@]}"; do targets+=("//plugins/backends/cuda:$t"); done
 targets+=(//plugins/backends/cuda:cuda_benchmark //plugins/backends/cuda:mnt_backend_cuda.so
@@ -52,13 +52,17 @@ cat > "$bundle/run.sh" <<'RUN'
 # Runs every GPU test and the cuda benchmark; prints one table.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+tests=(@TESTS@)
 results="${1:-$here/results}"
 mkdir -p "$results"
 
-# cuBLAS/cuBLASLt: the machine's toolkit, else a Python env's nvidia wheels,
-# else (cudart only) the bundled copy.
+# cuBLAS/cuBLASLt/cuDNN 9: the machine's toolkit, else a Python env's nvidia
+# wheels (nvidia-cudnn-cu12 etc.), else (cudart only) the bundled copy.
+# cuDNN is not bundled: its engine libraries alone are ~500 MB.
 libpath=""
-if ! ls /usr/local/cuda/lib64/libcublasLt.so.* >/dev/null 2>&1; then
+if ! ls /usr/local/cuda/lib64/libcublasLt.so.* >/dev/null 2>&1 ||
+   ! ls /usr/local/cuda/lib64/libcudnn.so.9* /usr/lib/x86_64-linux-gnu/libcudnn.so.9* \
+       >/dev/null 2>&1; then
   for py in python3 /opt/*/bin/python3 /root/*/bin/python3 /home/*/*/bin/python3; do
     command -v "$py" >/dev/null 2>&1 || continue
     for sp in $("$py" -c 'import site,sys; print(" ".join(site.getsitepackages()+[p for p in sys.path if p.endswith("-packages")]))' 2>/dev/null); do
@@ -77,7 +81,7 @@ fi
 
 rows=()
 status=0
-for t in cuda_api_test cuda_kernels_test cuda_gemm_test cuda_loss_scaling_test cuda_mlp_training_test; do
+for t in "${tests[@]}"; do
   log="$results/$t.log"
   start=$(date +%s)
   tmp="$(mktemp -d)"
@@ -104,6 +108,24 @@ if grep -q "no CUDA device" "$results/train_cuda_bf16.log"; then train="SKIPPED 
 elif [[ $rc -ne 0 ]]; then train="FAIL (rc $rc)"; status=1
 else train="PASS ($(grep -io 'accuracy[^,]*' "$results/train_cuda_bf16.log" | tail -1))"; fi
 rows+=("| train --device=cuda (mlp, bf16, 200 steps) | $train | - | - | - | ${secs}s |")
+# The CNN (cuDNN convolutions, pooling, batch norm) and GPT-2 tiny (attention)
+# through the CLI on the GPU in bf16.
+yes "the cat sat on the mat while the dogs ran past and the birds sang." |
+  head -4000 > "$results/corpus.txt"
+for job in "cnn|--model=cnn --model_options=depth=2,width=16 --dataset=digits --steps=300" \
+           "gpt2|--model=gpt2 --dataset=text --text_path=$results/corpus.txt --seq_len=63 --steps=100"; do
+  name="${job%%|*}"
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  "$here/bin/train" --device=cuda --precision=bf16 --progress=none \
+    --cache_dir="$results/cache" ${job#*|} > "$results/train_cuda_${name}_bf16.log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  if grep -q "no CUDA device" "$results/train_cuda_${name}_bf16.log"; then train="SKIPPED (no CUDA device)"
+  elif [[ $rc -ne 0 ]]; then train="FAIL (rc $rc)"; status=1
+  else train="PASS ($(grep -io 'eval .*loss[^,]*' "$results/train_cuda_${name}_bf16.log" | tail -1))"; fi
+  rows+=("| train --device=cuda ($name, bf16) | $train | - | - | - | ${secs}s |")
+done
 start=$(date +%s)
 "$here/bin/cuda_benchmark" --append="$results/performance_fragment.md" > "$results/cuda_benchmark.log" 2>&1
 rc=$?
@@ -122,5 +144,6 @@ grep -h "SKIPPED: no CUDA device" "$results"/*.log | sort -u | head -1
 [[ -f "$results/performance_fragment.md" ]] && cat "$results/performance_fragment.md"
 exit $status
 RUN
+sed -i "s/@TESTS@/${tests[*]}/" "$bundle/run.sh"
 chmod +x "$bundle/run.sh"
 echo "run_gpu_checks: packed $(du -sh "$bundle" | cut -f1) into $bundle; on the GPU machine run: device_bundle/run.sh"

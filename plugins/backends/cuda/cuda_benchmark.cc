@@ -9,6 +9,13 @@
 //     (1024 -> 4096 -> 4096 -> 1024, ReLU, batch 4096: forward with bias
 //     epilogue, softmax cross-entropy, backward GEMMs and bias grads,
 //     fp16 unscale, fused AdamW writing the working copy); no data upload.
+//  4. Causal attention (ATTENTION_FORWARD / BACKWARD) at GPT-2 124M's shape
+//     (B=8, T=1024, C=768, H=12) per storage dtype: forward and
+//     forward+backward ms. This is the fallback kernel path (the only one:
+//     no cuDNN SDPA yet); "TFLOP/s" counts the causal half of the 4*B*H*T^2*D
+//     matmul FLOPs forward and 2.5x that for forward+backward.
+//  Convolution TFLOP/s (ResNet-50 shapes) per precision is
+//  //tools/benchmarks:cnn_benchmark --bench_device=cuda.
 // Times: wall clock between stream synchronizations around `reps` launches
 // after one warm-up call (launch overhead included, as a training loop sees).
 // Flags: --append=PATH appends the tables (with date and device) to PATH,
@@ -255,6 +262,45 @@ double BenchMlpStep(Bench& b, const Precision& p, bool quick) {
   return b.Time(quick ? 2 : 20, step);
 }
 
+struct AttentionResult {
+  const char* precision;
+  double fwd_ms, fwd_bwd_ms, fwd_tflops, fwd_bwd_tflops;
+};
+
+std::vector<AttentionResult> BenchAttention(Bench& b, bool quick) {
+  const int64_t batch = 8, t = 1024, c = 768, h = 12, d = c / h;
+  const MNT_AttentionParams ap{MNT_AttentionParams_STRUCT_SIZE, int32_t(h), 1, 0.0f};
+  const double fwd_flops = 4.0 * batch * h * t * t * d / 2;  // causal half
+  std::vector<AttentionResult> out;
+  for (const Precision& p : kPrecisions) {
+    if (p.mode == MNT_COMPUTE_TF32) continue;  // attention math is fp32 anyway
+    DeviceBuffer qkv = b.Random(batch * t * 3 * c, p.dtype);
+    DeviceBuffer dy = b.Random(batch * t * c, p.dtype);
+    DeviceBuffer y = b.Alloc(batch * t * c * sdk::DTypeSize(p.dtype));
+    DeviceBuffer lse = b.Alloc(batch * h * t * 4);
+    DeviceBuffer dqkv = b.Alloc(batch * t * 3 * c * sdk::DTypeSize(p.dtype));
+    const MNT_Tensor tq = MakeTensor(qkv.data(), p.dtype, {batch, t, 3 * c});
+    const MNT_Tensor ty = MakeTensor(y.data(), p.dtype, {batch, t, c});
+    const MNT_Tensor tl = MakeTensor(lse.data(), MNT_DTYPE_F32, {batch, h, t});
+    const MNT_Tensor tdy = MakeTensor(dy.data(), p.dtype, {batch, t, c});
+    const MNT_Tensor tdq = MakeTensor(dqkv.data(), p.dtype, {batch, t, 3 * c});
+    const auto fwd = [&] {
+      Check("ATTENTION_FORWARD", b.c().Run(MNT_OP_ATTENTION_FORWARD, {tq}, {ty, tl}, &ap));
+    };
+    const int reps = quick ? 2 : 10;
+    const double fwd_ms = b.Time(reps, fwd);
+    const double both_ms = b.Time(reps, [&] {
+      fwd();
+      Check("ATTENTION_BACKWARD",
+            b.c().Run(MNT_OP_ATTENTION_BACKWARD, {tdy, tq, ty, tl}, {tdq}, &ap));
+    });
+    out.push_back({p.name, fwd_ms, both_ms, fwd_flops / (fwd_ms * 1e-3) / 1e12,
+                   3.5 * fwd_flops / (both_ms * 1e-3) / 1e12});
+    std::printf("  attention %s: fwd %.3f ms, fwd+bwd %.3f ms\n", p.name, fwd_ms, both_ms);
+  }
+  return out;
+}
+
 std::string Now() {
   char buf[64];
   const std::time_t t = std::time(nullptr);
@@ -336,6 +382,15 @@ int Main(int argc, char** argv) {
     emit("|---|---|");
     for (const Precision& p : kPrecisions) {
       std::snprintf(line, sizeof(line), "| %s | %.2f |", p.name, BenchMlpStep(b, p, quick));
+      emit(line);
+    }
+    emit("\nCausal attention, fallback kernels (B=8, T=1024, C=768, H=12; fp32 math; "
+         "no cuDNN SDPA path yet):\n");
+    emit("| storage | fwd ms | fwd TFLOP/s | fwd+bwd ms | fwd+bwd TFLOP/s |");
+    emit("|---|---|---|---|---|");
+    for (const AttentionResult& r : BenchAttention(b, quick)) {
+      std::snprintf(line, sizeof(line), "| %s | %.2f | %.2f | %.2f | %.2f |", r.precision,
+                    r.fwd_ms, r.fwd_tflops, r.fwd_bwd_ms, r.fwd_bwd_tflops);
       emit(line);
     }
   }
