@@ -15,7 +15,7 @@
 // Mantissa/PyTorch ratios. Otherwise: "skipped: torch not installed".
 //
 //   tools/bazel run //tools/benchmarks:gpt2_benchmark
-//   tools/bazel run //tools/benchmarks:gpt2_benchmark -- --bench_device=cuda \
+//   tools/bazel run //tools/benchmarks:gpt2_benchmark -- --bench_device=cuda
 //       --bench_model_options=preset=gpt2-124m --bench_seq_len=1024
 #include <chrono>
 #include <cstdio>

@@ -1,11 +1,12 @@
 // export_llmc: Mantissa gpt2 checkpoint -> llm.c GPT-2 checkpoint (.bin),
 // version 3 (fp32) or 5 (bf16, rounded to nearest even).
 //
-//   export_llmc --input=~/.cache/mantissa/runs/gpt2-fortunes/latest \
+//   export_llmc --input=~/.cache/mantissa/runs/gpt2-fortunes/latest
 //       --output=model.bin [--dtype=fp32|bf16] [--vocab_size=N]
 //
 // Written atomically: a failed export leaves an existing file as it was.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -55,6 +56,13 @@ int main(int argc, char** argv) {
                                           : mnt::gpt2::kLlmcVersionBf16;
   if (auto s = mnt::gpt2::EncodeLlmc(*model, version, &bytes); !s.ok()) {
     return Fail(s.message());
+  }
+  // Like the trainer: the output's directory is created when missing.
+  const std::string dir = std::filesystem::path(output).parent_path().string();
+  if (!dir.empty()) {
+    if (auto s = mnt::trainer::MakeDirectories(dir); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
   }
   if (auto s = mnt::trainer::WriteFileAtomic(output, bytes); !s.ok()) {
     return Fail(std::string(s.message()));

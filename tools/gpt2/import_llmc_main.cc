@@ -1,7 +1,7 @@
 // import_llmc: llm.c GPT-2 checkpoint (.bin, version 3 fp32 or 5 bf16) ->
 // Mantissa checkpoint that `train --resume` continues from step 0.
 //
-//   import_llmc --input=gpt2_124M.bin --output=runs/x/latest \
+//   import_llmc --input=gpt2_124M.bin --output=runs/x/latest
 //       --model_options=preset=gpt2-124m [--precision=fp32] [--optimizer=adamw]
 //       [--seed=1234]
 //   train --model_options=preset=gpt2-124m --checkpoint_dir=runs/x --resume ...
@@ -10,6 +10,7 @@
 // one line; the output is written atomically, so a failed import leaves an
 // existing file as it was.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -66,6 +67,13 @@ int main(int argc, char** argv) {
   options.init_scale = static_cast<float>(absl::GetFlag(FLAGS_init_scale));
   auto ckpt = mnt::gpt2::CheckpointFromLlmc(model, options, input);
   if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  // Like the trainer: the output's directory is created when missing.
+  const std::string dir = std::filesystem::path(output).parent_path().string();
+  if (!dir.empty()) {
+    if (auto s = mnt::trainer::MakeDirectories(dir); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+  }
   if (auto s = mnt::trainer::WriteCheckpointAtomic(output, *ckpt); !s.ok()) {
     return Fail(std::string(s.message()));
   }

@@ -1,7 +1,7 @@
 // sample: generates text from a Mantissa gpt2 checkpoint (byte-level
 // vocabulary: bytes in, bytes out; a larger vocabulary prints token ids).
 //
-//   tools/bazel run //tools/gpt2:sample -- --prompt='The ' --tokens=300 \
+//   tools/bazel run //tools/gpt2:sample -- --prompt='The ' --tokens=300
 //       [--checkpoint=~/.cache/mantissa/runs/gpt2-fortunes/latest]
 //       [--temperature=0.8 --top_k=40 --seed=1234]   (--temperature=0: greedy)
 #include <cstdio>
