@@ -7,6 +7,7 @@
 #   bin      -> bin/          plugin -> lib/mantissa/plugins/
 #   share    -> share/mantissa/   doc -> share/doc/mantissa/
 #   example/<dir> -> share/mantissa/examples/<dir>/
+#   file/<path> -> <path> exactly (renamed: the bundle's WORKSPACE, BUILD ...)
 set -euo pipefail
 
 out="$1"
@@ -29,6 +30,10 @@ for item in "$@"; do
     plugin) dest="lib/mantissa/plugins" ;;
     share) dest="share/mantissa" ;;
     example/*) dest="share/mantissa/examples/${kind#example/}" ;;
+    file/*)
+      mkdir -p "$(dirname "$root/${kind#file/}")"
+      cp -L "$file" "$root/${kind#file/}"
+      continue ;;
     *) echo "make_bundle.sh: unknown kind '$kind' for $file" >&2; exit 1 ;;
   esac
   mkdir -p "$root/$dest"
