@@ -122,6 +122,14 @@ _Static_assert(offsetof(MNT_BatchNormParams, training) == 8, "MNT_BatchNormParam
 _Static_assert(offsetof(MNT_BatchNormParams, momentum) == 12, "MNT_BatchNormParams.momentum");
 _Static_assert(offsetof(MNT_BatchNormParams, epsilon) == 16, "MNT_BatchNormParams.epsilon");
 _Static_assert(offsetof(MNT_BatchNormParams, accumulate) == 20, "MNT_BatchNormParams.accumulate");
+_Static_assert(sizeof(MNT_AmpUpdateScaleParams) == 24, "sizeof MNT_AmpUpdateScaleParams");
+_Static_assert(offsetof(MNT_AmpUpdateScaleParams, struct_size) == 0, "MNT_AmpUpdateScaleParams.struct_size");
+_Static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_factor) == 8, "MNT_AmpUpdateScaleParams.growth_factor");
+_Static_assert(offsetof(MNT_AmpUpdateScaleParams, backoff_factor) == 12, "MNT_AmpUpdateScaleParams.backoff_factor");
+_Static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_interval) == 16, "MNT_AmpUpdateScaleParams.growth_interval");
+_Static_assert(sizeof(MNT_ClipCoefficientParams) == 16, "sizeof MNT_ClipCoefficientParams");
+_Static_assert(offsetof(MNT_ClipCoefficientParams, struct_size) == 0, "MNT_ClipCoefficientParams.struct_size");
+_Static_assert(offsetof(MNT_ClipCoefficientParams, max_norm) == 8, "MNT_ClipCoefficientParams.max_norm");
 _Static_assert(sizeof(MNT_Backend_Create_Args) == 40, "sizeof MNT_Backend_Create_Args");
 _Static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0, "MNT_Backend_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8, "MNT_Backend_Create_Args.extension_start");
@@ -453,6 +461,8 @@ _Static_assert(MNT_OP_POOL2D_FORWARD == 25, "MNT_OP_POOL2D_FORWARD");
 _Static_assert(MNT_OP_POOL2D_BACKWARD == 26, "MNT_OP_POOL2D_BACKWARD");
 _Static_assert(MNT_OP_BATCHNORM_FORWARD == 27, "MNT_OP_BATCHNORM_FORWARD");
 _Static_assert(MNT_OP_BATCHNORM_BACKWARD == 28, "MNT_OP_BATCHNORM_BACKWARD");
+_Static_assert(MNT_OP_AMP_UPDATE_SCALE == 29, "MNT_OP_AMP_UPDATE_SCALE");
+_Static_assert(MNT_OP_CLIP_COEFFICIENT == 30, "MNT_OP_CLIP_COEFFICIENT");
 _Static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 _Static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 _Static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -509,6 +519,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

@@ -128,6 +128,14 @@ static_assert(offsetof(MNT_BatchNormParams, training) == 8);
 static_assert(offsetof(MNT_BatchNormParams, momentum) == 12);
 static_assert(offsetof(MNT_BatchNormParams, epsilon) == 16);
 static_assert(offsetof(MNT_BatchNormParams, accumulate) == 20);
+static_assert(sizeof(MNT_AmpUpdateScaleParams) == 24);
+static_assert(offsetof(MNT_AmpUpdateScaleParams, struct_size) == 0);
+static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_factor) == 8);
+static_assert(offsetof(MNT_AmpUpdateScaleParams, backoff_factor) == 12);
+static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_interval) == 16);
+static_assert(sizeof(MNT_ClipCoefficientParams) == 16);
+static_assert(offsetof(MNT_ClipCoefficientParams, struct_size) == 0);
+static_assert(offsetof(MNT_ClipCoefficientParams, max_norm) == 8);
 static_assert(sizeof(MNT_Backend_Create_Args) == 40);
 static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8);
@@ -459,6 +467,8 @@ static_assert(MNT_OP_POOL2D_FORWARD == 25, "MNT_OP_POOL2D_FORWARD");
 static_assert(MNT_OP_POOL2D_BACKWARD == 26, "MNT_OP_POOL2D_BACKWARD");
 static_assert(MNT_OP_BATCHNORM_FORWARD == 27, "MNT_OP_BATCHNORM_FORWARD");
 static_assert(MNT_OP_BATCHNORM_BACKWARD == 28, "MNT_OP_BATCHNORM_BACKWARD");
+static_assert(MNT_OP_AMP_UPDATE_SCALE == 29, "MNT_OP_AMP_UPDATE_SCALE");
+static_assert(MNT_OP_CLIP_COEFFICIENT == 30, "MNT_OP_CLIP_COEFFICIENT");
 static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -518,6 +528,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),
@@ -580,9 +592,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
 }
 
-TEST(AbiLayoutTest, VersionIs13) {
+TEST(AbiLayoutTest, VersionIs14) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 3);
+  EXPECT_EQ(MNT_ABI_MINOR, 4);
 }
 
 }  // namespace

@@ -118,7 +118,16 @@ typedef enum MNT_Op {
   MNT_OP_SGD_STEP = 18,
   /* AdamW (decoupled weight decay, bias-corrected) on fp32 master weights.
    * Inputs as MNT_OP_SGD_STEP. out[0] master F32, out[1] m F32, out[2] v F32,
-   * out[3] optional working copy. Params: MNT_AdamWParams. */
+   * out[3] optional working copy. Params: MNT_AdamWParams.
+   * Since 1.4: optional in[3] step counter I32 [1] on the device, the number
+   * of steps applied so far (as torch's fused Adam keeps state_steps on the
+   * device). When given, bias correction uses counter + 1 instead of
+   * params->step (which is then ignored), and the op increments the counter
+   * when the step is applied (found_inf absent or zero), so a skipped step
+   * leaves it unchanged without a host read. Keep one counter per parameter
+   * tensor: every ADAMW_STEP call increments the counter it is given. A host
+   * passes in[3] only to backends built against ABI >= 1.4 (older ones refuse
+   * a fourth input). */
   MNT_OP_ADAMW_STEP = 19,
   /* --- Since 1.2. --- */
   /* Multi-head self-attention, llm.c layout. in[0] qkv [B,T,3C], each row
@@ -183,6 +192,26 @@ typedef enum MNT_Op {
    * (overwritten), out[1] dgamma [C], out[2] dbeta [C] (added to when
    * accumulate). Params: MNT_BatchNormParams. */
   MNT_OP_BATCHNORM_BACKWARD = 28,
+  /* --- Since 1.4: dynamic loss scaling and clipping on the device, so an
+   * fp16 step needs no host round trip. --- */
+  /* torch's _amp_update_scale_ (GradScaler.update()). in[0] found_inf F32
+   * [1]; out[0] scale F32 [1] and out[1] growth_tracker I32 [1], read and
+   * updated in place; out[2] inv_scale F32 [1] = (float)(1.0 / (double)new
+   * scale), for the next NONFINITE_CHECK_UNSCALE. found_inf non-zero: scale
+   * *= backoff_factor, tracker = 0. Otherwise tracker + 1; when it reaches
+   * growth_interval, scale *= growth_factor unless that would overflow fp32
+   * (the scale never becomes inf) and tracker = 0. Products are taken in
+   * double and rounded to fp32 once. A single scalar: backends may run it
+   * as one thread. Params: MNT_AmpUpdateScaleParams. */
+  MNT_OP_AMP_UPDATE_SCALE = 29,
+  /* The clip_grad_norm_ multiplier from a squared global norm, on the device.
+   * in[0] norm_squared F32 [1] (GLOBAL_NORM_SQUARED's output); optional in[1]
+   * found_inf F32 [1]. out[0] multiplier F32 [1] = (float)(max_norm /
+   * (sqrt(n) + 1e-6)) when sqrt(n) > max_norm, else 1 (computed in double);
+   * 1 when max_norm <= 0 or found_inf is non-zero (that step is skipped
+   * anyway). Feed it to the optimizer ops' in[2]. Params:
+   * MNT_ClipCoefficientParams. */
+  MNT_OP_CLIP_COEFFICIENT = 30,
 } MNT_Op;
 
 typedef struct MNT_FillParams {
@@ -335,6 +364,25 @@ typedef struct MNT_BatchNormParams {
 } MNT_BatchNormParams;
 #define MNT_BatchNormParams_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_BatchNormParams, accumulate)
+
+/* Since 1.4: MNT_OP_AMP_UPDATE_SCALE. GradScaler's defaults are 2, 0.5,
+ * 2000. */
+typedef struct MNT_AmpUpdateScaleParams {
+  size_t struct_size;
+  float growth_factor;     /* > 1 */
+  float backoff_factor;    /* in (0, 1) */
+  int32_t growth_interval; /* >= 1 clean steps before growing */
+} MNT_AmpUpdateScaleParams;
+#define MNT_AmpUpdateScaleParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AmpUpdateScaleParams, growth_interval)
+
+/* Since 1.4: MNT_OP_CLIP_COEFFICIENT. */
+typedef struct MNT_ClipCoefficientParams {
+  size_t struct_size;
+  float max_norm; /* <= 0: no clipping (multiplier 1) */
+} MNT_ClipCoefficientParams;
+#define MNT_ClipCoefficientParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_ClipCoefficientParams, max_norm)
 
 /* ------------------------------------------------------------------------ */
 /* Calls. Every call takes one Args struct (struct_size and extension chain  */

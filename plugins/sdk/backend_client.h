@@ -55,6 +55,8 @@ inline const char* OpName(MNT_Op op) {
     case MNT_OP_POOL2D_BACKWARD: return "POOL2D_BACKWARD";
     case MNT_OP_BATCHNORM_FORWARD: return "BATCHNORM_FORWARD";
     case MNT_OP_BATCHNORM_BACKWARD: return "BATCHNORM_BACKWARD";
+    case MNT_OP_AMP_UPDATE_SCALE: return "AMP_UPDATE_SCALE";
+    case MNT_OP_CLIP_COEFFICIENT: return "CLIP_COEFFICIENT";
     default: return "UNKNOWN_OP";
   }
 }

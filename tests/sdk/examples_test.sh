@@ -58,7 +58,7 @@ train linear fp16_floor 200 70
 train mlp fp16_floor 200 70
 train linear bf16 200 70
 
-# Version skew: the same sources built against the previous minor's SDK
+# Version skew: the same sources built against an older minor's SDK (1.2)
 # headers load, pass the suite and train in this (newer) host.
 old_version="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' "$old_sdk/plugins/abi/mnt_common.h").$(
   sed -n 's/^#define MNT_ABI_MINOR \([0-9]*\).*/\1/p' "$old_sdk/plugins/abi/mnt_common.h")"

@@ -38,9 +38,9 @@ constexpr size_t kPluginApiVersionEnd =
 // "MAJOR.MINOR" of the headers this trainer was built with.
 constexpr const char* kAbiVersion =
     MNT_STRINGIFY(MNT_ABI_MAJOR) "." MNT_STRINGIFY(MNT_ABI_MINOR);
-// 1.2 and 1.3 appended ops and params structs only (no struct of the API
-// tables grew).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 3,
+// 1.2, 1.3 and 1.4 appended ops and params structs only (no struct of the
+// API tables grew).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 4,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

@@ -45,6 +45,9 @@ sdk::Status RunPool2dForward(const OpCall& call);
 sdk::Status RunPool2dBackward(const OpCall& call);
 sdk::Status RunBatchNormForward(const OpCall& call);
 sdk::Status RunBatchNormBackward(const OpCall& call);
+// loss_scaling.cc (ABI 1.4)
+sdk::Status RunAmpUpdateScale(const OpCall& call);
+sdk::Status RunClipCoefficient(const OpCall& call);
 
 }  // namespace mnt::cpu
 

@@ -2,9 +2,11 @@
 // master weights, per element as torch.optim does (formulas in
 // plugins/backends/common/elementwise_math.h).
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "plugins/backends/common/elementwise_math.h"
+#include "plugins/backends/common/step_math.h"
 #include "plugins/backends/cpu/ops.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/sdk/tensor.h"
@@ -99,16 +101,28 @@ Status RunSgdStep(const OpCall& call) {
 }
 
 Status RunAdamWStep(const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 3, 3, 4));
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 4, 3, 4));
   const MNT_AdamWParams* p;
   MNT_RETURN_IF_ERROR(
       call.Params("MNT_AdamWParams", MNT_AdamWParams_STRUCT_SIZE, false, &p));
-  if (p->step < 1) {
+  StepInputs in;
+  MNT_RETURN_IF_ERROR(ReadStepInputs(call, &in));
+  // ABI 1.4: the applied-step counter on the device replaces params->step.
+  const Operand counter = call.OptionalInput(3, "step_counter");
+  int64_t step = p->step;
+  if (counter.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectDType(counter, MNT_DTYPE_I32));
+    MNT_RETURN_IF_ERROR(call.ExpectElements(counter, 1, "i32 with 1 element"));
+    const int32_t applied = *I32Data(*counter);
+    if (applied < 0 || applied == INT32_MAX) {
+      return call.Invalid(sdk::Format("%s holds %d, expected 0..%d applied steps",
+                                      counter.label.c_str(), applied, INT32_MAX - 1));
+    }
+    step = int64_t{applied} + 1;
+  } else if (p->step < 1) {
     return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)",
                                     (long long)p->step));
   }
-  StepInputs in;
-  MNT_RETURN_IF_ERROR(ReadStepInputs(call, &in));
   const int64_t n = sdk::NumElements(*in.grad);
   Operand master, m, v;
   MNT_RETURN_IF_ERROR(call.Output(0, "master", &master));
@@ -119,21 +133,17 @@ Status RunAdamWStep(const OpCall& call) {
   }
   const Operand working = call.OptionalOutput(3, "working_copy");
   MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, working, n));
-  if (in.skip) return Status::Ok();
+  if (in.skip) return Status::Ok();  // the counter stays as it is, too
 
   const std::vector<float> g = ScaledGradient(in);
-  const double step = static_cast<double>(p->step);
-  const double bias_correction1 = 1.0 - std::pow(static_cast<double>(p->beta1), step);
-  const double bias_correction2 = 1.0 - std::pow(static_cast<double>(p->beta2), step);
-  const AdamWCoefficients c{
-      p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay,
-      static_cast<float>(p->lr / bias_correction1),
-      static_cast<float>(std::sqrt(bias_correction2))};
+  const AdamWCoefficients c = AdamWCoefficientsForStep(
+      p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay, step);
   float* w = F32Data(*master);
   float* mv = F32Data(*m);
   float* vv = F32Data(*v);
   for (int64_t i = 0; i < n; ++i) AdamWUpdate(c, g[i], &w[i], &mv[i], &vv[i]);
   if (working.present()) WriteF32(w, *working);
+  if (counter.present()) *static_cast<int32_t*>(counter->data) += 1;
   return Status::Ok();
 }
 
