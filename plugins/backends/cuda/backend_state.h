@@ -9,11 +9,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/cuda/allocator.h"
+#include "plugins/backends/cuda/backend_options.h"
+#include "plugins/backends/cuda/cudnn_graph.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
@@ -51,6 +54,9 @@ struct CudaBackend {
   unsigned* error_word = nullptr;  // kError* bits set by kernels
   std::map<std::string, GemmAlgo> gemm_algos;
   std::map<std::string, ConvAlgoChoice> conv_algos;
+  CudaBackendOptions options;
+  // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
+  std::map<std::string, std::unique_ptr<CudnnPlan>> sdpa_plans;
   std::set<CudaEvent*> events;
 
   ~CudaBackend();

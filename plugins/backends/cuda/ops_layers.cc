@@ -1,7 +1,10 @@
 // ATTENTION_*, POOL2D_*, BATCHNORM_*: the CPU backend's operand checks
-// (same wording), then the layer kernels (layer_kernels.cu).
+// (same wording), then the layer kernels (layer_kernels.cu); attention runs
+// cuDNN SDPA instead where the backend's `attention` option lets it
+// (attention_cudnn.cc).
 #include <cmath>
 
+#include "plugins/backends/cuda/attention_cudnn.h"
 #include "plugins/backends/cuda/ops.h"
 #include "plugins/sdk/tensor.h"
 
@@ -42,14 +45,16 @@ Status AttentionShape(const OpCall& call, const Operand& qkv,
   s->scale = p.scale != 0.0f ? p.scale
                              : static_cast<float>(1.0 / std::sqrt(double(s->d)));
   s->causal = p.causal != 0;
-  if (AttentionFallbackSharedBytes(*s) > kDefaultSharedBytes) {
-    return sdk::Unimplemented(sdk::Format(
-        "%s: T=%lld, D=%lld needs %zu bytes of shared memory in the cuda "
-        "fallback attention kernels (limit %zu)",
-        call.op_name(), (long long)s->t, (long long)s->d,
-        AttentionFallbackSharedBytes(*s), kDefaultSharedBytes));
-  }
   return Status::Ok();
+}
+
+Status FallbackFits(const OpCall& call, const AttentionDims& s) {
+  if (AttentionFallbackSharedBytes(s) <= kDefaultSharedBytes) return Status::Ok();
+  return sdk::Unimplemented(sdk::Format(
+      "%s: T=%lld, D=%lld needs %zu bytes of shared memory in the cuda "
+      "fallback attention kernels (limit %zu)",
+      call.op_name(), (long long)s.t, (long long)s.d, AttentionFallbackSharedBytes(s),
+      kDefaultSharedBytes));
 }
 
 Status ExpectBTC(const OpCall& call, const Operand& t, const AttentionDims& s) {
@@ -176,6 +181,10 @@ Status RunAttentionForward(CudaBackend& b, const OpCall& call) {
   MNT_RETURN_IF_ERROR(AttentionShape(call, qkv, *p, &s));
   MNT_RETURN_IF_ERROR(ExpectBTC(call, y, s));
   MNT_RETURN_IF_ERROR(ExpectLse(call, lse, s));
+  bool ran;
+  MNT_RETURN_IF_ERROR(MaybeCudnnAttentionForward(b, call, s, qkv, y, lse, &ran));
+  if (ran) return Status::Ok();
+  MNT_RETURN_IF_ERROR(FallbackFits(call, s));
   return Launched(call, LaunchAttentionForward(b.stream, s, Dev(qkv), Dev(y), F32(lse)),
                   "attention_forward");
 }
@@ -197,6 +206,10 @@ Status RunAttentionBackward(CudaBackend& b, const OpCall& call) {
   MNT_RETURN_IF_ERROR(ExpectLse(call, lse, s));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(dqkv));
   MNT_RETURN_IF_ERROR(call.ExpectDims(dqkv, 3, qkv->dims, sdk::Describe(*qkv)));
+  bool ran;
+  MNT_RETURN_IF_ERROR(MaybeCudnnAttentionBackward(b, call, s, dy, qkv, y, lse, dqkv, &ran));
+  if (ran) return Status::Ok();
+  MNT_RETURN_IF_ERROR(FallbackFits(call, s));
   Scratch delta(b);
   MNT_RETURN_IF_ERROR(delta.Allocate(sizeof(float) * s.b * s.h * s.t));
   return Launched(call,

@@ -12,7 +12,6 @@
 #include "plugins/backends/cuda/run.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
-#include "plugins/sdk/options.h"
 
 namespace mnt::cuda {
 
@@ -25,6 +24,7 @@ CudaBackend::~CudaBackend() {
     delete e;
   }
   allocator.ReleaseAll();
+  sdpa_plans.clear();  // before the cuDNN handle they were built with
   if (error_word != nullptr) cudaFree(error_word);
   if (cudnn != nullptr) cudnnDestroy(cudnn);
   if (lt != nullptr) cublasLtDestroy(lt);
@@ -70,10 +70,8 @@ Status GetBackend(const char* call, MNT_Backend* handle, CudaBackend** out) {
 MNT_Error* BackendCreate(MNT_Backend_Create_Args* args) {
   return sdk::Guard("Backend_Create", [&]() -> Status {
     MNT_CHECK_ARGS(MNT_Backend_Create_Args, args);
-    sdk::Options options;
-    MNT_RETURN_IF_ERROR(
-        sdk::Options::Parse(args->options, "cuda backend options", &options));
-    MNT_RETURN_IF_ERROR(options.CheckKnown({}));
+    CudaBackendOptions options;
+    MNT_RETURN_IF_ERROR(ParseCudaBackendOptions(args->options, &options));
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
@@ -91,6 +89,7 @@ MNT_Error* BackendCreate(MNT_Backend_Create_Args* args) {
     }
     auto b = std::make_unique<CudaBackend>();
     b->device = args->device_ordinal;
+    b->options = options;
     MNT_CUDA_RETURN_IF_ERROR(cudaSetDevice(b->device), "Backend_Create: cudaSetDevice");
     cudaDeviceProp prop{};
     MNT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, b->device),

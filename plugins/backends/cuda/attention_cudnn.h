@@ -1,0 +1,34 @@
+// ATTENTION_FORWARD / BACKWARD through cuDNN's fused flash attention (SDPA),
+// built as a cuDNN 9 backend operation graph: the same op sequence the cuDNN
+// frontend lowers its SDPA node to, which cuDNN's fused attention engines
+// recognise. Q, K, V are strided views into the packed qkv [B,T,3,H,D]
+// buffer (dims B,H,T,D, strides T*3C, D, 3C, 1), O / dO are [B,T,H,D]; the
+// stats output is the row logsumexp of the scaled scores in natural log,
+// i.e. exactly the ABI's lse [B,H,T]. Execution plans are cached per
+// (direction, B, H, T, D, dtype, causal); workspace comes from the backend's
+// allocator.
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_ATTENTION_CUDNN_H_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_ATTENTION_CUDNN_H_
+
+#include "plugins/backends/cuda/backend_state.h"
+#include "plugins/backends/cuda/kernels.h"
+#include "plugins/backends/cuda/op_call.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::cuda {
+
+// Runs the op through cuDNN when the backend's `attention` option and the
+// operands allow it; *ran says whether it did (false: run the fallback
+// kernels). With attention=cudnn, a 16-bit call cuDNN cannot take is an
+// error instead; fp32 or mixed storage never runs here.
+sdk::Status MaybeCudnnAttentionForward(CudaBackend& b, const OpCall& call,
+                                       const AttentionDims& s, const Operand& qkv,
+                                       const Operand& y, const Operand& lse, bool* ran);
+sdk::Status MaybeCudnnAttentionBackward(CudaBackend& b, const OpCall& call,
+                                        const AttentionDims& s, const Operand& dy,
+                                        const Operand& qkv, const Operand& y,
+                                        const Operand& lse, const Operand& dqkv, bool* ran);
+
+}  // namespace mnt::cuda
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_ATTENTION_CUDNN_H_

@@ -1,0 +1,42 @@
+#include "plugins/backends/cuda/backend_options.h"
+
+#include <string>
+
+#include "plugins/sdk/options.h"
+
+namespace mnt::cuda {
+
+const char* AttentionImplName(AttentionImpl impl) {
+  switch (impl) {
+    case AttentionImpl::kCudnn: return "cudnn";
+    case AttentionImpl::kFallback: return "fallback";
+    default: return "auto";
+  }
+}
+
+sdk::Status ParseCudaBackendOptions(const char* text, CudaBackendOptions* out) {
+  constexpr char kContext[] = "cuda backend options";
+  sdk::Options options;
+  MNT_RETURN_IF_ERROR(sdk::Options::Parse(text, kContext, &options));
+  MNT_RETURN_IF_ERROR(options.CheckKnown({"attention"}));
+  CudaBackendOptions parsed;
+  if (options.Has("attention")) {
+    std::string value;
+    MNT_RETURN_IF_ERROR(options.GetString("attention", &value));
+    if (value == "auto") {
+      parsed.attention = AttentionImpl::kAuto;
+    } else if (value == "cudnn") {
+      parsed.attention = AttentionImpl::kCudnn;
+    } else if (value == "fallback") {
+      parsed.attention = AttentionImpl::kFallback;
+    } else {
+      return sdk::InvalidArgument(sdk::Format(
+          "%s: attention='%s' is not one of auto, cudnn, fallback", kContext,
+          value.c_str()));
+    }
+  }
+  *out = parsed;
+  return sdk::Status::Ok();
+}
+
+}  // namespace mnt::cuda

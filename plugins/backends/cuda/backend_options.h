@@ -1,0 +1,33 @@
+// The cuda backend's creation options ("key=value,..." in
+// MNT_Backend_Create_Args.options). Parsed apart from Backend_Create so the
+// parsing is testable on machines without a device.
+//   attention=auto|cudnn|fallback (default auto)
+//     auto:     cuDNN SDPA (flash attention) for 16-bit storage when the
+//               device, the cuDNN version and the shape allow it and an
+//               execution plan builds; otherwise the fallback kernels.
+//     cudnn:    like auto, but a 16-bit call cuDNN cannot run is an error.
+//     fallback: always the fallback kernels (deterministic).
+//   fp32 (or mixed) storage always runs the fallback kernels: cuDNN's SDPA
+//   has no fp32 path.
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_OPTIONS_H_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_OPTIONS_H_
+
+#include "plugins/sdk/status.h"
+
+namespace mnt::cuda {
+
+enum class AttentionImpl { kAuto, kCudnn, kFallback };
+
+const char* AttentionImplName(AttentionImpl impl);
+
+struct CudaBackendOptions {
+  AttentionImpl attention = AttentionImpl::kAuto;
+};
+
+// NULL or "" gives the defaults; an unknown key or value is one-line
+// INVALID_ARGUMENT naming it and the accepted values.
+sdk::Status ParseCudaBackendOptions(const char* text, CudaBackendOptions* out);
+
+}  // namespace mnt::cuda
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_OPTIONS_H_
