@@ -33,7 +33,9 @@ class CudaLayersTest : public ::testing::Test {
   void SetUp() override {
     MNT_SKIP_WITHOUT_GPU();
     rng_.seed(testing::FreshSeed());
-    d_.Init();
+    // The attention cases test the fallback kernels (deterministic, fp32
+    // math); cuDNN SDPA has its own test (cuda_attention_cudnn_test).
+    d_.Init("attention=fallback");
   }
   std::vector<float> Random(int64_t n, float scale = 1.0f) {
     std::normal_distribution<float> dist(0.0f, scale);

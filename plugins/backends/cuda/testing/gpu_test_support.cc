@@ -54,9 +54,10 @@ MNT_Tensor Pair::cuda() const {
 }
 
 namespace {
-MNT_Backend* Create(const MNT_Plugin_Api* api) {
+MNT_Backend* Create(const MNT_Plugin_Api* api, const char* options = nullptr) {
   MNT_Backend_Create_Args a{};
   a.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+  a.options = options;
   const sdk::Status s = sdk::StatusFromPluginError(api, api->backend->Backend_Create(&a));
   EXPECT_TRUE(s.ok()) << api->name << ": " << s.message();
   return s.ok() ? a.backend : nullptr;
@@ -75,8 +76,8 @@ DualBackend::~DualBackend() {
   if (cpu_instance_) Destroy(cpu::CpuBackendPluginApi(), cpu_instance_);
 }
 
-void DualBackend::Init() {
-  cuda_instance_ = Create(CudaBackendPluginApi());
+void DualBackend::Init(const char* cuda_options) {
+  cuda_instance_ = Create(CudaBackendPluginApi(), cuda_options);
   cpu_instance_ = Create(cpu::CpuBackendPluginApi());
   ASSERT_NE(cuda_instance_, nullptr);
   ASSERT_NE(cpu_instance_, nullptr);

@@ -52,8 +52,9 @@ class DualBackend {
   DualBackend& operator=(const DualBackend&) = delete;
   ~DualBackend();
 
-  // Creates both instances; fails the calling test on error.
-  void Init();
+  // Creates both instances (the cuda one with `cuda_options`, e.g.
+  // "attention=fallback"); fails the calling test on error.
+  void Init(const char* cuda_options = nullptr);
 
   const sdk::BackendClient& cuda() const { return cuda_; }
   const sdk::BackendClient& cpu() const { return cpu_; }
