@@ -1,10 +1,12 @@
 // Elementwise kernels: FILL, CAST / operand staging, ADD, activations, the
 // fused non-finite check + unscale, the fused SGD / AdamW steps (fp32 master
-// plus rounded working copy) and GEMM's K == 0 case. Per-element math comes
+// plus rounded working copy), GEMM's K == 0 case and (ABI 1.4) the one-thread
+// loss-scale update and clip coefficient. Per-element math comes
 // from plugins/backends/common, the same functions the CPU backend runs.
 #include <cuda_runtime.h>
 
 #include "plugins/backends/common/elementwise_math.h"
+#include "plugins/backends/common/step_math.h"
 #include "plugins/backends/cuda/device_math.cuh"
 #include "plugins/backends/cuda/kernels.h"
 
@@ -140,8 +142,19 @@ __global__ void SgdKernel(StepBuffers b, SgdCoefficients c) {
   }
 }
 
-__global__ void AdamWKernel(StepBuffers b, AdamWCoefficients c) {
-  if (SkipStep(b)) return;
+__global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c) {
+  if (SkipStep(b)) return;  // uniform across the grid: no thread reaches the barrier
+  __shared__ AdamWCoefficients shared_c;
+  if (b.step_counter != nullptr) {
+    // Bias corrections from the device counter, once per block.
+    if (threadIdx.x == 0) {
+      shared_c = AdamWCoefficientsForStep(host_c.lr, host_c.beta1, host_c.beta2,
+                                          host_c.epsilon, host_c.weight_decay,
+                                          int64_t{*b.step_counter} + 1);
+    }
+    __syncthreads();
+  }
+  const AdamWCoefficients c = b.step_counter != nullptr ? shared_c : host_c;
   const float mult = Multiplier(b);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < b.n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -154,6 +167,27 @@ __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients c) {
     b.state2[i] = v;
     if (b.working.data != nullptr) Store(b.working, i, w);
   }
+}
+
+// After every block of the AdamW update has read the counter (stream order).
+__global__ void CountAppliedStepKernel(int32_t* counter, const float* found_inf) {
+  if (found_inf == nullptr || *found_inf == 0.0f) *counter += 1;
+}
+
+__global__ void AmpUpdateScaleKernel(const float* found_inf, float* scale,
+                                     int32_t* tracker, float* inv_scale,
+                                     float growth_factor, float backoff_factor,
+                                     int32_t growth_interval) {
+  AmpUpdateScale(*found_inf != 0.0f, growth_factor, backoff_factor,
+                 growth_interval, scale, tracker);
+  *inv_scale = InvScale(*scale);
+}
+
+__global__ void ClipCoefficientKernel(const float* norm_squared,
+                                      const float* found_inf, float max_norm,
+                                      float* multiplier) {
+  const bool skip = found_inf != nullptr && *found_inf != 0.0f;
+  *multiplier = ClipCoefficient(*norm_squared, max_norm, skip);
 }
 
 __global__ void GemmEmptyKKernel(DevTensor c, int64_t m, int64_t n, float beta,
@@ -219,8 +253,30 @@ cudaError_t LaunchSgdStep(cudaStream_t s, const StepBuffers& b,
 
 cudaError_t LaunchAdamWStep(cudaStream_t s, const StepBuffers& b,
                             const AdamWCoefficients& c) {
-  if (b.n <= 0) return cudaGetLastError();
-  AdamWKernel<<<GridFor(b.n, kThreads), kThreads, 0, s>>>(b, c);
+  if (b.n > 0) {
+    AdamWKernel<<<GridFor(b.n, kThreads), kThreads, 0, s>>>(b, c);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (b.step_counter != nullptr) {
+    CountAppliedStepKernel<<<1, 1, 0, s>>>(b.step_counter, b.found_inf);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAmpUpdateScale(cudaStream_t s, const float* found_inf,
+                                 float* scale, int32_t* growth_tracker,
+                                 float* inv_scale, float growth_factor,
+                                 float backoff_factor, int32_t growth_interval) {
+  AmpUpdateScaleKernel<<<1, 1, 0, s>>>(found_inf, scale, growth_tracker, inv_scale,
+                                       growth_factor, backoff_factor,
+                                       growth_interval);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchClipCoefficient(cudaStream_t s, const float* norm_squared,
+                                  const float* found_inf, float max_norm,
+                                  float* multiplier) {
+  ClipCoefficientKernel<<<1, 1, 0, s>>>(norm_squared, found_inf, max_norm, multiplier);
   return cudaGetLastError();
 }
 

@@ -11,6 +11,7 @@
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/layer_math.h"
+#include "plugins/backends/common/step_math.h"
 
 namespace mnt::cuda {
 
@@ -53,11 +54,25 @@ struct StepBuffers {
   float* state2 = nullptr;  // Adam v
   DevTensor working;        // optional rounded copy
   int64_t n = 0;
+  // ABI 1.4, AdamW only: applied-step counter on the device (NULL: the
+  // coefficients passed in are used as they are).
+  int32_t* step_counter = nullptr;
 };
 cudaError_t LaunchSgdStep(cudaStream_t s, const StepBuffers& b,
                           const SgdCoefficients& c);
+// With b.step_counter, every block derives the bias corrections from
+// counter + 1 on the device and a one-thread kernel afterwards increments the
+// counter unless the step was skipped.
 cudaError_t LaunchAdamWStep(cudaStream_t s, const StepBuffers& b,
                             const AdamWCoefficients& c);
+// ABI 1.4 scalar ops, one thread each (step_math.h formulas).
+cudaError_t LaunchAmpUpdateScale(cudaStream_t s, const float* found_inf,
+                                 float* scale, int32_t* growth_tracker,
+                                 float* inv_scale, float growth_factor,
+                                 float backoff_factor, int32_t growth_interval);
+cudaError_t LaunchClipCoefficient(cudaStream_t s, const float* norm_squared,
+                                  const float* found_inf, float max_norm,
+                                  float* multiplier);
 // GEMM with K == 0: C = beta * C (+ bias rounded to `compute`).
 cudaError_t LaunchGemmEmptyK(cudaStream_t s, DevTensor c, int64_t m, int64_t n,
                              float beta, DevTensor bias,

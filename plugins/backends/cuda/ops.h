@@ -34,6 +34,8 @@ sdk::Status RunGlobalNormSquared(CudaBackend& b, const OpCall& call);
 sdk::Status RunNonfiniteCheckUnscale(CudaBackend& b, const OpCall& call);
 sdk::Status RunSgdStep(CudaBackend& b, const OpCall& call);
 sdk::Status RunAdamWStep(CudaBackend& b, const OpCall& call);
+sdk::Status RunAmpUpdateScale(CudaBackend& b, const OpCall& call);   // ABI 1.4
+sdk::Status RunClipCoefficient(CudaBackend& b, const OpCall& call);  // ABI 1.4
 // ops_layers.cc
 sdk::Status RunAttentionForward(CudaBackend& b, const OpCall& call);
 sdk::Status RunAttentionBackward(CudaBackend& b, const OpCall& call);

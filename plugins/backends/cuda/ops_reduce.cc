@@ -1,7 +1,8 @@
-// REDUCE, GLOBAL_NORM_SQUARED, NONFINITE_CHECK_UNSCALE and the optimizer
-// steps. Nothing here reads device memory on the host: found_inf, the
-// gradient multiplier and inv_scale stay on the device, so an fp16 step with
-// dynamic loss scaling needs no host round trip until the scaler update.
+// REDUCE, GLOBAL_NORM_SQUARED, NONFINITE_CHECK_UNSCALE, the optimizer steps
+// and (ABI 1.4) AMP_UPDATE_SCALE and CLIP_COEFFICIENT. Nothing here reads
+// device memory on the host: found_inf, the gradient multiplier, inv_scale,
+// the loss scale and AdamW's step counter stay on the device, so an fp16 step
+// with dynamic loss scaling needs no host round trip.
 #include <cmath>
 #include <vector>
 
@@ -176,17 +177,24 @@ Status RunSgdStep(CudaBackend& b, const OpCall& call) {
 }
 
 Status RunAdamWStep(CudaBackend& b, const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 3, 3, 4));
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 4, 3, 4));
   const MNT_AdamWParams* p;
   MNT_RETURN_IF_ERROR(
       call.Params("MNT_AdamWParams", MNT_AdamWParams_STRUCT_SIZE, false, &p));
-  if (p->step < 1) {
-    return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)",
-                                    (long long)p->step));
-  }
   StepBuffers s;
   Operand grad;
   MNT_RETURN_IF_ERROR(ReadStepInputs(call, &s, &grad));
+  // ABI 1.4: the applied-step counter on the device replaces params->step
+  // (its range is not checked here: that would need a host read).
+  const Operand counter = call.OptionalInput(3, "step_counter");
+  if (counter.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectDType(counter, MNT_DTYPE_I32));
+    MNT_RETURN_IF_ERROR(call.ExpectElements(counter, 1, "i32 with 1 element"));
+    s.step_counter = static_cast<int32_t*>(counter->data);
+  } else if (p->step < 1) {
+    return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)",
+                                    (long long)p->step));
+  }
   Operand master, m, v;
   MNT_RETURN_IF_ERROR(call.Output(0, "master", &master));
   MNT_RETURN_IF_ERROR(call.Output(1, "m", &m));
@@ -200,15 +208,67 @@ Status RunAdamWStep(CudaBackend& b, const OpCall& call) {
   s.state1 = F32(m);
   s.state2 = F32(v);
   s.working = Dev(working);
-  // Bias corrections in double on the host, exactly as the CPU backend.
-  const double step = static_cast<double>(p->step);
-  const double bc1 = 1.0 - std::pow(static_cast<double>(p->beta1), step);
-  const double bc2 = 1.0 - std::pow(static_cast<double>(p->beta2), step);
-  const AdamWCoefficients c{p->lr,           p->beta1,
-                            p->beta2,        p->epsilon,
-                            p->weight_decay, static_cast<float>(p->lr / bc1),
-                            static_cast<float>(std::sqrt(bc2))};
+  // Bias corrections in double with the shared formula, the same bits as
+  // the CPU backend and as the device-counter path.
+  const AdamWCoefficients c = AdamWCoefficientsForStep(
+      p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay,
+      s.step_counter != nullptr ? 1 : p->step);
   return Launched(call, LaunchAdamWStep(b.stream, s, c), "adamw_step");
+}
+
+Status RunAmpUpdateScale(CudaBackend& b, const OpCall& call) {
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 1, 3, 3));
+  const MNT_AmpUpdateScaleParams* p;
+  MNT_RETURN_IF_ERROR(call.Params("MNT_AmpUpdateScaleParams",
+                                  MNT_AmpUpdateScaleParams_STRUCT_SIZE, false, &p));
+  if (!(p->growth_factor > 1.0f) || !std::isfinite(p->growth_factor)) {
+    return call.Invalid(sdk::Format("growth_factor %g must be finite and > 1",
+                                    static_cast<double>(p->growth_factor)));
+  }
+  if (!(p->backoff_factor > 0.0f && p->backoff_factor < 1.0f)) {
+    return call.Invalid(sdk::Format("backoff_factor %g must be in (0, 1)",
+                                    static_cast<double>(p->backoff_factor)));
+  }
+  if (p->growth_interval < 1) {
+    return call.Invalid(
+        sdk::Format("growth_interval %d must be >= 1", p->growth_interval));
+  }
+  Operand found_inf, scale, tracker, inv_scale;
+  MNT_RETURN_IF_ERROR(call.Input(0, "found_inf", &found_inf));
+  MNT_RETURN_IF_ERROR(call.Output(0, "scale", &scale));
+  MNT_RETURN_IF_ERROR(call.Output(1, "growth_tracker", &tracker));
+  MNT_RETURN_IF_ERROR(call.Output(2, "inv_scale", &inv_scale));
+  MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(found_inf));
+  MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(scale));
+  MNT_RETURN_IF_ERROR(call.ExpectDType(tracker, MNT_DTYPE_I32));
+  MNT_RETURN_IF_ERROR(call.ExpectElements(tracker, 1, "i32 with 1 element"));
+  MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(inv_scale));
+  return Launched(call,
+                  LaunchAmpUpdateScale(b.stream, F32(found_inf), F32(scale),
+                                       static_cast<int32_t*>(tracker->data),
+                                       F32(inv_scale), p->growth_factor,
+                                       p->backoff_factor, p->growth_interval),
+                  "amp_update_scale");
+}
+
+Status RunClipCoefficient(CudaBackend& b, const OpCall& call) {
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 2, 1, 1));
+  const MNT_ClipCoefficientParams* p;
+  MNT_RETURN_IF_ERROR(call.Params("MNT_ClipCoefficientParams",
+                                  MNT_ClipCoefficientParams_STRUCT_SIZE, false, &p));
+  if (std::isnan(p->max_norm)) return call.Invalid("max_norm is NaN");
+  Operand norm_squared, multiplier;
+  MNT_RETURN_IF_ERROR(call.Input(0, "norm_squared", &norm_squared));
+  MNT_RETURN_IF_ERROR(call.Output(0, "multiplier", &multiplier));
+  MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(norm_squared));
+  MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(multiplier));
+  const Operand found_inf = call.OptionalInput(1, "found_inf");
+  if (found_inf.present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(found_inf));
+  return Launched(call,
+                  LaunchClipCoefficient(b.stream, F32(norm_squared),
+                                        found_inf.present() ? F32(found_inf) : nullptr,
+                                        p->max_norm, F32(multiplier)),
+                  "clip_coefficient");
 }
 
 }  // namespace mnt::cuda

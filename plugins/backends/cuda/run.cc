@@ -43,6 +43,8 @@ Kernel KernelFor(MNT_Op op) {
     case MNT_OP_POOL2D_BACKWARD: return RunPool2dBackward;
     case MNT_OP_BATCHNORM_FORWARD: return RunBatchNormForward;
     case MNT_OP_BATCHNORM_BACKWARD: return RunBatchNormBackward;
+    case MNT_OP_AMP_UPDATE_SCALE: return RunAmpUpdateScale;
+    case MNT_OP_CLIP_COEFFICIENT: return RunClipCoefficient;
     default: return nullptr;
   }
 }
