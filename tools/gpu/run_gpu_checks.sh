@@ -21,7 +21,8 @@ root="$(pwd)"
 bundle="$root/device_bundle"
 
 tests=(cuda_api_test cuda_kernels_test cuda_gemm_test cuda_layers_test
-       cuda_loss_scaling_test cuda_mlp_training_test cuda_model_training_test)
+       cuda_attention_cudnn_test cuda_loss_scaling_test cuda_mlp_training_test
+       cuda_model_training_test)
 targets=()
 for t in "${tests[@]}"; do targets+=("//plugins/backends/cuda:$t"); done
 targets+=(//plugins/backends/cuda:cuda_benchmark //plugins/backends/cuda:mnt_backend_cuda.so

@@ -11,9 +11,11 @@
 //     fp16 unscale, fused AdamW writing the working copy); no data upload.
 //  4. Causal attention (ATTENTION_FORWARD / BACKWARD) at GPT-2 124M's shape
 //     (B=8, T=1024, C=768, H=12) per storage dtype: forward and
-//     forward+backward ms. This is the fallback kernel path (the only one:
-//     no cuDNN SDPA yet); "TFLOP/s" counts the causal half of the 4*B*H*T^2*D
-//     matmul FLOPs forward and 2.5x that for forward+backward.
+//     forward+backward ms, for the fallback kernels (a backend created with
+//     attention=fallback; fp32 math) and cuDNN SDPA (attention=cudnn; bf16
+//     and fp16 only, "unavailable: why" when cuDNN cannot run it).
+//     "TFLOP/s" counts the causal half of the 4*B*H*T^2*D matmul FLOPs
+//     forward and 3.5x that for forward+backward.
 //  Convolution TFLOP/s (ResNet-50 shapes) per precision is
 //  //tools/benchmarks:cnn_benchmark --bench_device=cuda.
 // Times: wall clock between stream synchronizations around `reps` launches
@@ -263,17 +265,22 @@ double BenchMlpStep(Bench& b, const Precision& p, bool quick) {
 }
 
 struct AttentionResult {
+  const char* impl;
   const char* precision;
   double fwd_ms, fwd_bwd_ms, fwd_tflops, fwd_bwd_tflops;
+  std::string unavailable;  // set when the implementation refused the call
 };
 
-std::vector<AttentionResult> BenchAttention(Bench& b, bool quick) {
+// `b` runs on a backend created with attention=`impl`.
+std::vector<AttentionResult> BenchAttention(Bench& b, const char* impl, bool quick) {
+  const bool cudnn = std::strcmp(impl, "cudnn") == 0;
   const int64_t batch = 8, t = 1024, c = 768, h = 12, d = c / h;
   const MNT_AttentionParams ap{MNT_AttentionParams_STRUCT_SIZE, int32_t(h), 1, 0.0f};
   const double fwd_flops = 4.0 * batch * h * t * t * d / 2;  // causal half
   std::vector<AttentionResult> out;
   for (const Precision& p : kPrecisions) {
     if (p.mode == MNT_COMPUTE_TF32) continue;  // attention math is fp32 anyway
+    if (cudnn && p.dtype == MNT_DTYPE_F32) continue;  // cuDNN SDPA is 16-bit only
     DeviceBuffer qkv = b.Random(batch * t * 3 * c, p.dtype);
     DeviceBuffer dy = b.Random(batch * t * c, p.dtype);
     DeviceBuffer y = b.Alloc(batch * t * c * sdk::DTypeSize(p.dtype));
@@ -284,6 +291,14 @@ std::vector<AttentionResult> BenchAttention(Bench& b, bool quick) {
     const MNT_Tensor tl = MakeTensor(lse.data(), MNT_DTYPE_F32, {batch, h, t});
     const MNT_Tensor tdy = MakeTensor(dy.data(), p.dtype, {batch, t, c});
     const MNT_Tensor tdq = MakeTensor(dqkv.data(), p.dtype, {batch, t, 3 * c});
+    const sdk::Status first = b.c().Run(MNT_OP_ATTENTION_FORWARD, {tq}, {ty, tl}, &ap);
+    if (!first.ok()) {
+      if (!cudnn) Die("ATTENTION_FORWARD", first);
+      out.push_back({impl, p.name, 0, 0, 0, 0, first.message()});
+      std::printf("  attention %s %s: unavailable: %s\n", impl, p.name,
+                  first.message().c_str());
+      continue;
+    }
     const auto fwd = [&] {
       Check("ATTENTION_FORWARD", b.c().Run(MNT_OP_ATTENTION_FORWARD, {tq}, {ty, tl}, &ap));
     };
@@ -294,11 +309,28 @@ std::vector<AttentionResult> BenchAttention(Bench& b, bool quick) {
       Check("ATTENTION_BACKWARD",
             b.c().Run(MNT_OP_ATTENTION_BACKWARD, {tdy, tq, ty, tl}, {tdq}, &ap));
     });
-    out.push_back({p.name, fwd_ms, both_ms, fwd_flops / (fwd_ms * 1e-3) / 1e12,
-                   3.5 * fwd_flops / (both_ms * 1e-3) / 1e12});
-    std::printf("  attention %s: fwd %.3f ms, fwd+bwd %.3f ms\n", p.name, fwd_ms, both_ms);
+    out.push_back({impl, p.name, fwd_ms, both_ms, fwd_flops / (fwd_ms * 1e-3) / 1e12,
+                   3.5 * fwd_flops / (both_ms * 1e-3) / 1e12, ""});
+    std::printf("  attention %s %s: fwd %.3f ms, fwd+bwd %.3f ms\n", impl, p.name, fwd_ms,
+                both_ms);
   }
   return out;
+}
+
+MNT_Backend* CreateBackend(const MNT_Plugin_Api* api, const char* options) {
+  MNT_Backend_Create_Args ca{};
+  ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+  ca.options = options;
+  Check(std::string("Backend_Create(") + (options ? options : "") + ")",
+        sdk::StatusFromPluginError(api, api->backend->Backend_Create(&ca)));
+  return ca.backend;
+}
+
+void DestroyBackend(const MNT_Plugin_Api* api, MNT_Backend* backend) {
+  MNT_Backend_Destroy_Args da{};
+  da.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
+  da.backend = backend;
+  Check("Backend_Destroy", sdk::StatusFromPluginError(api, api->backend->Backend_Destroy(&da)));
 }
 
 std::string Now() {
@@ -384,13 +416,29 @@ int Main(int argc, char** argv) {
       std::snprintf(line, sizeof(line), "| %s | %.2f |", p.name, BenchMlpStep(b, p, quick));
       emit(line);
     }
-    emit("\nCausal attention, fallback kernels (B=8, T=1024, C=768, H=12; fp32 math; "
-         "no cuDNN SDPA path yet):\n");
-    emit("| storage | fwd ms | fwd TFLOP/s | fwd+bwd ms | fwd+bwd TFLOP/s |");
-    emit("|---|---|---|---|---|");
-    for (const AttentionResult& r : BenchAttention(b, quick)) {
-      std::snprintf(line, sizeof(line), "| %s | %.2f | %.2f | %.2f | %.2f |", r.precision,
-                    r.fwd_ms, r.fwd_tflops, r.fwd_bwd_ms, r.fwd_bwd_tflops);
+    emit("\nCausal attention at GPT-2 124M's shape (B=8, T=1024, C=768, H=12): the "
+         "fallback kernels (fp32 math) vs cuDNN SDPA (flash attention):\n");
+    emit("| attention | storage | fwd ms | fwd TFLOP/s | fwd+bwd ms | fwd+bwd TFLOP/s |");
+    emit("|---|---|---|---|---|---|");
+    std::vector<AttentionResult> attention;
+    for (const char* impl : {"fallback", "cudnn"}) {
+      const std::string options = std::string("attention=") + impl;
+      MNT_Backend* backend = CreateBackend(api, options.c_str());
+      {
+        BackendClient ac(api, backend);
+        Bench ab(ac);
+        for (AttentionResult& r : BenchAttention(ab, impl, quick)) attention.push_back(r);
+      }
+      DestroyBackend(api, backend);
+    }
+    for (const AttentionResult& r : attention) {
+      if (!r.unavailable.empty()) {
+        emit(std::string("| ") + r.impl + " | " + r.precision + " | unavailable: " +
+             r.unavailable + " | | | |");
+        continue;
+      }
+      std::snprintf(line, sizeof(line), "| %s | %s | %.2f | %.2f | %.2f | %.2f |", r.impl,
+                    r.precision, r.fwd_ms, r.fwd_tflops, r.fwd_bwd_ms, r.fwd_bwd_tflops);
       emit(line);
     }
   }
