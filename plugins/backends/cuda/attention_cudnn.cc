@@ -247,18 +247,21 @@ Status EnsureCudnnHandle(CudaBackend& b) {
 
 enum class Direction { kForward, kBackward };
 
-// The cached plan for this call (building it on first use), or nullptr with
-// *why set when cuDNN cannot run it.
+// The cached plan for this call (checking support and building it on first
+// use), or nullptr with *why set when cuDNN cannot run it.
 Status GetPlan(CudaBackend& b, Direction dir, const AttentionDims& s, MNT_DType dtype,
                const CudnnPlan** out, std::string* why) {
   *out = nullptr;
-  *why = Unsupported(b, s);
-  if (!why->empty()) return Status::Ok();
   const std::string key = sdk::Format(
       "%s b%lld h%lld t%lld d%lld dtype%d causal%d",
       dir == Direction::kForward ? "fwd" : "bwd", (long long)s.b, (long long)s.h,
       (long long)s.t, (long long)s.d, static_cast<int>(dtype), s.causal ? 1 : 0);
   auto it = b.sdpa_plans.find(key);
+  if (it == b.sdpa_plans.end() && !Unsupported(b, s).empty()) {
+    auto refused = std::make_unique<CudnnPlan>();
+    refused->failure = Unsupported(b, s);
+    it = b.sdpa_plans.emplace(key, std::move(refused)).first;
+  }
   if (it == b.sdpa_plans.end()) {
     MNT_RETURN_IF_ERROR(EnsureCudnnHandle(b));
     const Layout l{s.b, s.h, s.t, s.d, s.c,

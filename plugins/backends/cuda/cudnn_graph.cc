@@ -235,10 +235,10 @@ Status GraphBuilder::Build(const char* what, CudnnPlan* plan) {
                             "execution plan engine config"));
     last = Finalize(candidate.get(), "execution plan");
     if (!last.ok()) continue;
-    int64_t workspace = 0;
+    int64_t workspace = 0, got = 0;
     MNT_CUDNN_RETURN_IF_ERROR(
         cudnnBackendGetAttribute(candidate.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                 CUDNN_TYPE_INT64, 1, &returned, &workspace),
+                                 CUDNN_TYPE_INT64, 1, &got, &workspace),
         "cudnnBackendGetAttribute(execution plan workspace size)");
     plan->plan = std::move(candidate);
     plan->workspace_bytes = workspace;
