@@ -1,7 +1,9 @@
 // fp16 dynamic loss scaling, end to end through the trainer: an initial scale
 // that overflows fp16 gradients skips the first steps, backs off and grows
 // exactly as PyTorch's GradScaler would, and skipped steps leave the weights
-// and optimizer state untouched.
+// and optimizer state untouched — with the scale kept on the device (ABI 1.4,
+// --device_loss_scaling=on) and on the host (off); both paths give the same
+// bits.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -42,14 +44,28 @@ std::vector<float> GradScalerScales(const std::vector<bool>& found_inf,
   return used;
 }
 
-TEST(LossScalingTest, OverflowingInitialScaleBacksOffAndGrowsLikeGradScaler) {
-  TrainConfig c = TestConfig("fp16");
+// Runs each test with the scale on the device ("on") and on the host ("off").
+class LossScalingTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  TrainConfig Fp16Config() {
+    TrainConfig c = TestConfig("fp16");
+    c.set_device_loss_scaling(GetParam());
+    return c;
+  }
+  void ExpectPath(const Trainer& t) {
+    EXPECT_EQ(t.device_loss_scaling(), GetParam() == "on");
+  }
+};
+
+TEST_P(LossScalingTest, OverflowingInitialScaleBacksOffAndGrowsLikeGradScaler) {
+  TrainConfig c = Fp16Config();
   c.set_steps(80);
   c.mutable_loss_scale()->set_init_scale(std::ldexp(1.0, 40));  // 2^40
   c.mutable_loss_scale()->set_growth_interval(10);
   PluginRegistry registry(InTreePluginDirs());
   auto trainer = MakeTrainer(c, &registry);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ExpectPath(**trainer);
   RecordingSink sink;
   ASSERT_TRUE((*trainer)->Train(&sink).ok());
   ASSERT_EQ(sink.steps.size(), 80u);
@@ -80,14 +96,15 @@ TEST(LossScalingTest, OverflowingInitialScaleBacksOffAndGrowsLikeGradScaler) {
   EXPECT_TRUE(std::isfinite(r.last_eval.loss));
 }
 
-TEST(LossScalingTest, SkippedStepLeavesWeightsAndOptimizerStateUntouched) {
-  TrainConfig c = TestConfig("fp16");
+TEST_P(LossScalingTest, SkippedStepLeavesWeightsAndOptimizerStateUntouched) {
+  TrainConfig c = Fp16Config();
   c.set_steps(10);
   c.set_eval_every(0);
   c.mutable_loss_scale()->set_init_scale(std::ldexp(1.0, 60));
   PluginRegistry registry(InTreePluginDirs());
   auto trainer = MakeTrainer(c, &registry);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ExpectPath(**trainer);
   const std::string before = TempDir() + "/skip_before.ckpt";
   const std::string after = TempDir() + "/skip_after.ckpt";
   ASSERT_TRUE((*trainer)->SaveCheckpoint(before).ok());
@@ -107,6 +124,120 @@ TEST(LossScalingTest, SkippedStepLeavesWeightsAndOptimizerStateUntouched) {
   }
   EXPECT_EQ(b->loss_scale(), std::ldexp(1.0f, 57));  // three backoffs
   EXPECT_EQ(b->loss_scale_skipped_steps(), 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(DeviceAndHost, LossScalingTest, ::testing::Values("on", "off"));
+
+// Losses, scales, skips, grad norms, weights, optimizer state and the scaler
+// state agree bit for bit between the two paths, through injected overflows
+// (2^40 overflows fp16 at once), growth, clipping and accumulation.
+TEST(DeviceLossScalingTest, DeviceAndHostPathsAreBitIdentical) {
+  for (const char* optimizer : {"adamw", "sgd"}) {
+    SCOPED_TRACE(optimizer);
+    TrainConfig c = TestConfig("fp16");
+    c.set_steps(60);
+    c.set_grad_accum_steps(2);
+    c.set_eval_every(0);
+    c.set_clip_grad_norm(0.5);
+    c.mutable_optimizer()->set_name(optimizer);
+    c.mutable_loss_scale()->set_init_scale(std::ldexp(1.0, 40));
+    c.mutable_loss_scale()->set_growth_interval(7);
+    PluginRegistry registry(InTreePluginDirs());
+    RecordingSink sinks[2];
+    std::string ckpts[2];
+    for (int on = 0; on < 2; ++on) {
+      c.set_device_loss_scaling(on ? "on" : "off");
+      auto t = MakeTrainer(c, &registry);
+      ASSERT_TRUE(t.ok()) << t.status();
+      ASSERT_EQ((*t)->device_loss_scaling(), on == 1);
+      ASSERT_TRUE((*t)->Train(&sinks[on]).ok());
+      ckpts[on] = TempDir() + "/bit_identical_" + optimizer + (on ? "_on" : "_off") + ".ckpt";
+      ASSERT_TRUE((*t)->SaveCheckpoint(ckpts[on]).ok());
+    }
+    ASSERT_EQ(sinks[0].steps.size(), 60u);
+    ASSERT_EQ(sinks[1].steps.size(), 60u);
+    int skipped = 0, clipped_or_grown = 0;
+    for (size_t i = 0; i < 60; ++i) {
+      const StepMetrics &h = sinks[0].steps[i], &d = sinks[1].steps[i];
+      EXPECT_EQ(d.loss, h.loss) << "step " << i + 1;
+      EXPECT_EQ(d.loss_scale, h.loss_scale) << "step " << i + 1;
+      EXPECT_EQ(d.skipped, h.skipped) << "step " << i + 1;
+      EXPECT_EQ(d.skipped_steps, h.skipped_steps) << "step " << i + 1;
+      EXPECT_EQ(d.grad_norm, h.grad_norm) << "step " << i + 1;
+      ASSERT_FALSE(std::isnan(d.loss));
+      skipped += h.skipped;
+      clipped_or_grown += i > 0 && h.loss_scale > sinks[0].steps[i - 1].loss_scale;
+    }
+    EXPECT_GT(skipped, 3) << "the injected overflows did not happen";
+    EXPECT_GT(clipped_or_grown, 0) << "the scale never grew";
+    auto a = ReadCheckpoint(ckpts[0]);
+    auto b = ReadCheckpoint(ckpts[1]);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->loss_scale(), b->loss_scale());
+    EXPECT_EQ(a->loss_scale_growth_tracker(), b->loss_scale_growth_tracker());
+    EXPECT_EQ(a->loss_scale_skipped_steps(), b->loss_scale_skipped_steps());
+    EXPECT_EQ(a->metadata().at("applied_steps"), b->metadata().at("applied_steps"));
+    ASSERT_EQ(a->tensors_size(), b->tensors_size());
+    for (int i = 0; i < a->tensors_size(); ++i) {
+      EXPECT_TRUE(a->tensors(i).data() == b->tensors(i).data()) << a->tensors(i).name();
+    }
+  }
+}
+
+// The device path only reads the device scalars for steps a sink reports.
+class SparseSink : public RecordingSink {
+ public:
+  bool NeedsStepMetrics(int64_t step, int64_t) const override { return step % 5 == 0; }
+};
+
+TEST(DeviceLossScalingTest, ReportsOnlyTheStepsASinkAsksFor) {
+  TrainConfig c = TestConfig("fp16");
+  c.set_steps(20);
+  c.set_eval_every(0);
+  c.set_device_loss_scaling("on");
+  c.mutable_loss_scale()->set_init_scale(std::ldexp(1.0, 40));
+  PluginRegistry registry(InTreePluginDirs());
+  auto t = MakeTrainer(c, &registry);
+  ASSERT_TRUE(t.ok()) << t.status();
+  SparseSink sink;
+  ASSERT_TRUE((*t)->Train(&sink).ok());
+  ASSERT_EQ(sink.steps.size(), 4u);
+  for (const StepMetrics& m : sink.steps) EXPECT_EQ(m.step % 5, 0);
+  // The report and the scaler state still count every skipped step.
+  EXPECT_GE((*t)->Report().skipped_steps, sink.steps.back().skipped_steps);
+  EXPECT_EQ((*t)->Report().skipped_steps, sink.steps.back().skipped_steps);
+}
+
+TEST(DeviceLossScalingTest, OnIsRefusedWithoutDynamicScalingAndAutoFallsBack) {
+  PluginRegistry registry(InTreePluginDirs());
+  for (const char* precision : {"bf16", "fp32"}) {
+    TrainConfig c = TestConfig(precision);
+    c.set_device_loss_scaling("on");
+    auto t = MakeTrainer(c, &registry);
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().message(),
+              std::string("--device_loss_scaling=on: precision '") + precision +
+                  "' does not use dynamic loss scaling (use auto or off)");
+  }
+  TrainConfig c = TestConfig("fp16");
+  c.mutable_loss_scale()->set_mode("static");
+  c.set_device_loss_scaling("on");
+  EXPECT_FALSE(MakeTrainer(c, &registry).ok());
+  c.set_device_loss_scaling("auto");
+  auto t = MakeTrainer(c, &registry);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_FALSE((*t)->device_loss_scaling());
+  c.mutable_loss_scale()->set_mode("");
+  auto d = MakeTrainer(c, &registry);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE((*d)->device_loss_scaling()) << "auto: the CPU backend supports the ops";
+  // Factors fp32 cannot hold exactly cannot run on the device.
+  c.mutable_loss_scale()->set_growth_factor(1.1);
+  c.set_device_loss_scaling("on");
+  auto odd = MakeTrainer(c, &registry);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("must be exact in fp32"), std::string::npos)
+      << odd.status();
 }
 
 TEST(LossScalingTest, StaticScaleNeverChanges) {

@@ -26,8 +26,17 @@ std::vector<double> Losses(const RecordingSink& s) {
 
 class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
+// "fp16_device" / "fp16_host": fp16 with --device_loss_scaling=on / off.
 TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
-  TrainConfig c = TestConfig(GetParam());
+  const std::string param = GetParam();
+  const bool fp16 = param.rfind("fp16", 0) == 0;
+  TrainConfig c = TestConfig(fp16 ? "fp16" : param);
+  if (fp16) {
+    c.set_device_loss_scaling(param == "fp16_device" ? "on" : "off");
+    // Overflows early on, and growth across the interruption.
+    c.mutable_loss_scale()->set_init_scale(1 << 30);
+    c.mutable_loss_scale()->set_growth_interval(5);
+  }
   c.set_steps(40);
   c.set_grad_accum_steps(2);
   c.set_eval_every(0);
@@ -66,7 +75,8 @@ TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPrecisions, ResumeTest,
-                         ::testing::Values("fp32", "tf32", "bf16", "fp16"));
+                         ::testing::Values("fp32", "tf32", "bf16", "fp16_device",
+                                           "fp16_host"));
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

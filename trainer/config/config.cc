@@ -196,6 +196,7 @@ TrainConfig DefaultTrainConfig() {
   c.set_seed(1234);
   c.set_checkpoint_every(0);
   c.set_progress("auto");
+  c.set_device_loss_scaling("auto");
   return c;
 }
 
@@ -228,6 +229,8 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok()) s = CheckAtLeast("log_every", c.log_every(), 0);
   if (s.ok()) s = CheckAtLeast("checkpoint_every", c.checkpoint_every(), 0);
   if (s.ok()) s = CheckOneOf("progress", c.progress(), {"auto", "bar", "plain", "none"});
+  if (s.ok() && !c.device_loss_scaling().empty())
+    s = CheckOneOf("device_loss_scaling", c.device_loss_scaling(), {"auto", "on", "off"});
   if (!s.ok()) return s;
   if (c.resume() && c.checkpoint_dir().empty()) {
     return absl::InvalidArgumentError(

@@ -66,6 +66,10 @@ ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest if present")
 ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here; \"\" = none");
 ABSL_FLAG(std::string, plugin_path, "", "Extra ':'-separated plugin directories");
 ABSL_FLAG(std::string, progress, "auto", "auto|bar|plain|none");
+ABSL_FLAG(std::string, device_loss_scaling, "auto",
+          "auto|on|off: keep the dynamic loss scale, found_inf and the clip "
+          "factor on the device (no host read per step); auto = on when the "
+          "backend supports it");
 
 namespace mnt {
 namespace trainer {
@@ -134,6 +138,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(metrics_jsonl, c->set_metrics_jsonl(v)),
       MNT_BIND(plugin_path, c->set_plugin_path(v)),
       MNT_BIND(progress, c->set_progress(v)),
+      MNT_BIND(device_loss_scaling, c->set_device_loss_scaling(v)),
   };
   return *bindings;
 }

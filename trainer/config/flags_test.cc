@@ -65,7 +65,7 @@ TEST(FlagsTest, EveryFieldHasExactlyOneFlag) {
         "schedule", "warmup_steps", "min_lr_ratio", "clip_grad_norm", "loss_scale_mode",
         "init_scale", "growth_factor", "backoff_factor", "growth_interval", "eval_every",
         "eval_batches", "log_every", "seed", "checkpoint_dir", "checkpoint_every", "resume",
-        "metrics_jsonl", "plugin_path", "progress"}) {
+        "metrics_jsonl", "plugin_path", "progress", "device_loss_scaling"}) {
     EXPECT_EQ(unique.count(expected), 1u) << expected;
   }
 }

@@ -46,6 +46,12 @@ std::string Num(double v) {
 }
 }  // namespace
 
+bool ConsoleReporter::NeedsStepMetrics(int64_t step, int64_t total_steps) const {
+  if (jsonl_ != nullptr || style_ == ProgressStyle::kBar) return true;
+  if (style_ == ProgressStyle::kNone) return false;
+  return step % log_every_ == 0 || step == total_steps || step == 1;
+}
+
 void ConsoleReporter::OnStep(const StepMetrics& m) {
   if (jsonl_ != nullptr) {
     absl::FPrintF(jsonl_,

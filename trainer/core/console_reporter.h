@@ -24,6 +24,9 @@ class ConsoleReporter : public MetricsSink {
   ~ConsoleReporter() override;
   bool jsonl_ok() const { return jsonl_ != nullptr || jsonl_path_.empty(); }
 
+  // JSONL and the bar want every step; plain lines every log_every steps
+  // (and the first and last); none only what JSONL needs.
+  bool NeedsStepMetrics(int64_t step, int64_t total_steps) const override;
   void OnStep(const StepMetrics& m) override;
   void OnEval(const EvalMetrics& m) override;
   void OnMessage(const std::string& line) override;

@@ -62,6 +62,15 @@ struct FinalReport {
 class MetricsSink {
  public:
   virtual ~MetricsSink() = default;
+  // Whether OnStep wants the metrics of optimizer step `step` (1-based).
+  // With device-side loss scaling the loss, scale, found_inf and grad norm
+  // stay on the device, and reading them costs a host sync: the trainer reads
+  // them, and calls OnStep, only for the steps a sink asks for.
+  virtual bool NeedsStepMetrics(int64_t step, int64_t total_steps) const {
+    (void)step;
+    (void)total_steps;
+    return true;
+  }
   virtual void OnStep(const StepMetrics& m) = 0;
   virtual void OnEval(const EvalMetrics& m) = 0;
   virtual void OnMessage(const std::string& line) = 0;

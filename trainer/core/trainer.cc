@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "plugins/backends/common/step_math.h"
 #include "plugins/sdk/tensor.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/core/lr_schedule.h"
@@ -110,6 +111,7 @@ Trainer::~Trainer() {
   params_.clear();
   inputs_.Reset(); targets_.Reset(); loss_.Reset(); correct_.Reset();
   found_inf_.Reset(); inv_scale_.Reset(); norm_sq_.Reset(); multiplier_.Reset();
+  scale_.Reset(); growth_tracker_.Reset(); skipped_.Reset(); loss_micro_.Reset();
   if (model_ != nullptr) {
     MNT_Model_Destroy_Args a{};
     a.struct_size = MNT_Model_Destroy_Args_STRUCT_SIZE;
@@ -267,6 +269,12 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
       return s;
   }
   sampler_ = std::make_unique<BatchSampler>(train_data_->size(), config_.seed());
+  if (auto s = ResolveDeviceLossScaling(LossScaleOptions(config_.loss_scale())); !s.ok())
+    return s;
+  if (device_scaling_) {
+    if (auto s = AllocateDeviceScaling(); !s.ok()) return s;
+    return SyncScalerToDevice();
+  }
   return absl::OkStatus();
 }
 
@@ -376,14 +384,24 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
   const int64_t batch = config_.batch_size();
   const MNT_Precision_Api* papi = precision_plugin_->precision;
 
-  MNT_LossScaler_GetState_Args st{};
-  st.struct_size = MNT_LossScaler_GetState_Args_STRUCT_SIZE;
-  st.scaler = scaler_;
-  st.state.struct_size = MNT_LossScalerState_STRUCT_SIZE;
-  if (auto s = StatusFromPluginError(precision_plugin_, papi->LossScaler_GetState(&st));
-      !s.ok())
-    return s;
-  const float scale = loss_scaling_ ? st.state.scale : 1.0f;
+  float scale = 1.0f;
+  if (device_scaling_) {
+    // Model_Backward takes the loss multiplier as a host float, so the
+    // device scale is read once per step (cached when a report already
+    // read it); nothing else in the step goes to the host.
+    auto device_scale = DeviceLossScaleOnHost();
+    if (!device_scale.ok()) return device_scale.status();
+    scale = *device_scale;
+  } else {
+    MNT_LossScaler_GetState_Args st{};
+    st.struct_size = MNT_LossScaler_GetState_Args_STRUCT_SIZE;
+    st.scaler = scaler_;
+    st.state.struct_size = MNT_LossScalerState_STRUCT_SIZE;
+    if (auto s = StatusFromPluginError(precision_plugin_, papi->LossScaler_GetState(&st));
+        !s.ok())
+      return s;
+    scale = loss_scaling_ ? st.state.scale : 1.0f;
+  }
   metrics->loss_scale = scale;
 
   std::vector<MNT_Tensor> weights, grads;
@@ -418,20 +436,27 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     f.inputs = &inputs;
     f.targets = &targets;
     f.training = 1;
-    f.loss_out = &loss;
+    // Device path: each micro-batch's loss stays in its slot of loss_micro_
+    // until a report reads them (and sums them in double, as below).
+    MNT_Tensor micro_loss = sdk::MakeTensor(
+        device_scaling_ ? static_cast<float*>(loss_micro_.data()) + micro : nullptr,
+        MNT_DTYPE_F32, {1});
+    f.loss_out = device_scaling_ ? &micro_loss : &loss;
     if (auto s = StatusFromPluginError(model_plugin_, model_plugin_->model->Model_Forward(&f));
         !s.ok())
       return absl::Status(s.code(), absl::StrCat("model forward: ", s.message()));
-    auto l = ReadScalar(loss_.data());
-    if (!l.ok()) return l.status();
-    AddPhaseTime("forward", Seconds(t0));
-    if (!std::isfinite(*l) && !loss_scaling_) {
-      return absl::InternalError(absl::StrFormat(
-          "loss is %f in %s; stopping (lower --lr, or use fp16 with "
-          "loss scaling to skip such steps)",
-          *l, precision_name_));
+    if (!device_scaling_) {
+      auto l = ReadScalar(loss_.data());
+      if (!l.ok()) return l.status();
+      if (!std::isfinite(*l) && !loss_scaling_) {
+        return absl::InternalError(absl::StrFormat(
+            "loss is %f in %s; stopping (lower --lr, or use fp16 with "
+            "loss scaling to skip such steps)",
+            *l, precision_name_));
+      }
+      loss_sum += *l;
     }
-    loss_sum += *l;
+    AddPhaseTime("forward", Seconds(t0));
 
     t0 = Clock::now();
     MNT_Model_Backward_Args b{};
@@ -469,6 +494,21 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     opt_grads.push_back(mixed_ ? p.Tensor(p.master_grads, MNT_DTYPE_F32)
                                : p.Tensor(p.grads, policy_.gradient_dtype));
   }
+  const double lr = LearningRate(
+      {config_.schedule().kind(), config_.optimizer().lr(),
+       config_.schedule().warmup_steps(), config_.steps(),
+       config_.schedule().min_lr_ratio()},
+      step_);
+  metrics->lr = lr;
+  if (device_scaling_) {
+    // found_inf, the scale update, the norm and the clip factor stay on the
+    // device; the optimizer ops skip on found_inf themselves.
+    if (auto s = DeviceUnscaleUpdateAndClip(opt_grads); !s.ok()) return s;
+    if (auto s = ApplyOptimizer(lr, /*device_skip=*/true); !s.ok()) return s;
+    AddPhaseTime("optimizer", Seconds(t0));
+    ++step_;
+    return absl::OkStatus();
+  }
   bool skip = false;
   if (loss_scaling_) {
     // Unscale in place and look for inf/NaN in one pass; 1/scale in fp64 then
@@ -495,12 +535,6 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     skip = u.skip_step != 0;
   }
   metrics->skipped = skip;
-  const double lr = LearningRate(
-      {config_.schedule().kind(), config_.optimizer().lr(),
-       config_.schedule().warmup_steps(), config_.steps(),
-       config_.schedule().min_lr_ratio()},
-      step_);
-  metrics->lr = lr;
   if (!skip) {
     if (auto s = Backend(MNT_OP_GLOBAL_NORM_SQUARED, opt_grads, {Scalar(norm_sq_)});
         !s.ok())
@@ -509,12 +543,12 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     if (!norm_sq.ok()) return norm_sq.status();
     const double norm = std::sqrt(static_cast<double>(*norm_sq));
     metrics->grad_norm = norm;
-    float multiplier = 1.0f;
-    if (config_.clip_grad_norm() > 0 && norm > config_.clip_grad_norm()) {
-      // torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6).
-      multiplier = static_cast<float>(config_.clip_grad_norm() / (norm + 1e-6));
-    }
-    if (auto s = ApplyOptimizer(lr, multiplier); !s.ok()) return s;
+    // torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), with the
+    // formula (and fp32 max_norm) the device path's CLIP_COEFFICIENT uses.
+    const float multiplier = ClipCoefficient(
+        *norm_sq, static_cast<float>(config_.clip_grad_norm()), false);
+    if (auto s = WriteScalar(multiplier_.data(), multiplier); !s.ok()) return s;
+    if (auto s = ApplyOptimizer(lr, /*device_skip=*/false); !s.ok()) return s;
     ++applied_steps_;
   }
   AddPhaseTime("optimizer", Seconds(t0));
@@ -522,8 +556,7 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
   return absl::OkStatus();
 }
 
-absl::Status Trainer::ApplyOptimizer(double lr, float grad_multiplier) {
-  if (auto s = WriteScalar(multiplier_.data(), grad_multiplier); !s.ok()) return s;
+absl::Status Trainer::ApplyOptimizer(double lr, bool device_skip) {
   const mantissa::OptimizerConfig& o = config_.optimizer();
   const bool adam = o.name() != "sgd";
   for (Param& p : params_) {
@@ -532,9 +565,14 @@ absl::Status Trainer::ApplyOptimizer(double lr, float grad_multiplier) {
     // Without a master copy the working weights are the fp32 master.
     const MNT_Tensor master = mixed_ ? p.Tensor(p.master, MNT_DTYPE_F32)
                                      : p.Tensor(p.weights, MNT_DTYPE_F32);
-    // Empty found_inf slot: skipping was decided on the host already.
-    MNT_Tensor no_found_inf = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {0});
-    std::vector<MNT_Tensor> in{grad, no_found_inf, Scalar(multiplier_)};
+    // Host path: an empty found_inf slot (skipping was decided on the host);
+    // device path: the kernels skip on found_inf themselves.
+    MNT_Tensor found_inf = device_skip ? Scalar(found_inf_)
+                                       : sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {0});
+    std::vector<MNT_Tensor> in{grad, found_inf, Scalar(multiplier_)};
+    if (adam && adam_step_counters_) {
+      in.push_back(sdk::MakeTensor(p.step_counter.data(), MNT_DTYPE_I32, {1}));
+    }
     std::vector<MNT_Tensor> out{master, p.Tensor(p.state1, MNT_DTYPE_F32)};
     const float wd = p.weight_decay ? static_cast<float>(o.weight_decay()) : 0.0f;
     absl::Status s;
@@ -589,16 +627,25 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
       sps_window_start = m.elapsed_seconds;
       sps_window_samples = 0;
     }
-    MNT_LossScaler_GetState_Args st{};
-    st.struct_size = MNT_LossScaler_GetState_Args_STRUCT_SIZE;
-    st.scaler = scaler_;
-    st.state.struct_size = MNT_LossScalerState_STRUCT_SIZE;
-    if (auto s = StatusFromPluginError(
-            precision_plugin_, precision_plugin_->precision->LossScaler_GetState(&st));
-        !s.ok())
-      return s;
-    m.skipped_steps = st.state.skipped_steps;
-    if (sink) sink->OnStep(m);
+    const bool wanted = sink != nullptr && sink->NeedsStepMetrics(step_, total);
+    if (device_scaling_) {
+      // Reading the device scalars is a sync: only for steps a sink reports.
+      if (wanted) {
+        if (auto s = FillDeviceStepMetrics(&m); !s.ok()) return s;
+        sink->OnStep(m);
+      }
+    } else {
+      MNT_LossScaler_GetState_Args st{};
+      st.struct_size = MNT_LossScaler_GetState_Args_STRUCT_SIZE;
+      st.scaler = scaler_;
+      st.state.struct_size = MNT_LossScalerState_STRUCT_SIZE;
+      if (auto s = StatusFromPluginError(
+              precision_plugin_, precision_plugin_->precision->LossScaler_GetState(&st));
+          !s.ok())
+        return s;
+      m.skipped_steps = st.state.skipped_steps;
+      if (sink) sink->OnStep(m);
+    }
 
     const bool last = step_ == last_step;
     if ((config_.eval_every() > 0 && step_ % config_.eval_every() == 0) || last) {
@@ -620,6 +667,8 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   }
   const double secs = Seconds(start);
   samples_per_second_ = secs > 0 ? samples / secs : 0;
+  // The plugin's scaler is the truth for the report and later checkpoints.
+  if (device_scaling_) return SyncScalerToPlugin();
   return absl::OkStatus();
 }
 

@@ -60,6 +60,9 @@ class Trainer {
   int64_t num_parameters() const { return num_parameters_; }
   const std::string& precision() const { return precision_name_; }
   const std::string& device() const { return device_name_; }
+  // Whether dynamic loss scaling runs on the device (ABI 1.4 ops; see
+  // --device_loss_scaling and docs/architecture.md).
+  bool device_loss_scaling() const { return device_scaling_; }
 
  private:
   // One parameter tensor and everything the trainer keeps for it.
@@ -75,6 +78,9 @@ class Trainer {
     sdk::DeviceBuffer grads;           // as backward writes them
     sdk::DeviceBuffer master_grads;    // fp32 accumulation (mixed only)
     sdk::DeviceBuffer state1, state2;  // Adam m, v / SGD momentum
+    // Adam with device loss scaling: applied steps, I32 [1], advanced by
+    // ADAMW_STEP itself (one per tensor, as torch's state_steps).
+    sdk::DeviceBuffer step_counter;
 
     MNT_Tensor Tensor(const sdk::DeviceBuffer& b, MNT_DType dtype) const {
       return sdk::MakeTensor(b.data(), dtype, static_cast<int32_t>(dims.size()),
@@ -89,7 +95,21 @@ class Trainer {
   absl::Status UploadBatch(const BatchSource& source,
                            const std::vector<int64_t>& indices);
   absl::Status TrainStep(StepMetrics* metrics);
-  absl::Status ApplyOptimizer(double lr, float grad_multiplier);
+  // found_inf_ and multiplier_ hold the skip flag (device path only) and the
+  // gradient multiplier.
+  absl::Status ApplyOptimizer(double lr, bool device_skip);
+  // Device-side loss scaling (trainer_device_scaling.cc).
+  absl::Status ResolveDeviceLossScaling(const std::string& scaler_options);
+  std::string DeviceLossScalingUnavailable(const std::string& scaler_options);
+  std::string ScalerDisagreesWithDeviceFormula(const std::string& scaler_options);
+  absl::Status AllocateDeviceScaling();
+  absl::Status SyncScalerToDevice();
+  absl::Status SyncScalerToPlugin();
+  absl::StatusOr<float> DeviceLossScaleOnHost();
+  absl::Status DeviceUnscaleUpdateAndClip(const std::vector<MNT_Tensor>& grads);
+  absl::Status FillDeviceStepMetrics(StepMetrics* m);
+  absl::StatusOr<int32_t> ReadI32(void* device_scalar);
+  absl::Status WriteI32(void* device_scalar, int32_t value);
   absl::StatusOr<float> ReadScalar(void* device_scalar);
   absl::Status WriteScalar(void* device_scalar, float value);
   absl::Status SyncWorkingWeights();
@@ -130,7 +150,21 @@ class Trainer {
       multiplier_;
 
   int64_t step_ = 0;             // optimizer steps taken (applied or skipped)
-  int64_t applied_steps_ = 0;    // drives Adam's bias correction
+  // Drives Adam's bias correction. With device loss scaling it is only
+  // brought up to date (step_ - skipped steps) at SyncScalerToPlugin.
+  int64_t applied_steps_ = 0;
+
+  // Device-side dynamic loss scaling (ABI 1.4): the scale (F32), growth
+  // tracker (I32) and skipped steps since the last sync (F32) live on the
+  // device; inv_scale_ is kept by AMP_UPDATE_SCALE. loss_micro_ holds each
+  // micro-batch's loss (F32 [accum]) until a report reads them.
+  bool device_scaling_ = false;
+  bool adam_step_counters_ = false;
+  MNT_AmpUpdateScaleParams amp_params_{};
+  sdk::DeviceBuffer scale_, growth_tracker_, skipped_, loss_micro_;
+  int64_t skipped_synced_ = 0;   // skipped steps already in the plugin's state
+  float host_scale_ = 1.0f;      // the device scale, when host_scale_valid_
+  bool host_scale_valid_ = false;
   std::vector<PhaseTime> phases_;
   double samples_per_second_ = 0;
   // Samples/s times targets per example, for language models; 0 otherwise.

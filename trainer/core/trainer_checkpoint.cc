@@ -23,6 +23,11 @@ constexpr char kAppliedStepsKey[] = "applied_steps";
 }  // namespace
 
 absl::Status Trainer::SaveCheckpoint(const std::string& path) {
+  // Device loss scaling: the plugin's scaler and applied_steps_ catch up
+  // with the device first (the checkpoint format is the same either way).
+  if (device_scaling_) {
+    if (auto s = SyncScalerToPlugin(); !s.ok()) return s;
+  }
   CheckpointData ckpt;
   ckpt.set_model(config_.model());
   ckpt.set_model_options(config_.model_options());
@@ -155,6 +160,9 @@ absl::Status Trainer::RestoreCheckpoint(const std::string& path) {
   *sampler_ = std::move(restored_sampler);
   step_ = ckpt.step();
   applied_steps_ = applied;
+  // Device loss scaling: scale, tracker and Adam's step counters from the
+  // restored plugin state.
+  if (device_scaling_) return SyncScalerToDevice();
   return absl::OkStatus();
 }
 
