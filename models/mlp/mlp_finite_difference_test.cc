@@ -155,6 +155,25 @@ TEST_P(FiniteDifferenceTest, GradientsMatchCentralDifferencesOfTheLoss) {
         ++kinks;
         continue;
       }
+      if (std::fabs(g[j] - fd) > tol) {
+        // A kink right next to the point fools both central differences
+        // alike; the one-sided slopes then disagree, and backward must match
+        // one of them (the side its subgradient picks).
+        const float q = eps / 4;
+        std::vector<float> p = host[i];
+        auto loss_at = [&](float delta) {
+          p[j] = host[i][j] + delta;
+          EXPECT_TRUE(client.ToDevice(weights[i].data(), p.data(), p.size() * 4).ok());
+          return forward(0);
+        };
+        const double l0 = loss_at(0), lq = loss_at(q), lmq = loss_at(-q);
+        const double up = (lq - l0) / q, down = (l0 - lmq) / q;
+        if (std::fabs(up - down) > tol / 2 &&
+            (std::fabs(g[j] - up) <= tol || std::fabs(g[j] - down) <= tol)) {
+          ++kinks;
+          continue;
+        }
+      }
       EXPECT_NEAR(g[j], fd, tol) << "param " << i << " element " << j;
       ++checked;
     }
