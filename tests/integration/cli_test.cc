@@ -103,6 +103,20 @@ TEST(CliTest, MissingOrCorruptData) {
                      "/nonexistent/t.txt");
 }
 
+TEST(CliTest, ImageModelsPickTheirDatasetWhenNoneIsGiven) {
+  // Without RunTrain's --model=mlp --dataset=digits: `--model=cnn` alone.
+  const std::string out = TempDir() + "/cnn_defaults_out.txt";
+  const std::string cmd = RunfilesRoot() + "/mantissa/trainer/cli/train --progress=plain"
+                          " --cache_dir=" + TempDir() + "/cache --model=cnn --steps=3"
+                          " --eval_every=0 >" + out + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string text = Slurp(out);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("defaults for cnn on cpu: --dataset=digits --lr=0.003"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("scikit-learn digits"), std::string::npos) << text;
+}
+
 TEST(CliTest, UnknownPlugins) {
   ExpectOneLineError(RunTrain("--model=transformer9000"), "transformer9000");
   ExpectOneLineError(RunTrain("--device=tpu"), "tpu");

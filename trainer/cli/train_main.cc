@@ -12,6 +12,8 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "trainer/cli/model_defaults.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/config/config.h"
 #include "trainer/config/flags.h"
@@ -61,6 +63,19 @@ int Run(int argc, char** argv) {
   }
   auto config = ConfigFromFlags();
   if (!config.ok()) return Fail(config.status());
+
+  PluginRegistry registry(
+      PluginRegistry::DefaultSearchPath(config->plugin_path(), argv[0]));
+  auto device = ResolveDevice(config->device(), &registry);
+  if (!device.ok()) return Fail(device.status());
+  config->set_device(*device);
+  // A --config file is taken as the complete intent: model defaults fill in
+  // only what was left alone on a plain command line.
+  const bool config_file = FlagGivenOnCommandLine("config");
+  const std::vector<std::string> defaults = ApplyModelDefaults(
+      *device, [&](const std::string& f) { return config_file || FlagGivenOnCommandLine(f); },
+      &*config);
+  if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
   if (config->checkpoint_dir().empty() && config->model() == "gpt2" &&
       config->data().dataset() == "fortunes") {
     // The main job keeps its result (README); other runs opt in.
@@ -76,8 +91,6 @@ int Run(int argc, char** argv) {
                                         : o + ",checkpointing=1");
   }
 
-  PluginRegistry registry(
-      PluginRegistry::DefaultSearchPath(config->plugin_path(), argv[0]));
   auto data = LoadDatasets(*config, DigitsRunfile(argv[0]));
   if (!data.ok()) return Fail(data.status());
 
@@ -97,6 +110,10 @@ int Run(int argc, char** argv) {
                                   config->model(), " (",
                                   (*trainer)->num_parameters(), " parameters)"));
   reporter.OnMessage(data->description);
+  if (!defaults.empty()) {
+    reporter.OnMessage(absl::StrCat("defaults for ", config->model(), " on ",
+                                    *device, ": ", absl::StrJoin(defaults, " ")));
+  }
 
   if (config->resume() && !config->checkpoint_dir().empty()) {
     const std::string path = LatestCheckpointPath(config->checkpoint_dir());

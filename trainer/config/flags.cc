@@ -4,6 +4,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/internal/private_handle_accessor.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 
 // Defaults repeat DefaultTrainConfig() so --help shows them; flags_test checks
@@ -188,6 +189,11 @@ std::vector<std::string> TrainConfigFlagNames() {
 
 void ApplyAllFlags(TrainConfig* config) {
   for (const FlagBinding& binding : Bindings()) binding.apply(config);
+}
+
+bool FlagGivenOnCommandLine(const std::string& name) {
+  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  return flag != nullptr && SpecifiedOnCommandLine(*flag);
 }
 
 }  // namespace trainer

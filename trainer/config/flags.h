@@ -24,6 +24,10 @@ namespace trainer {
 // validates. Errors are one line naming the flag or file line at fault.
 absl::StatusOr<TrainConfig> ConfigFromFlags();
 
+// Whether the flag `name` (without dashes) was given on the command line,
+// even with its default value.
+bool FlagGivenOnCommandLine(const std::string& name);
+
 // Same, with `is_set` deciding which flags count as given (test seam; the
 // plain overload asks absl whether the flag was on the command line).
 absl::StatusOr<TrainConfig> ConfigFromFlags(

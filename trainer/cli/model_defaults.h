@@ -1,0 +1,25 @@
+// Defaults that depend on the chosen model and device, applied to fields the
+// user left alone: `--model=cnn` alone trains on digits, and the GPT main job
+// is sized for the device found (gpt2-tiny on the CPU, gpt2-124m on a GPU).
+#ifndef MANTISSA_TRAINER_CLI_MODEL_DEFAULTS_H_
+#define MANTISSA_TRAINER_CLI_MODEL_DEFAULTS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trainer/config/config.h"
+
+namespace mnt::trainer {
+
+// `given(flag)` tells whether the user set that flag (on the command line or
+// through --config); those fields are never touched. `device` is the
+// resolved device ("cpu", "cuda", ...). Returns one line per change made, for
+// the log.
+std::vector<std::string> ApplyModelDefaults(
+    const std::string& device, const std::function<bool(const std::string&)>& given,
+    TrainConfig* config);
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CLI_MODEL_DEFAULTS_H_
