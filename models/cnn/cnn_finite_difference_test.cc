@@ -194,6 +194,25 @@ TEST_F(CnnTest, GradientsMatchCentralDifferencesOfTheLoss) {
         ++kinks;
         continue;
       }
+      if (std::fabs(g[j] - fd) > tol) {
+        // A kink right next to the point fools both central differences
+        // alike; the one-sided slopes then disagree, and backward must match
+        // one of them (the side its subgradient picks).
+        const float q = eps / 4;
+        std::vector<float> p = host[i];
+        auto loss_at = [&](float delta) {
+          p[j] = host[i][j] + delta;
+          EXPECT_TRUE(client_.ToDevice(w_t[i].data, p.data(), p.size() * 4).ok());
+          return forward();
+        };
+        const double l0 = loss_at(0), lq = loss_at(q), lmq = loss_at(-q);
+        const double up = (lq - l0) / q, down = (l0 - lmq) / q;
+        if (std::fabs(up - down) > tol / 2 &&
+            (std::fabs(g[j] - up) <= tol || std::fabs(g[j] - down) <= tol)) {
+          ++kinks;
+          continue;
+        }
+      }
       EXPECT_NEAR(g[j], fd, tol) << "param " << i << " element " << j;
       ++checked;
     }
@@ -202,7 +221,9 @@ TEST_F(CnnTest, GradientsMatchCentralDifferencesOfTheLoss) {
   }
   std::printf("%d elements checked, %d skipped at a kink\n", checked, kinks);
   EXPECT_EQ(checked + kinks, total);
-  EXPECT_LE(kinks, total / 5);
+  // A ReLU input near zero upstream of many weights can bench a quarter of
+  // them at once (seen: 70 of 246 once in 100 runs); half must stay judged.
+  EXPECT_LE(kinks, total / 2);
 
   // accumulate=1 adds the same gradient again.
   std::vector<float> once(host[0].size()), twice(host[0].size());
