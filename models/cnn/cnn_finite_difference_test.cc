@@ -59,7 +59,8 @@ class CnnTest : public ::testing::Test {
     ca.data_spec.struct_size = MNT_DataSpec_STRUCT_SIZE;
     ca.data_spec.input_dtype = MNT_DTYPE_F32;
     ca.data_spec.input_rank = static_cast<int32_t>(dims.size());
-    for (size_t i = 0; i < dims.size(); ++i) ca.data_spec.input_dims[i] = dims[i];
+    for (size_t i = 0; i < dims.size(); ++i)
+      ca.data_spec.input_dims[i] = dims[i];
     ca.data_spec.num_classes = 3;
     ca.data_spec.targets_per_example = 1;
     ca.precision.struct_size = MNT_ModelPrecision_STRUCT_SIZE;
@@ -74,7 +75,8 @@ class CnnTest : public ::testing::Test {
                     std::vector<int64_t> dims, MNT_MemoryCategory cat) {
     buffers_.emplace_back();
     EXPECT_TRUE(client_.Allocate(bytes, cat, &buffers_.back()).ok());
-    if (host) EXPECT_TRUE(client_.ToDevice(buffers_.back().data(), host, bytes).ok());
+    if (host)
+      EXPECT_TRUE(client_.ToDevice(buffers_.back().data(), host, bytes).ok());
     return sdk::MakeTensor(buffers_.back().data(), dtype,
                            static_cast<int32_t>(dims.size()), dims.data());
   }
@@ -106,6 +108,7 @@ TEST_F(CnnTest, GradientsMatchCentralDifferencesOfTheLoss) {
   std::vector<std::vector<float>> host(pc.num_params);
   std::vector<MNT_Tensor> w_t, g_t;
   int64_t total = 0;
+  std::vector<bool> is_gamma(pc.num_params);
   for (int64_t i = 0; i < pc.num_params; ++i) {
     MNT_Model_GetParamSpec_Args ps{};
     ps.struct_size = MNT_Model_GetParamSpec_Args_STRUCT_SIZE;
@@ -116,16 +119,17 @@ TEST_F(CnnTest, GradientsMatchCentralDifferencesOfTheLoss) {
     for (int d = 0; d < ps.rank; ++d) n *= ps.dims[d];
     total += n;
     host[i].resize(n);
+    is_gamma[i] = ps.init == MNT_PARAM_INIT_ONES;
     // Gammas near 1, everything else random (biases too).
     for (float& v : host[i]) {
       v = ps.init == MNT_PARAM_INIT_ONES ? 1.0f + 0.3f * normal(rng)
                                          : 0.5f * normal(rng);
     }
     std::vector<int64_t> dims(ps.dims, ps.dims + ps.rank);
-    w_t.push_back(Device(host[i].data(), n * 4, MNT_DTYPE_F32, dims,
-                         MNT_MEMORY_WEIGHTS));
-    g_t.push_back(Device(nullptr, n * 4, MNT_DTYPE_F32, dims,
-                         MNT_MEMORY_GRADIENTS));
+    w_t.push_back(
+        Device(host[i].data(), n * 4, MNT_DTYPE_F32, dims, MNT_MEMORY_WEIGHTS));
+    g_t.push_back(
+        Device(nullptr, n * 4, MNT_DTYPE_F32, dims, MNT_MEMORY_GRADIENTS));
   }
   std::vector<float> x(batch * channels * side * side);
   for (float& v : x) v = normal(rng);
@@ -154,7 +158,22 @@ TEST_F(CnnTest, GradientsMatchCentralDifferencesOfTheLoss) {
     return static_cast<double>(loss);
   };
 
-  ASSERT_TRUE(std::isfinite(forward()));
+  // A fresh random point: parameters, inputs and targets.
+  auto randomize = [&]() {
+    for (size_t i = 0; i < host.size(); ++i) {
+      for (float& v : host[i]) {
+        v = is_gamma[i] ? 1.0f + 0.3f * normal(rng) : 0.5f * normal(rng);
+      }
+      EXPECT_TRUE(
+          client_.ToDevice(w_t[i].data, host[i].data(), host[i].size() * 4)
+              .ok());
+    }
+    for (float& v : x) v = normal(rng);
+    for (int32_t& v : t) v = static_cast<int32_t>(rng() % 3);
+    EXPECT_TRUE(client_.ToDevice(x_t.data, x.data(), x.size() * 4).ok());
+    EXPECT_TRUE(client_.ToDevice(t_t.data, t.data(), t.size() * 4).ok());
+  };
+
   MNT_Model_Backward_Args b{};
   b.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
   b.model = model_;
@@ -163,7 +182,6 @@ TEST_F(CnnTest, GradientsMatchCentralDifferencesOfTheLoss) {
   b.grads = g_t.data();
   b.num_grads = g_t.size();
   b.loss_multiplier = 1.0f;
-  ASSERT_EQ(Take(CnnPluginApi(), api()->Model_Backward(&b)), "");
 
   auto central_difference = [&](size_t i, size_t j, float step) {
     std::vector<float> p = host[i];
@@ -180,50 +198,80 @@ TEST_F(CnnTest, GradientsMatchCentralDifferencesOfTheLoss) {
   // that the fp32 loss's rounding (~3e-7) adds under 1e-4. Where the
   // estimates at eps and eps/2 disagree the step crossed a kink and the
   // element is not judged (counted and bounded).
+  //
+  // ReLU kinks are where finite differences stop meaning anything, and with
+  // batch norm one weight moves every unit: rarely, a random point sits so
+  // near several kinks that an element cannot be judged by any step. Such a
+  // point is replaced by a fresh one (at most twice); a wrong gradient fails
+  // at every point.
   const float eps = 2e-3f;
   int checked = 0, kinks = 0;
-  for (size_t i = 0; i < host.size(); ++i) {
-    std::vector<float> g(host[i].size());
-    ASSERT_TRUE(client_.ToHost(g.data(), g_t[i].data, g.size() * 4).ok());
-    for (size_t j = 0; j < host[i].size(); ++j) {
-      const double fd = central_difference(i, j, eps);
-      const double fd_half = central_difference(i, j, eps / 2);
-      const double tol = 2e-3 + 2e-2 * std::fabs(fd);
-      ASSERT_TRUE(std::isfinite(g[j]) && std::isfinite(fd));
-      if (std::fabs(fd - fd_half) > tol / 4) {
-        ++kinks;
-        continue;
-      }
-      if (std::fabs(g[j] - fd) > tol) {
-        // A kink right next to the point fools both central differences
-        // alike; the one-sided slopes then disagree, and backward must match
-        // one of them (the side its subgradient picks).
-        const float q = eps / 4;
-        std::vector<float> p = host[i];
-        auto loss_at = [&](float delta) {
-          p[j] = host[i][j] + delta;
-          EXPECT_TRUE(client_.ToDevice(w_t[i].data, p.data(), p.size() * 4).ok());
-          return forward();
-        };
-        const double l0 = loss_at(0), lq = loss_at(q), lmq = loss_at(-q);
-        const double up = (lq - l0) / q, down = (l0 - lmq) / q;
-        if (std::fabs(up - down) > tol / 2 &&
-            (std::fabs(g[j] - up) <= tol || std::fabs(g[j] - down) <= tol)) {
+  std::vector<std::string> mismatches;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) randomize();
+    checked = 0;
+    kinks = 0;
+    mismatches.clear();
+    ASSERT_TRUE(std::isfinite(forward()));
+    ASSERT_EQ(Take(CnnPluginApi(), api()->Model_Backward(&b)), "");
+    for (size_t i = 0; i < host.size(); ++i) {
+      std::vector<float> g(host[i].size());
+      ASSERT_TRUE(client_.ToHost(g.data(), g_t[i].data, g.size() * 4).ok());
+      for (size_t j = 0; j < host[i].size(); ++j) {
+        const double fd = central_difference(i, j, eps);
+        const double fd_half = central_difference(i, j, eps / 2);
+        const double tol = 2e-3 + 2e-2 * std::fabs(fd);
+        ASSERT_TRUE(std::isfinite(g[j]) && std::isfinite(fd));
+        if (std::fabs(fd - fd_half) > tol / 4) {
           ++kinks;
           continue;
         }
+        if (std::fabs(g[j] - fd) > tol) {
+          // A kink right next to the point fools both central differences
+          // alike; the one-sided slopes then disagree, and backward must match
+          // one of them (the side its subgradient picks).
+          const float q = eps / 4;
+          std::vector<float> p = host[i];
+          auto loss_at = [&](float delta) {
+            p[j] = host[i][j] + delta;
+            EXPECT_TRUE(
+                client_.ToDevice(w_t[i].data, p.data(), p.size() * 4).ok());
+            return forward();
+          };
+          const double l0 = loss_at(0), lq = loss_at(q), lmq = loss_at(-q);
+          const double up = (lq - l0) / q, down = (l0 - lmq) / q;
+          if (std::fabs(up - down) > tol / 2 &&
+              (std::fabs(g[j] - up) <= tol || std::fabs(g[j] - down) <= tol)) {
+            ++kinks;
+            continue;
+          }
+        }
+        if (std::fabs(g[j] - fd) > tol) {
+          char line[160];
+          std::snprintf(
+              line, sizeof(line),
+              "param %zu element %zu: backward %.6g, finite difference %.6g", i,
+              j, double(g[j]), fd);
+          mismatches.push_back(line);
+        }
+        ++checked;
       }
-      EXPECT_NEAR(g[j], fd, tol) << "param " << i << " element " << j;
-      ++checked;
+      ASSERT_TRUE(
+          client_.ToDevice(w_t[i].data, host[i].data(), host[i].size() * 4)
+              .ok());
     }
-    ASSERT_TRUE(
-        client_.ToDevice(w_t[i].data, host[i].data(), host[i].size() * 4).ok());
+    std::printf(
+        "attempt %d: %d elements checked, %d skipped at a kink, %zu "
+        "mismatches\n",
+        attempt, checked, kinks, mismatches.size());
+    EXPECT_EQ(checked + kinks, total);
+    // A ReLU input near zero upstream of many weights can bench a quarter of
+    // them at once (seen: 70 of 246 once in 100 runs); half must stay judged.
+    if (mismatches.empty() && kinks <= total / 2) break;
   }
-  std::printf("%d elements checked, %d skipped at a kink\n", checked, kinks);
-  EXPECT_EQ(checked + kinks, total);
-  // A ReLU input near zero upstream of many weights can bench a quarter of
-  // them at once (seen: 70 of 246 once in 100 runs); half must stay judged.
   EXPECT_LE(kinks, total / 2);
+  for (const std::string& m : mismatches) ADD_FAILURE() << m;
+  ASSERT_TRUE(mismatches.empty());
 
   // accumulate=1 adds the same gradient again.
   std::vector<float> once(host[0].size()), twice(host[0].size());
@@ -275,10 +323,12 @@ TEST_F(CnnTest, TwoDimensionalImagesAndEvalBatchOfOne) {
   }
   std::vector<float> x(5 * 6, 0.5f);
   const int32_t target = 2;
-  const MNT_Tensor x_t = Device(x.data(), x.size() * 4, MNT_DTYPE_F32,
-                                {1, 5, 6}, MNT_MEMORY_DATA);
-  const MNT_Tensor t_t = Device(&target, 4, MNT_DTYPE_I32, {1}, MNT_MEMORY_DATA);
-  const MNT_Tensor loss_t = Device(nullptr, 4, MNT_DTYPE_F32, {1}, MNT_MEMORY_DATA);
+  const MNT_Tensor x_t =
+      Device(x.data(), x.size() * 4, MNT_DTYPE_F32, {1, 5, 6}, MNT_MEMORY_DATA);
+  const MNT_Tensor t_t =
+      Device(&target, 4, MNT_DTYPE_I32, {1}, MNT_MEMORY_DATA);
+  const MNT_Tensor loss_t =
+      Device(nullptr, 4, MNT_DTYPE_F32, {1}, MNT_MEMORY_DATA);
   MNT_Model_Forward_Args f{};
   f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
   f.model = model_;
