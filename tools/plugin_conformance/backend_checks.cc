@@ -94,9 +94,10 @@ class Device {
     d.backend = backend_;
     (void)sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Destroy(&d));
   }
-  Status Create() {
+  Status Create(const std::string& options = "") {
     MNT_Backend_Create_Args c{};
     c.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+    c.options = options.c_str();
     MNT_RETURN_IF_ERROR(
         sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Create(&c)));
     if (c.backend == nullptr) return sdk::Internal("Backend_Create gave NULL");
@@ -220,10 +221,11 @@ std::string MemoryContract(const MNT_Plugin_Api* plugin, const Device& d,
 
 }  // namespace
 
-void CheckBackendPlugin(const MNT_Plugin_Api* plugin, uint64_t seed, Report* r) {
+void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
+                        uint64_t seed, Report* r) {
   const std::string n = "backend/";
   Device cand(plugin), ref(cpu::CpuBackendPluginApi());
-  Status s = cand.Create();
+  Status s = cand.Create(options);
   if (!s.ok()) {
     r->Fail(n + "create", s.message());
     return;

@@ -6,7 +6,7 @@ void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
                     uint64_t seed, Report* report) {
   switch (plugin->kind) {
     case MNT_PLUGIN_KIND_BACKEND:
-      CheckBackendPlugin(plugin, seed, report);
+      CheckBackendPlugin(plugin, options, seed, report);
       break;
     case MNT_PLUGIN_KIND_PRECISION:
       CheckPrecisionPlugin(plugin, seed, report);

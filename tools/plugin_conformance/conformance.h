@@ -58,15 +58,18 @@ class Report {
   int passed_ = 0, failed_ = 0, skipped_ = 0;
 };
 
-void CheckBackendPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
-                        Report* report);
+// `options` are passed to the candidate's Backend_Create ("" = its
+// defaults); the CPU reference always runs with its defaults.
+void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
+                        uint64_t seed, Report* report);
 void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
                           Report* report);
 // `options` are passed to Model_Create ("" = the plugin's defaults).
 void CheckModelPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
                       uint64_t seed, Report* report);
 
-// Dispatches on plugin->kind.
+// Dispatches on plugin->kind; `options` go to Backend_Create or Model_Create
+// (a precision plugin takes none here).
 void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
                     uint64_t seed, Report* report);
 
