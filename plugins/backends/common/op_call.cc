@@ -1,8 +1,8 @@
-#include "plugins/backends/cpu/op_call.h"
+#include "plugins/backends/common/op_call.h"
 
 #include "plugins/sdk/tensor.h"
 
-namespace mnt::cpu {
+namespace mnt::backend {
 
 sdk::Status OpCall::Invalid(const std::string& message) const {
   return sdk::InvalidArgument(std::string(op_name_) + ": " + message);
@@ -109,4 +109,4 @@ int64_t LastDim(const MNT_Tensor& t) {
   return t.rank == 0 ? 1 : t.dims[t.rank - 1];
 }
 
-}  // namespace mnt::cpu
+}  // namespace mnt::backend

@@ -1,0 +1,105 @@
+// One Backend_Run call as a backend's kernels see it, plus the operand checks
+// that produce the one-line INVALID_ARGUMENT messages — shared by every
+// in-tree backend so errors read alike whichever backend runs, e.g.
+//   "GEMM: in[1] B is f32[5,3], expected [K=4, N]".
+#ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_OP_CALL_H_
+#define MANTISSA_PLUGINS_BACKENDS_COMMON_OP_CALL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "plugins/abi/mnt_backend.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::backend {
+
+// A named tensor operand: `label` reads like "in[1] B".
+struct Operand {
+  const MNT_Tensor* tensor = nullptr;  // nullptr: optional and absent
+  std::string label;
+
+  bool present() const { return tensor != nullptr; }
+  const MNT_Tensor& operator*() const { return *tensor; }
+  const MNT_Tensor* operator->() const { return tensor; }
+};
+
+class OpCall {
+ public:
+  OpCall(const char* op_name, const MNT_Tensor* inputs, size_t num_inputs,
+         const MNT_Tensor* outputs, size_t num_outputs, const void* params)
+      : op_name_(op_name),
+        inputs_(inputs),
+        num_inputs_(num_inputs),
+        outputs_(outputs),
+        num_outputs_(num_outputs),
+        params_(params) {}
+
+  const char* op_name() const { return op_name_; }
+  size_t num_inputs() const { return num_inputs_; }
+  size_t num_outputs() const { return num_outputs_; }
+
+  // "GEMM: <message>" as INVALID_ARGUMENT.
+  sdk::Status Invalid(const std::string& message) const;
+
+  sdk::Status CheckCounts(size_t min_inputs, size_t max_inputs,
+                          size_t min_outputs, size_t max_outputs) const;
+
+  // Required operands: absent (index past the end or data NULL) is an error.
+  sdk::Status Input(size_t i, const char* name, Operand* out) const;
+  sdk::Status Output(size_t i, const char* name, Operand* out) const;
+  // Optional operands: `out->present()` tells whether it was given.
+  Operand OptionalInput(size_t i, const char* name) const;
+  Operand OptionalOutput(size_t i, const char* name) const;
+
+  // The op's params struct; NULL is an error unless `optional`.
+  template <typename P>
+  sdk::Status Params(const char* struct_name, size_t needed_size,
+                     bool optional, const P** out) const {
+    *out = static_cast<const P*>(params_);
+    if (params_ == nullptr) {
+      return optional ? sdk::Status::Ok()
+                      : Invalid(std::string("params (") + struct_name +
+                                ") is NULL");
+    }
+    if ((*out)->struct_size < needed_size) {
+      return Invalid(sdk::Format("%s.struct_size %zu is smaller than %zu",
+                                 struct_name, (*out)->struct_size, needed_size));
+    }
+    return sdk::Status::Ok();
+  }
+
+  // Operand checks.
+  sdk::Status ExpectFloat(const Operand& t) const;
+  sdk::Status ExpectDType(const Operand& t, MNT_DType dtype) const;
+  sdk::Status ExpectRank(const Operand& t, int rank) const;
+  sdk::Status ExpectRankAtLeast(const Operand& t, int rank) const;
+  // Exact dims; `expected_text` is what the message shows, e.g. "[K=4, N]".
+  sdk::Status ExpectDims(const Operand& t, int rank, const int64_t* dims,
+                         const std::string& expected_text) const;
+  sdk::Status ExpectElements(const Operand& t, int64_t count,
+                             const std::string& expected_text) const;
+  // F32 with exactly one element (found_inf, scalars, reductions).
+  sdk::Status ExpectF32Scalar(const Operand& t) const;
+
+ private:
+  Operand Make(const MNT_Tensor* array, size_t count, size_t i, const char* dir,
+               const char* name) const;
+  sdk::Status Mismatch(const Operand& t, const std::string& expected) const;
+
+  const char* op_name_;
+  const MNT_Tensor* inputs_;
+  size_t num_inputs_;
+  const MNT_Tensor* outputs_;
+  size_t num_outputs_;
+  const void* params_;
+};
+
+// Element count of dims [0, rank - 1) ("rows" of a last-dim op).
+int64_t Rows(const MNT_Tensor& t);
+// Last dimension, 1 for a rank-0 tensor.
+int64_t LastDim(const MNT_Tensor& t);
+
+}  // namespace mnt::backend
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_COMMON_OP_CALL_H_
