@@ -1,0 +1,142 @@
+// The C entry points of MNT_Model_Api for an in-tree model, written once:
+// argument checks, then the model's Network class.
+//
+// A Network provides
+//   static sdk::Status Create(const MNT_Model_Create_Args&, std::unique_ptr<Network>*);
+//   const std::vector<Spec>& param_specs() const;  // name, dims, init, init_scale, weight_decay
+//   sdk::Status Forward(params, num_params, inputs, targets, training, loss_out, correct_out);
+//   sdk::Status Backward(params, num_params, grads, num_grads, loss_multiplier, accumulate);
+// and a plugin exposes ModelApi<Network, kName>::Get() in its MNT_Plugin_Api.
+#ifndef MANTISSA_MODELS_COMMON_MODEL_API_H_
+#define MANTISSA_MODELS_COMMON_MODEL_API_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/args.h"
+#include "plugins/sdk/status.h"
+
+// The opaque model handle, defined once for every in-tree model so that
+// several models can be linked into one binary (tests, tools).
+struct MNT_Model {
+  virtual ~MNT_Model() = default;
+};
+
+namespace mnt::models {
+
+template <typename Network>
+struct NetworkModel : MNT_Model {
+  std::unique_ptr<Network> net;
+};
+
+template <typename Network, const char* kName>
+class ModelApi {
+ public:
+  static const MNT_Model_Api* Get() {
+    static const MNT_Model_Api api = {
+        MNT_Model_Api_STRUCT_SIZE, nullptr,       &Create,  &Destroy,
+        &GetParamCount,            &GetParamSpec, &Forward, &Backward,
+    };
+    return &api;
+  }
+
+  // The network behind a handle this plugin created (for tools that link the
+  // plugin statically); NULL for NULL.
+  static Network* NetworkOf(MNT_Model* model) {
+    return model == nullptr ? nullptr : static_cast<NetworkModel<Network>*>(model)->net.get();
+  }
+
+ private:
+  using Status = sdk::Status;
+
+  static std::string Call(const char* entry) { return std::string(kName) + " " + entry; }
+
+  static Status CheckModel(const std::string& call, MNT_Model* model) {
+    if (NetworkOf(model) == nullptr) {
+      return sdk::InvalidArgument(sdk::Format("%s: model is NULL", call.c_str()));
+    }
+    return Status::Ok();
+  }
+
+  static MNT_Error* Create(MNT_Model_Create_Args* args) {
+    const std::string call = Call("Model_Create");
+    return sdk::Guard(call.c_str(), [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Model_Create_Args, args);
+      auto model = std::make_unique<NetworkModel<Network>>();
+      MNT_RETURN_IF_ERROR(Network::Create(*args, &model->net));
+      args->model = model.release();
+      return Status::Ok();
+    });
+  }
+
+  static MNT_Error* Destroy(MNT_Model_Destroy_Args* args) {
+    const std::string call = Call("Model_Destroy");
+    return sdk::Guard(call.c_str(), [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Model_Destroy_Args, args);
+      delete args->model;
+      return Status::Ok();
+    });
+  }
+
+  static MNT_Error* GetParamCount(MNT_Model_GetParamCount_Args* args) {
+    const std::string call = Call("Model_GetParamCount");
+    return sdk::Guard(call.c_str(), [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Model_GetParamCount_Args, args);
+      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      args->num_params = static_cast<int64_t>(NetworkOf(args->model)->param_specs().size());
+      return Status::Ok();
+    });
+  }
+
+  static MNT_Error* GetParamSpec(MNT_Model_GetParamSpec_Args* args) {
+    const std::string call = Call("Model_GetParamSpec");
+    return sdk::Guard(call.c_str(), [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Model_GetParamSpec_Args, args);
+      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      const auto& specs = NetworkOf(args->model)->param_specs();
+      if (args->index < 0 || args->index >= static_cast<int64_t>(specs.size())) {
+        return sdk::InvalidArgument(sdk::Format(
+            "%s: index %lld is outside [0, %zu)", call.c_str(),
+            static_cast<long long>(args->index), specs.size()));
+      }
+      const auto& spec = specs[static_cast<size_t>(args->index)];
+      args->name = spec.name.c_str();
+      args->rank = static_cast<int32_t>(spec.dims.size());
+      for (int i = 0; i < MNT_MAX_RANK; ++i) {
+        args->dims[i] = i < args->rank ? spec.dims[i] : 0;
+      }
+      args->init = spec.init;
+      args->init_scale = spec.init_scale;
+      args->weight_decay = spec.weight_decay ? 1 : 0;
+      return Status::Ok();
+    });
+  }
+
+  static MNT_Error* Forward(MNT_Model_Forward_Args* args) {
+    const std::string call = Call("Model_Forward");
+    return sdk::Guard(call.c_str(), [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Model_Forward_Args, args);
+      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      return NetworkOf(args->model)
+          ->Forward(args->params, args->num_params, args->inputs, args->targets,
+                    args->training != 0, args->loss_out, args->correct_out);
+    });
+  }
+
+  static MNT_Error* Backward(MNT_Model_Backward_Args* args) {
+    const std::string call = Call("Model_Backward");
+    return sdk::Guard(call.c_str(), [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Model_Backward_Args, args);
+      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      return NetworkOf(args->model)
+          ->Backward(args->params, args->num_params, args->grads, args->num_grads,
+                     args->loss_multiplier, args->accumulate != 0);
+    });
+  }
+};
+
+}  // namespace mnt::models
+
+#endif  // MANTISSA_MODELS_COMMON_MODEL_API_H_
