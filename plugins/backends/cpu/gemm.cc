@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "plugins/backends/common/gemm_call.h"
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cpu/ops.h"
 #include "plugins/backends/cpu/tensor_io.h"
@@ -28,41 +29,12 @@ std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode) {
 }  // namespace
 
 Status RunGemm(const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
-  const MNT_GemmParams* p;
-  MNT_RETURN_IF_ERROR(
-      call.Params("MNT_GemmParams", MNT_GemmParams_STRUCT_SIZE, false, &p));
-  if (p->compute < MNT_COMPUTE_F32 || p->compute > MNT_COMPUTE_F16) {
-    return call.Invalid(
-        sdk::Format("unknown compute mode %d", static_cast<int>(p->compute)));
-  }
-  Operand a, b, c;
-  MNT_RETURN_IF_ERROR(call.Input(0, "A", &a));
-  MNT_RETURN_IF_ERROR(call.Input(1, "B", &b));
-  const Operand bias = call.OptionalInput(2, "bias");
-  MNT_RETURN_IF_ERROR(call.Output(0, "C", &c));
-  for (const Operand* o : {&a, &b, &c}) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(*o));
-    MNT_RETURN_IF_ERROR(call.ExpectRank(*o, 2));
-  }
-  const bool ta = p->trans_a != 0, tb = p->trans_b != 0;
-  const int64_t m = ta ? a->dims[1] : a->dims[0];
-  const int64_t k = ta ? a->dims[0] : a->dims[1];
-  const int64_t n = tb ? b->dims[0] : b->dims[1];
-  const int64_t b_k = tb ? b->dims[1] : b->dims[0];
-  if (b_k != k) {
-    return call.Invalid(b.label + " is " + sdk::Describe(*b) + ", expected " +
-                        (tb ? sdk::Format("[N, K=%lld]", (long long)k)
-                            : sdk::Format("[K=%lld, N]", (long long)k)));
-  }
-  const int64_t c_dims[2] = {m, n};
-  MNT_RETURN_IF_ERROR(call.ExpectDims(
-      c, 2, c_dims, sdk::Format("[M=%lld, N=%lld]", (long long)m, (long long)n)));
-  if (bias.present()) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(bias));
-    MNT_RETURN_IF_ERROR(
-        call.ExpectDims(bias, 1, &n, sdk::Format("[N=%lld]", (long long)n)));
-  }
+  backend::GemmCall g;
+  MNT_RETURN_IF_ERROR(backend::CheckGemm(call, &g));
+  const MNT_GemmParams* p = g.params;
+  const Operand &a = g.a, &b = g.b, &c = g.c, &bias = g.bias;
+  const bool ta = g.trans_a, tb = g.trans_b;
+  const int64_t m = g.m, n = g.n, k = g.k;
   if (m == 0 || n == 0) return Status::Ok();
 
   const std::vector<float> av = ReadRounded(*a, p->compute);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <string>
 
+#include "plugins/backends/common/gemm_call.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/ops.h"
 #include "plugins/sdk/tensor.h"
@@ -92,41 +93,12 @@ Status EnsureWorkspace(CudaBackend& b) {
 }  // namespace
 
 Status RunGemm(CudaBackend& b, const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
-  const MNT_GemmParams* p;
-  MNT_RETURN_IF_ERROR(
-      call.Params("MNT_GemmParams", MNT_GemmParams_STRUCT_SIZE, false, &p));
-  if (p->compute < MNT_COMPUTE_F32 || p->compute > MNT_COMPUTE_F16) {
-    return call.Invalid(
-        sdk::Format("unknown compute mode %d", static_cast<int>(p->compute)));
-  }
-  Operand a, bm, c;
-  MNT_RETURN_IF_ERROR(call.Input(0, "A", &a));
-  MNT_RETURN_IF_ERROR(call.Input(1, "B", &bm));
-  const Operand bias = call.OptionalInput(2, "bias");
-  MNT_RETURN_IF_ERROR(call.Output(0, "C", &c));
-  for (const Operand* o : {&a, &bm, &c}) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(*o));
-    MNT_RETURN_IF_ERROR(call.ExpectRank(*o, 2));
-  }
-  const bool ta = p->trans_a != 0, tb = p->trans_b != 0;
-  const int64_t m = ta ? a->dims[1] : a->dims[0];
-  const int64_t k = ta ? a->dims[0] : a->dims[1];
-  const int64_t n = tb ? bm->dims[0] : bm->dims[1];
-  const int64_t b_k = tb ? bm->dims[1] : bm->dims[0];
-  if (b_k != k) {
-    return call.Invalid(bm.label + " is " + sdk::Describe(*bm) + ", expected " +
-                        (tb ? sdk::Format("[N, K=%lld]", (long long)k)
-                            : sdk::Format("[K=%lld, N]", (long long)k)));
-  }
-  const int64_t c_dims[2] = {m, n};
-  MNT_RETURN_IF_ERROR(call.ExpectDims(
-      c, 2, c_dims, sdk::Format("[M=%lld, N=%lld]", (long long)m, (long long)n)));
-  if (bias.present()) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(bias));
-    MNT_RETURN_IF_ERROR(
-        call.ExpectDims(bias, 1, &n, sdk::Format("[N=%lld]", (long long)n)));
-  }
+  backend::GemmCall g;
+  MNT_RETURN_IF_ERROR(backend::CheckGemm(call, &g));
+  const MNT_GemmParams* p = g.params;
+  const Operand &a = g.a, &bm = g.b, &c = g.c, &bias = g.bias;
+  const bool ta = g.trans_a, tb = g.trans_b;
+  const int64_t m = g.m, n = g.n, k = g.k;
   if (m == 0 || n == 0) return Status::Ok();
   const MNT_ComputeMode mode = p->compute;
   if (k == 0) {
