@@ -1,5 +1,8 @@
-// dlopen()s the built mnt_model_gpt2.so (path in argv[1]) and checks its one
-// entry point and an error coming back through it, as the trainer will.
+// dlopen()s a built model plugin and checks its one entry point and an error
+// coming back through it, as the trainer will. Shared by every in-tree model:
+//   plugin_load_test <file.so> <plugin name> <hidden C++ getter symbol>
+//                    <valid options>
+// The options get ",dropout=0.1" appended, a key no model knows.
 #include <dlfcn.h>
 
 #include <string>
@@ -9,25 +12,26 @@
 
 namespace {
 
-std::string g_path;
+std::string g_path, g_name, g_getter, g_options;
 
-TEST(Gpt2PluginLoadTest, SharedObjectLoadsAndAnswers) {
-  ASSERT_NE(g_path.find("mnt_model_gpt2.so"), std::string::npos) << g_path;
+TEST(ModelPluginLoadTest, SharedObjectLoadsAndAnswers) {
+  ASSERT_NE(g_path.find("mnt_model_" + g_name + ".so"), std::string::npos) << g_path;
   void* handle = dlopen(g_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
   auto* entry = reinterpret_cast<MNT_GetPluginApi_Fn*>(
       dlsym(handle, MNT_PLUGIN_ENTRY_SYMBOL));
   ASSERT_NE(entry, nullptr);
-  EXPECT_EQ(dlsym(handle, "_ZN3mnt4gpt213Gpt2PluginApiEv"), nullptr);
+  EXPECT_EQ(dlsym(handle, g_getter.c_str()), nullptr);  // only the entry symbol
   const MNT_Plugin_Api* api = entry();
   ASSERT_NE(api, nullptr);
   EXPECT_EQ(api->kind, MNT_PLUGIN_KIND_MODEL);
-  EXPECT_STREQ(api->name, "gpt2");
+  EXPECT_EQ(std::string(api->name), g_name);
   ASSERT_NE(api->model, nullptr);
   EXPECT_EQ(api->model->struct_size, MNT_Model_Api_STRUCT_SIZE);
   MNT_Model_Create_Args a{};
   a.struct_size = MNT_Model_Create_Args_STRUCT_SIZE;
-  a.options = "n_layer=1,dropout=0.1";
+  const std::string options = g_options + ",dropout=0.1";
+  a.options = options.c_str();
   MNT_Error* e = api->model->Model_Create(&a);
   ASSERT_NE(e, nullptr);
   EXPECT_NE(std::string(api->Error_Message(e)).find("unknown key 'dropout'"),
@@ -40,6 +44,13 @@ TEST(Gpt2PluginLoadTest, SharedObjectLoadsAndAnswers) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc > 1) g_path = argv[1];
+  if (argc != 5) {
+    fprintf(stderr, "usage: %s <file.so> <name> <getter symbol> <options>\n", argv[0]);
+    return 2;
+  }
+  g_path = argv[1];
+  g_name = argv[2];
+  g_getter = argv[3];
+  g_options = argv[4];
   return RUN_ALL_TESTS();
 }
