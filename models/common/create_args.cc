@@ -1,0 +1,93 @@
+#include "models/common/create_args.h"
+
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::models {
+namespace {
+
+using sdk::Status;
+
+// Plans beyond this are refused before the backend is asked.
+constexpr double kMaxActivationBytes = 1e15;
+
+bool IsComputeMode(MNT_ComputeMode m) {
+  return m == MNT_COMPUTE_F32 || m == MNT_COMPUTE_TF32 ||
+         m == MNT_COMPUTE_BF16 || m == MNT_COMPUTE_F16;
+}
+
+Status CheckFloatDType(const std::string& model, const char* what,
+                       MNT_DType t) {
+  if (!sdk::IsFloatStorage(t)) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: precision.%s is %s, expected f32, f16 or bf16", model.c_str(),
+        what, sdk::DTypeName(t)));
+  }
+  return Status::Ok();
+}
+
+Status CheckPrecision(const std::string& model, const MNT_ModelPrecision& p) {
+  if (p.struct_size < MNT_ModelPrecision_STRUCT_SIZE) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: precision.struct_size %zu is smaller than %zu", model.c_str(),
+        p.struct_size, static_cast<size_t>(MNT_ModelPrecision_STRUCT_SIZE)));
+  }
+  MNT_RETURN_IF_ERROR(CheckFloatDType(model, "weight_dtype", p.weight_dtype));
+  MNT_RETURN_IF_ERROR(
+      CheckFloatDType(model, "gradient_dtype", p.gradient_dtype));
+  MNT_RETURN_IF_ERROR(
+      CheckFloatDType(model, "activation_dtype", p.activation_dtype));
+  if (!IsComputeMode(p.matmul_compute)) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: precision.matmul_compute is %d, not a valid compute mode",
+        model.c_str(), static_cast<int>(p.matmul_compute)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckCreateArgs(
+    const ModelRequirements& req, const MNT_Model_Create_Args& args,
+    const std::function<Status(const MNT_DataSpec&)>& check_data,
+    ModelSetup* out) {
+  const std::string& model = req.name;
+  if (args.backend_plugin == nullptr ||
+      args.backend_plugin->backend == nullptr || args.backend == nullptr) {
+    return sdk::InvalidArgument(
+        model + ": backend_plugin (with a backend API) and backend are required");
+  }
+  const MNT_DataSpec& data = args.data_spec;
+  if (data.struct_size < MNT_DataSpec_STRUCT_SIZE) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: data_spec.struct_size %zu is smaller than %zu", model.c_str(),
+        data.struct_size, static_cast<size_t>(MNT_DataSpec_STRUCT_SIZE)));
+  }
+  MNT_RETURN_IF_ERROR(check_data(data));
+  MNT_RETURN_IF_ERROR(CheckPrecision(model, args.precision));
+  if (args.max_batch_size < 1) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: max_batch_size is %lld, expected at least 1", model.c_str(),
+        static_cast<long long>(args.max_batch_size)));
+  }
+  ModelSetup setup;
+  setup.name = model;
+  setup.client = sdk::BackendClient(args.backend_plugin, args.backend);
+  setup.precision = args.precision;
+  setup.max_batch = args.max_batch_size;
+  MNT_RETURN_IF_ERROR(Ops::Create(setup.client, setup.precision.matmul_compute,
+                                  req.ops, model, req.ops_note, &setup.ops));
+  *out = std::move(setup);
+  return Status::Ok();
+}
+
+Status AllocateActivations(const ModelSetup& setup, DeviceArena* arena) {
+  if (arena->requested_bytes() > kMaxActivationBytes) {
+    return sdk::ResourceExhausted(sdk::Format(
+        "%s: activations for max_batch_size %lld would take %.3g bytes",
+        setup.name.c_str(), static_cast<long long>(setup.max_batch),
+        arena->requested_bytes()));
+  }
+  return arena->Allocate(setup.client, MNT_MEMORY_ACTIVATIONS);
+}
+
+}  // namespace mnt::models

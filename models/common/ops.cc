@@ -1,0 +1,327 @@
+#include "models/common/ops.h"
+
+#include "models/common/views.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::models {
+namespace {
+
+using sdk::Status;
+
+// The same bytes seen with other dims (attention's [B, T, width] view of a
+// [B*T, width] matrix).
+MNT_Tensor Batched(const MNT_Tensor& rows, int64_t batch) {
+  return Reshape(rows, {batch, rows.dims[0] / batch, rows.dims[1]});
+}
+
+MNT_AccumulateParams AccumulateParams(bool accumulate) {
+  return {MNT_AccumulateParams_STRUCT_SIZE, accumulate ? 1 : 0};
+}
+
+MNT_ActivationParams ActivationParams(MNT_Activation act) {
+  return {MNT_ActivationParams_STRUCT_SIZE, act};
+}
+
+MNT_LayerNormParams LayerNormParams(float epsilon, bool accumulate) {
+  return {MNT_LayerNormParams_STRUCT_SIZE, epsilon, accumulate ? 1 : 0};
+}
+
+MNT_AttentionParams CausalAttentionParams(int64_t num_heads) {
+  // scale 0: the backend's 1/sqrt(head size).
+  return {MNT_AttentionParams_STRUCT_SIZE, static_cast<int32_t>(num_heads), 1,
+          0.0f};
+}
+
+MNT_Pool2dParams PoolParams(const Pool2dSpec& s) {
+  return {MNT_Pool2dParams_STRUCT_SIZE, s.kind,      s.window_h,
+          s.window_w,                   s.stride_h,  s.stride_w,
+          s.pad_h,                      s.pad_w,     s.count_include_pad ? 1 : 0};
+}
+
+MNT_BatchNormParams BatchNormParams(const BatchNormSpec& s, bool training,
+                                    bool accumulate) {
+  return {MNT_BatchNormParams_STRUCT_SIZE, training ? 1 : 0, s.momentum,
+          s.epsilon, accumulate ? 1 : 0};
+}
+
+MNT_CrossEntropyParams CrossEntropyParams(float grad_scale,
+                                          int64_t num_classes) {
+  MNT_CrossEntropyParams p{};
+  p.struct_size = MNT_CrossEntropyParams_STRUCT_SIZE;
+  p.grad_scale = grad_scale;
+  p.num_classes = num_classes;
+  return p;
+}
+
+}  // namespace
+
+Pool2dSpec Pool2dSpec::GlobalAverage(int64_t height, int64_t width) {
+  Pool2dSpec s;
+  s.kind = MNT_POOL_AVG;
+  s.window_h = static_cast<int32_t>(height);
+  s.window_w = static_cast<int32_t>(width);
+  return s;
+}
+
+Status Ops::Create(const sdk::BackendClient& client,
+                   MNT_ComputeMode matmul_compute,
+                   const std::vector<MNT_Op>& required, const std::string& model,
+                   const std::string& note, Ops* out) {
+  Ops ops;
+  ops.client_ = client;
+  ops.matmul_compute_ = matmul_compute;
+  for (MNT_Op op : required) {
+    MNT_Backend_GetOpSupport_Args s{};
+    s.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+    s.backend = client.backend();
+    s.op = op;
+    MNT_RETURN_IF_ERROR(sdk::StatusFromPluginError(
+        client.plugin(), client.api()->Backend_GetOpSupport(&s)));
+    if (!s.supported) {
+      return sdk::Unimplemented(sdk::Format(
+          "%s: backend '%s' does not support %s%s", model.c_str(),
+          client.plugin()->name, sdk::OpName(op), note.c_str()));
+    }
+    const size_t index = static_cast<size_t>(op);
+    if (ops.supported_.size() <= index) ops.supported_.resize(index + 1);
+    ops.supported_[index] = true;
+  }
+  *out = std::move(ops);
+  return Status::Ok();
+}
+
+bool Ops::Supports(MNT_Op op) const {
+  const size_t index = static_cast<size_t>(op);
+  return index < supported_.size() && supported_[index];
+}
+
+Status Ops::Run(MNT_Op op, const std::vector<MNT_Tensor>& inputs,
+                const std::vector<MNT_Tensor>& outputs,
+                const void* params) const {
+  return client_.Run(op, inputs, outputs, params);
+}
+
+Status Ops::Fill(const MNT_Tensor& out, double value) const {
+  const MNT_FillParams p{MNT_FillParams_STRUCT_SIZE, value};
+  return Run(MNT_OP_FILL, {}, {out}, &p);
+}
+
+Status Ops::Cast(const MNT_Tensor& x, const MNT_Tensor& y) const {
+  return Run(MNT_OP_CAST, {x}, {y});
+}
+
+Status Ops::Copy(const MNT_Tensor& from, const MNT_Tensor& to) const {
+  const size_t bytes = sdk::SizeBytes(to);
+  if (sdk::SizeBytes(from) != bytes) {
+    return sdk::Internal("copy of " + sdk::Describe(from) + " into " +
+                         sdk::Describe(to) + ": sizes differ");
+  }
+  return client_.Copy(to.data, from.data, bytes, MNT_COPY_DEVICE_TO_DEVICE);
+}
+
+Status Ops::Gemm(const MNT_Tensor& a, const MNT_Tensor& b,
+                 const OptionalTensor& bias, const MNT_Tensor& c, bool trans_a,
+                 bool trans_b, bool accumulate) const {
+  MNT_GemmParams p{};
+  p.struct_size = MNT_GemmParams_STRUCT_SIZE;
+  p.trans_a = trans_a ? 1 : 0;
+  p.trans_b = trans_b ? 1 : 0;
+  p.alpha = 1.0f;
+  p.beta = accumulate ? 1.0f : 0.0f;
+  p.compute = matmul_compute_;
+  if (bias) return Run(MNT_OP_GEMM, {a, b, *bias}, {c}, &p);
+  return Run(MNT_OP_GEMM, {a, b}, {c}, &p);
+}
+
+Status Ops::Linear(const MNT_Tensor& x, const MNT_Tensor& w,
+                   const OptionalTensor& b, const MNT_Tensor& y,
+                   WeightLayout layout) const {
+  return Gemm(x, w, b, y, false, layout == WeightLayout::kOutIn, false);
+}
+
+Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
+                           const MNT_Tensor& dy, const MNT_Tensor& dw,
+                           const OptionalTensor& db, const OptionalTensor& dx,
+                           bool accumulate, WeightLayout layout) const {
+  const bool out_in = layout == WeightLayout::kOutIn;
+  // dW [out, in] = dyᵀ·x, or [in, out] = xᵀ·dy.
+  if (out_in) {
+    MNT_RETURN_IF_ERROR(Gemm(dy, x, std::nullopt, dw, true, false, accumulate));
+  } else {
+    MNT_RETURN_IF_ERROR(Gemm(x, dy, std::nullopt, dw, true, false, accumulate));
+  }
+  if (db) {
+    const MNT_AccumulateParams p = AccumulateParams(accumulate);
+    MNT_RETURN_IF_ERROR(Run(MNT_OP_BIAS_GRAD, {dy}, {*db}, &p));
+  }
+  if (!dx) return Status::Ok();
+  // dx = dy·W, or dy·Wᵀ.
+  return Gemm(dy, w, std::nullopt, *dx, false, !out_in, false);
+}
+
+Status Ops::Activation(MNT_Activation act, const MNT_Tensor& x,
+                       const MNT_Tensor& y) const {
+  const MNT_ActivationParams p = ActivationParams(act);
+  return Run(MNT_OP_ACTIVATION_FORWARD, {x}, {y}, &p);
+}
+
+Status Ops::ActivationBackward(MNT_Activation act, const MNT_Tensor& x,
+                               const MNT_Tensor& dy,
+                               const MNT_Tensor& dx) const {
+  const MNT_ActivationParams p = ActivationParams(act);
+  return Run(MNT_OP_ACTIVATION_BACKWARD, {x, dy}, {dx}, &p);
+}
+
+Status Ops::Add(const MNT_Tensor& a, const MNT_Tensor& b,
+                const MNT_Tensor& out) const {
+  const MNT_AddParams p{MNT_AddParams_STRUCT_SIZE, 1.0f, 1.0f};
+  return Run(MNT_OP_ADD, {a, b}, {out}, &p);
+}
+
+Status Ops::Embedding(const MNT_Tensor& table, const MNT_Tensor& ids,
+                      const MNT_Tensor& out) const {
+  return Run(MNT_OP_EMBEDDING_FORWARD, {table, ids}, {out});
+}
+
+Status Ops::EmbeddingBackward(const MNT_Tensor& dout, const MNT_Tensor& ids,
+                              const MNT_Tensor& dtable, bool accumulate) const {
+  const MNT_AccumulateParams p = AccumulateParams(accumulate);
+  return Run(MNT_OP_EMBEDDING_BACKWARD, {dout, ids}, {dtable}, &p);
+}
+
+Status Ops::LayerNorm(const MNT_Tensor& x, const MNT_Tensor& weight,
+                      const MNT_Tensor& bias, const LayerNormOutput& out,
+                      float epsilon) const {
+  const MNT_LayerNormParams p = LayerNormParams(epsilon, false);
+  return Run(MNT_OP_LAYERNORM_FORWARD, {x, weight, bias},
+             {out.y, out.mean, out.rstd}, &p);
+}
+
+Status Ops::LayerNormBackward(const MNT_Tensor& dy, const MNT_Tensor& x,
+                              const MNT_Tensor& weight,
+                              const LayerNormOutput& saved,
+                              const MNT_Tensor& dx, const MNT_Tensor& dweight,
+                              const MNT_Tensor& dbias, bool accumulate,
+                              float epsilon) const {
+  const MNT_LayerNormParams p = LayerNormParams(epsilon, accumulate);
+  return Run(MNT_OP_LAYERNORM_BACKWARD,
+             {dy, x, weight, saved.mean, saved.rstd}, {dx, dweight, dbias}, &p);
+}
+
+Status Ops::CausalSelfAttention(const MNT_Tensor& qkv, int64_t batch,
+                                int64_t num_heads, const MNT_Tensor& y,
+                                const MNT_Tensor& lse) const {
+  const MNT_AttentionParams p = CausalAttentionParams(num_heads);
+  return Run(MNT_OP_ATTENTION_FORWARD, {Batched(qkv, batch)},
+             {Batched(y, batch), lse}, &p);
+}
+
+Status Ops::CausalSelfAttentionBackward(const MNT_Tensor& dy,
+                                        const MNT_Tensor& qkv,
+                                        const MNT_Tensor& y,
+                                        const MNT_Tensor& lse, int64_t batch,
+                                        int64_t num_heads,
+                                        const MNT_Tensor& dqkv) const {
+  const MNT_AttentionParams p = CausalAttentionParams(num_heads);
+  return Run(MNT_OP_ATTENTION_BACKWARD,
+             {Batched(dy, batch), Batched(qkv, batch), Batched(y, batch), lse},
+             {Batched(dqkv, batch)}, &p);
+}
+
+MNT_Conv2dParams Ops::ConvParams(const Conv2dSpec& s, bool accumulate) const {
+  return {MNT_Conv2dParams_STRUCT_SIZE,
+          s.pad_h,
+          s.pad_w,
+          s.stride_h,
+          s.stride_w,
+          s.dilation_h,
+          s.dilation_w,
+          s.groups,
+          matmul_compute_,
+          accumulate ? 1 : 0};
+}
+
+Status Ops::Conv2d(const MNT_Tensor& x, const MNT_Tensor& w,
+                   const MNT_Tensor& y, const Conv2dSpec& spec) const {
+  const MNT_Conv2dParams p = ConvParams(spec, false);
+  return Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &p);
+}
+
+Status Ops::Conv2dBackwardData(const MNT_Tensor& dy, const MNT_Tensor& w,
+                               const MNT_Tensor& dx, const Conv2dSpec& spec,
+                               bool accumulate) const {
+  const MNT_Conv2dParams p = ConvParams(spec, accumulate);
+  return Run(MNT_OP_CONV2D_BACKWARD_DATA, {dy, w}, {dx}, &p);
+}
+
+Status Ops::Conv2dBackwardFilter(const MNT_Tensor& dy, const MNT_Tensor& x,
+                                 const MNT_Tensor& dw, const Conv2dSpec& spec,
+                                 bool accumulate) const {
+  const MNT_Conv2dParams p = ConvParams(spec, accumulate);
+  return Run(MNT_OP_CONV2D_BACKWARD_FILTER, {dy, x}, {dw}, &p);
+}
+
+Status Ops::Pool2d(const MNT_Tensor& x, const MNT_Tensor& y,
+                   const Pool2dSpec& spec) const {
+  const MNT_Pool2dParams p = PoolParams(spec);
+  return Run(MNT_OP_POOL2D_FORWARD, {x}, {y}, &p);
+}
+
+Status Ops::Pool2dBackward(const MNT_Tensor& dy, const MNT_Tensor& x,
+                           const MNT_Tensor& dx, const Pool2dSpec& spec) const {
+  const MNT_Pool2dParams p = PoolParams(spec);
+  return Run(MNT_OP_POOL2D_BACKWARD, {dy, x}, {dx}, &p);
+}
+
+Status Ops::BatchNorm(const MNT_Tensor& x, const MNT_Tensor& gamma,
+                      const MNT_Tensor& beta, const MNT_Tensor& y,
+                      const BatchNormStats& stats, const BatchNormSpec& spec,
+                      bool training) const {
+  const MNT_BatchNormParams p = BatchNormParams(spec, training, false);
+  std::vector<MNT_Tensor> out = {y, stats.running_mean, stats.running_var};
+  if (training) {
+    out.push_back(stats.saved_mean);
+    out.push_back(stats.saved_invstd);
+  }
+  return Run(MNT_OP_BATCHNORM_FORWARD, {x, gamma, beta}, out, &p);
+}
+
+Status Ops::BatchNormBackward(const MNT_Tensor& dy, const MNT_Tensor& x,
+                              const MNT_Tensor& gamma,
+                              const BatchNormStats& stats,
+                              const MNT_Tensor& dx, const MNT_Tensor& dgamma,
+                              const MNT_Tensor& dbeta,
+                              const BatchNormSpec& spec,
+                              bool accumulate) const {
+  const MNT_BatchNormParams p = BatchNormParams(spec, true, accumulate);
+  return Run(MNT_OP_BATCHNORM_BACKWARD,
+             {dy, x, gamma, stats.saved_mean, stats.saved_invstd},
+             {dx, dgamma, dbeta}, &p);
+}
+
+Status Ops::CrossEntropyLoss(const MNT_Tensor& logits,
+                             const MNT_Tensor& targets, int64_t num_classes,
+                             const MNT_Tensor& losses,
+                             const MNT_Tensor& loss_out,
+                             const OptionalTensor& correct_out) const {
+  // Loss only: dlogits need Backward's loss multiplier, and forming them
+  // there rounds (softmax - onehot) * scale / B straight into the 16-bit
+  // dtype instead of rounding an unscaled, possibly underflowing, value.
+  const MNT_CrossEntropyParams ce = CrossEntropyParams(1.0f, num_classes);
+  MNT_RETURN_IF_ERROR(Run(MNT_OP_CROSS_ENTROPY, {logits, targets}, {losses}, &ce));
+  const MNT_ReduceParams mean{MNT_ReduceParams_STRUCT_SIZE, MNT_REDUCE_MEAN};
+  MNT_RETURN_IF_ERROR(Run(MNT_OP_REDUCE, {losses}, {loss_out}, &mean));
+  if (!correct_out) return Status::Ok();
+  return Run(MNT_OP_COUNT_CORRECT, {logits, targets}, {*correct_out}, &ce);
+}
+
+Status Ops::CrossEntropyBackward(const MNT_Tensor& logits,
+                                 const MNT_Tensor& targets,
+                                 int64_t num_classes, float grad_scale,
+                                 const MNT_Tensor& losses,
+                                 const MNT_Tensor& dlogits) const {
+  const MNT_CrossEntropyParams ce = CrossEntropyParams(grad_scale, num_classes);
+  return Run(MNT_OP_CROSS_ENTROPY, {logits, targets}, {losses, dlogits}, &ce);
+}
+
+}  // namespace mnt::models

@@ -1,0 +1,231 @@
+// Mantissa models: the backend's kernels as typed calls, so a network reads
+// like its architecture (llm.c's gpt2_forward) instead of a list of
+// MNT_Backend_Run argument structs.
+//
+// Every call takes MNT_Tensor views (see views.h) and issues exactly the
+// backend ops its comment names, with the params struct filled here, once.
+// Activations are [rows, width] matrices; ops that need another layout
+// (attention's [B, T, 3C]) reshape inside.
+//
+// Ops also holds the backend's answers to Backend_GetOpSupport, asked once
+// when the model is created. A fused kernel (say GEMM with a GELU epilogue)
+// is added here and nowhere else: Create() asks for its op as well (an
+// unsupported or unknown op is simply not used), and the facade call
+// (say LinearGelu) issues the fused op when Supports() says so and the two
+// plain ops otherwise, so networks never branch on backend features.
+#ifndef MANTISSA_MODELS_COMMON_OPS_H_
+#define MANTISSA_MODELS_COMMON_OPS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugins/abi/mnt_backend.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::models {
+
+using OptionalTensor = std::optional<MNT_Tensor>;
+
+// A borrowed tensor that may be NULL (e.g. Model_Forward's correct_out).
+inline OptionalTensor Optional(const MNT_Tensor* t) {
+  return t == nullptr ? std::nullopt : OptionalTensor(*t);
+}
+
+// How a Linear layer stores its weight.
+enum class WeightLayout {
+  kOutIn,  // W [out, in], y = x·Wᵀ + b (PyTorch's nn.Linear, GPT-2)
+  kInOut,  // W [in, out], y = x·W + b (no transposes in the forward GEMM)
+};
+
+// PyTorch's nn.LayerNorm default.
+inline constexpr float kLayerNormEpsilon = 1e-5f;
+
+// What a layer norm forward writes and its backward reads.
+struct LayerNormOutput {
+  MNT_Tensor y;     // [N, C], activation dtype
+  MNT_Tensor mean;  // F32 [N]
+  MNT_Tensor rstd;  // F32 [N]
+};
+
+// A 2-D convolution's geometry (the ABI's MNT_Conv2dParams without the
+// compute mode, which comes from the precision, and the accumulate flag).
+struct Conv2dSpec {
+  int32_t pad_h = 0, pad_w = 0;
+  int32_t stride_h = 1, stride_w = 1;
+  int32_t dilation_h = 1, dilation_w = 1;
+  int32_t groups = 1;
+};
+
+// A pooling window (MNT_Pool2dParams without its struct_size).
+struct Pool2dSpec {
+  MNT_PoolKind kind = MNT_POOL_AVG;
+  int32_t window_h = 1, window_w = 1;
+  int32_t stride_h = 1, stride_w = 1;
+  int32_t pad_h = 0, pad_w = 0;
+  bool count_include_pad = true;
+
+  // Average over a whole [H, W] plane, giving [N, C, 1, 1].
+  static Pool2dSpec GlobalAverage(int64_t height, int64_t width);
+};
+
+struct BatchNormSpec {
+  float momentum = 0.1f;  // running-statistics update weight (torch's)
+  float epsilon = 1e-5f;
+};
+
+// A batch norm's F32 [C] statistics: the running ones it owns, and the
+// batch ones a training forward saves for the backward.
+struct BatchNormStats {
+  MNT_Tensor running_mean, running_var;
+  MNT_Tensor saved_mean, saved_invstd;
+};
+
+class Ops {
+ public:
+  Ops() = default;
+
+  // Asks the backend once about every op in `required`; one it does not
+  // support is Unimplemented "<model>: backend '<name>' does not support
+  // <OP><note>". GEMMs and convolutions compute in `matmul_compute`.
+  static sdk::Status Create(const sdk::BackendClient& client,
+                            MNT_ComputeMode matmul_compute,
+                            const std::vector<MNT_Op>& required,
+                            const std::string& model, const std::string& note,
+                            Ops* out);
+
+  // The backend's answer for an op asked about in Create; false otherwise.
+  bool Supports(MNT_Op op) const;
+  const sdk::BackendClient& client() const { return client_; }
+
+  // --- Memory. ---
+  // out = value everywhere (FILL).
+  sdk::Status Fill(const MNT_Tensor& out, double value) const;
+  // y = x converted to y's dtype (CAST; same element count).
+  sdk::Status Cast(const MNT_Tensor& x, const MNT_Tensor& y) const;
+  // Device-to-device copy of `from`'s bytes into `to` (same byte size).
+  sdk::Status Copy(const MNT_Tensor& from, const MNT_Tensor& to) const;
+
+  // --- Dense layers. ---
+  // y = x·Wᵀ + b or x·W + b (one GEMM; b optional).
+  sdk::Status Linear(const MNT_Tensor& x, const MNT_Tensor& w,
+                     const OptionalTensor& b, const MNT_Tensor& y,
+                     WeightLayout layout) const;
+  // Gradients of Linear from dy, in this order: dW (GEMM), db (BIAS_GRAD)
+  // when given, dx (GEMM, overwritten) when given. dW and db are added to
+  // when `accumulate`.
+  sdk::Status LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
+                             const MNT_Tensor& dy, const MNT_Tensor& dw,
+                             const OptionalTensor& db,
+                             const OptionalTensor& dx, bool accumulate,
+                             WeightLayout layout) const;
+  // y = act(x); y may be x.
+  sdk::Status Activation(MNT_Activation act, const MNT_Tensor& x,
+                         const MNT_Tensor& y) const;
+  // dx = act'(x) * dy; dx may be dy.
+  sdk::Status ActivationBackward(MNT_Activation act, const MNT_Tensor& x,
+                                 const MNT_Tensor& dy,
+                                 const MNT_Tensor& dx) const;
+  // out = a + b, rounded once into out's dtype; out may be a or b (the
+  // residual add, and gradient accumulation across dtypes).
+  sdk::Status Add(const MNT_Tensor& a, const MNT_Tensor& b,
+                  const MNT_Tensor& out) const;
+
+  // --- Transformer layers. ---
+  // out [N, C] = rows of table [V, C] picked by ids I32 [N].
+  sdk::Status Embedding(const MNT_Tensor& table, const MNT_Tensor& ids,
+                        const MNT_Tensor& out) const;
+  // dtable (+)= dout's rows scattered by ids, in a deterministic order.
+  sdk::Status EmbeddingBackward(const MNT_Tensor& dout, const MNT_Tensor& ids,
+                                const MNT_Tensor& dtable,
+                                bool accumulate) const;
+  sdk::Status LayerNorm(const MNT_Tensor& x, const MNT_Tensor& weight,
+                        const MNT_Tensor& bias, const LayerNormOutput& out,
+                        float epsilon = kLayerNormEpsilon) const;
+  // dx is overwritten; dweight and dbias are added to when `accumulate`.
+  sdk::Status LayerNormBackward(const MNT_Tensor& dy, const MNT_Tensor& x,
+                                const MNT_Tensor& weight,
+                                const LayerNormOutput& saved,
+                                const MNT_Tensor& dx, const MNT_Tensor& dweight,
+                                const MNT_Tensor& dbias, bool accumulate,
+                                float epsilon = kLayerNormEpsilon) const;
+  // Causal multi-head self-attention over `batch` sequences: qkv [B*T, 3C]
+  // (rows packed q|k|v) -> y [B*T, C], with lse F32 [B, H, T] saved for
+  // the backward.
+  sdk::Status CausalSelfAttention(const MNT_Tensor& qkv, int64_t batch,
+                                  int64_t num_heads, const MNT_Tensor& y,
+                                  const MNT_Tensor& lse) const;
+  // dqkv [B*T, 3C] (overwritten) from dy [B*T, C] and the forward's tensors.
+  sdk::Status CausalSelfAttentionBackward(const MNT_Tensor& dy,
+                                          const MNT_Tensor& qkv,
+                                          const MNT_Tensor& y,
+                                          const MNT_Tensor& lse, int64_t batch,
+                                          int64_t num_heads,
+                                          const MNT_Tensor& dqkv) const;
+
+  // --- Convolutional layers (NCHW). ---
+  sdk::Status Conv2d(const MNT_Tensor& x, const MNT_Tensor& w,
+                     const MNT_Tensor& y, const Conv2dSpec& spec) const;
+  sdk::Status Conv2dBackwardData(const MNT_Tensor& dy, const MNT_Tensor& w,
+                                 const MNT_Tensor& dx, const Conv2dSpec& spec,
+                                 bool accumulate) const;
+  sdk::Status Conv2dBackwardFilter(const MNT_Tensor& dy, const MNT_Tensor& x,
+                                   const MNT_Tensor& dw, const Conv2dSpec& spec,
+                                   bool accumulate) const;
+  sdk::Status Pool2d(const MNT_Tensor& x, const MNT_Tensor& y,
+                     const Pool2dSpec& spec) const;
+  // dx (overwritten) from dy and the forward's input x.
+  sdk::Status Pool2dBackward(const MNT_Tensor& dy, const MNT_Tensor& x,
+                             const MNT_Tensor& dx,
+                             const Pool2dSpec& spec) const;
+  // Training: normalise with the batch statistics, update the running ones
+  // and save the batch ones; otherwise normalise with the running ones.
+  sdk::Status BatchNorm(const MNT_Tensor& x, const MNT_Tensor& gamma,
+                        const MNT_Tensor& beta, const MNT_Tensor& y,
+                        const BatchNormStats& stats, const BatchNormSpec& spec,
+                        bool training) const;
+  // Backward of a training forward: dx overwritten, dgamma and dbeta added
+  // to when `accumulate`.
+  sdk::Status BatchNormBackward(const MNT_Tensor& dy, const MNT_Tensor& x,
+                                const MNT_Tensor& gamma,
+                                const BatchNormStats& stats,
+                                const MNT_Tensor& dx, const MNT_Tensor& dgamma,
+                                const MNT_Tensor& dbeta,
+                                const BatchNormSpec& spec,
+                                bool accumulate) const;
+
+  // --- Classification loss over the first `num_classes` columns. ---
+  // Per-row losses F32 [B] of logits [B, V] against targets I32 [B], their
+  // mean into loss_out F32 [1], and, when given, the number of rows whose
+  // argmax is the target into correct_out F32 [1].
+  sdk::Status CrossEntropyLoss(const MNT_Tensor& logits,
+                               const MNT_Tensor& targets, int64_t num_classes,
+                               const MNT_Tensor& losses,
+                               const MNT_Tensor& loss_out,
+                               const OptionalTensor& correct_out) const;
+  // dlogits = (softmax - onehot) * grad_scale (losses are rewritten too).
+  sdk::Status CrossEntropyBackward(const MNT_Tensor& logits,
+                                   const MNT_Tensor& targets,
+                                   int64_t num_classes, float grad_scale,
+                                   const MNT_Tensor& losses,
+                                   const MNT_Tensor& dlogits) const;
+
+ private:
+  sdk::Status Run(MNT_Op op, const std::vector<MNT_Tensor>& inputs,
+                  const std::vector<MNT_Tensor>& outputs,
+                  const void* params = nullptr) const;
+  sdk::Status Gemm(const MNT_Tensor& a, const MNT_Tensor& b,
+                   const OptionalTensor& bias, const MNT_Tensor& c,
+                   bool trans_a, bool trans_b, bool accumulate) const;
+  MNT_Conv2dParams ConvParams(const Conv2dSpec& spec, bool accumulate) const;
+
+  sdk::BackendClient client_;
+  MNT_ComputeMode matmul_compute_ = MNT_COMPUTE_F32;
+  std::vector<bool> supported_;  // indexed by MNT_Op
+};
+
+}  // namespace mnt::models
+
+#endif  // MANTISSA_MODELS_COMMON_OPS_H_

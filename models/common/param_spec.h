@@ -1,0 +1,24 @@
+// Mantissa models: one parameter tensor as a model declares it (what
+// Model_GetParamSpec reports).
+#ifndef MANTISSA_MODELS_COMMON_PARAM_SPEC_H_
+#define MANTISSA_MODELS_COMMON_PARAM_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plugins/abi/mnt_model.h"
+
+namespace mnt::models {
+
+struct ParamSpec {
+  std::string name;  // "layer0.weight", "block0.bn1.bias", "wte", ...
+  std::vector<int64_t> dims;
+  MNT_ParamInit init;
+  float init_scale;  // std for NORMAL, bound for UNIFORM
+  bool weight_decay;
+};
+
+}  // namespace mnt::models
+
+#endif  // MANTISSA_MODELS_COMMON_PARAM_SPEC_H_
