@@ -22,6 +22,7 @@
 
 #include "models/cnn/cnn_options.h"
 #include "models/common/device_arena.h"
+#include "models/common/model_io.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/status.h"
@@ -46,14 +47,8 @@ class CnnNetwork {
 
   const std::vector<ParamSpec>& param_specs() const { return specs_; }
 
-  sdk::Status Forward(const MNT_Tensor* params, size_t num_params,
-                      const MNT_Tensor* inputs, const MNT_Tensor* targets,
-                      bool training, const MNT_Tensor* loss_out,
-                      const MNT_Tensor* correct_out);
-
-  sdk::Status Backward(const MNT_Tensor* params, size_t num_params,
-                       const MNT_Tensor* grads, size_t num_grads,
-                       float loss_multiplier, bool accumulate);
+  sdk::Status Forward(const models::ForwardCall& call);
+  sdk::Status Backward(const models::BackwardCall& call);
 
  private:
   // One conv-bn(-add)-relu unit. Its parameters are at 3*index (conv

@@ -3,9 +3,9 @@
 //
 // A Network provides
 //   static sdk::Status Create(const MNT_Model_Create_Args&, std::unique_ptr<Network>*);
-//   const std::vector<Spec>& param_specs() const;  // name, dims, init, init_scale, weight_decay
-//   sdk::Status Forward(params, num_params, inputs, targets, training, loss_out, correct_out);
-//   sdk::Status Backward(params, num_params, grads, num_grads, loss_multiplier, accumulate);
+//   const std::vector<ParamSpec>& param_specs() const;  // param_spec.h
+//   sdk::Status Forward(const ForwardCall&);              // model_io.h
+//   sdk::Status Backward(const BackwardCall&);
 // and a plugin exposes ModelApi<Network, kName>::Get() in its MNT_Plugin_Api.
 #ifndef MANTISSA_MODELS_COMMON_MODEL_API_H_
 #define MANTISSA_MODELS_COMMON_MODEL_API_H_
@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "models/common/model_io.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/status.h"
@@ -119,9 +120,15 @@ class ModelApi {
     return sdk::Guard(call.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_Forward_Args, args);
       MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
-      return NetworkOf(args->model)
-          ->Forward(args->params, args->num_params, args->inputs, args->targets,
-                    args->training != 0, args->loss_out, args->correct_out);
+      ForwardCall call;
+      call.params = args->params;
+      call.num_params = args->num_params;
+      call.inputs = args->inputs;
+      call.targets = args->targets;
+      call.training = args->training != 0;
+      call.loss_out = args->loss_out;
+      call.correct_out = args->correct_out;
+      return NetworkOf(args->model)->Forward(call);
     });
   }
 
@@ -130,9 +137,14 @@ class ModelApi {
     return sdk::Guard(call.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_Backward_Args, args);
       MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
-      return NetworkOf(args->model)
-          ->Backward(args->params, args->num_params, args->grads, args->num_grads,
-                     args->loss_multiplier, args->accumulate != 0);
+      BackwardCall call;
+      call.params = args->params;
+      call.num_params = args->num_params;
+      call.grads = args->grads;
+      call.num_grads = args->num_grads;
+      call.loss_multiplier = args->loss_multiplier;
+      call.accumulate = args->accumulate != 0;
+      return NetworkOf(args->model)->Backward(call);
     });
   }
 };

@@ -333,10 +333,14 @@ Status Gpt2Network::BlockForward(const MNT_Tensor* p, int l, int64_t batch,
   return client_.Run(MNT_OP_ADD, {y, res2}, {y}, &add);
 }
 
-Status Gpt2Network::Forward(const MNT_Tensor* params, size_t num_params,
-                            const MNT_Tensor* inputs, const MNT_Tensor* targets,
-                            bool training, const MNT_Tensor* loss_out,
-                            const MNT_Tensor* correct_out) {
+Status Gpt2Network::Forward(const models::ForwardCall& call) {
+  const MNT_Tensor* params = call.params;
+  const size_t num_params = call.num_params;
+  const MNT_Tensor* inputs = call.inputs;
+  const MNT_Tensor* targets = call.targets;
+  const bool training = call.training;
+  const MNT_Tensor* loss_out = call.loss_out;
+  const MNT_Tensor* correct_out = call.correct_out;
   saved_batch_ = 0;
   MNT_RETURN_IF_ERROR(CheckParams("Forward", "params", params, num_params,
                                   precision_.weight_dtype));
@@ -480,9 +484,13 @@ Status Gpt2Network::BlockBackward(const MNT_Tensor* p, const MNT_Tensor* g,
   return client_.Run(MNT_OP_ADD, {dres, dtmp2}, {dres}, &add);
 }
 
-Status Gpt2Network::Backward(const MNT_Tensor* params, size_t num_params,
-                             const MNT_Tensor* grads, size_t num_grads,
-                             float loss_multiplier, bool accumulate) {
+Status Gpt2Network::Backward(const models::BackwardCall& call) {
+  const MNT_Tensor* params = call.params;
+  const size_t num_params = call.num_params;
+  const MNT_Tensor* grads = call.grads;
+  const size_t num_grads = call.num_grads;
+  const float loss_multiplier = call.loss_multiplier;
+  const bool accumulate = call.accumulate;
   if (saved_batch_ == 0) {
     return sdk::FailedPrecondition(
         "gpt2 Backward: no training Forward to back-propagate (call Forward "

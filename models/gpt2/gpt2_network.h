@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "models/common/device_arena.h"
+#include "models/common/model_io.h"
 #include "models/gpt2/gpt2_options.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/backend_client.h"
@@ -60,14 +61,8 @@ class Gpt2Network {
   int64_t padded_vocab() const { return padded_vocab_; }
   int64_t seq_len() const { return t_; }
 
-  sdk::Status Forward(const MNT_Tensor* params, size_t num_params,
-                      const MNT_Tensor* inputs, const MNT_Tensor* targets,
-                      bool training, const MNT_Tensor* loss_out,
-                      const MNT_Tensor* correct_out);
-
-  sdk::Status Backward(const MNT_Tensor* params, size_t num_params,
-                       const MNT_Tensor* grads, size_t num_grads,
-                       float loss_multiplier, bool accumulate);
+  sdk::Status Forward(const models::ForwardCall& call);
+  sdk::Status Backward(const models::BackwardCall& call);
 
   // The logits [batch*T, Vp] (activation dtype) of the last Forward; for
   // sampling tools that link the model directly.

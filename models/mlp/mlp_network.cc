@@ -209,10 +209,14 @@ Status MlpNetwork::CheckParams(const char* call, const char* what,
   return Status::Ok();
 }
 
-Status MlpNetwork::Forward(const MNT_Tensor* params, size_t num_params,
-                           const MNT_Tensor* inputs, const MNT_Tensor* targets,
-                           bool training, const MNT_Tensor* loss_out,
-                           const MNT_Tensor* correct_out) {
+Status MlpNetwork::Forward(const models::ForwardCall& call) {
+  const MNT_Tensor* params = call.params;
+  const size_t num_params = call.num_params;
+  const MNT_Tensor* inputs = call.inputs;
+  const MNT_Tensor* targets = call.targets;
+  const bool training = call.training;
+  const MNT_Tensor* loss_out = call.loss_out;
+  const MNT_Tensor* correct_out = call.correct_out;
   saved_batch_ = 0;  // this call overwrites what a previous Backward needed
   MNT_RETURN_IF_ERROR(CheckParams("Forward", "params", params, num_params,
                                   precision_.weight_dtype));
@@ -313,9 +317,13 @@ Status MlpNetwork::Forward(const MNT_Tensor* params, size_t num_params,
   return Status::Ok();
 }
 
-Status MlpNetwork::Backward(const MNT_Tensor* params, size_t num_params,
-                            const MNT_Tensor* grads, size_t num_grads,
-                            float loss_multiplier, bool accumulate) {
+Status MlpNetwork::Backward(const models::BackwardCall& call) {
+  const MNT_Tensor* params = call.params;
+  const size_t num_params = call.num_params;
+  const MNT_Tensor* grads = call.grads;
+  const size_t num_grads = call.num_grads;
+  const float loss_multiplier = call.loss_multiplier;
+  const bool accumulate = call.accumulate;
   if (saved_batch_ == 0) {
     return sdk::FailedPrecondition(
         "mlp Backward: no training Forward to back-propagate (call Forward "

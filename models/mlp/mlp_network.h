@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "models/common/device_arena.h"
+#include "models/common/model_io.h"
 #include "models/mlp/mlp_options.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/backend_client.h"
@@ -41,14 +42,8 @@ class MlpNetwork {
 
   const std::vector<ParamSpec>& param_specs() const { return specs_; }
 
-  sdk::Status Forward(const MNT_Tensor* params, size_t num_params,
-                      const MNT_Tensor* inputs, const MNT_Tensor* targets,
-                      bool training, const MNT_Tensor* loss_out,
-                      const MNT_Tensor* correct_out);
-
-  sdk::Status Backward(const MNT_Tensor* params, size_t num_params,
-                       const MNT_Tensor* grads, size_t num_grads,
-                       float loss_multiplier, bool accumulate);
+  sdk::Status Forward(const models::ForwardCall& call);
+  sdk::Status Backward(const models::BackwardCall& call);
 
  private:
   MlpNetwork() = default;
