@@ -1,5 +1,6 @@
 // Mantissa MLP model: the network itself (parameter specs, forward,
-// backward), issuing only backend calls so it runs on any backend.
+// backward), written against the op facade (models/common/ops.h) so it runs
+// on any backend.
 //
 // Layer k computes z_k = x_k @ W_k + b_k with W_k stored [in, out] (so no
 // GEMM transposes in forward), then a_k = act(z_k) for hidden layers; the
@@ -10,25 +11,20 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
+#include "models/common/create_args.h"
 #include "models/common/device_arena.h"
 #include "models/common/model_io.h"
+#include "models/common/ops.h"
+#include "models/common/param_spec.h"
 #include "models/mlp/mlp_options.h"
 #include "plugins/abi/mnt_model.h"
-#include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::mlp {
 
-struct ParamSpec {
-  std::string name;  // "layer0.weight", "layer0.bias", ...
-  std::vector<int64_t> dims;
-  MNT_ParamInit init;
-  float init_scale;
-  bool weight_decay;
-};
+using models::ParamSpec;
 
 class MlpNetwork {
  public:
@@ -40,7 +36,7 @@ class MlpNetwork {
   MlpNetwork(const MlpNetwork&) = delete;
   MlpNetwork& operator=(const MlpNetwork&) = delete;
 
-  const std::vector<ParamSpec>& param_specs() const { return specs_; }
+  const std::vector<ParamSpec>& param_specs() const { return io_.param_specs(); }
 
   sdk::Status Forward(const models::ForwardCall& call);
   sdk::Status Backward(const models::BackwardCall& call);
@@ -48,34 +44,35 @@ class MlpNetwork {
  private:
   MlpNetwork() = default;
   sdk::Status Init(const MNT_Model_Create_Args& args);
-  sdk::Status CheckParams(const char* call, const char* what,
-                          const MNT_Tensor* tensors, size_t count,
-                          MNT_DType dtype) const;
+  sdk::Status CheckData(const MNT_DataSpec& data);
   int num_layers() const { return static_cast<int>(widths_.size()) - 1; }
-  // Views of the model's own buffers for a batch of `batch` rows.
-  MNT_Tensor Activation(size_t handle, int64_t batch, int64_t width) const;
+  // [batch, width] view of an activation.
+  MNT_Tensor Rows(models::DeviceArena::Slot slot, int64_t batch,
+                  int64_t width) const {
+    return activations_.View(slot, {batch, width});
+  }
+  // The input of layer k as the GEMM reads it.
+  models::DeviceArena::Slot LayerInput(int k) const {
+    return k == 0 ? input_copy_ : post_activation_[k - 1];
+  }
 
   MlpOptions options_;
-  sdk::BackendClient client_;
-  MNT_ModelPrecision precision_{};
-  int64_t max_batch_ = 0;
+  models::ModelSetup setup_;
+  models::ModelIo io_;
   std::vector<int64_t> input_dims_;  // per example, without the batch
   std::vector<int64_t> widths_;      // D, hidden..., num_classes
-  std::vector<ParamSpec> specs_;
 
   // Activations (activation dtype): the input as the GEMM reads it, z and
   // a of every hidden layer, the logits, and two gradient ping-pong buffers.
   models::DeviceArena activations_;
-  size_t input_copy_ = 0;
-  std::vector<size_t> pre_activation_;  // z_k, hidden layers
-  std::vector<size_t> post_activation_;  // a_k, hidden layers
-  size_t logits_ = 0;
-  size_t grad_buffer_[2] = {0, 0};
-  int64_t grad_width_ = 0;
+  models::DeviceArena::Slot input_copy_;
+  std::vector<models::DeviceArena::Slot> pre_activation_;   // z_k, hidden
+  std::vector<models::DeviceArena::Slot> post_activation_;  // a_k, hidden
+  models::DeviceArena::Slot logits_;
+  models::DeviceArena::Slot grad_buffer_[2];
   // Workspace: per-example fp32 losses and the targets kept for Backward.
   models::DeviceArena workspace_;
-  size_t losses_ = 0;
-  size_t saved_targets_ = 0;
+  models::DeviceArena::Slot losses_, saved_targets_;
 
   int64_t saved_batch_ = 0;  // rows of the last training Forward; 0 = none
 };
