@@ -1,5 +1,6 @@
 // Mantissa CNN model: a small ResNet (parameter specs, forward, backward),
-// issuing only backend calls so it runs on any backend with the ABI 1.3 ops.
+// written against the op facade (models/common/ops.h), so it runs on any
+// backend with the ABI 1.3 ops.
 //
 // Input F32 [B, C, H, W], or [B, H, W] read as one channel (the digits are
 // [8, 8]). Every conv is 3x3, stride 1, padding 1, no bias (a batch norm
@@ -21,21 +22,17 @@
 #include <vector>
 
 #include "models/cnn/cnn_options.h"
+#include "models/common/create_args.h"
 #include "models/common/device_arena.h"
 #include "models/common/model_io.h"
+#include "models/common/ops.h"
+#include "models/common/param_spec.h"
 #include "plugins/abi/mnt_model.h"
-#include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cnn {
 
-struct ParamSpec {
-  std::string name;  // "stem.conv.weight", "block0.bn1.bias", "head.weight"
-  std::vector<int64_t> dims;
-  MNT_ParamInit init;
-  float init_scale;
-  bool weight_decay;
-};
+using models::ParamSpec;
 
 class CnnNetwork {
  public:
@@ -45,50 +42,55 @@ class CnnNetwork {
   CnnNetwork(const CnnNetwork&) = delete;
   CnnNetwork& operator=(const CnnNetwork&) = delete;
 
-  const std::vector<ParamSpec>& param_specs() const { return specs_; }
+  const std::vector<ParamSpec>& param_specs() const { return io_.param_specs(); }
 
   sdk::Status Forward(const models::ForwardCall& call);
   sdk::Status Backward(const models::BackwardCall& call);
 
  private:
+  using Slot = models::DeviceArena::Slot;
+
   // One conv-bn(-add)-relu unit. Its parameters are at 3*index (conv
   // weight), 3*index+1 (bn gamma), 3*index+2 (bn beta).
   struct Unit {
     int64_t in_channels;
     int input;     // unit whose output `a` it reads; -1 = the input copy
     int residual;  // unit whose output is added before the relu; -1 = none
-    // Activations (activation dtype, [B, width, H, W]).
-    size_t z, u, a, da;
+    // Activations (activation dtype, [B, width, H, W]): conv output z, batch
+    // norm (+ residual) output u, relu output a, and the gradient for a.
+    Slot z, u, a, da;
     // Workspace (F32 [width]).
-    size_t saved_mean, saved_invstd, running_mean, running_var;
+    Slot saved_mean, saved_invstd, running_mean, running_var;
   };
 
   CnnNetwork() = default;
   sdk::Status Init(const MNT_Model_Create_Args& args);
-  sdk::Status CheckParams(const char* call, const char* what,
-                          const MNT_Tensor* tensors, size_t count,
-                          MNT_DType dtype) const;
-  MNT_Tensor Act(size_t handle, std::vector<int64_t> dims) const;
-  MNT_Tensor Map(size_t handle, int64_t batch, int64_t channels) const;
-  MNT_Tensor Stat(size_t handle) const;
-  MNT_Conv2dParams ConvParams(bool accumulate) const;
-  MNT_BatchNormParams BnParams(bool training, bool accumulate) const;
+  sdk::Status CheckData(const MNT_DataSpec& data);
+  void AddUnit(const std::string& conv, const std::string& bn,
+               int64_t in_channels, int input, int residual,
+               std::vector<ParamSpec>* specs);
+  void PlanActivations();
+  // [batch, channels, H, W] view of a feature map.
+  MNT_Tensor Map(Slot slot, int64_t batch, int64_t channels) const {
+    return activations_.View(slot, {batch, channels, height_, width_px_});
+  }
+  // The feature map unit `u` reads (the input copy, or a unit's output).
+  MNT_Tensor UnitInput(const Unit& u, int64_t batch) const;
+  models::BatchNormStats Stats(const Unit& u) const;
   size_t head_index() const { return 3 * units_.size(); }
 
   CnnOptions options_;
-  sdk::BackendClient client_;
-  MNT_ModelPrecision precision_{};
-  int64_t max_batch_ = 0;
+  models::ModelSetup setup_;
+  models::ModelIo io_;
+  models::BatchNormSpec batch_norm_;
   int64_t in_channels_ = 0, height_ = 0, width_px_ = 0, classes_ = 0;
   std::vector<int64_t> input_dims_;  // per example, as the data gives it
-  std::vector<ParamSpec> specs_;
   std::vector<Unit> units_;
 
   models::DeviceArena activations_;
-  size_t input_copy_ = 0, dz_ = 0, pooled_ = 0, dpooled_ = 0, logits_ = 0,
-         dlogits_ = 0;
+  Slot input_copy_, dz_, pooled_, dpooled_, logits_, dlogits_;
   models::DeviceArena workspace_;
-  size_t losses_ = 0, saved_targets_ = 0;
+  Slot losses_, saved_targets_;
 
   int64_t saved_batch_ = 0;  // rows of the last training Forward; 0 = none
 };
