@@ -1,6 +1,6 @@
 // Mantissa GPT-2 model: the network (parameter specs, forward, backward),
-// issuing only backend kernels so it runs on any backend with the ABI 1.2
-// attention ops.
+// written against the op facade (models/common/ops.h), so it runs on any
+// backend with the ABI 1.2 attention ops.
 //
 // Parameters follow llm.c's order and layout, with the per-layer tensors
 // stacked along a leading [L] dimension so a checkpoint is the parameters
@@ -17,25 +17,20 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
+#include "models/common/create_args.h"
 #include "models/common/device_arena.h"
 #include "models/common/model_io.h"
+#include "models/common/ops.h"
+#include "models/common/param_spec.h"
 #include "models/gpt2/gpt2_options.h"
 #include "plugins/abi/mnt_model.h"
-#include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::gpt2 {
 
-struct ParamSpec {
-  std::string name;
-  std::vector<int64_t> dims;
-  MNT_ParamInit init;
-  float init_scale;
-  bool weight_decay;
-};
+using models::ParamSpec;
 
 // Indices into the parameter list.
 enum ParamIndex {
@@ -55,7 +50,7 @@ class Gpt2Network {
   Gpt2Network(const Gpt2Network&) = delete;
   Gpt2Network& operator=(const Gpt2Network&) = delete;
 
-  const std::vector<ParamSpec>& param_specs() const { return specs_; }
+  const std::vector<ParamSpec>& param_specs() const { return io_.param_specs(); }
   const Gpt2Config& config() const { return config_; }
   int64_t vocab() const { return vocab_; }
   int64_t padded_vocab() const { return padded_vocab_; }
@@ -69,52 +64,69 @@ class Gpt2Network {
   MNT_Tensor Logits(int64_t batch) const;
 
  private:
-  // One block's saved activations.
-  struct BlockBuffers {
-    size_t ln1, mean1, rstd1, qkv, atty, lse, res2, ln2, mean2, rstd2, fch,
-        fchg;
+  using Slot = models::DeviceArena::Slot;
+
+  // One block's parameters (or their gradients): layer l of the stacked
+  // tensors.
+  struct BlockParams {
+    MNT_Tensor ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw,
+        fcb, fcprojw, fcprojb;
+  };
+  // One block's saved activations for n = B*T rows.
+  struct BlockActivations {
+    models::LayerNormOutput ln1;  // [n, C]
+    MNT_Tensor qkv;               // [n, 3C]
+    MNT_Tensor atty;              // [n, C], attention output
+    MNT_Tensor lse;               // F32 [B, H, T]
+    MNT_Tensor res2;              // [n, C], x + attention projection
+    models::LayerNormOutput ln2;  // [n, C]
+    MNT_Tensor fch, fchg;         // [n, 4C], fc output and its GELU
+  };
+  // Where a block's activations live (in BlockActivations' order).
+  struct BlockSlots {
+    Slot ln1, mean1, rstd1, qkv, atty, lse, res2, ln2, mean2, rstd2, fch, fchg;
   };
 
   Gpt2Network() = default;
   sdk::Status Init(const MNT_Model_Create_Args& args);
-  sdk::Status CheckParams(const char* call, const char* what,
-                          const MNT_Tensor* tensors, size_t count,
-                          MNT_DType dtype) const;
-  sdk::Status BlockForward(const MNT_Tensor* params, int layer, int64_t batch,
-                           bool recompute);
-  sdk::Status BlockBackward(const MNT_Tensor* params, const MNT_Tensor* grads,
-                            int layer, int64_t batch, bool accumulate);
-  sdk::Status LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
-                             const MNT_Tensor& dy, const MNT_Tensor& dw,
-                             const MNT_Tensor& db, const MNT_Tensor* dx,
-                             bool accumulate);
-  const BlockBuffers& Block(int layer) const {
-    return blocks_[config_.checkpointing ? 0 : layer];
+  sdk::Status CheckData(const MNT_DataSpec& data);
+  void PlanActivations();
+  static BlockParams LayerOf(const MNT_Tensor* stacked, int layer);
+  BlockActivations BlockViews(int layer, int64_t batch) const;
+  // [n, width] view of an activation.
+  MNT_Tensor Rows(Slot slot, int64_t n, int64_t width) const {
+    return activations_.View(slot, {n, width});
   }
-  // Views: activation dtype [rows, width], or F32/I32 workspace.
-  MNT_Tensor Act(size_t handle, int64_t rows, int64_t width) const;
-  MNT_Tensor Act3(size_t handle, int64_t batch, int64_t width) const;
-  MNT_Tensor Stat(size_t handle, int64_t rows) const;
+  // The input of block `layer` (layer L: the last block's output).
+  MNT_Tensor Residual(int layer, int64_t n) const {
+    return Rows(residual_[layer], n, config_.d_model);
+  }
+  models::LayerNormOutput FinalNorm(int64_t n) const;
+  // y = block(x), saving `a`; without y (recomputing for the backward)
+  // it stops at what the backward reads.
+  sdk::Status BlockForward(const BlockParams& w, const MNT_Tensor& x,
+                           const BlockActivations& a, int64_t batch,
+                           const models::OptionalTensor& y);
+  // On entry dres holds dL/d(block output); on exit dL/d(block input x).
+  sdk::Status BlockBackward(const BlockParams& w, const BlockParams& dw,
+                            const MNT_Tensor& x, const BlockActivations& a,
+                            int64_t batch, bool accumulate);
 
   Gpt2Config config_;
-  sdk::BackendClient client_;
-  MNT_ModelPrecision precision_{};
+  models::ModelSetup setup_;
+  models::ModelIo io_;
   int64_t vocab_ = 0, padded_vocab_ = 0;
-  int64_t t_ = 0;          // the data's sequence length (<= config.seq_len)
-  int64_t max_batch_ = 0;  // sequences
-  std::vector<ParamSpec> specs_;
+  int64_t t_ = 0;  // the data's sequence length (<= config.seq_len)
 
   models::DeviceArena activations_;
-  std::vector<BlockBuffers> blocks_;  // L, or 1 with checkpointing
-  std::vector<size_t> residual_;      // L + 1 block inputs/outputs
-  size_t lnf_ = 0, meanf_ = 0, rstdf_ = 0, logits_ = 0;
-  size_t dlogits_ = 0, dres_ = 0, dtmp_ = 0, dtmp2_ = 0, dbig_ = 0,
-         dqkv_ = 0;
+  std::vector<BlockSlots> blocks_;  // L, or 1 with checkpointing
+  std::vector<Slot> residual_;      // L + 1 block inputs/outputs
+  Slot lnf_, meanf_, rstdf_, logits_;
+  Slot dlogits_, dres_, dtmp_, dtmp2_, dbig_, dqkv_;  // gradient scratch
 
   models::DeviceArena workspace_;
-  size_t losses_ = 0, ids_ = 0, targets_ = 0, positions_ = 0;
-  int64_t saved_batch_ = 0;
-  int64_t last_batch_ = 0;
+  Slot losses_, ids_, targets_, positions_;
+  int64_t saved_batch_ = 0;  // sequences of the last training Forward
 };
 
 }  // namespace mnt::gpt2
