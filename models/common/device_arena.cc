@@ -5,16 +5,6 @@
 
 namespace mnt::models {
 
-size_t DeviceArena::Reserve(size_t bytes) {
-  offsets_.push_back(planned_);
-  planned_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  return offsets_.size() - 1;
-}
-
-void* DeviceArena::Data(size_t handle) const {
-  return static_cast<char*>(block_.data()) + offsets_[handle];
-}
-
 DeviceArena::Slot DeviceArena::Reserve(MNT_DType dtype, double elements) {
   const double bytes = elements * static_cast<double>(sdk::DTypeSize(dtype));
   requested_ += bytes;

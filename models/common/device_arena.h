@@ -24,9 +24,6 @@ class DeviceArena {
     MNT_DType dtype = MNT_DTYPE_F32;
   };
 
-  // Plans a piece of `bytes`; returns its handle for Data() after Allocate().
-  size_t Reserve(size_t bytes);
-
   // Plans `elements` of `dtype`. The plan is also summed in double
   // (requested_bytes) so that an absurd one can be refused by size before
   // anything wraps around.
@@ -37,9 +34,6 @@ class DeviceArena {
   // Allocates everything reserved in one block (nothing if 0 bytes).
   sdk::Status Allocate(const sdk::BackendClient& client,
                        MNT_MemoryCategory category);
-
-  // Device pointer of a reserved piece (only after Allocate).
-  void* Data(size_t handle) const;
 
   // A view of a reserved piece with `dims` (only after Allocate; the dims
   // may cover less than was reserved, e.g. a smaller batch).
