@@ -5,17 +5,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "plugins/abi/mnt_common.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::gpt2 {
 namespace {
 
 using trainer::CheckpointData;
 using trainer::TensorData;
-
-absl::Status FromSdk(const sdk::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.code()), s.message());
-}
 
 absl::Status Invalid(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
@@ -27,10 +23,10 @@ absl::StatusOr<CheckpointData> CheckpointFromLlmc(const LlmcModel& model,
                                                   const ImportOptions& o,
                                                   const std::string& source) {
   Gpt2Config config;
-  if (auto s = FromSdk(ParseGpt2Options(o.model_options.c_str(), &config));
+  if (auto s = sdk::ToAbsl(ParseGpt2Options(o.model_options.c_str(), &config));
       !s.ok())
     return s;
-  if (auto s = FromSdk(CheckLlmcMatchesConfig(model.header, config, source));
+  if (auto s = sdk::ToAbsl(CheckLlmcMatchesConfig(model.header, config, source));
       !s.ok())
     return s;
   const bool known_precision = o.precision == "fp32" || o.precision == "tf32" ||
@@ -85,7 +81,7 @@ absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const CheckpointData& ckpt,
                                         ckpt.model(), "', not gpt2"));
   }
   Gpt2Config config;
-  if (auto s = FromSdk(ParseGpt2Options(ckpt.model_options().c_str(), &config));
+  if (auto s = sdk::ToAbsl(ParseGpt2Options(ckpt.model_options().c_str(), &config));
       !s.ok())
     return Invalid(source, std::string(s.message()));
   const TensorData* wte = nullptr;

@@ -8,17 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "models/gpt2/gpt2_model.h"
 #include "plugins/backends/cpu/cpu_backend.h"
+#include "plugins/sdk/absl/status.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/gpt2/llmc_convert.h"
 
 namespace mnt::gpt2 {
 namespace {
-
-absl::Status FromSdk(const sdk::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.code()), s.message());
-}
 
 std::string Take(const MNT_Plugin_Api* plugin, MNT_Error* e) {
   if (e == nullptr) return "";
@@ -93,7 +89,7 @@ struct Gpt2Sampler::State {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     buffers.emplace_back();
-    if (auto s = FromSdk(client.Allocate(
+    if (auto s = sdk::ToAbsl(client.Allocate(
             static_cast<size_t>(n) * sdk::DTypeSize(dtype), MNT_MEMORY_DATA,
             &buffers.back()));
         !s.ok())
@@ -155,7 +151,7 @@ absl::StatusOr<std::unique_ptr<Gpt2Sampler>> Gpt2Sampler::Create(
     auto t = st->Alloc(MNT_DTYPE_F32, weights->specs[k].dims);
     if (!t.ok()) return t.status();
     const std::vector<float>& v = weights->params[k];
-    if (auto s = FromSdk(st->client.ToDevice(t->data, v.data(), v.size() * 4));
+    if (auto s = sdk::ToAbsl(st->client.ToDevice(t->data, v.data(), v.size() * 4));
         !s.ok())
       return s;
     st->params.push_back(*t);
@@ -170,7 +166,7 @@ absl::StatusOr<std::unique_ptr<Gpt2Sampler>> Gpt2Sampler::Create(
   st->targets = *targets;
   st->loss = *loss;
   std::vector<int32_t> zeros(static_cast<size_t>(st->context), 0);
-  if (auto s = FromSdk(st->client.ToDevice(st->targets.data, zeros.data(),
+  if (auto s = sdk::ToAbsl(st->client.ToDevice(st->targets.data, zeros.data(),
                                            zeros.size() * 4));
       !s.ok())
     return s;
@@ -199,7 +195,7 @@ absl::StatusOr<std::vector<int32_t>> Gpt2Sampler::Generate(
     const int64_t n = std::min<int64_t>(tokens.size(), st.context);
     std::vector<int32_t> window(static_cast<size_t>(st.context), 0);
     std::copy(tokens.end() - n, tokens.end(), window.begin());
-    if (auto s = FromSdk(
+    if (auto s = sdk::ToAbsl(
             st.client.ToDevice(st.ids.data, window.data(), window.size() * 4));
         !s.ok())
       return s;
@@ -217,7 +213,7 @@ absl::StatusOr<std::vector<int32_t>> Gpt2Sampler::Generate(
         !e.empty())
       return absl::InternalError(e);
     const char* base = static_cast<const char*>(logits.data);
-    if (auto s = FromSdk(st.client.ToHost(
+    if (auto s = sdk::ToAbsl(st.client.ToHost(
             row.data(), base + (n - 1) * st.padded_vocab * sizeof(float),
             row.size() * sizeof(float)));
         !s.ok())
