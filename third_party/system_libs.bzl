@@ -431,13 +431,16 @@ cc_library(
 """,
     )
 
+    # Linked as the generic libblas.so.3 (-lblas, OpenBLAS's through Debian's
+    # alternatives), so the GPU device bundle can ship Debian's small
+    # reference BLAS (libblas3) under the same soname instead of OpenBLAS.
     system_library(
         name = "openblas",
         package = "libopenblas-dev",
         description = "OpenBLAS",
         headers = ["cblas.h"],
         include_dirs = ["/usr/include/x86_64-linux-gnu/openblas-pthread"],
-        libs = ["openblas"],
+        libs = ["blas"],
         linkopts = ["-pthread"],
         version_macro = "openblas_config.h:OPENBLAS_VERSION",
     )

@@ -14,6 +14,14 @@
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/options.h"
 
+// The backend links the generic libblas.so.3: OpenBLAS through Debian's
+// alternatives, Debian's reference BLAS in the GPU device bundle. OpenBLAS's
+// own calls are weak so the plugin also loads against a BLAS without them.
+extern "C" {
+void openblas_set_num_threads(int) __attribute__((weak));
+int openblas_get_num_threads(void) __attribute__((weak));
+}
+
 namespace mnt::cpu {
 namespace {
 
@@ -31,7 +39,10 @@ Status GetBackend(const char* call, MNT_Backend* handle, CpuBackend** out) {
   return Status::Ok();
 }
 
+bool IsOpenBlas() { return openblas_get_num_threads != nullptr; }
+
 std::string TrimmedOpenBlasVersion() {
+  if (!IsOpenBlas()) return "reference BLAS";
   std::string v = OPENBLAS_VERSION;  // " OpenBLAS 0.3.21 "
   const size_t b = v.find_first_not_of(' ');
   const size_t e = v.find_last_not_of(' ');
@@ -56,11 +67,11 @@ MNT_Error* BackendCreate(MNT_Backend_Create_Args* args) {
           "Backend_Create: the cpu backend has one device (ordinal 0), got %d",
           args->device_ordinal));
     }
-    if (threads > 0) openblas_set_num_threads(static_cast<int>(threads));
+    if (threads > 0 && IsOpenBlas()) openblas_set_num_threads(static_cast<int>(threads));
     auto backend = std::make_unique<CpuBackend>();
     backend->device_name = sdk::Format("cpu (%s, %d threads)",
                                        TrimmedOpenBlasVersion().c_str(),
-                                       openblas_get_num_threads());
+                                       IsOpenBlas() ? openblas_get_num_threads() : 1);
     args->backend = ToHandle(backend.release());
     return Status::Ok();
   });
