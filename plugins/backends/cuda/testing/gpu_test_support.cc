@@ -8,8 +8,8 @@
 #include <random>
 
 #include "plugins/backends/common/tensor_access.h"
-#include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/backends/cuda/cuda_backend.h"
+#include "plugins/backends/cuda/testing/backend_plugins.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cuda::testing {
@@ -73,16 +73,16 @@ void Destroy(const MNT_Plugin_Api* api, MNT_Backend* b) {
 DualBackend::~DualBackend() {
   // Buffers hold pointers to the clients; tests drop them before this.
   if (cuda_instance_) Destroy(CudaBackendPluginApi(), cuda_instance_);
-  if (cpu_instance_) Destroy(cpu::CpuBackendPluginApi(), cpu_instance_);
+  if (cpu_instance_) Destroy(BackendPlugin("cpu"), cpu_instance_);
 }
 
 void DualBackend::Init(const char* cuda_options) {
   cuda_instance_ = Create(CudaBackendPluginApi(), cuda_options);
-  cpu_instance_ = Create(cpu::CpuBackendPluginApi());
+  cpu_instance_ = Create(BackendPlugin("cpu"));
   ASSERT_NE(cuda_instance_, nullptr);
   ASSERT_NE(cpu_instance_, nullptr);
   cuda_ = sdk::BackendClient(CudaBackendPluginApi(), cuda_instance_);
-  cpu_ = sdk::BackendClient(cpu::CpuBackendPluginApi(), cpu_instance_);
+  cpu_ = sdk::BackendClient(BackendPlugin("cpu"), cpu_instance_);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // GPU test support: skip without a device, and run one op on the cuda and
-// the cpu backend (both linked statically, called through their C tables) on
-// the same inputs so kernels are checked against the reference.
+// the cpu backend (both loaded from their plugin files, see
+// backend_plugins.h, and called through their C tables) on the same inputs
+// so kernels are checked against the reference.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_TESTING_GPU_TEST_SUPPORT_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_TESTING_GPU_TEST_SUPPORT_H_
 
