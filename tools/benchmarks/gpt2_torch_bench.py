@@ -8,7 +8,7 @@ of the loss), the same shapes, the same token shard and the same counting
 (6N + 12*L*C*T) / peak, N every parameter).
 
 On a GPU: torch.compile (the batch dimension marked dynamic, so one compile
-serves every batch size of a precision), F.scaled_dot_product_attention,
+serves every batch size of a precision and checkpointing setting), F.scaled_dot_product_attention,
 fused AdamW; fp32 with TF32 off, tf32 with TF32 matmuls on, bf16 and fp16
 under autocast (fp16 with GradScaler); gradient checkpointing recomputes each
 block (torch.utils.checkpoint, non-reentrant). On the CPU: the same, eager
@@ -231,8 +231,9 @@ if torch is not None:
         """Consecutive (x, y) windows of the token stream, as llm.c reads them;
         each batch is copied host -> device like a real training loop."""
 
-        def __init__(self, tokens, device):
+        def __init__(self, tokens, device, dynamic_batch):
             self.tokens, self.device, self.pos = tokens, device, 0
+            self.dynamic_batch = dynamic_batch
             if device == "cuda":
                 self.tokens = self.tokens.pin_memory()
 
@@ -244,7 +245,7 @@ if torch is not None:
             self.pos += b * t
             w = w.to(self.device, non_blocking=True)
             x, y = w[:-1].view(b, t), w[1:].view(b, t)
-            if self.device == "cuda":
+            if self.dynamic_batch:  # one compile for every batch size
                 torch._dynamo.mark_dynamic(x, 0)
                 torch._dynamo.mark_dynamic(y, 0)
             return x, y
@@ -265,7 +266,7 @@ def main(argv):
     ckpts = [c == "on" for c in args.checkpointing.split(",") if c]
     datasheet = parse_peaks(args.datasheet)
     need = max(batches) * args.seq * (args.warmup + args.steps + 2) + 1
-    data = Batches(read_tokens(args.data, args.vocab, need), device)
+    data = Batches(read_tokens(args.data, args.vocab, need), device, compiled)
     engine = "torch.compile" if compiled else "eager"
     print(f"# torch {torch.__version__}, {engine}, device "
           f"{torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}", flush=True)

@@ -546,7 +546,8 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", default=os.path.join(BUNDLE, "results"))
     p.add_argument("--parts", default="tests,train,bench,torch,cuda_benchmark")
-    p.add_argument("--budget", type=float, default=470.0, help="seconds for everything")
+    p.add_argument("--budget", type=float, default=470.0,
+                   help="seconds for everything, library discovery included")
     p.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
     p.add_argument("--batches", default="8,16")
     p.add_argument("--checkpointing", default="off,on")
@@ -559,6 +560,7 @@ def main(argv):
     p.add_argument("--print-env", action="store_true", dest="print_env")
     args = p.parse_args(argv)
 
+    t0 = time.time()
     lines = []
     ld_dirs, libs = discover(lines)
     if args.print_env:
@@ -570,7 +572,10 @@ def main(argv):
             print(f"echo 'env.sh: {l}' >&2")
         return 0
 
-    t0 = time.time()
+    # A copy that lost its mode bits (e.g. carried between machines) still runs.
+    for f in glob.glob(os.path.join(BUNDLE, "bin", "*")):
+        if not os.access(f, os.X_OK):
+            os.chmod(f, 0o755)
     ctx = Ctx()
     ctx.args = args
     ctx.failed = False
