@@ -272,11 +272,13 @@ def main(argv):
           f"{torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}", flush=True)
 
     peaks = {}
-    if args.gemm_size > 0:
-        for prec in precs:
-            peaks[prec] = gemm_peak(prec, args.gemm_size, device)
-        print("# GEMM peak TFLOP/s: " + " ".join(f"{p} {v / 1e12:.1f}" for p, v in peaks.items()),
-              flush=True)
+
+    def measure_peaks():  # with the GPU to ourselves (after phase 1)
+        if args.gemm_size > 0:
+            for prec in precs:
+                peaks[prec] = gemm_peak(prec, args.gemm_size, device)
+            print("# GEMM peak TFLOP/s: " +
+                  " ".join(f"{p} {v / 1e12:.1f}" for p, v in peaks.items()), flush=True)
 
     def expired(margin=0.0):
         return args.deadline > 0 and time.time() + margin > args.deadline
@@ -328,6 +330,7 @@ def main(argv):
 
     # Phase 2 (or the only phase): time every row; a configuration is freed
     # once its rows are done.
+    measure_peaks()
     last_row_seconds = 0.0
     for key in order:
         prec, ckpt = key

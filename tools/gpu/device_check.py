@@ -29,10 +29,12 @@ CUDA libraries: the bundle's lib/ first (cudart and every non-CUDA library
 the binaries need), then, for each of libcublasLt.so.13, libcublas.so.13,
 libcudnn.so.9 (optional) and libnvrtc.so.13 (optional), the first directory
 holding it among $CUDA_HOME/$CUDA_PATH lib64, /usr/local/cuda*/lib64 and
-targets/x86_64-linux/lib, then every directory found by searching
-/usr/local, /opt, /usr/lib, /root, /home and /workspace (hidden directories,
-so venvs such as /opt/torch/.venv/.../site-packages/nvidia/*/lib, included;
-bounded depth and time). `--print-env` prints the resulting `export` lines
+targets/x86_64-linux/lib (CUDA 13 sonames only, so another major's toolkit is
+passed over) and the running python3's site-packages/nvidia/*/lib, then every
+directory found by searching /opt, /usr/local, /root, /home, /workspace and
+/usr/lib (hidden directories, so venvs such as
+/opt/torch/.venv/.../site-packages/nvidia/*/lib, included; bounded depth and
+time). `--print-env` prints the resulting `export` lines
 (device_bundle/env.sh evals them).
 
 Standard library only; Python 3.8+.
@@ -58,7 +60,7 @@ BUNDLE = os.path.dirname(HERE)  # <bundle>/scripts/device_check.py
 
 REQUIRED = ["libcublasLt.so.13", "libcublas.so.13"]
 OPTIONAL = ["libcudnn.so.9", "libnvrtc.so.13"]
-SEARCH_ROOTS = ["/usr/local", "/opt", "/usr/lib", "/root", "/home", "/workspace"]
+SEARCH_ROOTS = ["/opt", "/usr/local", "/root", "/home", "/workspace", "/usr/lib"]
 SEARCH_DEPTH = 10
 SEARCH_SECONDS = 20.0
 PRUNE = {"proc", "sys", "dev", ".git", "node_modules", "__pycache__", "bazel-disk", "_bazel_root",
@@ -72,7 +74,8 @@ DATASHEET = {
     "H100 80GB HBM3": "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4",
 }
 
-PRECISIONS = ["bf16", "fp16", "tf32", "fp32"]  # priority order of the benchmark rows
+PRECISIONS = ["bf16", "fp16", "tf32", "fp32"]
+STDBUF = shutil.which("stdbuf")
 
 CSV_HEADER = ["framework", "precision", "batch", "seq", "ckpt", "status", "tokens_per_s",
               "ms_per_step", "mfu_measured", "mfu_datasheet", "gemm_tflops",
@@ -89,6 +92,16 @@ def toolkit_dirs():
                      os.path.join(os.environ[var], "targets/x86_64-linux/lib")]
     for root in ["/usr/local/cuda"] + sorted(glob.glob("/usr/local/cuda-13*"), reverse=True):
         dirs += [os.path.join(root, "lib64"), os.path.join(root, "targets/x86_64-linux/lib")]
+    return dirs
+
+
+def python_lib_dirs():
+    """site-packages/nvidia/*/lib of this interpreter (on a PyTorch image the
+    python3 that runs this script is PyTorch's): no search needed."""
+    dirs = []
+    for sp in sys.path:
+        if sp.endswith("-packages"):
+            dirs += sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib")))
     return dirs
 
 
@@ -118,7 +131,7 @@ def discover(lines, roots=SEARCH_ROOTS):
     """The LD_LIBRARY_PATH directories (bundle's lib first) and {soname: path}."""
     chosen = {}
     for name in REQUIRED + OPTIONAL:
-        for d in [os.path.join(BUNDLE, "lib")] + toolkit_dirs():
+        for d in [os.path.join(BUNDLE, "lib")] + toolkit_dirs() + python_lib_dirs():
             if os.path.exists(os.path.join(d, name)):
                 chosen[name] = d
                 break
@@ -214,6 +227,8 @@ def run(cmd, env, log_path, timeout, cwd=None):
     t = time.time()
     if timeout <= 1:
         return None, 0.0, "not started: no time left\n"
+    if STDBUF:  # line-buffered, so a killed process's log keeps what it printed
+        cmd = [STDBUF, "-oL", "-eL"] + cmd
     with open(log_path, "wb") as log:
         p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
                              start_new_session=True)
@@ -344,7 +359,11 @@ def part_bench(ctx):
     csv_path = os.path.join(ctx.results, "bench.csv")
     batches = ctx.args.batches
     ckpts = ctx.args.checkpointing.split(",")
-    groups = [(p, c) for c in ckpts for p in PRECISIONS if p in ctx.args.precisions.split(",")]
+    # 16-bit first (cuDNN attention), then tf32/fp32, whose attention runs the
+    # fallback kernels (slow until they are replaced).
+    wanted = [p for p in PRECISIONS if p in ctx.args.precisions.split(",")]
+    groups = ([(p, c) for p in wanted if p in ("bf16", "fp16") for c in ckpts] +
+              [(p, c) for c in ckpts for p in wanted if p not in ("bf16", "fp16")])
     for prec, ckpt in groups:
         before = read_csv(csv_path)
         timeout = min(ctx.args.bench_timeout, ctx.deadline.left(ctx.at["bench"]))
@@ -582,12 +601,13 @@ def main(argv):
     parts = set(args.parts.split(","))
     ctx.deadline = Deadline(t0, args.budget)
     # Part ends, in seconds after the start, for the default 470 s budget
-    # (scaled for another): tests 150, train 230, Mantissa benchmark 375,
-    # PyTorch timed rows 445, then cuda_benchmark in what is left.
+    # (scaled for another): tests 150, train 225, PyTorch phase 1 stopped by
+    # 265, Mantissa benchmark 360, PyTorch timed rows 430, then
+    # cuda_benchmark in what is left.
     scale = args.budget / 470.0
     ctx.at = {k: v * scale for k, v in
-              {"tests": 150, "train": 230, "torch_pause": 270, "bench": 375,
-               "torch": 445}.items()}
+              {"tests": 150, "train": 225, "torch_pause": 265, "bench": 360,
+               "torch": 430}.items()}
     os.makedirs(args.results, exist_ok=True)
     ctx.results = args.results
     ctx.work = tempfile.mkdtemp(prefix="mantissa_device_check.")

@@ -20,14 +20,15 @@ def touch(path):
 class DiscoveryTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
-        self.saved = (dc.BUNDLE, dc.toolkit_dirs)
+        self.saved = (dc.BUNDLE, dc.toolkit_dirs, dc.python_lib_dirs)
+        dc.python_lib_dirs = lambda: []
         dc.BUNDLE = os.path.join(self.tmp, "bundle")
         touch(os.path.join(dc.BUNDLE, "lib", "libcudart.so.13"))
         self.toolkit = os.path.join(self.tmp, "usr/local/cuda-12.8/lib64")
         dc.toolkit_dirs = lambda: [self.toolkit]
 
     def tearDown(self):
-        dc.BUNDLE, dc.toolkit_dirs = self.saved
+        dc.BUNDLE, dc.toolkit_dirs, dc.python_lib_dirs = self.saved
 
     def test_finds_a_venv_in_a_hidden_directory_and_skips_the_wrong_major(self):
         touch(os.path.join(self.toolkit, "libcublasLt.so.12"))  # CUDA 12: not ours
@@ -51,6 +52,23 @@ class DiscoveryTest(unittest.TestCase):
         dirs, _ = dc.discover(lines, roots=[os.path.join(self.tmp, "home")])
         self.assertEqual(dirs, [os.path.join(dc.BUNDLE, "lib"), self.toolkit])
         self.assertFalse(any(l.startswith("searched") for l in lines), "searched needlessly")
+
+    def test_the_interpreters_own_nvidia_wheels_need_no_search(self):
+        site = os.path.join(self.tmp, "venv/lib/python3.12/site-packages")
+        for n in ("libcublasLt.so.13", "libcublas.so.13", "libnvrtc.so.13"):
+            touch(os.path.join(site, "nvidia/cu13/lib", n))
+        touch(os.path.join(site, "nvidia/cudnn/lib/libcudnn.so.9"))
+        saved_path = sys.path[:]
+        sys.path.append(site)
+        try:
+            dc.python_lib_dirs = self.saved[2]
+            lines = []
+            dirs, _ = dc.discover(lines, roots=[os.path.join(self.tmp, "nowhere")])
+        finally:
+            sys.path[:] = saved_path
+        self.assertEqual(dirs[1:], [os.path.join(site, "nvidia/cu13/lib"),
+                                    os.path.join(site, "nvidia/cudnn/lib")])
+        self.assertFalse(any(l.startswith("searched") for l in lines), lines)
 
     def test_missing_required_library_is_reported(self):
         lines = []
