@@ -9,4 +9,5 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 results="${1:-$here/results}"
 (( $# )) && shift
+command -v python3 >/dev/null || { echo "run.sh: python3 is needed (the device check is a Python script)" >&2; exit 1; }
 exec python3 "$here/scripts/device_check.py" --results="$results" "$@"

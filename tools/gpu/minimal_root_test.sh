@@ -11,7 +11,8 @@
 #   - train --device=cuda fails with one "no CUDA device" line;
 #   - train --device=cpu trains (CPU plugin, reference BLAS, protobuf, absl,
 #     digits) and gpt2_benchmark --bench_device=cpu measures a row;
-#   - plugin_info loads every plugin (all their libraries resolve).
+#   - plugin_info loads every plugin (all their libraries resolve);
+#   - no bundled file needs cuDNN or NVRTC at load time (both load lazily).
 # Skips, saying why, where a user+mount namespace cannot be made.
 set -uo pipefail
 tar_file="$1"
@@ -85,6 +86,14 @@ if (( rc >= 90 )); then
 fi
 
 fail=0
+# cuDNN and NVRTC are loaded at first use, never at start-up: a GPU machine
+# with cuBLAS alone must be able to load every binary and plugin.
+while read -r f; do
+  if objdump -p "$f" 2>/dev/null | awk '$1 == "NEEDED" {print $2}' | grep -q '^lib\(cudnn\|nvrtc\)'; then
+    echo "FAIL ${f#$root/}: needs cuDNN/NVRTC at load time"
+    fail=1
+  fi
+done < <(find "$root/bundle" -type f \( -path '*/bin/*' -o -name '*.so*' \))
 check() {  # NAME EXPECT_RC(ok|fail) MUST_CONTAIN
   local name="$1" expect="$2" must="$3" log="$tmp/out/$1.log" got
   got="$(cat "$tmp/out/$name.rc" 2>/dev/null || echo missing)"

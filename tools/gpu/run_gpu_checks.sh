@@ -20,8 +20,9 @@ tar_file="$(tools/bazel info bazel-bin 2>/dev/null)/tools/gpu/device_bundle.tar"
 rm -rf device_bundle
 mkdir device_bundle
 tar -xf "$tar_file" -C device_bundle
-echo "run_gpu_checks: device_bundle/ holds $(du -sb device_bundle | cut -f1) bytes" \
-     "(limit $((48 * 1024 * 1024))); repository + bundle: $(
-       git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1) + bundle bytes"
+bundle_bytes="$(du -sb device_bundle | cut -f1)"
+repo_bytes="$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)"
+echo "run_gpu_checks: device_bundle/ holds $bundle_bytes bytes (limit $((48 * 1024 * 1024)));" \
+     "with the repository $((bundle_bytes + repo_bytes)) bytes travel (device tool limit $((64 * 1024 * 1024)))"
 echo "run_gpu_checks: on the GPU machine: device_bundle/run.sh RESULTS_DIR"
 echo "  (device tool: command 'device_bundle/run.sh \"\$OUT\"', carry [\"device_bundle\"], timeout_s 560)"
