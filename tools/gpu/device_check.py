@@ -646,7 +646,10 @@ def main(argv):
         summary += ["", f"**Missing required CUDA libraries: {', '.join(missing)}** "
                         "(the cuda backend cannot load)"]
 
+    timeline = []
+
     def stamp(name):
+        timeline.append(f"{name} {time.time() - t0:.0f} s")
         print(f"device check: {name} done at {time.time() - t0:.0f} s", flush=True)
 
     if "tests" in parts:
@@ -664,11 +667,15 @@ def main(argv):
     if torch is not None:
         torch.finish()
         stamp("PyTorch benchmark")
-    if "bench" in parts or torch is not None:
-        summary += [""] + bench_table(ctx)
     if "cuda_benchmark" in parts:
         summary += [""] + part_cuda_benchmark(ctx)
-    summary += ["", f"Total {time.time() - t0:.0f} s (budget {args.budget:.0f} s). "
+        stamp("cuda_benchmark")
+    # The benchmark table last: the part of the printed summary a device
+    # tool's output tail keeps.
+    if "bench" in parts or torch is not None:
+        summary += [""] + bench_table(ctx)
+    summary += ["", "Parts done at: " + ", ".join(timeline) + ".",
+                f"Total {time.time() - t0:.0f} s (budget {args.budget:.0f} s). "
                 "Logs: gpu_tests.log, train.log, bench_mantissa.log, bench_torch.log, "
                 "bench.csv, cuda_benchmark.log, environment.txt."]
     text = "\n".join(summary) + "\n"
