@@ -11,19 +11,11 @@
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/abi/mnt_common.h"
+#include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::sdk {
-
-// Takes ownership of an error produced by `plugin` and returns it as Status.
-inline Status StatusFromPluginError(const MNT_Plugin_Api* plugin,
-                                    MNT_Error* error) {
-  if (error == nullptr) return Status::Ok();
-  Status s(plugin->Error_GetCode(error), plugin->Error_Message(error));
-  plugin->Error_Destroy(error);
-  return s;
-}
 
 inline const char* OpName(MNT_Op op) {
   switch (op) {

@@ -1,0 +1,169 @@
+// Mantissa plugin SDK: one model instance owned by the host (the trainer,
+// conformance tools). Model_Create on the way in, Model_Destroy on the way
+// out, and typed calls for the parameter specs, forward and backward.
+#ifndef MANTISSA_PLUGINS_SDK_MODEL_CLIENT_H_
+#define MANTISSA_PLUGINS_SDK_MODEL_CLIENT_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plugins/abi/mnt_common.h"
+#include "plugins/abi/mnt_model.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/plugin_error.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::sdk {
+
+// What Model_Create needs besides the plugin. struct_size of data_spec and
+// precision is set by ModelClient::Create.
+struct ModelSetup {
+  std::string options;                // --model_options; "" for defaults
+  const BackendClient* backend = nullptr;  // must outlive the model
+  MNT_DataSpec data_spec{};
+  MNT_ModelPrecision precision{};
+  int64_t max_batch_size = 0;
+};
+
+// One parameter as Model_GetParamSpec describes it. `rank` is as the plugin
+// wrote it; `dims` holds the first min(rank, MNT_MAX_RANK) dims.
+struct ParamSpec {
+  const char* name = nullptr;  // owned by the model; NULL if it gave none
+  int32_t rank = 0;
+  std::vector<int64_t> dims;
+  MNT_ParamInit init = MNT_PARAM_INIT_INVALID;
+  float init_scale = 0;
+  bool weight_decay = false;
+};
+
+// Owns one MNT_Model. Movable, not copyable; empty after a move. Destroy it
+// before the backend instance it runs on.
+class ModelClient {
+ public:
+  ModelClient() = default;
+  ModelClient(ModelClient&& o) noexcept { *this = std::move(o); }
+  ModelClient& operator=(ModelClient&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      plugin_ = std::exchange(o.plugin_, nullptr);
+      model_ = std::exchange(o.model_, nullptr);
+    }
+    return *this;
+  }
+  ModelClient(const ModelClient&) = delete;
+  ModelClient& operator=(const ModelClient&) = delete;
+  ~ModelClient() { Reset(); }
+
+  // A plugin that answers OK without a model is an error.
+  static Status Create(const MNT_Plugin_Api* plugin, const ModelSetup& setup,
+                       ModelClient* out) {
+    MNT_Model_Create_Args a{};
+    a.struct_size = MNT_Model_Create_Args_STRUCT_SIZE;
+    a.options = setup.options.c_str();
+    a.backend_plugin = setup.backend->plugin();
+    a.backend = setup.backend->backend();
+    a.data_spec = setup.data_spec;
+    a.data_spec.struct_size = MNT_DataSpec_STRUCT_SIZE;
+    a.precision = setup.precision;
+    a.precision.struct_size = MNT_ModelPrecision_STRUCT_SIZE;
+    a.max_batch_size = setup.max_batch_size;
+    MNT_RETURN_IF_ERROR(
+        StatusFromPluginError(plugin, plugin->model->Model_Create(&a)));
+    if (a.model == nullptr) return Internal("Model_Create gave no model");
+    ModelClient c;
+    c.plugin_ = plugin;
+    c.model_ = a.model;
+    *out = std::move(c);
+    return Status::Ok();
+  }
+
+  bool empty() const { return model_ == nullptr; }
+  const MNT_Plugin_Api* plugin() const { return plugin_; }
+
+  Status ParamCount(int64_t* count) const {
+    MNT_Model_GetParamCount_Args a{};
+    a.struct_size = MNT_Model_GetParamCount_Args_STRUCT_SIZE;
+    a.model = model_;
+    MNT_RETURN_IF_ERROR(
+        StatusFromPluginError(plugin_, plugin_->model->Model_GetParamCount(&a)));
+    *count = a.num_params;
+    return Status::Ok();
+  }
+
+  Status GetParamSpec(int64_t index, ParamSpec* spec) const {
+    MNT_Model_GetParamSpec_Args a{};
+    a.struct_size = MNT_Model_GetParamSpec_Args_STRUCT_SIZE;
+    a.model = model_;
+    a.index = index;
+    MNT_RETURN_IF_ERROR(
+        StatusFromPluginError(plugin_, plugin_->model->Model_GetParamSpec(&a)));
+    spec->name = a.name;
+    spec->rank = a.rank;
+    spec->dims.clear();
+    for (int32_t d = 0; d < a.rank && d < MNT_MAX_RANK; ++d) {
+      spec->dims.push_back(a.dims[d]);
+    }
+    spec->init = a.init;
+    spec->init_scale = a.init_scale;
+    spec->weight_decay = a.weight_decay != 0;
+    return Status::Ok();
+  }
+
+  // The mean loss over the batch into `loss_out` (F32 [1]) and, when
+  // `correct_out` is given, the count of correct predictions. `training`
+  // keeps what Backward needs.
+  Status Forward(const std::vector<MNT_Tensor>& params, const MNT_Tensor& inputs,
+                 const MNT_Tensor& targets, bool training,
+                 const MNT_Tensor& loss_out,
+                 const MNT_Tensor* correct_out = nullptr) const {
+    MNT_Model_Forward_Args a{};
+    a.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
+    a.model = model_;
+    a.params = params.data();
+    a.num_params = params.size();
+    a.inputs = &inputs;
+    a.targets = &targets;
+    a.training = training ? 1 : 0;
+    a.loss_out = &loss_out;
+    a.correct_out = correct_out;
+    return StatusFromPluginError(plugin_, plugin_->model->Model_Forward(&a));
+  }
+
+  // Gradients of the last training Forward's loss times `loss_multiplier`,
+  // written to `grads` or, with `accumulate`, added to them.
+  Status Backward(const std::vector<MNT_Tensor>& params,
+                  const std::vector<MNT_Tensor>& grads, float loss_multiplier,
+                  bool accumulate) const {
+    MNT_Model_Backward_Args a{};
+    a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
+    a.model = model_;
+    a.params = params.data();
+    a.num_params = params.size();
+    a.grads = grads.data();
+    a.num_grads = grads.size();
+    a.loss_multiplier = loss_multiplier;
+    a.accumulate = accumulate ? 1 : 0;
+    return StatusFromPluginError(plugin_, plugin_->model->Model_Backward(&a));
+  }
+
+  // Destroys the model now (also done by the destructor).
+  void Reset() {
+    if (model_ == nullptr) return;
+    MNT_Model_Destroy_Args a{};
+    a.struct_size = MNT_Model_Destroy_Args_STRUCT_SIZE;
+    a.model = model_;
+    // Destructors cannot report; a failing destroy has nothing left to save.
+    (void)StatusFromPluginError(plugin_, plugin_->model->Model_Destroy(&a));
+    model_ = nullptr;
+  }
+
+ private:
+  const MNT_Plugin_Api* plugin_ = nullptr;
+  MNT_Model* model_ = nullptr;
+};
+
+}  // namespace mnt::sdk
+
+#endif  // MANTISSA_PLUGINS_SDK_MODEL_CLIENT_H_
