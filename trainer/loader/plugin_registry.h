@@ -1,11 +1,11 @@
-// Finds, loads, validates and keeps the plugins a trainer run uses.
+// Keeps the plugins a trainer run uses, by kind and name.
 //
 // A plugin is a shared object exporting MNT_GetPluginApi (plugins/abi). The
-// registry dlopen()s it with RTLD_NOW | RTLD_LOCAL, checks that it speaks this
-// host's ABI (same major, minor not newer, every required entry point set),
-// calls its Plugin_Initialize once and keeps the handle open until the
-// registry is destroyed. Every refusal is one line naming the file and the
-// reason. Tests can register plugins linked statically instead.
+// registry finds mnt_<kind>_<name>.so on the search path (search_path.h),
+// opens it (plugin_file.h), checks that it speaks this host's ABI
+// (plugin_validation.h), calls its Plugin_Initialize once and keeps the file
+// open until the registry is destroyed. Every refusal is one line naming the
+// file and the reason. Tests can register plugins linked statically instead.
 //
 // Lifetime: everything obtained from a plugin (backend instances, models,
 // loss scalers, errors) must be destroyed before the registry, which
@@ -23,6 +23,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "plugins/abi/mantissa.h"
+// What callers of the registry use beside it: names, validation, errors.
+#include "trainer/loader/plugin_names.h"
+#include "trainer/loader/plugin_status.h"
+#include "trainer/loader/plugin_validation.h"
+#include "trainer/loader/search_path.h"
 
 namespace mnt::trainer {
 
@@ -40,12 +45,12 @@ class PluginRegistry {
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;
 
-  // The directories searched, in order: `plugin_path_flag` (':'-separated),
-  // then $MANTISSA_PLUGIN_PATH (':'-separated), then the directories holding
-  // mnt_*.so files in the running binary's runfiles, then the directory of
-  // the executable. Duplicates and empty entries are dropped.
+  // PluginSearchPath (search_path.h): --plugin_path, $MANTISSA_PLUGIN_PATH,
+  // the runfiles, the executable's directory.
   static std::vector<std::string> DefaultSearchPath(
-      const std::string& plugin_path_flag, const std::string& argv0);
+      const std::string& plugin_path_flag, const std::string& argv0) {
+    return PluginSearchPath(plugin_path_flag, argv0);
+  }
 
   const std::vector<std::string>& search_dirs() const { return search_dirs_; }
 
@@ -80,29 +85,6 @@ class PluginRegistry {
   std::map<std::pair<MNT_PluginKind, std::string>, const LoadedPlugin*>
       by_name_;
 };
-
-// "backend", "precision", "model" (the word used in file names), or
-// "invalid".
-const char* PluginKindName(MNT_PluginKind kind);
-
-// The file a plugin of `kind` called `name` is looked up as:
-// mnt_<kind>_<name>.so.
-std::string PluginFileName(MNT_PluginKind kind, const std::string& name);
-
-// Checks that `api` is a plugin this host can use: one-line reason on
-// failure, prefixed with `origin`. Does not call into the plugin.
-absl::Status ValidatePluginApi(const MNT_Plugin_Api* api,
-                               const std::string& origin);
-
-// Takes ownership of `error` (made by `plugin`; may be null) and turns it
-// into an absl::Status with the same code and message.
-absl::Status StatusFromPluginError(const MNT_Plugin_Api* plugin,
-                                   MNT_Error* error);
-
-// True when `plugin` is a backend whose API has the 1.1 Event_* calls, all
-// set. A 1.0 backend never has them: the trainer then times with the host
-// clock after Backend_Synchronize.
-bool HasEvents(const MNT_Plugin_Api* plugin);
 
 }  // namespace mnt::trainer
 

@@ -1,0 +1,46 @@
+#include "trainer/loader/plugin_file.h"
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "trainer/loader/plugin_validation.h"
+
+namespace mnt::trainer {
+
+absl::StatusOr<PluginFile> PluginFile::Open(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  // A bare name would make dlopen() search the library path instead.
+  const std::string open_path =
+      path.find('/') == std::string::npos ? "./" + path : path;
+  dlerror();
+  void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return RefusePlugin(
+        path, absl::StrCat("dlopen failed: ",
+                           absl::StrReplaceAll(
+                               why != nullptr ? why : "unknown error",
+                               {{"\n", " "}})));
+  }
+  auto* entry = reinterpret_cast<MNT_GetPluginApi_Fn*>(
+      dlsym(handle, MNT_PLUGIN_ENTRY_SYMBOL));
+  if (entry == nullptr) {
+    dlclose(handle);
+    return RefusePlugin(path, "not a Mantissa plugin: it does not export "
+                              MNT_PLUGIN_ENTRY_SYMBOL);
+  }
+  return PluginFile(handle, entry);
+}
+
+PluginFile::~PluginFile() {
+  if (handle_ != nullptr) dlclose(handle_);
+}
+
+}  // namespace mnt::trainer
