@@ -46,15 +46,13 @@ class BackendInstance {
   const MNT_Plugin_Api* plugin() const { return client_.plugin(); }
   MNT_Backend* backend() const { return client_.backend(); }
 
-  // The device's name from Backend_GetInfo ("" when the plugin gives none).
-  Status DeviceName(std::string* name) const {
-    MNT_Backend_GetInfo_Args a{};
-    a.struct_size = MNT_Backend_GetInfo_Args_STRUCT_SIZE;
-    a.backend = client_.backend();
-    MNT_RETURN_IF_ERROR(
-        StatusFromPluginError(plugin(), client_.api()->Backend_GetInfo(&a)));
-    *name = a.device_name != nullptr ? a.device_name : "";
-    return Status::Ok();
+  // Backend_GetInfo: the device's name (owned by the backend), its memory and
+  // whether device pointers are host memory.
+  Status GetInfo(MNT_Backend_GetInfo_Args* info) const {
+    *info = {};
+    info->struct_size = MNT_Backend_GetInfo_Args_STRUCT_SIZE;
+    info->backend = client_.backend();
+    return StatusFromPluginError(plugin(), client_.api()->Backend_GetInfo(info));
   }
 
   // Whether Backend_GetOpSupport reports `op` (a failing query is "no").

@@ -166,9 +166,11 @@ TEST(PrecisionClientTest, ReadsPolicyOpClassesAndPlan) {
 TEST(BackendInstanceTest, CreatesAnswersAndRoundTripsMemory) {
   std::unique_ptr<BackendInstance> cpu;
   ASSERT_TRUE(BackendInstance::Create(cpu::CpuBackendPluginApi(), "", &cpu).ok());
-  std::string name;
-  ASSERT_TRUE(cpu->DeviceName(&name).ok());
-  EXPECT_FALSE(name.empty());
+  MNT_Backend_GetInfo_Args info;
+  ASSERT_TRUE(cpu->GetInfo(&info).ok());
+  ASSERT_NE(info.device_name, nullptr);
+  EXPECT_NE(std::string(info.device_name), "");
+  EXPECT_EQ(info.host_addressable, 1);
   EXPECT_TRUE(cpu->Supports(MNT_OP_FILL));
   EXPECT_FALSE(cpu->Supports(static_cast<MNT_Op>(9999)));
 

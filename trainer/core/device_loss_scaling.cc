@@ -1,0 +1,181 @@
+#include "trainer/core/device_loss_scaling.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "plugins/backends/common/step_math.h"
+#include "plugins/sdk/tensor.h"
+#include "trainer/loader/plugin_status.h"
+
+namespace mnt::trainer {
+
+absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
+    const LossScalingContext& context, const MNT_AmpUpdateScaleParams& amp,
+    Optimizer* optimizer, const std::string& device_name) {
+  std::unique_ptr<DeviceLossScaling> d(
+      new DeviceLossScaling(context, amp, optimizer, device_name));
+  const sdk::BackendClient& client = *context.client;
+  for (auto [buf, bytes] :
+       {std::pair{&d->scale_, sizeof(float)},
+        {&d->growth_tracker_, sizeof(int32_t)},
+        {&d->skipped_, sizeof(float)},
+        {&d->loss_micro_, sizeof(float) * context.micro_batches}}) {
+    if (auto s = ToAbslStatus(client.Allocate(bytes, MNT_MEMORY_DATA, buf)); !s.ok())
+      return s;
+  }
+  if (auto s = d->SyncFromPlugin(); !s.ok()) return s;
+  return d;
+}
+
+// Model_Backward takes the loss multiplier as a host float, so the device
+// scale is read once per step (cached when a report already read it).
+absl::StatusOr<float> DeviceLossScaling::StepScale() {
+  if (!host_scale_valid_) {
+    auto scale = ReadF32(*c_.client, scale_.data());
+    if (!scale.ok()) return scale.status();
+    host_scale_ = *scale;
+    host_scale_valid_ = true;
+  }
+  return host_scale_;
+}
+
+// Each micro-batch's loss stays in its slot until a report reads them.
+MNT_Tensor DeviceLossScaling::LossOutput(int64_t micro) const {
+  return sdk::MakeTensor(static_cast<float*>(loss_micro_.data()) + micro,
+                         MNT_DTYPE_F32, {1});
+}
+
+absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
+    float, const std::vector<MNT_Tensor>& grads, StepMetrics*) {
+  const sdk::BackendClient& client = *c_.client;
+  StepScalars& sc = *c_.scalars;
+  auto run = [&](MNT_Op op, const std::vector<MNT_Tensor>& in,
+                 const std::vector<MNT_Tensor>& out, const void* params) {
+    return ToAbslStatus(client.Run(op, in, out, params));
+  };
+  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+  if (auto s = run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero); !s.ok()) return s;
+  std::vector<MNT_Tensor> in{F32Scalar(sc.inv_scale)}, out{F32Scalar(sc.found_inf)};
+  in.insert(in.end(), grads.begin(), grads.end());
+  out.insert(out.end(), grads.begin(), grads.end());
+  if (auto s = run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out, nullptr); !s.ok()) return s;
+  if (auto s = run(MNT_OP_AMP_UPDATE_SCALE, {F32Scalar(sc.found_inf)},
+                   {F32Scalar(scale_), I32Scalar(growth_tracker_), F32Scalar(sc.inv_scale)},
+                   &amp_);
+      !s.ok())
+    return s;
+  host_scale_valid_ = false;
+  const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1.0f, 1.0f};
+  if (auto s = run(MNT_OP_ADD, {F32Scalar(sc.found_inf), F32Scalar(skipped_)},
+                   {F32Scalar(skipped_)}, &add);
+      !s.ok())
+    return s;
+  if (auto s = run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}, nullptr);
+      !s.ok())
+    return s;
+  const MNT_ClipCoefficientParams clip{MNT_ClipCoefficientParams_STRUCT_SIZE,
+                                       c_.max_grad_norm};
+  if (auto s = run(MNT_OP_CLIP_COEFFICIENT, {F32Scalar(sc.norm_sq), F32Scalar(sc.found_inf)},
+                   {F32Scalar(sc.multiplier)}, &clip);
+      !s.ok())
+    return s;
+  OptimizerGate gate;
+  gate.found_inf = F32Scalar(sc.found_inf);  // the optimizer kernels skip on it
+  gate.multiplier = F32Scalar(sc.multiplier);
+  return gate;
+}
+
+// Reading the device scalars is a sync: only for steps a sink reports. Gives
+// the host path's StepMetrics.
+absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
+                                                            StepMetrics* m) {
+  if (!wanted) return false;
+  const sdk::BackendClient& client = *c_.client;
+  std::vector<float> losses(static_cast<size_t>(c_.micro_batches));
+  if (auto s = ToAbslStatus(client.ToHost(losses.data(), loss_micro_.data(),
+                                          losses.size() * sizeof(float)));
+      !s.ok())
+    return s;
+  double loss_sum = 0;
+  for (float l : losses) loss_sum += l;
+  m->loss = loss_sum / static_cast<double>(c_.micro_batches);
+  auto found = ReadF32(client, c_.scalars->found_inf.data());
+  if (!found.ok()) return found.status();
+  auto norm_sq = ReadF32(client, c_.scalars->norm_sq.data());
+  if (!norm_sq.ok()) return norm_sq.status();
+  auto skipped = ReadF32(client, skipped_.data());
+  if (!skipped.ok()) return skipped.status();
+  m->skipped = *found != 0.0f;
+  m->grad_norm = m->skipped ? 0.0 : std::sqrt(static_cast<double>(*norm_sq));
+  m->skipped_steps = skipped_synced_ + std::llround(*skipped);
+  return true;
+}
+
+// Device -> plugin: so GetState (checkpoints, the final report) sees the
+// run's real state.
+absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
+  const sdk::BackendClient& client = *c_.client;
+  auto scale = ReadF32(client, scale_.data());
+  if (!scale.ok()) return scale.status();
+  auto tracker = ReadI32(client, growth_tracker_.data());
+  if (!tracker.ok()) return tracker.status();
+  auto skipped = ReadF32(client, skipped_.data());
+  if (!skipped.ok()) return skipped.status();
+  const int64_t total_skipped = skipped_synced_ + std::llround(*skipped);
+  MNT_LossScalerState st{};
+  st.scale = *scale;
+  st.growth_tracker = *tracker;
+  st.skipped_steps = total_skipped;
+  if (auto s = ToAbslStatus(c_.scaler->SetState(st)); !s.ok())
+    return absl::Status(s.code(), absl::StrCat("device loss scaling: ", s.message()));
+  if (auto s = WriteF32(client, skipped_.data(), 0.0f); !s.ok()) return s;
+  skipped_synced_ = total_skipped;
+  // Every step is applied or skipped; the device counters must agree.
+  const int64_t applied = steps_taken - total_skipped;
+  optimizer_->set_applied_steps(applied);
+  if (optimizer_->has_device_step_counters()) {
+    auto counter = optimizer_->ReadDeviceStepCounter();
+    if (!counter.ok()) return counter.status();
+    if (*counter != applied) {
+      return absl::InternalError(absl::StrFormat(
+          "device loss scaling: ADAMW_STEP's step counter is %d but %d steps "
+          "were applied (backend '%s')",
+          *counter, applied, device_name_));
+    }
+  }
+  host_scale_ = *scale;
+  host_scale_valid_ = true;
+  return absl::OkStatus();
+}
+
+// Plugin -> device: at start-up and after a checkpoint restore.
+absl::Status DeviceLossScaling::SyncFromPlugin() {
+  MNT_LossScalerState st{};
+  if (auto s = ToAbslStatus(c_.scaler->GetState(&st)); !s.ok()) return s;
+  const int64_t applied = optimizer_->applied_steps();
+  if (st.growth_tracker < 0 || st.growth_tracker >= amp_.growth_interval ||
+      applied >= std::numeric_limits<int32_t>::max()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "device loss scaling: growth_tracker %d or %d applied steps out of range",
+        st.growth_tracker, applied));
+  }
+  const sdk::BackendClient& client = *c_.client;
+  absl::Status s = WriteF32(client, scale_.data(), st.scale);
+  if (s.ok())
+    s = WriteI32(client, growth_tracker_.data(), static_cast<int32_t>(st.growth_tracker));
+  if (s.ok()) s = WriteF32(client, c_.scalars->inv_scale.data(), InvScale(st.scale));
+  if (s.ok()) s = WriteF32(client, skipped_.data(), 0.0f);
+  if (s.ok() && optimizer_->has_device_step_counters())
+    s = optimizer_->WriteDeviceStepCounters(applied);
+  if (!s.ok()) return s;
+  skipped_synced_ = st.skipped_steps;
+  host_scale_ = st.scale;
+  host_scale_valid_ = true;
+  return absl::OkStatus();
+}
+
+}  // namespace mnt::trainer

@@ -1,0 +1,63 @@
+// Dynamic loss scaling kept on the device (ABI 1.4 ops): the scale (F32),
+// the growth tracker (I32), inv_scale and a skipped-step count live in
+// device memory, and a step issues
+//   FILL found_inf 0, NONFINITE_CHECK_UNSCALE with the device inv_scale,
+//   AMP_UPDATE_SCALE (GradScaler's update; writes the next inv_scale),
+//   ADD found_inf into the skipped count, GLOBAL_NORM_SQUARED,
+//   CLIP_COEFFICIENT (1 on an overflow step),
+// then the optimizer ops skip on found_inf themselves. Each micro-batch's
+// loss goes to its own device slot. Nothing reaches the host but the scale
+// Model_Backward needs (4 bytes per step) and the values of steps a sink
+// reports. The precision plugin's scaler is brought up to date at
+// checkpoints and at the end of a training call (SyncToPlugin).
+#ifndef MANTISSA_TRAINER_CORE_DEVICE_LOSS_SCALING_H_
+#define MANTISSA_TRAINER_CORE_DEVICE_LOSS_SCALING_H_
+
+#include <memory>
+#include <string>
+
+#include "plugins/abi/mantissa.h"
+#include "trainer/core/loss_scaling.h"
+#include "trainer/core/optimizer.h"
+
+namespace mnt::trainer {
+
+class DeviceLossScaling : public LossScaling {
+ public:
+  // Allocates the device state and loads it from the plugin's scaler.
+  // `amp` are the scaler's parameters in AMP_UPDATE_SCALE's form; the
+  // optimizer skips on the device (Optimizer::Create(..., true)).
+  static absl::StatusOr<std::unique_ptr<DeviceLossScaling>> Create(
+      const LossScalingContext& context, const MNT_AmpUpdateScaleParams& amp,
+      Optimizer* optimizer, const std::string& device_name);
+
+  bool on_device() const override { return true; }
+  absl::StatusOr<float> StepScale() override;
+  MNT_Tensor LossOutput(int64_t micro) const override;
+  absl::StatusOr<double> MicroBatchLoss(int64_t) override { return 0.0; }
+  absl::StatusOr<OptimizerGate> UnscaleUpdateAndClip(
+      float scale, const std::vector<MNT_Tensor>& grads, StepMetrics* m) override;
+  absl::StatusOr<bool> CompleteStepMetrics(bool wanted, StepMetrics* m) override;
+  absl::Status SyncToPlugin(int64_t steps_taken) override;
+  absl::Status SyncFromPlugin() override;
+
+ private:
+  DeviceLossScaling(const LossScalingContext& context,
+                    const MNT_AmpUpdateScaleParams& amp, Optimizer* optimizer,
+                    const std::string& device_name)
+      : c_(context), amp_(amp), optimizer_(optimizer), device_name_(device_name) {}
+
+  LossScalingContext c_;
+  MNT_AmpUpdateScaleParams amp_;
+  Optimizer* optimizer_;
+  std::string device_name_;
+  // F32 [1], I32 [1], F32 [1] (skipped since the last sync), F32 [accum].
+  sdk::DeviceBuffer scale_, growth_tracker_, skipped_, loss_micro_;
+  int64_t skipped_synced_ = 0;  // skipped steps already in the plugin's state
+  float host_scale_ = 1.0f;     // the device scale, when host_scale_valid_
+  bool host_scale_valid_ = false;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CORE_DEVICE_LOSS_SCALING_H_

@@ -1,0 +1,96 @@
+#include "trainer/core/optimizer.h"
+
+#include <vector>
+
+#include "trainer/core/device_scalars.h"
+#include "trainer/loader/plugin_status.h"
+
+namespace mnt::trainer {
+namespace {
+
+bool IsAdam(const mantissa::OptimizerConfig& config) {
+  return config.name() != "sgd";  // adamw | adam
+}
+
+}  // namespace
+
+int Optimizer::StateSlots(const mantissa::OptimizerConfig& config) {
+  return IsAdam(config) ? 2 : 1;
+}
+
+Optimizer::Optimizer(const mantissa::OptimizerConfig& config,
+                     ParameterStore* params, const sdk::BackendClient& client,
+                     bool skips_on_device)
+    : config_(config),
+      adam_(IsAdam(config)),
+      params_(params),
+      client_(client),
+      skips_on_device_(skips_on_device),
+      device_step_counters_(skips_on_device && IsAdam(config) &&
+                            !params->params().empty()) {}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
+    const mantissa::OptimizerConfig& config, ParameterStore* params,
+    const sdk::BackendClient& client, bool skips_on_device) {
+  std::unique_ptr<Optimizer> o(
+      new Optimizer(config, params, client, skips_on_device));
+  if (!o->device_step_counters_) return o;
+  for (Param& p : params->params()) {
+    if (auto s = ToAbslStatus(client.Allocate(
+            sizeof(int32_t), MNT_MEMORY_OPTIMIZER_STATE, &p.step_counter));
+        !s.ok())
+      return s;
+  }
+  return o;
+}
+
+absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
+                             const MNT_Tensor& multiplier) {
+  for (const Param& p : params_->params()) {
+    std::vector<MNT_Tensor> in{params_->OptimizerGrad(p), found_inf, multiplier};
+    if (device_step_counters_) in.push_back(I32Scalar(p.step_counter));
+    std::vector<MNT_Tensor> out{params_->MasterWeights(p),
+                                p.Tensor(p.state1, MNT_DTYPE_F32)};
+    if (adam_) out.push_back(p.Tensor(p.state2, MNT_DTYPE_F32));
+    // The rounded working copy, written in the same kernel.
+    if (params_->mixed()) out.push_back(params_->WorkingWeights(p));
+    const float wd = p.weight_decay ? static_cast<float>(config_.weight_decay()) : 0.0f;
+    sdk::Status s;
+    if (adam_) {
+      const MNT_AdamWParams a{MNT_AdamWParams_STRUCT_SIZE,
+                              static_cast<float>(lr),
+                              static_cast<float>(config_.beta1()),
+                              static_cast<float>(config_.beta2()),
+                              static_cast<float>(config_.eps()),
+                              wd,
+                              applied_steps_ + 1};
+      s = client_.Run(MNT_OP_ADAMW_STEP, in, out, &a);
+    } else {
+      const MNT_SgdParams a{MNT_SgdParams_STRUCT_SIZE, static_cast<float>(lr),
+                            static_cast<float>(config_.momentum()), wd,
+                            config_.nesterov() ? 1 : 0};
+      s = client_.Run(MNT_OP_SGD_STEP, in, out, &a);
+    }
+    if (!s.ok()) return ToAbslStatus(s);
+  }
+  // A host-decided step is an applied one; on the device the counters (and
+  // the sync) keep the count.
+  if (!skips_on_device_) ++applied_steps_;
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {
+  for (const Param& p : params_->params()) {
+    if (auto s = WriteI32(client_, p.step_counter.data(),
+                          static_cast<int32_t>(applied));
+        !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int32_t> Optimizer::ReadDeviceStepCounter() const {
+  return ReadI32(client_, params_->params().front().step_counter.data());
+}
+
+}  // namespace mnt::trainer

@@ -1,0 +1,65 @@
+// The optimizer step: AdamW or SGD (momentum, Nesterov) over every
+// parameter, one backend op per tensor that updates the fp32 master and the
+// optimizer state and, in mixed precision, writes the rounded working copy.
+#ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_H_
+#define MANTISSA_TRAINER_CORE_OPTIMIZER_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/backend_client.h"
+#include "trainer/config/train_config.pb.h"
+#include "trainer/core/parameters.h"
+
+namespace mnt::trainer {
+
+class Optimizer {
+ public:
+  // fp32 state tensors per parameter: AdamW's m and v, SGD's momentum.
+  static int StateSlots(const mantissa::OptimizerConfig& config);
+
+  // `skips_on_device`: found_inf stays on the device (device loss scaling)
+  // and the optimizer kernels skip an overflow step themselves; AdamW then
+  // counts its applied steps on the device too (one I32 counter per tensor,
+  // ADAMW_STEP in[3], ABI 1.4), allocated here.
+  static absl::StatusOr<std::unique_ptr<Optimizer>> Create(
+      const mantissa::OptimizerConfig& config, ParameterStore* params,
+      const sdk::BackendClient& client, bool skips_on_device);
+
+  // One step with learning rate `lr` on the gradients times `multiplier`
+  // (F32 [1], the clip factor). `found_inf` is F32 [1] when the kernels skip
+  // on it, an empty F32 [0] when the host already decided to step.
+  absl::Status Step(double lr, const MNT_Tensor& found_inf,
+                    const MNT_Tensor& multiplier);
+
+  // Applied (not skipped) steps: AdamW's bias correction. With device step
+  // counters the host's count is only brought up to date by the loss
+  // scaling's sync (set_applied_steps).
+  int64_t applied_steps() const { return applied_steps_; }
+  void set_applied_steps(int64_t n) { applied_steps_ = n; }
+
+  bool has_device_step_counters() const { return device_step_counters_; }
+  // Every tensor's device counter := `applied`.
+  absl::Status WriteDeviceStepCounters(int64_t applied);
+  // The first tensor's device counter (all advance together).
+  absl::StatusOr<int32_t> ReadDeviceStepCounter() const;
+
+ private:
+  Optimizer(const mantissa::OptimizerConfig& config, ParameterStore* params,
+            const sdk::BackendClient& client, bool skips_on_device);
+
+  const mantissa::OptimizerConfig config_;
+  const bool adam_;
+  ParameterStore* params_;
+  const sdk::BackendClient& client_;
+  const bool skips_on_device_;
+  const bool device_step_counters_;
+  int64_t applied_steps_ = 0;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CORE_OPTIMIZER_H_

@@ -1,0 +1,131 @@
+#include "trainer/core/parameters.h"
+
+#include "absl/strings/str_cat.h"
+#include "trainer/core/param_init.h"
+#include "trainer/loader/plugin_status.h"
+
+namespace mnt::trainer {
+
+ParameterStore::ParameterStore(const sdk::BackendClient& client,
+                               const MNT_Precision_GetPolicy_Args& policy)
+    : client_(client),
+      weight_dtype_(policy.weight_dtype),
+      gradient_dtype_(policy.gradient_dtype),
+      mixed_(policy.master_weight_dtype != MNT_DTYPE_INVALID) {}
+
+absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
+    const sdk::ModelClient& model, const sdk::BackendClient& client,
+    const MNT_Precision_GetPolicy_Args& policy, int optimizer_state_slots,
+    uint64_t seed) {
+  std::unique_ptr<ParameterStore> store(new ParameterStore(client, policy));
+  int64_t count = 0;
+  if (auto s = ToAbslStatus(model.ParamCount(&count)); !s.ok()) return s;
+  store->params_.resize(count);
+  std::vector<float> host;
+  for (int64_t i = 0; i < count; ++i) {
+    sdk::ParamSpec spec;
+    if (auto s = ToAbslStatus(model.GetParamSpec(i, &spec)); !s.ok()) return s;
+    Param& p = store->params_[i];
+    p.name = spec.name ? spec.name : absl::StrCat("param", i);
+    p.dims = spec.dims;
+    p.numel = 1;
+    for (int64_t d : p.dims) p.numel *= d;
+    p.init = spec.init;
+    p.init_scale = spec.init_scale;
+    p.weight_decay = spec.weight_decay;
+    store->num_parameters_ += p.numel;
+    if (auto s = store->Allocate(&p, optimizer_state_slots); !s.ok()) return s;
+
+    // Initial values drawn on the host in fp32, then rounded once into the
+    // working dtype (SyncWorkingWeights): every backend starts from the
+    // same bits. Without a master copy the working weights are fp32.
+    InitParameter(p.init, p.init_scale, seed, i, p.numel, &host);
+    const sdk::DeviceBuffer& fp32 = store->CheckpointedWeights(p);
+    absl::Status s = ToAbslStatus(
+        client.ToDevice(fp32.data(), host.data(), p.numel * sizeof(float)));
+    const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+    for (const sdk::DeviceBuffer* state : {&p.state1, &p.state2}) {
+      if (!s.ok() || state->data() == nullptr) continue;
+      s = ToAbslStatus(client.Run(MNT_OP_FILL, {},
+                                  {p.Tensor(*state, MNT_DTYPE_F32)}, &zero));
+    }
+    if (!s.ok()) return s;
+  }
+  if (auto s = store->SyncWorkingWeights(); !s.ok()) return s;
+  return store;
+}
+
+absl::Status ParameterStore::Allocate(Param* p, int optimizer_state_slots) {
+  const size_t n = static_cast<size_t>(p->numel);
+  auto alloc = [&](sdk::DeviceBuffer* b, MNT_DType t, MNT_MemoryCategory c) {
+    return ToAbslStatus(client_.Allocate(n * sdk::DTypeSize(t), c, b));
+  };
+  absl::Status s = alloc(&p->weights, weight_dtype_, MNT_MEMORY_WEIGHTS);
+  if (s.ok()) s = alloc(&p->grads, gradient_dtype_, MNT_MEMORY_GRADIENTS);
+  if (s.ok() && mixed_)
+    s = alloc(&p->master, MNT_DTYPE_F32, MNT_MEMORY_MASTER_WEIGHTS);
+  if (s.ok() && mixed_)
+    s = alloc(&p->master_grads, MNT_DTYPE_F32, MNT_MEMORY_GRADIENTS);
+  if (s.ok())
+    s = alloc(&p->state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE);
+  if (s.ok() && optimizer_state_slots > 1)
+    s = alloc(&p->state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE);
+  return s;
+}
+
+std::vector<MNT_Tensor> ParameterStore::WeightTensors() const {
+  std::vector<MNT_Tensor> out;
+  for (const Param& p : params_) out.push_back(WorkingWeights(p));
+  return out;
+}
+
+std::vector<MNT_Tensor> ParameterStore::GradTensors() const {
+  std::vector<MNT_Tensor> out;
+  for (const Param& p : params_) out.push_back(p.Tensor(p.grads, gradient_dtype_));
+  return out;
+}
+
+MNT_Tensor ParameterStore::OptimizerGrad(const Param& p) const {
+  return mixed_ ? p.Tensor(p.master_grads, MNT_DTYPE_F32)
+                : p.Tensor(p.grads, gradient_dtype_);
+}
+
+std::vector<MNT_Tensor> ParameterStore::OptimizerGradTensors() const {
+  std::vector<MNT_Tensor> out;
+  for (const Param& p : params_) out.push_back(OptimizerGrad(p));
+  return out;
+}
+
+MNT_Tensor ParameterStore::MasterWeights(const Param& p) const {
+  return p.Tensor(CheckpointedWeights(p), MNT_DTYPE_F32);
+}
+
+MNT_Tensor ParameterStore::WorkingWeights(const Param& p) const {
+  return p.Tensor(p.weights, weight_dtype_);
+}
+
+absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
+  if (!mixed_) return absl::OkStatus();
+  const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1.0f, 1.0f};
+  for (const Param& p : params_) {
+    const MNT_Tensor g = p.Tensor(p.grads, gradient_dtype_);
+    const MNT_Tensor mg = p.Tensor(p.master_grads, MNT_DTYPE_F32);
+    const sdk::Status s = micro == 0 ? client_.Run(MNT_OP_CAST, {g}, {mg})
+                                     : client_.Run(MNT_OP_ADD, {g, mg}, {mg}, &add);
+    if (!s.ok()) return ToAbslStatus(s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterStore::SyncWorkingWeights() {
+  if (!mixed_) return absl::OkStatus();
+  for (const Param& p : params_) {
+    if (auto s = ToAbslStatus(client_.Run(MNT_OP_CAST, {MasterWeights(p)},
+                                          {WorkingWeights(p)}));
+        !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mnt::trainer

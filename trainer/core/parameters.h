@@ -1,0 +1,99 @@
+// The model's parameters and every buffer the trainer keeps per parameter:
+// working weights (the dtype the model reads), fp32 master weights and fp32
+// master gradients (mixed precision only), gradients as backward writes
+// them, and the optimizer's fp32 state. Initial values are drawn on the host
+// (param_init.h), so every backend starts from the same bits.
+#ifndef MANTISSA_TRAINER_CORE_PARAMETERS_H_
+#define MANTISSA_TRAINER_CORE_PARAMETERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/model_client.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::trainer {
+
+// One parameter tensor and everything the trainer keeps for it.
+struct Param {
+  std::string name;
+  std::vector<int64_t> dims;
+  int64_t numel = 0;
+  MNT_ParamInit init = MNT_PARAM_INIT_ZEROS;
+  float init_scale = 0;
+  bool weight_decay = false;
+  sdk::DeviceBuffer weights;         // working weights (weight dtype)
+  sdk::DeviceBuffer master;          // fp32 master (mixed precision only)
+  sdk::DeviceBuffer grads;           // as backward writes them
+  sdk::DeviceBuffer master_grads;    // fp32 accumulation (mixed only)
+  sdk::DeviceBuffer state1, state2;  // Adam m, v / SGD momentum (fp32)
+  // Adam with device loss scaling: applied steps, I32 [1], advanced by
+  // ADAMW_STEP itself (one per tensor, as torch's state_steps). Optimizer.
+  sdk::DeviceBuffer step_counter;
+
+  MNT_Tensor Tensor(const sdk::DeviceBuffer& b, MNT_DType dtype) const {
+    return sdk::MakeTensor(b.data(), dtype, static_cast<int32_t>(dims.size()),
+                           dims.data());
+  }
+};
+
+class ParameterStore {
+ public:
+  // Allocates and initialises every parameter `model` declares, in its spec
+  // order, in the dtypes of `policy`, with `optimizer_state_slots` (1 or 2)
+  // zeroed fp32 state tensors each; `seed` draws the initial values.
+  static absl::StatusOr<std::unique_ptr<ParameterStore>> Create(
+      const sdk::ModelClient& model, const sdk::BackendClient& client,
+      const MNT_Precision_GetPolicy_Args& policy, int optimizer_state_slots,
+      uint64_t seed);
+
+  // Separate fp32 master weights and gradients (the policy has a master
+  // dtype); otherwise the working weights are the master.
+  bool mixed() const { return mixed_; }
+  int64_t num_parameters() const { return num_parameters_; }
+  std::vector<Param>& params() { return params_; }
+  const std::vector<Param>& params() const { return params_; }
+
+  // In spec order: what Model_Forward/Backward read and write.
+  std::vector<MNT_Tensor> WeightTensors() const;
+  std::vector<MNT_Tensor> GradTensors() const;
+  // What the optimizer steps: fp32 master gradients (mixed) or the grads,
+  // and the fp32 weights it updates (the master, or the working weights).
+  MNT_Tensor OptimizerGrad(const Param& p) const;
+  std::vector<MNT_Tensor> OptimizerGradTensors() const;
+  MNT_Tensor MasterWeights(const Param& p) const;
+  MNT_Tensor WorkingWeights(const Param& p) const;
+  // The buffer a checkpoint saves and restores as the weights (fp32).
+  const sdk::DeviceBuffer& CheckpointedWeights(const Param& p) const {
+    return mixed_ ? p.master : p.weights;
+  }
+
+  // Mixed precision: micro-batch `micro`'s 16-bit gradients into the fp32
+  // master gradients (CAST on the first, ADD after), so accumulation loses
+  // no bits. Without a master copy gradients accumulate in place: no-op.
+  absl::Status AccumulateMasterGradients(int64_t micro);
+
+  // Mixed precision: rounds the fp32 masters into the working weights.
+  absl::Status SyncWorkingWeights();
+
+ private:
+  ParameterStore(const sdk::BackendClient& client,
+                 const MNT_Precision_GetPolicy_Args& policy);
+  absl::Status Allocate(Param* p, int optimizer_state_slots);
+
+  const sdk::BackendClient& client_;
+  MNT_DType weight_dtype_, gradient_dtype_;
+  bool mixed_;
+  std::vector<Param> params_;
+  int64_t num_parameters_ = 0;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CORE_PARAMETERS_H_

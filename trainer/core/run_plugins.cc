@@ -1,0 +1,71 @@
+#include "trainer/core/run_plugins.h"
+
+#include "absl/strings/str_cat.h"
+#include "trainer/core/device_choice.h"
+#include "trainer/core/loss_scale_config.h"
+#include "trainer/loader/plugin_status.h"
+
+namespace mnt::trainer {
+namespace {
+
+// The status with "<prefix>" before its message.
+absl::Status Prefixed(const sdk::Status& s, const std::string& prefix) {
+  return absl::Status(ToAbslStatus(s).code(), absl::StrCat(prefix, s.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
+    const mantissa::TrainConfig& config, PluginRegistry* registry,
+    const MNT_DataSpec& data_spec, int optimizer_state_slots) {
+  auto p = std::make_unique<RunPlugins>();
+  auto device = ResolveDevice(config.device(), registry);
+  if (!device.ok()) return device.status();
+  p->device_name = *device;
+  p->precision_name = ResolvePrecision(config.precision(), p->device_name);
+
+  auto backend = registry->Get(MNT_PLUGIN_KIND_BACKEND, p->device_name);
+  if (!backend.ok()) return backend.status();
+  auto precision = registry->Get(MNT_PLUGIN_KIND_PRECISION, p->precision_name);
+  if (!precision.ok()) return precision.status();
+  auto model = registry->Get(MNT_PLUGIN_KIND_MODEL, config.model());
+  if (!model.ok()) return model.status();
+
+  if (sdk::Status s = sdk::BackendInstance::Create((*backend)->api,
+                                                   config.backend_options(), &p->backend);
+      !s.ok()) {
+    return Prefixed(s, absl::StrCat("backend '", p->device_name, "': "));
+  }
+  MNT_Backend_GetInfo_Args info;
+  if (sdk::Status s = p->backend->GetInfo(&info); !s.ok()) return ToAbslStatus(s);
+  p->backend_description =
+      absl::StrCat(p->device_name, ": ", info.device_name ? info.device_name : "");
+
+  p->precision = sdk::PrecisionClient((*precision)->api);
+  if (sdk::Status s = p->precision.GetPolicy(&p->policy); !s.ok()) return ToAbslStatus(s);
+  if (sdk::Status s = p->precision.GetMemoryPlan(optimizer_state_slots, &p->plan); !s.ok())
+    return ToAbslStatus(s);
+  if (sdk::Status s = sdk::LossScalerClient::Create(
+          (*precision)->api, LossScalerOptions(config.loss_scale()), &p->scaler);
+      !s.ok()) {
+    return Prefixed(s, absl::StrCat("precision '", p->precision_name, "' loss scaling: "));
+  }
+  MNT_LossScalerState state;  // a scaler whose state cannot be read is refused now
+  if (sdk::Status s = p->scaler.GetState(&state); !s.ok()) return ToAbslStatus(s);
+
+  sdk::ModelSetup setup;
+  setup.options = config.model_options();
+  setup.backend = &p->backend->client();
+  setup.data_spec = data_spec;
+  setup.precision.weight_dtype = p->policy.weight_dtype;
+  setup.precision.gradient_dtype = p->policy.gradient_dtype;
+  setup.precision.activation_dtype = p->policy.activation_dtype;
+  setup.precision.matmul_compute = p->policy.matmul_compute;
+  setup.max_batch_size = config.batch_size();
+  if (sdk::Status s = sdk::ModelClient::Create((*model)->api, setup, &p->model); !s.ok()) {
+    return Prefixed(s, absl::StrCat("model '", config.model(), "': "));
+  }
+  return p;
+}
+
+}  // namespace mnt::trainer

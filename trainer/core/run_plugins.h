@@ -1,0 +1,43 @@
+// The plugin instances one run uses: a backend instance, the precision
+// plugin's policy, memory plan and loss scaler, and the model, created in
+// that order with one-line errors naming the plugin. Destroyed in reverse
+// (model, scaler, backend), after everything allocated on the backend.
+#ifndef MANTISSA_TRAINER_CORE_RUN_PLUGINS_H_
+#define MANTISSA_TRAINER_CORE_RUN_PLUGINS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/loss_scaler_client.h"
+#include "plugins/sdk/model_client.h"
+#include "plugins/sdk/precision_client.h"
+#include "trainer/config/train_config.pb.h"
+#include "trainer/loader/plugin_registry.h"
+
+namespace mnt::trainer {
+
+struct RunPlugins {
+  // Resolves --device and --precision, loads the three plugins from
+  // `registry` and creates their instances. The model is sized for one
+  // micro-batch of `data_spec`; the memory plan counts
+  // `optimizer_state_slots` per parameter.
+  static absl::StatusOr<std::unique_ptr<RunPlugins>> Create(
+      const mantissa::TrainConfig& config, PluginRegistry* registry,
+      const MNT_DataSpec& data_spec, int optimizer_state_slots);
+
+  std::string device_name, precision_name;
+  std::string backend_description;  // "<device>: <device name>"
+  std::unique_ptr<sdk::BackendInstance> backend;
+  sdk::PrecisionClient precision;
+  MNT_Precision_GetPolicy_Args policy{};
+  MNT_Precision_GetMemoryPlan_Args plan{};
+  sdk::LossScalerClient scaler;  // from the --loss_scale_* flags
+  sdk::ModelClient model;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CORE_RUN_PLUGINS_H_

@@ -1,0 +1,151 @@
+#include "trainer/core/training_checkpoint.h"
+
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/loader/plugin_status.h"
+
+namespace mnt::trainer {
+namespace {
+
+constexpr char kAppliedStepsKey[] = "applied_steps";
+constexpr char kOptimizerKey[] = "optimizer";
+constexpr char kState1Prefix[] = "opt.state1/";
+constexpr char kState2Prefix[] = "opt.state2/";
+
+// The buffers saved for a parameter, in file order, with their names: the
+// fp32 weights, then the optimizer state it has.
+std::vector<std::pair<std::string, const sdk::DeviceBuffer*>> SavedBuffers(
+    const ParameterStore& params, const Param& p) {
+  std::vector<std::pair<std::string, const sdk::DeviceBuffer*>> out{
+      {p.name, &params.CheckpointedWeights(p)}};
+  if (p.state1.data()) out.push_back({kState1Prefix + p.name, &p.state1});
+  if (p.state2.data()) out.push_back({kState2Prefix + p.name, &p.state2});
+  return out;
+}
+
+}  // namespace
+
+absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
+  // The plugin's scaler and the applied-step count catch up first (device
+  // loss scaling); the format is the same either way.
+  if (auto s = p_.scaling->SyncToPlugin(step); !s.ok()) return s;
+  const mantissa::TrainConfig& config = *p_.config;
+  CheckpointData ckpt;
+  ckpt.set_model(config.model());
+  ckpt.set_model_options(config.model_options());
+  ckpt.set_precision(p_.precision_name);
+  ckpt.set_step(step);
+  (*ckpt.mutable_metadata())[kAppliedStepsKey] =
+      absl::StrCat(p_.optimizer->applied_steps());
+  (*ckpt.mutable_metadata())[kOptimizerKey] = config.optimizer().name();
+  const SamplerState ss = p_.sampler->state();
+  ckpt.set_sampler_seed(ss.seed);
+  ckpt.set_sampler_epoch(ss.epoch);
+  ckpt.set_sampler_cursor(ss.cursor);
+
+  MNT_LossScalerState st{};
+  if (auto s = ToAbslStatus(p_.scaler->GetState(&st)); !s.ok()) return s;
+  ckpt.set_loss_scale(st.scale);
+  ckpt.set_loss_scale_growth_tracker(st.growth_tracker);
+  ckpt.set_loss_scale_skipped_steps(st.skipped_steps);
+
+  if (auto s = ToAbslStatus(p_.client->Synchronize()); !s.ok()) return s;
+  for (const Param& p : p_.params->params()) {
+    // The fp32 master is the truth; working 16-bit weights derive from it.
+    for (const auto& [name, buf] : SavedBuffers(*p_.params, p)) {
+      TensorData* t = ckpt.add_tensors();
+      t->set_name(name);
+      t->set_dtype(MNT_DTYPE_F32);
+      for (int64_t d : p.dims) t->add_dims(d);
+      std::string* bytes = t->mutable_data();
+      bytes->resize(static_cast<size_t>(p.numel) * sizeof(float));
+      if (auto s = ToAbslStatus(p_.client->ToHost(bytes->data(), buf->data(), bytes->size()));
+          !s.ok())
+        return s;
+    }
+  }
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot create checkpoint directory ", dir.string(), ": ", ec.message()));
+  }
+  return WriteCheckpointAtomic(path, ckpt);
+}
+
+absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step) {
+  auto read = ReadCheckpoint(path);
+  if (!read.ok()) return read.status();
+  const CheckpointData& ckpt = *read;
+  const mantissa::TrainConfig& config = *p_.config;
+  if (auto s = CheckCompatible(ckpt, config.model(), config.model_options(),
+                               p_.precision_name);
+      !s.ok())
+    return s;
+  auto it = ckpt.metadata().find(kOptimizerKey);
+  if (it != ckpt.metadata().end() && it->second != config.optimizer().name()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": checkpoint optimizer '", it->second,
+                     "' does not match --optimizer=", config.optimizer().name()));
+  }
+
+  // Validate everything before touching any state, so a bad file loses
+  // nothing.
+  std::vector<std::pair<const sdk::DeviceBuffer*, const TensorData*>> found;
+  for (const Param& p : p_.params->params()) {
+    for (const auto& [name, buf] : SavedBuffers(*p_.params, p)) {
+      const TensorData* t = nullptr;
+      for (const TensorData& c : ckpt.tensors()) {
+        if (c.name() == name) t = &c;
+      }
+      if (t == nullptr) {
+        return absl::DataLossError(
+            absl::StrCat(path, ": checkpoint has no tensor '", name, "'"));
+      }
+      const std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
+      if (t->dtype() != MNT_DTYPE_F32 || dims != p.dims ||
+          t->data().size() != static_cast<size_t>(p.numel) * sizeof(float)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, ": tensor '", name, "' has a different shape or type than the model's"));
+      }
+      found.push_back({buf, t});
+    }
+  }
+  SamplerState ss{ckpt.sampler_seed(), ckpt.sampler_epoch(), ckpt.sampler_cursor()};
+  BatchSampler restored_sampler(p_.sampler->num_examples(), config.seed());
+  if (auto s = restored_sampler.SetState(ss); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  }
+  int64_t applied = 0;
+  if (auto a = ckpt.metadata().find(kAppliedStepsKey); a != ckpt.metadata().end()) {
+    applied = std::stoll(a->second);
+  }
+
+  for (const auto& [buf, t] : found) {
+    const std::string& bytes = t->data();
+    if (auto s = ToAbslStatus(p_.client->ToDevice(buf->data(), bytes.data(), bytes.size()));
+        !s.ok())
+      return s;
+  }
+  if (auto s = p_.params->SyncWorkingWeights(); !s.ok()) return s;
+
+  MNT_LossScalerState st{};
+  st.scale = ckpt.loss_scale();
+  st.growth_tracker = ckpt.loss_scale_growth_tracker();
+  st.skipped_steps = ckpt.loss_scale_skipped_steps();
+  if (auto s = ToAbslStatus(p_.scaler->SetState(st)); !s.ok())
+    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  *p_.sampler = std::move(restored_sampler);
+  *step = ckpt.step();
+  p_.optimizer->set_applied_steps(applied);
+  // Scale, tracker and Adam's step counters follow the restored state to
+  // where the scaling runs.
+  return p_.scaling->SyncFromPlugin();
+}
+
+}  // namespace mnt::trainer

@@ -1,0 +1,58 @@
+// What a training checkpoint holds, and where each part comes from and goes
+// back to: the fp32 master weights and optimizer state (ParameterStore), the
+// applied-step count (Optimizer), the loss scaler's state (the precision
+// plugin's scaler, after LossScaling::SyncToPlugin), the data position
+// (BatchSampler), the step, and model/options/precision/optimizer for a
+// compatibility check. Everything needed to continue a run bit for bit. The
+// file format is trainer/checkpoint.
+//
+// To add a field: write it in Save, read and validate it in Restore before
+// the first state change (a bad file must lose nothing), and add it to
+// CheckpointData (trainer/checkpoint/checkpoint.proto) or its metadata map.
+#ifndef MANTISSA_TRAINER_CORE_TRAINING_CHECKPOINT_H_
+#define MANTISSA_TRAINER_CORE_TRAINING_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/loss_scaler_client.h"
+#include "trainer/config/train_config.pb.h"
+#include "trainer/core/loss_scaling.h"
+#include "trainer/core/optimizer.h"
+#include "trainer/core/parameters.h"
+#include "trainer/data/sampler.h"
+
+namespace mnt::trainer {
+
+class TrainingCheckpoint {
+ public:
+  // All borrowed; they outlive this.
+  struct Parts {
+    const mantissa::TrainConfig* config = nullptr;
+    std::string precision_name;
+    const sdk::BackendClient* client = nullptr;
+    ParameterStore* params = nullptr;
+    Optimizer* optimizer = nullptr;
+    BatchSampler* sampler = nullptr;
+    const sdk::LossScalerClient* scaler = nullptr;
+    LossScaling* scaling = nullptr;
+  };
+  explicit TrainingCheckpoint(const Parts& parts) : p_(parts) {}
+
+  // Writes the state after `step` optimizer steps to `path` atomically.
+  absl::Status Save(const std::string& path, int64_t step);
+
+  // Restores everything and sets *step. A checkpoint of another model,
+  // options, precision or optimizer, or one that does not fit the model, is
+  // refused before any state changes.
+  absl::Status Restore(const std::string& path, int64_t* step);
+
+ private:
+  Parts p_;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CORE_TRAINING_CHECKPOINT_H_
