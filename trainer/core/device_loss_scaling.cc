@@ -35,7 +35,7 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
 // scale is read once per step (cached when a report already read it).
 absl::StatusOr<float> DeviceLossScaling::StepScale() {
   if (!host_scale_valid_) {
-    auto scale = ReadF32(*c_.client, scale_.data());
+    auto scale = ReadScalar<float>(*c_.client, scale_.data());
     if (!scale.ok()) return scale.status();
     host_scale_ = *scale;
     host_scale_valid_ = true;
@@ -103,11 +103,11 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
   double loss_sum = 0;
   for (float l : losses) loss_sum += l;
   m->loss = loss_sum / static_cast<double>(c_.micro_batches);
-  auto found = ReadF32(client, c_.scalars->found_inf.data());
+  auto found = ReadScalar<float>(client, c_.scalars->found_inf.data());
   if (!found.ok()) return found.status();
-  auto norm_sq = ReadF32(client, c_.scalars->norm_sq.data());
+  auto norm_sq = ReadScalar<float>(client, c_.scalars->norm_sq.data());
   if (!norm_sq.ok()) return norm_sq.status();
-  auto skipped = ReadF32(client, skipped_.data());
+  auto skipped = ReadScalar<float>(client, skipped_.data());
   if (!skipped.ok()) return skipped.status();
   m->skipped = *found != 0.0f;
   m->grad_norm = m->skipped ? 0.0 : std::sqrt(static_cast<double>(*norm_sq));
@@ -119,11 +119,11 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
 // run's real state.
 absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
   const sdk::BackendClient& client = *c_.client;
-  auto scale = ReadF32(client, scale_.data());
+  auto scale = ReadScalar<float>(client, scale_.data());
   if (!scale.ok()) return scale.status();
-  auto tracker = ReadI32(client, growth_tracker_.data());
+  auto tracker = ReadScalar<int32_t>(client, growth_tracker_.data());
   if (!tracker.ok()) return tracker.status();
-  auto skipped = ReadF32(client, skipped_.data());
+  auto skipped = ReadScalar<float>(client, skipped_.data());
   if (!skipped.ok()) return skipped.status();
   const int64_t total_skipped = skipped_synced_ + std::llround(*skipped);
   MNT_LossScalerState st{};
@@ -132,7 +132,7 @@ absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
   st.skipped_steps = total_skipped;
   if (auto s = ToAbslStatus(c_.scaler->SetState(st)); !s.ok())
     return absl::Status(s.code(), absl::StrCat("device loss scaling: ", s.message()));
-  if (auto s = WriteF32(client, skipped_.data(), 0.0f); !s.ok()) return s;
+  if (auto s = WriteScalar<float>(client, skipped_.data(), 0.0f); !s.ok()) return s;
   skipped_synced_ = total_skipped;
   // Every step is applied or skipped; the device counters must agree.
   const int64_t applied = steps_taken - total_skipped;
@@ -164,11 +164,12 @@ absl::Status DeviceLossScaling::SyncFromPlugin() {
         st.growth_tracker, applied));
   }
   const sdk::BackendClient& client = *c_.client;
-  absl::Status s = WriteF32(client, scale_.data(), st.scale);
+  absl::Status s = WriteScalar<float>(client, scale_.data(), st.scale);
   if (s.ok())
-    s = WriteI32(client, growth_tracker_.data(), static_cast<int32_t>(st.growth_tracker));
-  if (s.ok()) s = WriteF32(client, c_.scalars->inv_scale.data(), InvScale(st.scale));
-  if (s.ok()) s = WriteF32(client, skipped_.data(), 0.0f);
+    s = WriteScalar<int32_t>(client, growth_tracker_.data(),
+                             static_cast<int32_t>(st.growth_tracker));
+  if (s.ok()) s = WriteScalar<float>(client, c_.scalars->inv_scale.data(), InvScale(st.scale));
+  if (s.ok()) s = WriteScalar<float>(client, skipped_.data(), 0.0f);
   if (s.ok() && optimizer_->has_device_step_counters())
     s = optimizer_->WriteDeviceStepCounters(applied);
   if (!s.ok()) return s;

@@ -10,20 +10,28 @@
 #include "absl/status/statusor.h"
 #include "plugins/abi/mnt_common.h"
 #include "plugins/sdk/backend_client.h"
+#include "trainer/loader/plugin_status.h"
 
 namespace mnt::trainer {
 
 MNT_Tensor F32Scalar(const sdk::DeviceBuffer& b);
 MNT_Tensor I32Scalar(const sdk::DeviceBuffer& b);
 
-absl::StatusOr<float> ReadF32(const sdk::BackendClient& client,
-                              const void* device_scalar);
-absl::Status WriteF32(const sdk::BackendClient& client, void* device_scalar,
-                      float value);
-absl::StatusOr<int32_t> ReadI32(const sdk::BackendClient& client,
-                                const void* device_scalar);
-absl::Status WriteI32(const sdk::BackendClient& client, void* device_scalar,
-                      int32_t value);
+// One value of type T (float or int32_t) copied to or from the device.
+template <typename T>
+absl::StatusOr<T> ReadScalar(const sdk::BackendClient& client,
+                             const void* device_scalar) {
+  T v{};
+  if (auto s = ToAbslStatus(client.ToHost(&v, device_scalar, sizeof(v)));
+      !s.ok())
+    return s;
+  return v;
+}
+template <typename T>
+absl::Status WriteScalar(const sdk::BackendClient& client, void* device_scalar,
+                         T value) {
+  return ToAbslStatus(client.ToDevice(device_scalar, &value, sizeof(value)));
+}
 
 // The F32 [1] scalars of the step and the evaluation: the mean loss, the
 // count of correct predictions, found_inf (non-finite gradients), 1/scale,

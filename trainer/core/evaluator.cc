@@ -29,9 +29,9 @@ absl::StatusOr<EvalMetrics> Evaluator::Run(const BatchSource& source,
                                               /*training=*/false, loss, &correct));
         !s.ok())
       return absl::Status(s.code(), absl::StrCat("evaluation: ", s.message()));
-    auto l = ReadF32(*client_, scalars_->loss.data());
+    auto l = ReadScalar<float>(*client_, scalars_->loss.data());
     if (!l.ok()) return l.status();
-    auto c = ReadF32(*client_, scalars_->correct.data());
+    auto c = ReadScalar<float>(*client_, scalars_->correct.data());
     if (!c.ok()) return c.status();
     loss_sum += static_cast<double>(*l) * b;
     correct_sum += *c;

@@ -20,7 +20,7 @@ MNT_Tensor HostLossScaling::LossOutput(int64_t) const {
 }
 
 absl::StatusOr<double> HostLossScaling::MicroBatchLoss(int64_t) {
-  auto loss = ReadF32(*c_.client, c_.scalars->loss.data());
+  auto loss = ReadScalar<float>(*c_.client, c_.scalars->loss.data());
   if (!loss.ok()) return loss.status();
   if (!std::isfinite(*loss) && !active_) {
     return absl::InternalError(absl::StrFormat(
@@ -60,13 +60,13 @@ absl::StatusOr<bool> HostLossScaling::UnscaleAndUpdate(
   if (auto s = ToAbslStatus(client.Run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero));
       !s.ok())
     return s;
-  if (auto s = WriteF32(client, sc.inv_scale.data(), InvScale(scale)); !s.ok()) return s;
+  if (auto s = WriteScalar<float>(client, sc.inv_scale.data(), InvScale(scale)); !s.ok()) return s;
   std::vector<MNT_Tensor> in{F32Scalar(sc.inv_scale)}, out{F32Scalar(sc.found_inf)};
   in.insert(in.end(), grads.begin(), grads.end());
   out.insert(out.end(), grads.begin(), grads.end());
   if (auto s = ToAbslStatus(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out)); !s.ok())
     return s;
-  auto found = ReadF32(client, sc.found_inf.data());
+  auto found = ReadScalar<float>(client, sc.found_inf.data());
   if (!found.ok()) return found.status();
   sdk::LossScalerUpdate update;
   if (auto s = ToAbslStatus(c_.scaler->Update(*found != 0.0f, &update)); !s.ok()) return s;
@@ -80,12 +80,12 @@ absl::Status HostLossScaling::Clip(const std::vector<MNT_Tensor>& grads,
           c_.client->Run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}));
       !s.ok())
     return s;
-  auto norm_sq = ReadF32(*c_.client, sc.norm_sq.data());
+  auto norm_sq = ReadScalar<float>(*c_.client, sc.norm_sq.data());
   if (!norm_sq.ok()) return norm_sq.status();
   m->grad_norm = std::sqrt(static_cast<double>(*norm_sq));
   // torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), with the
   // formula the device path's CLIP_COEFFICIENT uses.
-  return WriteF32(*c_.client, sc.multiplier.data(),
+  return WriteScalar<float>(*c_.client, sc.multiplier.data(),
                   ClipCoefficient(*norm_sq, c_.max_grad_norm, false));
 }
 

@@ -81,7 +81,7 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
 
 absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {
   for (const Param& p : params_->params()) {
-    if (auto s = WriteI32(client_, p.step_counter.data(),
+    if (auto s = WriteScalar<int32_t>(client_, p.step_counter.data(),
                           static_cast<int32_t>(applied));
         !s.ok())
       return s;
@@ -90,7 +90,7 @@ absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {
 }
 
 absl::StatusOr<int32_t> Optimizer::ReadDeviceStepCounter() const {
-  return ReadI32(client_, params_->params().front().step_counter.data());
+  return ReadScalar<int32_t>(client_, params_->params().front().step_counter.data());
 }
 
 }  // namespace mnt::trainer
