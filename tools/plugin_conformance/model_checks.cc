@@ -10,6 +10,9 @@
 
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/model_client.h"
+#include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/plugin_conformance/conformance.h"
@@ -37,85 +40,56 @@ class ModelHarness {
   ModelHarness(const MNT_Plugin_Api* model_plugin, std::string options)
       : plugin_(model_plugin), options_(std::move(options)) {}
   ~ModelHarness() {
-    DestroyModel();
-    // Device buffers go before the backend instance that owns their memory.
+    // The model and the device buffers go before the backend instance that
+    // owns their memory.
+    model_.Reset();
     params_.clear();
     grads_.clear();
     inputs_.clear();
     targets_.clear();
     loss_.clear();
     correct_.clear();
-    if (backend_ != nullptr) {
-      MNT_Backend_Destroy_Args d{};
-      d.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
-      d.backend = backend_;
-      (void)sdk::StatusFromPluginError(cpu_, cpu_->backend->Backend_Destroy(&d));
-    }
   }
 
   Status Init() {
-    MNT_Backend_Create_Args c{};
-    c.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
-    MNT_RETURN_IF_ERROR(
-        sdk::StatusFromPluginError(cpu_, cpu_->backend->Backend_Create(&c)));
-    backend_ = c.backend;
-    client_ = sdk::BackendClient(cpu_, backend_);
-    return CreateModel(options_.c_str(), &model_);
+    MNT_RETURN_IF_ERROR(sdk::BackendInstance::Create(cpu_, "", &backend_));
+    client_ = backend_->client();
+    return CreateModel(options_, &model_);
   }
 
-  Status CreateModel(const char* options, MNT_Model** out) {
-    MNT_Model_Create_Args a{};
-    a.struct_size = MNT_Model_Create_Args_STRUCT_SIZE;
-    a.options = options;
-    a.backend_plugin = cpu_;
-    a.backend = backend_;
-    a.data_spec.struct_size = MNT_DataSpec_STRUCT_SIZE;
-    a.data_spec.input_dtype = MNT_DTYPE_F32;
-    a.data_spec.input_rank = 1;
-    a.data_spec.input_dims[0] = kFeatures;
-    a.data_spec.num_classes = kClasses;
-    a.data_spec.targets_per_example = 1;
-    a.precision.struct_size = MNT_ModelPrecision_STRUCT_SIZE;
-    a.precision.weight_dtype = MNT_DTYPE_F32;
-    a.precision.gradient_dtype = MNT_DTYPE_F32;
-    a.precision.activation_dtype = MNT_DTYPE_F32;
-    a.precision.matmul_compute = MNT_COMPUTE_F32;
-    a.max_batch_size = kBatch;
-    MNT_RETURN_IF_ERROR(
-        sdk::StatusFromPluginError(plugin_, plugin_->model->Model_Create(&a)));
-    if (a.model == nullptr) return sdk::Internal("Model_Create gave no model");
-    *out = a.model;
-    return Status::Ok();
+  Status CreateModel(const std::string& options, sdk::ModelClient* out) {
+    sdk::ModelSetup setup;
+    setup.options = options;
+    setup.backend = &backend_->client();
+    setup.data_spec.input_dtype = MNT_DTYPE_F32;
+    setup.data_spec.input_rank = 1;
+    setup.data_spec.input_dims[0] = kFeatures;
+    setup.data_spec.num_classes = kClasses;
+    setup.data_spec.targets_per_example = 1;
+    setup.precision.weight_dtype = MNT_DTYPE_F32;
+    setup.precision.gradient_dtype = MNT_DTYPE_F32;
+    setup.precision.activation_dtype = MNT_DTYPE_F32;
+    setup.precision.matmul_compute = MNT_COMPUTE_F32;
+    setup.max_batch_size = kBatch;
+    return sdk::ModelClient::Create(plugin_, setup, out);
   }
 
-  void DestroyModel() {
-    if (model_ == nullptr) return;
-    MNT_Model_Destroy_Args d{};
-    d.struct_size = MNT_Model_Destroy_Args_STRUCT_SIZE;
-    d.model = model_;
-    (void)sdk::StatusFromPluginError(plugin_, plugin_->model->Model_Destroy(&d));
-    model_ = nullptr;
-  }
+  // The model is destroyed and `fresh` takes its place (save/load).
+  void ReplaceModel(sdk::ModelClient fresh) { model_ = std::move(fresh); }
+  void DestroyModel() { model_.Reset(); }
 
   // Reads the specs and allocates params, grads, batch and scalars.
   Status Specs(std::string* problems) {
-    MNT_Model_GetParamCount_Args c{};
-    c.struct_size = MNT_Model_GetParamCount_Args_STRUCT_SIZE;
-    c.model = model_;
-    MNT_RETURN_IF_ERROR(sdk::StatusFromPluginError(
-        plugin_, plugin_->model->Model_GetParamCount(&c)));
-    if (c.num_params < 1 || c.num_params > 10000) {
-      *problems = Format("num_params=%lld", (long long)c.num_params);
+    int64_t num_params = 0;
+    MNT_RETURN_IF_ERROR(model_.ParamCount(&num_params));
+    if (num_params < 1 || num_params > 10000) {
+      *problems = Format("num_params=%lld", (long long)num_params);
       return Status::Ok();
     }
     std::set<std::string> names;
-    for (int64_t i = 0; i < c.num_params; ++i) {
-      MNT_Model_GetParamSpec_Args s{};
-      s.struct_size = MNT_Model_GetParamSpec_Args_STRUCT_SIZE;
-      s.model = model_;
-      s.index = i;
-      MNT_RETURN_IF_ERROR(sdk::StatusFromPluginError(
-          plugin_, plugin_->model->Model_GetParamSpec(&s)));
+    for (int64_t i = 0; i < num_params; ++i) {
+      sdk::ParamSpec s;
+      MNT_RETURN_IF_ERROR(model_.GetParamSpec(i, &s));
       Spec spec;
       spec.name = s.name ? s.name : "";
       if (spec.name.empty() || !names.insert(spec.name).second) {
@@ -126,10 +100,10 @@ class ModelHarness {
         *problems += Format("%s: rank %d; ", spec.name.c_str(), s.rank);
         continue;
       }
-      for (int d = 0; d < s.rank; ++d) {
-        if (s.dims[d] < 1) *problems += spec.name + ": a dim < 1; ";
-        spec.dims.push_back(s.dims[d]);
-        spec.count *= s.dims[d];
+      for (int64_t d : s.dims) {
+        if (d < 1) *problems += spec.name + ": a dim < 1; ";
+        spec.dims.push_back(d);
+        spec.count *= d;
       }
       if (s.init < MNT_PARAM_INIT_ZEROS || s.init > MNT_PARAM_INIT_UNIFORM ||
           !std::isfinite(s.init_scale) || s.init_scale < 0) {
@@ -137,13 +111,8 @@ class ModelHarness {
       }
       specs_.push_back(spec);
     }
-    MNT_Model_GetParamSpec_Args out_of_range{};
-    out_of_range.struct_size = MNT_Model_GetParamSpec_Args_STRUCT_SIZE;
-    out_of_range.model = model_;
-    out_of_range.index = c.num_params;
-    if (sdk::StatusFromPluginError(plugin_,
-                                   plugin_->model->Model_GetParamSpec(&out_of_range))
-            .ok()) {
+    sdk::ParamSpec out_of_range;
+    if (model_.GetParamSpec(num_params, &out_of_range).ok()) {
       *problems += "GetParamSpec(index = count) succeeded; ";
     }
     if (!problems->empty()) return Status::Ok();
@@ -211,18 +180,8 @@ class ModelHarness {
     const MNT_Tensor tg = sdk::MakeTensor(targets_[0]->data(), MNT_DTYPE_I32, {kBatch});
     const MNT_Tensor lo = sdk::MakeTensor(loss_[0]->data(), MNT_DTYPE_F32, {1});
     const MNT_Tensor co = sdk::MakeTensor(correct_[0]->data(), MNT_DTYPE_F32, {1});
-    MNT_Model_Forward_Args a{};
-    a.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
-    a.model = model_;
-    a.params = param_views_.data();
-    a.num_params = param_views_.size();
-    a.inputs = &in;
-    a.targets = &tg;
-    a.training = training ? 1 : 0;
-    a.loss_out = &lo;
-    a.correct_out = correct ? &co : nullptr;
-    MNT_RETURN_IF_ERROR(
-        sdk::StatusFromPluginError(plugin_, plugin_->model->Model_Forward(&a)));
+    MNT_RETURN_IF_ERROR(model_.Forward(param_views_, in, tg, training, lo,
+                                       correct ? &co : nullptr));
     MNT_RETURN_IF_ERROR(client_.Synchronize());
     MNT_RETURN_IF_ERROR(client_.ToHost(loss, loss_[0]->data(), 4));
     if (correct) MNT_RETURN_IF_ERROR(client_.ToHost(correct, correct_[0]->data(), 4));
@@ -230,24 +189,13 @@ class ModelHarness {
   }
 
   Status Backward(float multiplier, bool accumulate) {
-    MNT_Model_Backward_Args a{};
-    a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
-    a.model = model_;
-    a.params = param_views_.data();
-    a.num_params = param_views_.size();
-    a.grads = grad_views_.data();
-    a.num_grads = grad_views_.size();
-    a.loss_multiplier = multiplier;
-    a.accumulate = accumulate ? 1 : 0;
-    MNT_RETURN_IF_ERROR(
-        sdk::StatusFromPluginError(plugin_, plugin_->model->Model_Backward(&a)));
+    MNT_RETURN_IF_ERROR(model_.Backward(param_views_, grad_views_, multiplier,
+                                        accumulate));
     return client_.Synchronize();
   }
 
   const std::vector<Spec>& specs() const { return specs_; }
   const std::vector<std::vector<float>>& host_params() const { return host_params_; }
-  MNT_Model* model() const { return model_; }
-  void set_model(MNT_Model* m) { model_ = m; }
   const MNT_Plugin_Api* plugin() const { return plugin_; }
 
  private:
@@ -268,9 +216,9 @@ class ModelHarness {
   const MNT_Plugin_Api* cpu_ = cpu::CpuBackendPluginApi();
   const MNT_Plugin_Api* plugin_;
   std::string options_;
-  MNT_Backend* backend_ = nullptr;
+  std::unique_ptr<sdk::BackendInstance> backend_;
   sdk::BackendClient client_;
-  MNT_Model* model_ = nullptr;
+  sdk::ModelClient model_;
   Status status_;
   std::vector<Spec> specs_;
   std::vector<Owned> params_, grads_;
@@ -295,18 +243,12 @@ void CheckModelPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
   }
   r->Pass(n + "create");
   {
-    MNT_Model* m = nullptr;
+    sdk::ModelClient m;  // destroyed at the end of the block if created
     s = h.CreateModel("no_such_option=1", &m);
     r->Check(n + "rejects_unknown_option",
              s.ok() ? "'no_such_option=1' was accepted"
              : s.message().find('\n') != std::string::npos ? "message not one line"
                                                            : "");
-    if (m != nullptr) {
-      MNT_Model_Destroy_Args d{};
-      d.struct_size = MNT_Model_Destroy_Args_STRUCT_SIZE;
-      d.model = m;
-      (void)sdk::StatusFromPluginError(plugin, plugin->model->Model_Destroy(&d));
-    }
     MNT_Model_Destroy_Args d{};
     d.struct_size = MNT_Model_Destroy_Args_STRUCT_SIZE;
     r->Check(n + "destroy_null_is_noop",
@@ -448,9 +390,9 @@ void CheckModelPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
     if (s.ok()) s = h.DownloadParams(&saved);
     if (s.ok()) {
       h.DestroyModel();
-      MNT_Model* fresh = nullptr;
-      s = h.CreateModel(options.c_str(), &fresh);
-      h.set_model(fresh);
+      sdk::ModelClient fresh;
+      s = h.CreateModel(options, &fresh);
+      h.ReplaceModel(std::move(fresh));
     }
     if (s.ok()) s = h.UploadParams(saved);
     if (s.ok()) s = h.Forward(false, &after);

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/loss_scaler_client.h"
+#include "plugins/sdk/plugin_error.h"
+#include "plugins/sdk/precision_client.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/plugin_conformance/conformance.h"
@@ -21,68 +23,31 @@ bool IsCompute(MNT_ComputeMode m) {
   return m >= MNT_COMPUTE_F32 && m <= MNT_COMPUTE_F16;
 }
 
+// The conformance view of a loss scaler: the SDK client plus the checks
+// every Update answer must pass (skip_step written, and 0 or 1).
 class Scaler {
  public:
-  Scaler(const MNT_Plugin_Api* p) : p_(p), api_(p->precision) {}
-  ~Scaler() { Destroy(); }
+  explicit Scaler(const MNT_Plugin_Api* p) : p_(p) {}
   Status Create(const char* options) {
-    Destroy();
-    MNT_LossScaler_Create_Args a{};
-    a.struct_size = MNT_LossScaler_Create_Args_STRUCT_SIZE;
-    a.options = options;
-    Status s = sdk::StatusFromPluginError(p_, api_->LossScaler_Create(&a));
-    if (s.ok() && a.scaler == nullptr) {
-      return sdk::Internal("LossScaler_Create returned OK but no scaler");
-    }
-    scaler_ = a.scaler;
-    return s;
+    return sdk::LossScalerClient::Create(p_, options, &scaler_);
   }
   Status Update(bool found_inf, bool* skip, float* scale) {
-    MNT_LossScaler_Update_Args a{};
-    a.struct_size = MNT_LossScaler_Update_Args_STRUCT_SIZE;
-    a.scaler = scaler_;
-    a.found_inf = found_inf ? 1 : 0;
-    a.skip_step = -1;
-    MNT_RETURN_IF_ERROR(
-        sdk::StatusFromPluginError(p_, api_->LossScaler_Update(&a)));
-    *skip = a.skip_step != 0;
-    *scale = a.new_scale;
-    if (a.skip_step != 0 && a.skip_step != 1) {
-      return sdk::Internal(Format("skip_step=%d is not 0 or 1", a.skip_step));
+    sdk::LossScalerUpdate u;
+    u.skip_step = -1;  // the plugin must write it
+    MNT_RETURN_IF_ERROR(scaler_.Update(found_inf, &u));
+    *skip = u.skip();
+    *scale = u.new_scale;
+    if (u.skip_step != 0 && u.skip_step != 1) {
+      return sdk::Internal(Format("skip_step=%d is not 0 or 1", u.skip_step));
     }
     return Status::Ok();
   }
-  Status Get(MNT_LossScalerState* st) {
-    MNT_LossScaler_GetState_Args a{};
-    a.struct_size = MNT_LossScaler_GetState_Args_STRUCT_SIZE;
-    a.scaler = scaler_;
-    a.state.struct_size = MNT_LossScalerState_STRUCT_SIZE;
-    MNT_RETURN_IF_ERROR(
-        sdk::StatusFromPluginError(p_, api_->LossScaler_GetState(&a)));
-    *st = a.state;
-    return Status::Ok();
-  }
-  Status Set(const MNT_LossScalerState& st) {
-    MNT_LossScaler_SetState_Args a{};
-    a.struct_size = MNT_LossScaler_SetState_Args_STRUCT_SIZE;
-    a.scaler = scaler_;
-    a.state = st;
-    a.state.struct_size = MNT_LossScalerState_STRUCT_SIZE;
-    return sdk::StatusFromPluginError(p_, api_->LossScaler_SetState(&a));
-  }
-  void Destroy() {
-    if (scaler_ == nullptr) return;
-    MNT_LossScaler_Destroy_Args a{};
-    a.struct_size = MNT_LossScaler_Destroy_Args_STRUCT_SIZE;
-    a.scaler = scaler_;
-    (void)sdk::StatusFromPluginError(p_, api_->LossScaler_Destroy(&a));
-    scaler_ = nullptr;
-  }
+  Status Get(MNT_LossScalerState* st) { return scaler_.GetState(st); }
+  Status Set(const MNT_LossScalerState& st) { return scaler_.SetState(st); }
 
  private:
   const MNT_Plugin_Api* p_;
-  const MNT_Precision_Api* api_;
-  MNT_LossScaler* scaler_ = nullptr;
+  sdk::LossScalerClient scaler_;
 };
 
 std::string CheckPolicy(const MNT_Precision_GetPolicy_Args& p) {
@@ -121,11 +86,11 @@ std::string CheckPolicy(const MNT_Precision_GetPolicy_Args& p) {
 void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
                           Report* r) {
   const MNT_Precision_Api* api = plugin->precision;
+  const sdk::PrecisionClient precision(plugin);
   const std::string n = "precision/";
 
-  MNT_Precision_GetPolicy_Args policy{};
-  policy.struct_size = MNT_Precision_GetPolicy_Args_STRUCT_SIZE;
-  Status s = sdk::StatusFromPluginError(plugin, api->Precision_GetPolicy(&policy));
+  MNT_Precision_GetPolicy_Args policy;
+  Status s = precision.GetPolicy(&policy);
   if (!s.ok()) {
     r->Fail(n + "policy", s.message());
     return;
@@ -136,10 +101,8 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
     std::string why;
     for (int c = MNT_OP_CLASS_MATMUL; c <= MNT_OP_CLASS_EMBEDDING && why.empty();
          ++c) {
-      MNT_Precision_GetOpClassPolicy_Args a{};
-      a.struct_size = MNT_Precision_GetOpClassPolicy_Args_STRUCT_SIZE;
-      a.op_class = static_cast<MNT_OpClass>(c);
-      s = sdk::StatusFromPluginError(plugin, api->Precision_GetOpClassPolicy(&a));
+      MNT_Precision_GetOpClassPolicy_Args a;
+      s = precision.GetOpClassPolicy(static_cast<MNT_OpClass>(c), &a);
       if (!s.ok()) {
         why = Format("op class %d: %s", c, s.message().c_str());
       } else if (!IsFloat(a.storage_dtype) || !IsFloat(a.compute_dtype) ||
@@ -158,22 +121,17 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
         why = "MATMUL compute_mode differs from the policy's matmul_compute";
       }
     }
-    MNT_Precision_GetOpClassPolicy_Args bad{};
-    bad.struct_size = MNT_Precision_GetOpClassPolicy_Args_STRUCT_SIZE;
-    bad.op_class = static_cast<MNT_OpClass>(999);
+    MNT_Precision_GetOpClassPolicy_Args bad;
     if (why.empty() &&
-        sdk::StatusFromPluginError(plugin, api->Precision_GetOpClassPolicy(&bad))
-            .ok()) {
+        precision.GetOpClassPolicy(static_cast<MNT_OpClass>(999), &bad).ok()) {
       why = "an unknown op class (999) was accepted";
     }
     r->Check(n + "op_class_policy", why);
   }
 
   {  // The memory plan matches the policy's dtypes.
-    MNT_Precision_GetMemoryPlan_Args a{};
-    a.struct_size = MNT_Precision_GetMemoryPlan_Args_STRUCT_SIZE;
-    a.optimizer_state_slots = 2;
-    s = sdk::StatusFromPluginError(plugin, api->Precision_GetMemoryPlan(&a));
+    MNT_Precision_GetMemoryPlan_Args a;
+    s = precision.GetMemoryPlan(2, &a);
     std::string why = s.ok() ? "" : s.message();
     const bool master = policy.master_weight_dtype != MNT_DTYPE_INVALID;
     if (why.empty() &&
@@ -319,7 +277,6 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
   {  // Never grows to inf; invalid states are refused.
     std::string why;
     MNT_LossScalerState st{};
-    st.struct_size = MNT_LossScalerState_STRUCT_SIZE;
     st.scale = 3.0e38f;
     st.growth_tracker = 2;
     s = a.Set(st);

@@ -8,12 +8,15 @@
 // Mantissa plugin, or one that crashes while loading, is reported in one line
 // ("plugin_info: error: ...") with exit status 1.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_join.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/precision_client.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/plugin_info/plugin_probe.h"
 #include "trainer/loader/plugin_registry.h"
@@ -47,18 +50,14 @@ const char* ComputeName(MNT_ComputeMode m) {
 
 void PrintBackend(const MNT_Plugin_Api* api) {
   std::printf("events:       %s\n", trainer::HasEvents(api) ? "yes" : "no");
-  MNT_Backend_Create_Args create{};
-  create.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
-  sdk::Status s = sdk::StatusFromPluginError(api, api->backend->Backend_Create(&create));
+  std::unique_ptr<sdk::BackendInstance> backend;
+  sdk::Status s = sdk::BackendInstance::Create(api, "", &backend);
   if (!s.ok()) {
     std::printf("device:       unavailable (%s)\n", s.message().c_str());
     return;
   }
-  MNT_Backend_GetInfo_Args info{};
-  info.struct_size = MNT_Backend_GetInfo_Args_STRUCT_SIZE;
-  info.backend = create.backend;
-  s = sdk::StatusFromPluginError(api, api->backend->Backend_GetInfo(&info));
-  if (s.ok()) {
+  MNT_Backend_GetInfo_Args info;
+  if (backend->GetInfo(&info).ok()) {
     std::printf("device:       %s (%lld bytes, %s)\n",
                 info.device_name ? info.device_name : "?",
                 static_cast<long long>(info.total_memory_bytes),
@@ -66,31 +65,16 @@ void PrintBackend(const MNT_Plugin_Api* api) {
   }
   std::vector<std::string> ops;
   for (int op = 1; op < 256; ++op) {
-    if (std::string(sdk::OpName(static_cast<MNT_Op>(op))) == "UNKNOWN_OP") {
-      continue;
-    }
-    MNT_Backend_GetOpSupport_Args q{};
-    q.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
-    q.backend = create.backend;
-    q.op = static_cast<MNT_Op>(op);
-    if (sdk::StatusFromPluginError(api, api->backend->Backend_GetOpSupport(&q))
-            .ok() &&
-        q.supported) {
-      ops.push_back(sdk::OpName(q.op));
-    }
+    const char* name = sdk::OpName(static_cast<MNT_Op>(op));
+    if (std::string(name) == "UNKNOWN_OP") continue;
+    if (backend->Supports(static_cast<MNT_Op>(op))) ops.push_back(name);
   }
   std::printf("ops:          %s\n", absl::StrJoin(ops, " ").c_str());
-  MNT_Backend_Destroy_Args destroy{};
-  destroy.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
-  destroy.backend = create.backend;
-  (void)sdk::StatusFromPluginError(api, api->backend->Backend_Destroy(&destroy));
 }
 
 void PrintPrecision(const MNT_Plugin_Api* api) {
-  MNT_Precision_GetPolicy_Args p{};
-  p.struct_size = MNT_Precision_GetPolicy_Args_STRUCT_SIZE;
-  sdk::Status s =
-      sdk::StatusFromPluginError(api, api->precision->Precision_GetPolicy(&p));
+  MNT_Precision_GetPolicy_Args p;
+  sdk::Status s = sdk::PrecisionClient(api).GetPolicy(&p);
   if (!s.ok()) {
     std::printf("policy:       error (%s)\n", s.message().c_str());
     return;
