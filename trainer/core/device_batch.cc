@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "plugins/sdk/tensor.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 
@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<DeviceBatch>> DeviceBatch::Create(
                            std::max(1, source.spec().targets_per_example);
   for (auto [buf, bytes] :
        {std::pair{&b->inputs_, in_bytes}, {&b->targets_, tgt_bytes}}) {
-    if (auto s = ToAbslStatus(client.Allocate(bytes, MNT_MEMORY_DATA, buf));
+    if (auto s = sdk::ToAbsl(client.Allocate(bytes, MNT_MEMORY_DATA, buf));
         !s.ok())
       return s;
   }
@@ -26,11 +26,11 @@ absl::StatusOr<std::unique_ptr<DeviceBatch>> DeviceBatch::Create(
 absl::Status DeviceBatch::Upload(const BatchSource& source,
                                  const std::vector<int64_t>& indices) {
   source.Gather(indices, &host_inputs_, &host_targets_);
-  if (auto s = ToAbslStatus(client_.ToDevice(
+  if (auto s = sdk::ToAbsl(client_.ToDevice(
           inputs_.data(), host_inputs_.data(), host_inputs_.size()));
       !s.ok())
     return s;
-  return ToAbslStatus(client_.ToDevice(targets_.data(), host_targets_.data(),
+  return sdk::ToAbsl(client_.ToDevice(targets_.data(), host_targets_.data(),
                                        host_targets_.size() * sizeof(int32_t)));
 }
 

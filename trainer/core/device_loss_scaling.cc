@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "plugins/backends/common/step_math.h"
 #include "plugins/sdk/tensor.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 
@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
         {&d->growth_tracker_, sizeof(int32_t)},
         {&d->skipped_, sizeof(float)},
         {&d->loss_micro_, sizeof(float) * context.micro_batches}}) {
-    if (auto s = ToAbslStatus(client.Allocate(bytes, MNT_MEMORY_DATA, buf)); !s.ok())
+    if (auto s = sdk::ToAbsl(client.Allocate(bytes, MNT_MEMORY_DATA, buf)); !s.ok())
       return s;
   }
   if (auto s = d->SyncFromPlugin(); !s.ok()) return s;
@@ -55,7 +55,7 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
   StepScalars& sc = *c_.scalars;
   auto run = [&](MNT_Op op, const std::vector<MNT_Tensor>& in,
                  const std::vector<MNT_Tensor>& out, const void* params) {
-    return ToAbslStatus(client.Run(op, in, out, params));
+    return sdk::ToAbsl(client.Run(op, in, out, params));
   };
   const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
   if (auto s = run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero); !s.ok()) return s;
@@ -96,7 +96,7 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
   if (!wanted) return false;
   const sdk::BackendClient& client = *c_.client;
   std::vector<float> losses(static_cast<size_t>(c_.micro_batches));
-  if (auto s = ToAbslStatus(client.ToHost(losses.data(), loss_micro_.data(),
+  if (auto s = sdk::ToAbsl(client.ToHost(losses.data(), loss_micro_.data(),
                                           losses.size() * sizeof(float)));
       !s.ok())
     return s;
@@ -130,7 +130,7 @@ absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
   st.scale = *scale;
   st.growth_tracker = *tracker;
   st.skipped_steps = total_skipped;
-  if (auto s = ToAbslStatus(c_.scaler->SetState(st)); !s.ok())
+  if (auto s = sdk::ToAbsl(c_.scaler->SetState(st)); !s.ok())
     return absl::Status(s.code(), absl::StrCat("device loss scaling: ", s.message()));
   if (auto s = WriteScalar<float>(client, skipped_.data(), 0.0f); !s.ok()) return s;
   skipped_synced_ = total_skipped;
@@ -155,7 +155,7 @@ absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
 // Plugin -> device: at start-up and after a checkpoint restore.
 absl::Status DeviceLossScaling::SyncFromPlugin() {
   MNT_LossScalerState st{};
-  if (auto s = ToAbslStatus(c_.scaler->GetState(&st)); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(c_.scaler->GetState(&st)); !s.ok()) return s;
   const int64_t applied = optimizer_->applied_steps();
   if (st.growth_tracker < 0 || st.growth_tracker >= amp_.growth_interval ||
       applied >= std::numeric_limits<int32_t>::max()) {

@@ -1,7 +1,7 @@
 #include "trainer/core/device_scalars.h"
 
 #include "plugins/sdk/tensor.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 
@@ -16,7 +16,7 @@ MNT_Tensor I32Scalar(const sdk::DeviceBuffer& b) {
 absl::Status StepScalars::Allocate(const sdk::BackendClient& client) {
   for (sdk::DeviceBuffer* b :
        {&loss, &correct, &found_inf, &inv_scale, &norm_sq, &multiplier}) {
-    if (auto s = ToAbslStatus(client.Allocate(sizeof(float), MNT_MEMORY_DATA, b));
+    if (auto s = sdk::ToAbsl(client.Allocate(sizeof(float), MNT_MEMORY_DATA, b));
         !s.ok())
       return s;
   }

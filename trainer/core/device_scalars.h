@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "plugins/abi/mnt_common.h"
 #include "plugins/sdk/backend_client.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 
@@ -22,7 +22,7 @@ template <typename T>
 absl::StatusOr<T> ReadScalar(const sdk::BackendClient& client,
                              const void* device_scalar) {
   T v{};
-  if (auto s = ToAbslStatus(client.ToHost(&v, device_scalar, sizeof(v)));
+  if (auto s = sdk::ToAbsl(client.ToHost(&v, device_scalar, sizeof(v)));
       !s.ok())
     return s;
   return v;
@@ -30,7 +30,7 @@ absl::StatusOr<T> ReadScalar(const sdk::BackendClient& client,
 template <typename T>
 absl::Status WriteScalar(const sdk::BackendClient& client, void* device_scalar,
                          T value) {
-  return ToAbslStatus(client.ToDevice(device_scalar, &value, sizeof(value)));
+  return sdk::ToAbsl(client.ToDevice(device_scalar, &value, sizeof(value)));
 }
 
 // The F32 [1] scalars of the step and the evaluation: the mean loss, the

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 
@@ -24,7 +24,7 @@ absl::StatusOr<EvalMetrics> Evaluator::Run(const BatchSource& source,
     indices.resize(b);
     for (int64_t i = 0; i < b; ++i) indices[i] = begin + i;
     if (auto s = batch_->Upload(source, indices); !s.ok()) return s;
-    if (auto s = ToAbslStatus(model_->Forward(weights, batch_->Inputs(spec, b),
+    if (auto s = sdk::ToAbsl(model_->Forward(weights, batch_->Inputs(spec, b),
                                               batch_->Targets(spec, b),
                                               /*training=*/false, loss, &correct));
         !s.ok())

@@ -5,13 +5,13 @@
 #include "absl/strings/str_format.h"
 #include "plugins/backends/common/step_math.h"
 #include "plugins/sdk/tensor.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 
 absl::StatusOr<float> HostLossScaling::StepScale() {
   MNT_LossScalerState st{};
-  if (auto s = ToAbslStatus(c_.scaler->GetState(&st)); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(c_.scaler->GetState(&st)); !s.ok()) return s;
   return active_ ? st.scale : 1.0f;
 }
 
@@ -57,26 +57,26 @@ absl::StatusOr<bool> HostLossScaling::UnscaleAndUpdate(
   // Unscale in place and look for inf/NaN in one pass; 1/scale in fp64 then
   // fp32, as GradScaler does.
   const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-  if (auto s = ToAbslStatus(client.Run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero));
+  if (auto s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero));
       !s.ok())
     return s;
   if (auto s = WriteScalar<float>(client, sc.inv_scale.data(), InvScale(scale)); !s.ok()) return s;
   std::vector<MNT_Tensor> in{F32Scalar(sc.inv_scale)}, out{F32Scalar(sc.found_inf)};
   in.insert(in.end(), grads.begin(), grads.end());
   out.insert(out.end(), grads.begin(), grads.end());
-  if (auto s = ToAbslStatus(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out)); !s.ok())
+  if (auto s = sdk::ToAbsl(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out)); !s.ok())
     return s;
   auto found = ReadScalar<float>(client, sc.found_inf.data());
   if (!found.ok()) return found.status();
   sdk::LossScalerUpdate update;
-  if (auto s = ToAbslStatus(c_.scaler->Update(*found != 0.0f, &update)); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(c_.scaler->Update(*found != 0.0f, &update)); !s.ok()) return s;
   return update.skip();
 }
 
 absl::Status HostLossScaling::Clip(const std::vector<MNT_Tensor>& grads,
                                    StepMetrics* m) {
   StepScalars& sc = *c_.scalars;
-  if (auto s = ToAbslStatus(
+  if (auto s = sdk::ToAbsl(
           c_.client->Run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}));
       !s.ok())
     return s;
@@ -91,7 +91,7 @@ absl::Status HostLossScaling::Clip(const std::vector<MNT_Tensor>& grads,
 
 absl::StatusOr<bool> HostLossScaling::CompleteStepMetrics(bool, StepMetrics* m) {
   MNT_LossScalerState st{};
-  if (auto s = ToAbslStatus(c_.scaler->GetState(&st)); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(c_.scaler->GetState(&st)); !s.ok()) return s;
   m->skipped_steps = st.skipped_steps;
   return true;  // every step's metrics are on the host already
 }

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "trainer/core/device_scalars.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 namespace {
@@ -36,7 +36,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
       new Optimizer(config, params, client, skips_on_device));
   if (!o->device_step_counters_) return o;
   for (Param& p : params->params()) {
-    if (auto s = ToAbslStatus(client.Allocate(
+    if (auto s = sdk::ToAbsl(client.Allocate(
             sizeof(int32_t), MNT_MEMORY_OPTIMIZER_STATE, &p.step_counter));
         !s.ok())
       return s;
@@ -71,7 +71,7 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                             config_.nesterov() ? 1 : 0};
       s = client_.Run(MNT_OP_SGD_STEP, in, out, &a);
     }
-    if (!s.ok()) return ToAbslStatus(s);
+    if (!s.ok()) return sdk::ToAbsl(s);
   }
   // A host-decided step is an applied one; on the device the counters (and
   // the sync) keep the count.

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "trainer/core/param_init.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 
@@ -19,12 +19,12 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     uint64_t seed) {
   std::unique_ptr<ParameterStore> store(new ParameterStore(client, policy));
   int64_t count = 0;
-  if (auto s = ToAbslStatus(model.ParamCount(&count)); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
   store->params_.resize(count);
   std::vector<float> host;
   for (int64_t i = 0; i < count; ++i) {
     sdk::ParamSpec spec;
-    if (auto s = ToAbslStatus(model.GetParamSpec(i, &spec)); !s.ok()) return s;
+    if (auto s = sdk::ToAbsl(model.GetParamSpec(i, &spec)); !s.ok()) return s;
     Param& p = store->params_[i];
     p.name = spec.name ? spec.name : absl::StrCat("param", i);
     p.dims = spec.dims;
@@ -41,12 +41,12 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     // same bits. Without a master copy the working weights are fp32.
     InitParameter(p.init, p.init_scale, seed, i, p.numel, &host);
     const sdk::DeviceBuffer& fp32 = store->CheckpointedWeights(p);
-    absl::Status s = ToAbslStatus(
+    absl::Status s = sdk::ToAbsl(
         client.ToDevice(fp32.data(), host.data(), p.numel * sizeof(float)));
     const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
     for (const sdk::DeviceBuffer* state : {&p.state1, &p.state2}) {
       if (!s.ok() || state->data() == nullptr) continue;
-      s = ToAbslStatus(client.Run(MNT_OP_FILL, {},
+      s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {},
                                   {p.Tensor(*state, MNT_DTYPE_F32)}, &zero));
     }
     if (!s.ok()) return s;
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
 absl::Status ParameterStore::Allocate(Param* p, int optimizer_state_slots) {
   const size_t n = static_cast<size_t>(p->numel);
   auto alloc = [&](sdk::DeviceBuffer* b, MNT_DType t, MNT_MemoryCategory c) {
-    return ToAbslStatus(client_.Allocate(n * sdk::DTypeSize(t), c, b));
+    return sdk::ToAbsl(client_.Allocate(n * sdk::DTypeSize(t), c, b));
   };
   absl::Status s = alloc(&p->weights, weight_dtype_, MNT_MEMORY_WEIGHTS);
   if (s.ok()) s = alloc(&p->grads, gradient_dtype_, MNT_MEMORY_GRADIENTS);
@@ -112,7 +112,7 @@ absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
     const MNT_Tensor mg = p.Tensor(p.master_grads, MNT_DTYPE_F32);
     const sdk::Status s = micro == 0 ? client_.Run(MNT_OP_CAST, {g}, {mg})
                                      : client_.Run(MNT_OP_ADD, {g, mg}, {mg}, &add);
-    if (!s.ok()) return ToAbslStatus(s);
+    if (!s.ok()) return sdk::ToAbsl(s);
   }
   return absl::OkStatus();
 }
@@ -120,7 +120,7 @@ absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
 absl::Status ParameterStore::SyncWorkingWeights() {
   if (!mixed_) return absl::OkStatus();
   for (const Param& p : params_) {
-    if (auto s = ToAbslStatus(client_.Run(MNT_OP_CAST, {MasterWeights(p)},
+    if (auto s = sdk::ToAbsl(client_.Run(MNT_OP_CAST, {MasterWeights(p)},
                                           {WorkingWeights(p)}));
         !s.ok())
       return s;

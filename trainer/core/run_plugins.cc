@@ -3,14 +3,14 @@
 #include "absl/strings/str_cat.h"
 #include "trainer/core/device_choice.h"
 #include "trainer/core/loss_scale_config.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 namespace {
 
 // The status with "<prefix>" before its message.
 absl::Status Prefixed(const sdk::Status& s, const std::string& prefix) {
-  return absl::Status(ToAbslStatus(s).code(), absl::StrCat(prefix, s.message()));
+  return absl::Status(sdk::ToAbsl(s).code(), absl::StrCat(prefix, s.message()));
 }
 
 }  // namespace
@@ -37,21 +37,21 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
     return Prefixed(s, absl::StrCat("backend '", p->device_name, "': "));
   }
   MNT_Backend_GetInfo_Args info;
-  if (sdk::Status s = p->backend->GetInfo(&info); !s.ok()) return ToAbslStatus(s);
+  if (sdk::Status s = p->backend->GetInfo(&info); !s.ok()) return sdk::ToAbsl(s);
   p->backend_description =
       absl::StrCat(p->device_name, ": ", info.device_name ? info.device_name : "");
 
   p->precision = sdk::PrecisionClient((*precision)->api);
-  if (sdk::Status s = p->precision.GetPolicy(&p->policy); !s.ok()) return ToAbslStatus(s);
+  if (sdk::Status s = p->precision.GetPolicy(&p->policy); !s.ok()) return sdk::ToAbsl(s);
   if (sdk::Status s = p->precision.GetMemoryPlan(optimizer_state_slots, &p->plan); !s.ok())
-    return ToAbslStatus(s);
+    return sdk::ToAbsl(s);
   if (sdk::Status s = sdk::LossScalerClient::Create(
           (*precision)->api, LossScalerOptions(config.loss_scale()), &p->scaler);
       !s.ok()) {
     return Prefixed(s, absl::StrCat("precision '", p->precision_name, "' loss scaling: "));
   }
   MNT_LossScalerState state;  // a scaler whose state cannot be read is refused now
-  if (sdk::Status s = p->scaler.GetState(&state); !s.ok()) return ToAbslStatus(s);
+  if (sdk::Status s = p->scaler.GetState(&state); !s.ok()) return sdk::ToAbsl(s);
 
   sdk::ModelSetup setup;
   setup.options = config.model_options();

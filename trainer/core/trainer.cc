@@ -142,7 +142,7 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     phases_.Add("data", phase.Seconds());
 
     phase.Restart();
-    if (auto s = ToAbslStatus(model.Forward(weights, inputs, targets, /*training=*/true,
+    if (auto s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true,
                                             scaling_->LossOutput(micro)));
         !s.ok())
       return Prefixed(s, "model forward: ");
@@ -155,7 +155,7 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     // fp32 grads accumulate in place; 16-bit grads are per micro-batch and
     // summed into the fp32 master gradients.
     const bool accumulate = !params_->mixed() && micro > 0;
-    if (auto s = ToAbslStatus(model.Backward(weights, grads, *scale / static_cast<float>(accum),
+    if (auto s = sdk::ToAbsl(model.Backward(weights, grads, *scale / static_cast<float>(accum),
                                              accumulate));
         !s.ok())
       return Prefixed(s, "model backward: ");

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/loader/plugin_status.h"
+#include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
 namespace {
@@ -48,12 +48,12 @@ absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
   ckpt.set_sampler_cursor(ss.cursor);
 
   MNT_LossScalerState st{};
-  if (auto s = ToAbslStatus(p_.scaler->GetState(&st)); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(p_.scaler->GetState(&st)); !s.ok()) return s;
   ckpt.set_loss_scale(st.scale);
   ckpt.set_loss_scale_growth_tracker(st.growth_tracker);
   ckpt.set_loss_scale_skipped_steps(st.skipped_steps);
 
-  if (auto s = ToAbslStatus(p_.client->Synchronize()); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(p_.client->Synchronize()); !s.ok()) return s;
   for (const Param& p : p_.params->params()) {
     // The fp32 master is the truth; working 16-bit weights derive from it.
     for (const auto& [name, buf] : SavedBuffers(*p_.params, p)) {
@@ -63,7 +63,7 @@ absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
       for (int64_t d : p.dims) t->add_dims(d);
       std::string* bytes = t->mutable_data();
       bytes->resize(static_cast<size_t>(p.numel) * sizeof(float));
-      if (auto s = ToAbslStatus(p_.client->ToHost(bytes->data(), buf->data(), bytes->size()));
+      if (auto s = sdk::ToAbsl(p_.client->ToHost(bytes->data(), buf->data(), bytes->size()));
           !s.ok())
         return s;
     }
@@ -128,7 +128,7 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
 
   for (const auto& [buf, t] : found) {
     const std::string& bytes = t->data();
-    if (auto s = ToAbslStatus(p_.client->ToDevice(buf->data(), bytes.data(), bytes.size()));
+    if (auto s = sdk::ToAbsl(p_.client->ToDevice(buf->data(), bytes.data(), bytes.size()));
         !s.ok())
       return s;
   }
@@ -138,7 +138,7 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   st.scale = ckpt.loss_scale();
   st.growth_tracker = ckpt.loss_scale_growth_tracker();
   st.skipped_steps = ckpt.loss_scale_skipped_steps();
-  if (auto s = ToAbslStatus(p_.scaler->SetState(st)); !s.ok())
+  if (auto s = sdk::ToAbsl(p_.scaler->SetState(st)); !s.ok())
     return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
   *p_.sampler = std::move(restored_sampler);
   *step = ckpt.step();
