@@ -42,6 +42,16 @@ absl::Status Refuse(const std::string& origin, const std::string& reason) {
   return RefusePlugin(origin, reason);
 }
 
+absl::Status CheckApiSize(const std::string& origin, const char* api_name,
+                          size_t actual, size_t needed) {
+  if (actual < needed) {
+    return Refuse(origin, absl::StrCat(api_name, " struct_size ", actual,
+                                       " is smaller than the ", needed,
+                                       " bytes of ABI 1.0"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckRequired(const std::string& origin, const char* api_name,
                            std::initializer_list<RequiredFn> fns) {
   for (const RequiredFn& f : fns) {
@@ -53,33 +63,31 @@ absl::Status CheckRequired(const std::string& origin, const char* api_name,
   return absl::OkStatus();
 }
 
-absl::Status CheckApiSize(const std::string& origin, const char* api_name,
-                          size_t actual, size_t needed) {
-  if (actual < needed) {
-    return Refuse(origin, absl::StrCat(api_name, " struct_size ", actual,
-                                       " is smaller than the ", needed,
-                                       " bytes of ABI 1.0"));
+// A sub-API table: at least its 1.0 size, and every required function set.
+absl::Status CheckTable(const std::string& origin, const char* api_name,
+                        size_t actual_size, size_t size_1_0,
+                        std::initializer_list<RequiredFn> required) {
+  if (auto s = CheckApiSize(origin, api_name, actual_size, size_1_0); !s.ok()) {
+    return s;
   }
-  return absl::OkStatus();
+  return CheckRequired(origin, api_name, required);
 }
 
 absl::Status ValidateBackendApi(const std::string& origin,
                                 const MNT_Backend_Api* b) {
-  absl::Status s =
-      CheckApiSize(origin, "MNT_Backend_Api", b->struct_size, kBackendApiSize10);
-  if (!s.ok()) return s;
-  s = CheckRequired(origin, "MNT_Backend_Api",
-                    {MNT_REQUIRED_FN(b, Backend_Create),
-                     MNT_REQUIRED_FN(b, Backend_Destroy),
-                     MNT_REQUIRED_FN(b, Backend_GetInfo),
-                     MNT_REQUIRED_FN(b, Memory_Allocate),
-                     MNT_REQUIRED_FN(b, Memory_Free),
-                     MNT_REQUIRED_FN(b, Memory_Copy),
-                     MNT_REQUIRED_FN(b, Memory_GetStats),
-                     MNT_REQUIRED_FN(b, Memory_ResetPeak),
-                     MNT_REQUIRED_FN(b, Backend_Synchronize),
-                     MNT_REQUIRED_FN(b, Backend_GetOpSupport),
-                     MNT_REQUIRED_FN(b, Backend_Run)});
+  absl::Status s = CheckTable(origin, "MNT_Backend_Api", b->struct_size,
+                              kBackendApiSize10,
+                              {MNT_REQUIRED_FN(b, Backend_Create),
+                               MNT_REQUIRED_FN(b, Backend_Destroy),
+                               MNT_REQUIRED_FN(b, Backend_GetInfo),
+                               MNT_REQUIRED_FN(b, Memory_Allocate),
+                               MNT_REQUIRED_FN(b, Memory_Free),
+                               MNT_REQUIRED_FN(b, Memory_Copy),
+                               MNT_REQUIRED_FN(b, Memory_GetStats),
+                               MNT_REQUIRED_FN(b, Memory_ResetPeak),
+                               MNT_REQUIRED_FN(b, Backend_Synchronize),
+                               MNT_REQUIRED_FN(b, Backend_GetOpSupport),
+                               MNT_REQUIRED_FN(b, Backend_Run)});
   if (!s.ok()) return s;
   // Events (1.1) are optional, but all four or none: timing needs each one.
   if (MNT_HAS_FIELD(b, MNT_Backend_Api, Event_Destroy)) {
@@ -98,32 +106,26 @@ absl::Status ValidateBackendApi(const std::string& origin,
 
 absl::Status ValidatePrecisionApi(const std::string& origin,
                                   const MNT_Precision_Api* p) {
-  absl::Status s = CheckApiSize(origin, "MNT_Precision_Api", p->struct_size,
-                                kPrecisionApiSize10);
-  if (!s.ok()) return s;
-  return CheckRequired(origin, "MNT_Precision_Api",
-                       {MNT_REQUIRED_FN(p, Precision_GetPolicy),
-                        MNT_REQUIRED_FN(p, Precision_GetOpClassPolicy),
-                        MNT_REQUIRED_FN(p, Precision_GetMemoryPlan),
-                        MNT_REQUIRED_FN(p, LossScaler_Create),
-                        MNT_REQUIRED_FN(p, LossScaler_Destroy),
-                        MNT_REQUIRED_FN(p, LossScaler_GetState),
-                        MNT_REQUIRED_FN(p, LossScaler_SetState),
-                        MNT_REQUIRED_FN(p, LossScaler_Update)});
+  return CheckTable(origin, "MNT_Precision_Api", p->struct_size,
+                    kPrecisionApiSize10,
+                    {MNT_REQUIRED_FN(p, Precision_GetPolicy),
+                     MNT_REQUIRED_FN(p, Precision_GetOpClassPolicy),
+                     MNT_REQUIRED_FN(p, Precision_GetMemoryPlan),
+                     MNT_REQUIRED_FN(p, LossScaler_Create),
+                     MNT_REQUIRED_FN(p, LossScaler_Destroy),
+                     MNT_REQUIRED_FN(p, LossScaler_GetState),
+                     MNT_REQUIRED_FN(p, LossScaler_SetState),
+                     MNT_REQUIRED_FN(p, LossScaler_Update)});
 }
 
 absl::Status ValidateModelApi(const std::string& origin,
                               const MNT_Model_Api* m) {
-  absl::Status s =
-      CheckApiSize(origin, "MNT_Model_Api", m->struct_size, kModelApiSize10);
-  if (!s.ok()) return s;
-  return CheckRequired(origin, "MNT_Model_Api",
-                       {MNT_REQUIRED_FN(m, Model_Create),
-                        MNT_REQUIRED_FN(m, Model_Destroy),
-                        MNT_REQUIRED_FN(m, Model_GetParamCount),
-                        MNT_REQUIRED_FN(m, Model_GetParamSpec),
-                        MNT_REQUIRED_FN(m, Model_Forward),
-                        MNT_REQUIRED_FN(m, Model_Backward)});
+  return CheckTable(
+      origin, "MNT_Model_Api", m->struct_size, kModelApiSize10,
+      {MNT_REQUIRED_FN(m, Model_Create), MNT_REQUIRED_FN(m, Model_Destroy),
+       MNT_REQUIRED_FN(m, Model_GetParamCount),
+       MNT_REQUIRED_FN(m, Model_GetParamSpec),
+       MNT_REQUIRED_FN(m, Model_Forward), MNT_REQUIRED_FN(m, Model_Backward)});
 }
 
 }  // namespace
