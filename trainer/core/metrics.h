@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mnt::trainer {
@@ -40,6 +41,34 @@ struct PhaseTime {
   double seconds = 0;
 };
 
+// What a run is, told to every sink once before the first step.
+struct PluginInfo {
+  std::string kind;         // backend | precision | model
+  std::string name;
+  std::string abi_version;  // "major.minor" the plugin was built against
+  std::string origin;       // the file it was loaded from
+  std::string description;
+};
+
+struct RunHeader {
+  double wall_time = 0;      // seconds since the Unix epoch
+  std::string config_json;   // the full TrainConfig, every field, as JSON
+  std::string config_text;   // the same as text format (--config reads it)
+  std::string backend;       // plugin name and device, e.g. "cpu: x86-64 ..."
+  std::string device;        // resolved: cpu | cuda | ...
+  std::string precision;     // resolved: fp32 | tf32 | bf16 | fp16 | ...
+  std::string model;
+  int64_t num_parameters = 0;
+  int64_t total_steps = 0;
+  int64_t start_step = 0;    // > 0 when the run resumes a checkpoint
+  std::string resumed_from;  // that checkpoint's path, else ""
+  int64_t samples_per_step = 0;      // batch_size x grad_accum_steps
+  int64_t targets_per_example = 1;   // tokens per sequence for language models
+  std::vector<PluginInfo> plugins;   // every plugin the run loaded
+  // Component -> version: mantissa's ABI, protobuf, absl, the compiler.
+  std::vector<std::pair<std::string, std::string>> versions;
+};
+
 struct FinalReport {
   std::string backend;      // plugin name and device
   std::string precision;
@@ -55,6 +84,9 @@ struct FinalReport {
   double final_loss_scale = 1;
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second
+  // Seconds the throughput above is measured over: training steps only
+  // (data, forward, backward, optimizer), not evaluation or checkpoints.
+  double train_seconds = 0;
   EvalMetrics last_eval;
   bool has_eval = false;
 };
@@ -74,6 +106,11 @@ class MetricsSink {
   virtual void OnStep(const StepMetrics& m) = 0;
   virtual void OnEval(const EvalMetrics& m) = 0;
   virtual void OnMessage(const std::string& line) = 0;
+  // Once before the first step, and once after the last (the run's summary:
+  // throughput, memory by category, phases). Called by whoever drives the
+  // trainer (trainer/cli), not by the Trainer itself.
+  virtual void OnStart(const RunHeader& header) { (void)header; }
+  virtual void OnFinish(const FinalReport& report) { (void)report; }
 };
 
 }  // namespace mnt::trainer
