@@ -99,7 +99,7 @@ TEST(CliTest, MissingOrCorruptData) {
   ExpectOneLineError(
       RunTrain("--dataset=idx --train_images=" + garbage + " --train_labels=" + garbage),
       "garbage.idx");
-  ExpectOneLineError(RunTrain("--dataset=text --text_path=/nonexistent/t.txt"),
+  ExpectOneLineError(RunTrain("--model=gpt2 --dataset=text --text_path=/nonexistent/t.txt"),
                      "/nonexistent/t.txt");
 }
 

@@ -1,6 +1,9 @@
 #include "trainer/cli/model_defaults.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace mnt::trainer {
 
@@ -46,6 +49,37 @@ std::vector<std::string> ApplyModelDefaults(
     set_int("batch_size", 8, c->batch_size(), [&](int64_t v) { c->set_batch_size(v); });
   }
   return changes;
+}
+
+absl::Status CheckModelTakesDataset(const TrainConfig& c) {
+  struct Accepts {
+    std::vector<std::string> datasets;
+    const char* what;
+  };
+  static const auto* const table = new std::map<std::string, Accepts>{
+      {"mlp", {{"digits", "idx"}, "labelled images"}},
+      {"cnn", {{"digits", "idx"}, "labelled images"}},
+      {"gpt2", {{"fortunes", "shards", "text"}, "token sequences"}},
+  };
+  auto it = table->find(c.model());
+  if (it == table->end()) return absl::OkStatus();
+  const Accepts& accepts = it->second;
+  for (const std::string& d : accepts.datasets) {
+    if (d == c.data().dataset()) return absl::OkStatus();
+  }
+  // Which in-tree models would take this dataset instead.
+  std::vector<std::string> others;
+  for (const auto& [model, a] : *table) {
+    for (const std::string& d : a.datasets) {
+      if (d == c.data().dataset()) others.push_back("--model=" + model);
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--model=", c.model(), " does not train on --dataset=", c.data().dataset(),
+      ": ", c.model(), " takes ", accepts.what, " (--dataset=",
+      absl::StrJoin(accepts.datasets, "|"), ")",
+      others.empty() ? "" : absl::StrCat("; for ", c.data().dataset(), " use ",
+                                         absl::StrJoin(others, " or "))));
 }
 
 }  // namespace mnt::trainer

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "trainer/config/config.h"
 
 namespace mnt::trainer {
@@ -19,6 +20,12 @@ namespace mnt::trainer {
 std::vector<std::string> ApplyModelDefaults(
     const std::string& device, const std::function<bool(const std::string&)>& given,
     TrainConfig* config);
+
+// The in-tree models train on different kinds of data: mlp and cnn on
+// labelled images (digits, idx), gpt2 on token sequences (fortunes, shards,
+// text). A mismatch is refused naming what the model accepts; a model this
+// table does not know (a third-party plugin) is left to its Model_Create.
+absl::Status CheckModelTakesDataset(const TrainConfig& config);
 
 }  // namespace mnt::trainer
 

@@ -52,5 +52,27 @@ TEST(ModelDefaultsTest, GptIsSizedForTheDevice) {
   EXPECT_EQ(mine.model_options(), "preset=gpt2-tiny");
 }
 
+TEST(ModelDefaultsTest, DatasetOfTheWrongKindNamesWhatTheModelTakes) {
+  TrainConfig c = DefaultTrainConfig();
+  c.set_model("mlp");
+  c.mutable_data()->set_dataset("fortunes");
+  absl::Status s = CheckModelTakesDataset(c);
+  EXPECT_EQ(s.message(),
+            "--model=mlp does not train on --dataset=fortunes: mlp takes labelled images "
+            "(--dataset=digits|idx); for fortunes use --model=gpt2");
+  c.set_model("gpt2");
+  c.mutable_data()->set_dataset("digits");
+  EXPECT_EQ(CheckModelTakesDataset(c).message(),
+            "--model=gpt2 does not train on --dataset=digits: gpt2 takes token sequences "
+            "(--dataset=fortunes|shards|text); for digits use --model=cnn or --model=mlp");
+  for (const char* ok : {"fortunes", "shards", "text"}) {
+    c.mutable_data()->set_dataset(ok);
+    EXPECT_TRUE(CheckModelTakesDataset(c).ok()) << ok;
+  }
+  c.set_model("my_plugin");  // not ours to judge
+  c.mutable_data()->set_dataset("digits");
+  EXPECT_TRUE(CheckModelTakesDataset(c).ok());
+}
+
 }  // namespace
 }  // namespace mnt::trainer

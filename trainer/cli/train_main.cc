@@ -5,6 +5,8 @@
 // that fails to start.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,15 +15,21 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "trainer/cli/model_defaults.h"
+#include "trainer/cli/help.h"
 #include "trainer/cli/load_datasets.h"
+#include "trainer/cli/model_defaults.h"
+#include "trainer/cli/run_header.h"
 #include "trainer/config/config.h"
 #include "trainer/config/flags.h"
 #include "trainer/core/console_reporter.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/core/lr_schedule.h"
 #include "trainer/core/trainer.h"
 #include "trainer/data/digits.h"
 #include "trainer/loader/plugin_registry.h"
+#include "trainer/sinks/fanout_sink.h"
+#include "trainer/sinks/jsonl_sink.h"
+#include "trainer/tensorboard/tensorboard_sink.h"
 
 namespace mnt::trainer {
 namespace {
@@ -51,10 +59,10 @@ std::string DigitsRunfile(const std::string& argv0) {
 }
 
 int Run(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Trains a model with a chosen precision.\n"
-      "  train --precision=fp32|tf32|bf16|fp16|auto --device=cpu|cuda|auto "
-      "--model=mlp [--config=run.textproto] [flags]");
+  absl::SetProgramUsageMessage(UsageText());
+  // Before absl parses: its --help finds no flags in a file named after the
+  // program and exits 1.
+  if (std::optional<int> code = HandleHelpFlags(argc, argv, stdout)) return *code;
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) {
     return Fail(absl::InvalidArgumentError(
@@ -69,13 +77,17 @@ int Run(int argc, char** argv) {
   auto device = ResolveDevice(config->device(), &registry);
   if (!device.ok()) return Fail(device.status());
   config->set_device(*device);
-  // A --config file is taken as the complete intent: model defaults fill in
-  // only what was left alone on a plain command line.
-  const bool config_file = FlagGivenOnCommandLine("config");
-  const std::vector<std::string> defaults = ApplyModelDefaults(
-      *device, [&](const std::string& f) { return config_file || FlagGivenOnCommandLine(f); },
-      &*config);
+  // Model and device defaults fill in what neither the command line nor the
+  // --config file chose.
+  const std::vector<std::string> defaults =
+      ApplyModelDefaults(*device, FieldChosenByUser, &*config);
+  if (config->schedule().warmup_ratio() > 0) {
+    config->mutable_schedule()->set_warmup_steps(WarmupSteps(
+        config->schedule().warmup_steps(), config->schedule().warmup_ratio(),
+        config->steps()));
+  }
   if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
+  if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
   if (config->checkpoint_dir().empty() && config->model() == "gpt2" &&
       config->data().dataset() == "fortunes") {
     // The main job keeps its result (README); other runs opt in.
@@ -93,46 +105,92 @@ int Run(int argc, char** argv) {
 
   auto data = LoadDatasets(*config, DigitsRunfile(argv[0]));
   if (!data.ok()) return Fail(data.status());
+  const int targets_per_example = data->train->spec().targets_per_example;
 
   auto trainer = Trainer::Create(*config, &registry, std::move(data->train),
                                  std::move(data->eval));
   if (!trainer.ok()) return Fail(trainer.status());
 
   const ProgressStyle style = ResolveProgressStyle(config->progress(), stdout);
-  ConsoleReporter reporter(stdout, style, config->log_every(),
-                           config->metrics_jsonl());
-  if (!reporter.jsonl_ok()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "cannot open --metrics_jsonl=", config->metrics_jsonl(), " for writing")));
-  }
-  reporter.OnMessage(absl::StrCat("mantissa: ", (*trainer)->device(), " backend, ",
-                                  (*trainer)->precision(), " precision, model ",
-                                  config->model(), " (",
-                                  (*trainer)->num_parameters(), " parameters)"));
-  reporter.OnMessage(data->description);
+  ConsoleReporter console(stdout, style, config->log_every());
+  console.OnMessage(absl::StrCat("mantissa: ", (*trainer)->device(), " backend, ",
+                                 (*trainer)->precision(), " precision, model ",
+                                 config->model(), " (", (*trainer)->num_parameters(),
+                                 " parameters)"));
+  console.OnMessage(data->description);
   if (!defaults.empty()) {
-    reporter.OnMessage(absl::StrCat("defaults for ", config->model(), " on ",
-                                    *device, ": ", absl::StrJoin(defaults, " ")));
+    console.OnMessage(absl::StrCat("defaults for ", config->model(), " on ", *device,
+                                   ": ", absl::StrJoin(defaults, " ")));
   }
 
+  std::string resumed_from;
   if (config->resume() && !config->checkpoint_dir().empty()) {
     const std::string path = LatestCheckpointPath(config->checkpoint_dir());
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
       std::fclose(f);
       if (auto s = (*trainer)->RestoreCheckpoint(path); !s.ok()) return Fail(s);
-      reporter.OnMessage(absl::StrCat("resumed from ", path, " at step ",
-                                      (*trainer)->step()));
+      resumed_from = path;
+      console.OnMessage(absl::StrCat("resumed from ", path, " at step ",
+                                     (*trainer)->step()));
     } else {
-      reporter.OnMessage(absl::StrCat("no checkpoint at ", path, "; starting fresh"));
+      console.OnMessage(absl::StrCat("no checkpoint at ", path, "; starting fresh"));
     }
   }
 
-  if (auto s = (*trainer)->Train(&reporter); !s.ok()) return Fail(s);
-  std::fputs(FormatFinalReport((*trainer)->Report()).c_str(), stdout);
+  // Every sink opens before the first step: a bad path stops the run here,
+  // not after an hour of training.
+  FanoutSink sinks;
+  sinks.Add(&console);
+  std::unique_ptr<JsonlSink> jsonl;
+  if (!config->metrics_jsonl().empty()) {
+    auto sink = JsonlSink::Create(config->metrics_jsonl(), /*append=*/!resumed_from.empty());
+    if (!sink.ok()) return Fail(sink.status());
+    jsonl = std::move(*sink);
+    sinks.Add(jsonl.get());
+    if (!jsonl->kept_previous().empty()) {
+      console.OnMessage(absl::StrCat("metrics: ", config->metrics_jsonl(),
+                                     " (the earlier run's file is kept as ",
+                                     jsonl->kept_previous(), ")"));
+    }
+  }
+  std::unique_ptr<tensorboard::TensorBoardSink> board;
+  if (!config->tensorboard_dir().empty()) {
+    auto sink = tensorboard::TensorBoardSink::Create(config->tensorboard_dir(),
+                                                     config->log_every());
+    if (!sink.ok()) {
+      return Fail(absl::Status(sink.status().code(),
+                               absl::StrCat("--tensorboard_dir: ", sink.status().message())));
+    }
+    board = std::move(*sink);
+    sinks.Add(board.get());
+    console.OnMessage(absl::StrCat("tensorboard: writing ", board->path(),
+                                   " (view: tensorboard --logdir=",
+                                   config->tensorboard_dir(), ")"));
+  }
+  sinks.OnStart(MakeRunHeader(*config, **trainer, registry, targets_per_example,
+                              resumed_from));
+
+  if (auto s = (*trainer)->Train(&sinks); !s.ok()) return Fail(s);
+  const FinalReport report = (*trainer)->Report();
+  sinks.OnFinish(report);
+  std::fputs(FormatFinalReport(report).c_str(), stdout);
+  // Losing a metrics file does not fail a finished run, but is said.
+  if (jsonl != nullptr && !jsonl->ok()) {
+    std::printf("warning: writing %s failed; its records stop early\n",
+                config->metrics_jsonl().c_str());
+  }
+  if (board != nullptr && !board->status().ok()) {
+    std::printf("warning: %s\n", std::string(board->status().message()).c_str());
+  }
   return 0;
 }
 
 }  // namespace
 }  // namespace mnt::trainer
 
-int main(int argc, char** argv) { return mnt::trainer::Run(argc, argv); }
+int main(int argc, char** argv) {
+  // Line-buffered even into a pipe or file: `| tee`, nohup and CI logs show
+  // each line as it is printed, and a killed run keeps its log.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  return mnt::trainer::Run(argc, argv);
+}

@@ -133,8 +133,9 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
 }
 
 absl::Status ValidateSchedule(const ScheduleConfig& sc) {
-  absl::Status s = CheckOneOf("schedule", sc.kind(), {"cosine", "constant"});
+  absl::Status s = CheckOneOf("schedule", sc.kind(), {"cosine", "linear", "constant"});
   if (s.ok()) s = CheckAtLeast("warmup_steps", sc.warmup_steps(), 0);
+  if (s.ok()) s = CheckRange("warmup_ratio", sc.warmup_ratio(), 0, false, 1, true);
   if (s.ok()) s = CheckRange("min_lr_ratio", sc.min_lr_ratio(), 0, false, 1, false);
   return s;
 }

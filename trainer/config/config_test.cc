@@ -147,8 +147,10 @@ std::vector<BadCase> BadCases() {
        },
        "--nesterov=true is invalid with --optimizer=sgd --momentum=0: expected "
        "--optimizer=sgd with --momentum > 0"},
-      {"schedule", [](TrainConfig* c) { c->mutable_schedule()->set_kind("linear"); },
-       "--schedule=linear is invalid: expected one of cosine, constant"},
+      {"schedule", [](TrainConfig* c) { c->mutable_schedule()->set_kind("step"); },
+       "--schedule=step is invalid: expected one of cosine, linear, constant"},
+      {"warmup_ratio", [](TrainConfig* c) { c->mutable_schedule()->set_warmup_ratio(1.0); },
+       "--warmup_ratio=1 is invalid: expected a finite value >= 0 and < 1"},
       {"warmup_steps", [](TrainConfig* c) { c->mutable_schedule()->set_warmup_steps(-1); },
        "--warmup_steps=-1 is invalid: expected an integer >= 0"},
       {"min_lr_ratio", [](TrainConfig* c) { c->mutable_schedule()->set_min_lr_ratio(1.5); },

@@ -1,11 +1,18 @@
 #include "trainer/config/flags.h"
 
 #include <cstdint>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/internal/private_handle_accessor.h"
+#include "absl/flags/marshalling.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "trainer/config/config_fields.h"
 
 // Defaults repeat DefaultTrainConfig() so --help shows them; flags_test checks
 // that the two agree.
@@ -45,9 +52,10 @@ ABSL_FLAG(double, eps, 1e-8, "Adam epsilon");
 ABSL_FLAG(double, momentum, 0.9, "SGD momentum");
 ABSL_FLAG(bool, nesterov, false, "SGD Nesterov momentum");
 
-ABSL_FLAG(std::string, schedule, "cosine", "cosine|constant");
+ABSL_FLAG(std::string, schedule, "cosine", "cosine|linear|constant (after warmup)");
 ABSL_FLAG(int64_t, warmup_steps, 30, "Linear warmup steps");
-ABSL_FLAG(double, min_lr_ratio, 0.1, "Cosine floor as a fraction of --lr");
+ABSL_FLAG(double, warmup_ratio, 0, "> 0: warm up for ceil(ratio x --steps) steps instead of --warmup_steps");
+ABSL_FLAG(double, min_lr_ratio, 0.1, "Floor of the cosine or linear decay, as a fraction of --lr");
 
 ABSL_FLAG(double, clip_grad_norm, 1.0, "Global gradient-norm clip; 0 = off");
 
@@ -64,13 +72,24 @@ ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
 ABSL_FLAG(std::string, checkpoint_dir, "", "Checkpoint directory; \"\" = no checkpoints");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "Checkpoint every N steps; 0 = only at the end");
 ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest if present");
-ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here; \"\" = none");
+ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here (docs/metrics.md); an existing file is kept as <file>.1 unless --resume; \"\" = none");
+ABSL_FLAG(std::string, tensorboard_dir, "", "Write TensorBoard event files here (tensorboard --logdir=<dir>); \"\" = none");
 ABSL_FLAG(std::string, plugin_path, "", "Extra ':'-separated plugin directories");
 ABSL_FLAG(std::string, progress, "auto", "auto|bar|plain|none");
 ABSL_FLAG(std::string, device_loss_scaling, "auto",
           "auto|on|off: keep the dynamic loss scale, found_inf and the clip "
           "factor on the device (no host read per step); auto = on when the "
           "backend supports it");
+
+// Hugging Face Trainer's names for the same settings. Each maps onto one
+// field above; giving an alias and its field with different values is an
+// error.
+ABSL_FLAG(bool, bf16, false, "Same as --precision=bf16");
+ABSL_FLAG(bool, fp16, false, "Same as --precision=fp16");
+ABSL_FLAG(bool, tf32, false, "Same as --precision=tf32");
+ABSL_FLAG(int64_t, gradient_accumulation_steps, 1, "Same as --grad_accum_steps");
+ABSL_FLAG(double, max_grad_norm, 1.0, "Same as --clip_grad_norm");
+ABSL_FLAG(std::string, lr_scheduler, "cosine", "Same as --schedule: cosine|linear|constant");
 
 namespace mnt {
 namespace trainer {
@@ -122,6 +141,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(nesterov, c->mutable_optimizer()->set_nesterov(v)),
       MNT_BIND(schedule, c->mutable_schedule()->set_kind(v)),
       MNT_BIND(warmup_steps, c->mutable_schedule()->set_warmup_steps(v)),
+      MNT_BIND(warmup_ratio, c->mutable_schedule()->set_warmup_ratio(v)),
       MNT_BIND(min_lr_ratio, c->mutable_schedule()->set_min_lr_ratio(v)),
       MNT_BIND(clip_grad_norm, c->set_clip_grad_norm(v)),
       MNT_BIND(loss_scale_mode, c->mutable_loss_scale()->set_mode(v)),
@@ -140,11 +160,87 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(plugin_path, c->set_plugin_path(v)),
       MNT_BIND(progress, c->set_progress(v)),
       MNT_BIND(device_loss_scaling, c->set_device_loss_scaling(v)),
+      MNT_BIND(tensorboard_dir, c->set_tensorboard_dir(v)),
   };
   return *bindings;
 }
 
 #undef MNT_BIND
+
+// An alias flag: the value it gives its canonical flag, spelled as that
+// flag's --name=value would be, or "" when it sets nothing (--bf16=false).
+struct FlagAlias {
+  const absl::CommandLineFlag* flag;
+  const char* canonical;
+  std::string (*value)();
+};
+
+template <typename T>
+std::string Unparsed(const absl::Flag<T>& flag) {
+  return absl::UnparseFlag(absl::GetFlag(flag));
+}
+
+const std::vector<FlagAlias>& Aliases() {
+  static const auto* const aliases = new std::vector<FlagAlias>{
+      {&absl::GetFlagReflectionHandle(FLAGS_bf16), "precision",
+       [] { return std::string(absl::GetFlag(FLAGS_bf16) ? "bf16" : ""); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_fp16), "precision",
+       [] { return std::string(absl::GetFlag(FLAGS_fp16) ? "fp16" : ""); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_tf32), "precision",
+       [] { return std::string(absl::GetFlag(FLAGS_tf32) ? "tf32" : ""); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_gradient_accumulation_steps),
+       "grad_accum_steps", [] { return Unparsed(FLAGS_gradient_accumulation_steps); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_max_grad_norm), "clip_grad_norm",
+       [] { return Unparsed(FLAGS_max_grad_norm); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_lr_scheduler), "schedule",
+       [] { return Unparsed(FLAGS_lr_scheduler); }},
+  };
+  return *aliases;
+}
+
+const FlagBinding* BindingFor(absl::string_view name) {
+  for (const FlagBinding& b : Bindings()) {
+    if (b.flag->Name() == name) return &b;
+  }
+  return nullptr;
+}
+
+// Applies every alias given (per is_set) by setting its canonical flag's
+// value and binding. Refuses an alias that disagrees with its canonical flag
+// or with another alias of it.
+absl::Status ApplyAliases(const std::function<bool(const absl::CommandLineFlag&)>& is_set,
+                          TrainConfig* config) {
+  std::map<std::string, std::string> chosen;  // canonical -> "--alias=value"
+  for (const FlagAlias& alias : Aliases()) {
+    if (!is_set(*alias.flag)) continue;
+    const std::string value = alias.value();
+    if (value.empty()) continue;
+    const std::string spelled = absl::StrCat("--", alias.flag->Name(), "=",
+                                             alias.flag->CurrentValue());
+    const FlagBinding* canonical = BindingFor(alias.canonical);
+    if (is_set(*canonical->flag) && canonical->flag->CurrentValue() != value) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          spelled, " disagrees with --", alias.canonical, "=",
+          canonical->flag->CurrentValue(), ": give one of them"));
+    }
+    auto [it, inserted] = chosen.emplace(alias.canonical, spelled);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          it->second, " and ", spelled, " both set --", alias.canonical,
+          ": give one of them"));
+    }
+    // Parse through the canonical flag: the same checks and the same value
+    // as if it had been given itself.
+    std::string error;
+    absl::CommandLineFlag* target = absl::FindCommandLineFlag(alias.canonical);
+    if (!target->ParseFrom(value, &error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(spelled, " is invalid: ", error));
+    }
+    canonical->apply(config);
+  }
+  return absl::OkStatus();
+}
 
 bool SpecifiedOnCommandLine(const absl::CommandLineFlag& flag) {
   // absl keeps this bit private to its parser; the accessor is how its own
@@ -164,6 +260,12 @@ absl::StatusOr<TrainConfig> ConfigFromFlags(
   }
   for (const FlagBinding& binding : Bindings()) {
     if (is_set(*binding.flag)) binding.apply(&config);
+  }
+  if (absl::Status s = ApplyAliases(is_set, &config); !s.ok()) return s;
+  if (is_set(absl::GetFlagReflectionHandle(FLAGS_warmup_ratio)) &&
+      is_set(absl::GetFlagReflectionHandle(FLAGS_warmup_steps))) {
+    return absl::InvalidArgumentError(
+        "--warmup_ratio and --warmup_steps both set the warmup: give one of them");
   }
   absl::Status s = ValidateTrainConfig(config);
   if (!s.ok()) {
@@ -193,7 +295,54 @@ void ApplyAllFlags(TrainConfig* config) {
 
 bool FlagGivenOnCommandLine(const std::string& name) {
   const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-  return flag != nullptr && SpecifiedOnCommandLine(*flag);
+  if (flag != nullptr && SpecifiedOnCommandLine(*flag)) return true;
+  for (const FlagAlias& alias : Aliases()) {
+    if (alias.canonical == name && SpecifiedOnCommandLine(*alias.flag) &&
+        !alias.value().empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::pair<std::string, std::string>> FlagAliasNames() {
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const FlagAlias& alias : Aliases()) {
+    names.emplace_back(alias.flag->Name(), alias.canonical);
+  }
+  return names;
+}
+
+std::string FieldPathOfFlag(const std::string& name) {
+  // Flags are named after their field, except these.
+  static const auto* const renamed = new std::map<std::string, std::string>{
+      {"optimizer", "optimizer.name"},
+      {"schedule", "schedule.kind"},
+      {"loss_scale_mode", "loss_scale.mode"},
+  };
+  if (auto it = renamed->find(name); it != renamed->end()) return it->second;
+  const google::protobuf::Descriptor* root = TrainConfig::descriptor();
+  if (root->FindFieldByName(name) != nullptr) return name;
+  for (int i = 0; i < root->field_count(); ++i) {
+    const google::protobuf::Descriptor* nested = root->field(i)->message_type();
+    if (nested != nullptr && nested->FindFieldByName(name) != nullptr) {
+      return absl::StrCat(root->field(i)->name(), ".", name);
+    }
+  }
+  return "";
+}
+
+bool FieldChosenByUser(const std::string& name) {
+  if (FlagGivenOnCommandLine(name)) return true;
+  const std::string path = absl::GetFlag(FLAGS_config);
+  if (path.empty()) return false;
+  // Read again (a few calls per run): ConfigFromFlags has read and checked
+  // this file already.
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto paths = FieldPathsInTextConfig(text.str());
+  return paths.ok() && paths->count(FieldPathOfFlag(name)) > 0;
 }
 
 }  // namespace trainer

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/commandlineflag.h"
@@ -25,8 +26,23 @@ namespace trainer {
 absl::StatusOr<TrainConfig> ConfigFromFlags();
 
 // Whether the flag `name` (without dashes) was given on the command line,
-// even with its default value.
+// even with its default value, or through an alias (--fp16 gives
+// "precision").
 bool FlagGivenOnCommandLine(const std::string& name);
+
+// Whether the user chose the field behind flag `name`: on the command line,
+// or in the --config file (a field the file names, even with value 0).
+// Model and device defaults fill in only what the user did not choose.
+bool FieldChosenByUser(const std::string& name);
+
+// The TrainConfig field behind flag `name`, as a dotted path
+// ("optimizer.lr", "schedule.kind"); "" for a flag with no field.
+std::string FieldPathOfFlag(const std::string& name);
+
+// (alias, canonical flag) for every Hugging Face-style alias: --bf16,
+// --fp16, --tf32 (precision), --gradient_accumulation_steps,
+// --max_grad_norm, --lr_scheduler.
+std::vector<std::pair<std::string, std::string>> FlagAliasNames();
 
 // Same, with `is_set` deciding which flags count as given (test seam; the
 // plain overload asks absl whether the flag was on the command line).

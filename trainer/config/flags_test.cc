@@ -10,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -20,6 +21,13 @@ ABSL_DECLARE_FLAG(int64_t, steps);
 ABSL_DECLARE_FLAG(int64_t, batch_size);
 ABSL_DECLARE_FLAG(std::string, precision);
 ABSL_DECLARE_FLAG(double, clip_grad_norm);
+ABSL_DECLARE_FLAG(bool, bf16);
+ABSL_DECLARE_FLAG(bool, fp16);
+ABSL_DECLARE_FLAG(int64_t, gradient_accumulation_steps);
+ABSL_DECLARE_FLAG(double, max_grad_norm);
+ABSL_DECLARE_FLAG(std::string, lr_scheduler);
+ABSL_DECLARE_FLAG(double, warmup_ratio);
+ABSL_DECLARE_FLAG(int64_t, warmup_steps);
 
 namespace mnt {
 namespace trainer {
@@ -155,6 +163,120 @@ TEST(FlagsTest, ParsedCommandLineOverridesFileEvenWithDefaultValue) {
   EXPECT_EQ(c->steps(), 7);             // from the file
   EXPECT_EQ(c->precision(), "fp16");    // from the file
   EXPECT_EQ(c->seed(), 1234u);          // default
+}
+
+TEST(FlagsTest, HuggingFaceAliasesSetTheirFields) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_bf16, true);
+  absl::SetFlag(&FLAGS_gradient_accumulation_steps, 4);
+  absl::SetFlag(&FLAGS_max_grad_norm, 0.5);
+  absl::SetFlag(&FLAGS_lr_scheduler, "linear");
+  absl::SetFlag(&FLAGS_warmup_ratio, 0.1);
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags(
+      Given({"bf16", "gradient_accumulation_steps", "max_grad_norm", "lr_scheduler",
+             "warmup_ratio"}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->precision(), "bf16");
+  EXPECT_EQ(c->grad_accum_steps(), 4);
+  EXPECT_EQ(c->clip_grad_norm(), 0.5);
+  EXPECT_EQ(c->schedule().kind(), "linear");
+  EXPECT_EQ(c->schedule().warmup_ratio(), 0.1);
+}
+
+TEST(FlagsTest, AliasSetToFalseSetsNothing) {
+  absl::FlagSaver saver;
+  absl::SetFlag(&FLAGS_fp16, false);
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"fp16"}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->precision(), "auto");
+}
+
+TEST(FlagsTest, AliasesThatDisagreeAreRefused) {
+  {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_fp16, true);
+    absl::SetFlag(&FLAGS_precision, "bf16");
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"fp16", "precision"}));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().message(),
+              "--fp16=true disagrees with --precision=bf16: give one of them");
+  }
+  {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_fp16, true);
+    absl::SetFlag(&FLAGS_bf16, true);
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"fp16", "bf16"}));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().message(),
+              "--bf16=true and --fp16=true both set --precision: give one of them");
+  }
+  {
+    // Agreeing is fine.
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_max_grad_norm, 0.25);
+    absl::SetFlag(&FLAGS_clip_grad_norm, 0.25);
+    EXPECT_TRUE(ConfigFromFlags(Given({"max_grad_norm", "clip_grad_norm"})).ok());
+    absl::SetFlag(&FLAGS_clip_grad_norm, 0.5);
+    EXPECT_FALSE(ConfigFromFlags(Given({"max_grad_norm", "clip_grad_norm"})).ok());
+  }
+  {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_lr_scheduler, "step");
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"lr_scheduler"}));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().message(),
+              "--schedule=step is invalid: expected one of cosine, linear, constant");
+  }
+  {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_warmup_ratio, 0.1);
+    absl::SetFlag(&FLAGS_warmup_steps, 10);
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"warmup_ratio", "warmup_steps"}));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().message(),
+              "--warmup_ratio and --warmup_steps both set the warmup: give one of them");
+  }
+}
+
+TEST(FlagsTest, EveryFlagNamesItsField) {
+  std::set<std::string> paths;
+  for (const std::string& name : TrainConfigFlagNames()) {
+    const std::string path = FieldPathOfFlag(name);
+    ASSERT_FALSE(path.empty()) << name;
+    // The path leads to a field, and to a different one for every flag.
+    const google::protobuf::Descriptor* d = TrainConfig::descriptor();
+    const google::protobuf::FieldDescriptor* f = nullptr;
+    for (absl::string_view part : absl::StrSplit(path, '.')) {
+      ASSERT_NE(d, nullptr) << path;
+      f = d->FindFieldByName(std::string(part));
+      ASSERT_NE(f, nullptr) << path;
+      d = f->message_type();
+    }
+    EXPECT_EQ(f->message_type(), nullptr) << path;
+    EXPECT_TRUE(paths.insert(path).second) << path;
+  }
+  for (const auto& [alias, canonical] : FlagAliasNames()) {
+    EXPECT_FALSE(FieldPathOfFlag(canonical).empty()) << alias;
+  }
+}
+
+// After the parse test above: the command line now holds --config, --lr and
+// --batch_size.
+TEST(FlagsTest, FieldsChosenInTheFileOrOnTheCommandLine) {
+  absl::FlagSaver saver;
+  const std::string path = TempPath("chosen.textproto");
+  WriteFile(path, "model: \"mlp\"\nsteps: 0\ndata { seq_len: 9 }\n");
+  const std::string config_arg = "--config=" + path;
+  std::vector<char*> argv = {const_cast<char*>("flags_test"),
+                             const_cast<char*>(config_arg.c_str()),
+                             const_cast<char*>("--fp16")};
+  absl::ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+  EXPECT_TRUE(FieldChosenByUser("model"));
+  EXPECT_TRUE(FieldChosenByUser("steps"));  // even at 0
+  EXPECT_TRUE(FieldChosenByUser("seq_len"));
+  EXPECT_TRUE(FieldChosenByUser("precision"));  // through --fp16
+  EXPECT_FALSE(FieldChosenByUser("dataset"));
+  EXPECT_FALSE(FieldChosenByUser("lr"));
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ TEST(EventWriterTest, UnusableDirectoryIsOneClearError) {
 
 TEST(TensorBoardSinkTest, WritesTheDocumentedTags) {
   const std::string dir = FreshDir("sink");
-  auto sink = TensorBoardSink::Create(dir, /*log_every=*/2);
+  auto sink = TensorBoardSink::Create(dir, /*log_every=*/3);
   ASSERT_TRUE(sink.ok()) << sink.status();
   trainer::RunHeader header;
   header.model = "mlp";
@@ -115,18 +115,20 @@ TEST(TensorBoardSinkTest, WritesTheDocumentedTags) {
   header.config_text = "steps: 4\n";
   header.plugins.push_back({"model", "mlp", "1.4", "/x/mnt_model_mlp.so", ""});
   (*sink)->OnStart(header);
-  EXPECT_TRUE((*sink)->NeedsStepMetrics(1, 4));
-  EXPECT_TRUE((*sink)->NeedsStepMetrics(2, 4));
-  EXPECT_FALSE((*sink)->NeedsStepMetrics(3, 4));
-  EXPECT_TRUE((*sink)->NeedsStepMetrics(4, 4));
-  for (int step : {1, 2, 4}) {
+  // First, last and every third step.
+  EXPECT_TRUE((*sink)->NeedsStepMetrics(1, 5));
+  EXPECT_FALSE((*sink)->NeedsStepMetrics(2, 5));
+  EXPECT_TRUE((*sink)->NeedsStepMetrics(3, 5));
+  EXPECT_FALSE((*sink)->NeedsStepMetrics(4, 5));
+  EXPECT_TRUE((*sink)->NeedsStepMetrics(5, 5));
+  for (int step = 1; step <= 5; ++step) {
     trainer::StepMetrics m;
     m.step = step;
-    m.total_steps = 4;
+    m.total_steps = 5;
     m.loss = 3.0 - step * 0.25;
     m.lr = 1e-3;
     m.loss_scale = 65536;
-    m.skipped = step == 2;
+    m.skipped = step == 2;  // not asked for, but a skip is always written
     m.skipped_steps = step >= 2 ? 1 : 0;
     m.grad_norm = 0.5;
     m.samples_per_second = 1000;
@@ -152,11 +154,13 @@ TEST(TensorBoardSinkTest, WritesTheDocumentedTags) {
       }
     }
   }
-  EXPECT_EQ(scalars["train/loss"], (std::map<int64_t, float>{{1, 2.75f}, {2, 2.5f}, {4, 2.0f}}));
-  EXPECT_EQ(scalars["train/loss_scale"][4], 65536.0f);
-  EXPECT_EQ(scalars["train/skipped_steps"][4], 1.0f);
+  EXPECT_EQ(scalars["train/loss"],
+            (std::map<int64_t, float>{{1, 2.75f}, {2, 2.5f}, {3, 2.25f}, {5, 1.75f}}));
+  EXPECT_EQ(scalars["train/loss_scale"][5], 65536.0f);
+  EXPECT_EQ(scalars["train/skipped_steps"][5], 1.0f);
   // No norm for the skipped step.
-  EXPECT_EQ(scalars["train/grad_norm"], (std::map<int64_t, float>{{1, 0.5f}, {4, 0.5f}}));
+  EXPECT_EQ(scalars["train/grad_norm"],
+            (std::map<int64_t, float>{{1, 0.5f}, {3, 0.5f}, {5, 0.5f}}));
   EXPECT_EQ(scalars["train/tokens_per_second"][2], 64000.0f);
   EXPECT_EQ(scalars["eval/loss"][4], 2.25f);
   EXPECT_EQ(scalars["eval/accuracy"][4], 0.5f);

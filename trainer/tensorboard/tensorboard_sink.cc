@@ -53,6 +53,9 @@ void TensorBoardSink::OnStart(const trainer::RunHeader& h) {
 }
 
 void TensorBoardSink::OnStep(const trainer::StepMetrics& m) {
+  // Sinks see every step another sink asked for; a skipped step is always
+  // worth a point on the loss-scale curve.
+  if (!NeedsStepMetrics(m.step, m.total_steps) && !m.skipped) return;
   const double t = WallTimeNow();
   Scalar("train/loss", m.step, m.loss, t);
   Scalar("train/lr", m.step, m.lr, t);

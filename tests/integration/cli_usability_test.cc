@@ -1,0 +1,232 @@
+// What a user coming from Hugging Face, Accelerate or llm.c runs into around
+// the loop, through the real train binary: --help, output in a pipe, the
+// familiar flags, defaults under --config, a model/dataset mismatch, the
+// metrics files.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/integration/test_env.h"
+
+extern char** environ;
+
+namespace mnt::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunfilesRoot;
+using testing::TempDir;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string Binary() { return RunfilesRoot() + "/mantissa/trainer/cli/train"; }
+
+// `args` as given, plus a cache inside the test's temp dir.
+Result Train(const std::string& args) {
+  static int n = 0;
+  const std::string out = TempDir() + "/u_out_" + std::to_string(n) + ".txt";
+  const std::string err = TempDir() + "/u_err_" + std::to_string(n++) + ".txt";
+  const std::string cmd = Binary() + " --device=cpu --cache_dir=" + TempDir() + "/cache " +
+                          args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+void ExpectOneLineError(const Result& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0);
+  std::string err = r.err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  EXPECT_EQ(err.find('\n'), std::string::npos) << r.err;
+  EXPECT_TRUE(absl::StartsWith(err, "mantissa: error: ")) << r.err;
+  EXPECT_TRUE(absl::StrContains(err, needle)) << "wanted '" << needle << "' in " << r.err;
+}
+
+const char* kMlp = "--model=mlp --dataset=digits --progress=plain --eval_every=0 ";
+
+TEST(HelpTest, HelpListsEveryTopicAndExitsZero) {
+  for (const char* flag : {"--help", "-h", "--helpshort"}) {
+    Result r = Train(flag);
+    EXPECT_EQ(r.exit_code, 0) << flag;
+    EXPECT_FALSE(absl::StrContains(r.out, "No flags matched")) << r.out;
+    EXPECT_TRUE(absl::StrContains(r.out, "usage: train [--model=gpt2|mlp|cnn]")) << r.out;
+    for (const char* expected :
+         {"Model, precision, device:", "--precision=auto", "--bf16=false", "Data:",
+          "--dataset=fortunes", "Optimization:", "--lr_scheduler=cosine",
+          "--warmup_ratio=0", "Loss scaling (fp16):", "--tensorboard_dir=\"\"",
+          "--metrics_jsonl=\"\"", "Files:", "--config=\"\""}) {
+      EXPECT_TRUE(absl::StrContains(r.out, expected)) << flag << ": " << expected;
+    }
+    EXPECT_FALSE(absl::StrContains(r.out, "--flagfile=")) << flag;
+  }
+  Result full = Train("--helpfull");
+  EXPECT_EQ(full.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(full.out, "--flagfile=")) << full.out;
+  Result match = Train("--helpmatch=scale");
+  EXPECT_EQ(match.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(match.out, "--init_scale")) << match.out;
+  EXPECT_FALSE(absl::StrContains(match.out, "--dataset=")) << match.out;
+}
+
+// The first progress line must reach a pipe while the run is still going
+// (block buffering held it until exit, so `| tee` showed nothing).
+TEST(ConsoleTest, LinesReachAPipeWhileTheRunGoes) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  const std::string cache = "--cache_dir=" + TempDir() + "/cache";
+  std::vector<std::string> args = {Binary(), "--device=cpu", cache, "--model=mlp",
+                                   "--dataset=digits", "--progress=plain",
+                                   "--steps=100000000", "--log_every=100000000",
+                                   "--eval_every=0"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  close(fds[1]);
+  std::string seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!absl::StrContains(seen, "step 1/") && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    seen.append(buf, n);
+  }
+  // Still running: the line came through the pipe before any exit flush.
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), 0) << "the run ended early:\n" << seen;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  close(fds[0]);
+  posix_spawn_file_actions_destroy(&actions);
+  EXPECT_TRUE(absl::StrContains(seen, "step 1/100000000 (0.0%)")) << seen;
+  EXPECT_TRUE(absl::StrContains(seen, "eta ")) << seen;
+}
+
+TEST(FlagsTest, HuggingFaceNamesWork) {
+  const std::string jsonl = TempDir() + "/hf.jsonl";
+  Result r = Train(std::string(kMlp) +
+                   "--bf16 --steps=20 --lr=0.01 --lr_scheduler=linear --warmup_ratio=0.1 "
+                   "--min_lr_ratio=0 --gradient_accumulation_steps=2 --max_grad_norm=0.5 "
+                   "--metrics_jsonl=" + jsonl);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "bf16 precision")) << r.out;
+  const std::string metrics = Slurp(jsonl);
+  const std::vector<std::string> lines = absl::StrSplit(metrics, '\n', absl::SkipEmpty());
+  ASSERT_GT(lines.size(), 20u);
+  EXPECT_TRUE(absl::StrContains(lines[0], "\"grad_accum_steps\":\"2\"")) << lines[0];
+  EXPECT_TRUE(absl::StrContains(lines[0], "\"clip_grad_norm\":0.5")) << lines[0];
+  EXPECT_TRUE(absl::StrContains(lines[0], "\"kind\":\"linear\"")) << lines[0];
+  // ceil(0.1 x 20) = 2 warmup steps, then a straight line from 0.01 to 0.
+  EXPECT_TRUE(absl::StrContains(lines[1], "\"lr\":0.005,")) << lines[1];
+  EXPECT_TRUE(absl::StrContains(lines[2], "\"lr\":0.01,")) << lines[2];
+  // Step 12 uses lr index 11: 9 of the 18 decay steps done.
+  EXPECT_TRUE(absl::StrContains(lines[12], "\"lr\":0.005,")) << lines[12];
+  ExpectOneLineError(Train(std::string(kMlp) + "--fp16 --precision=bf16"),
+                     "--fp16=true disagrees with --precision=bf16");
+  ExpectOneLineError(Train(std::string(kMlp) + "--lr_scheduler=step"), "linear");
+}
+
+TEST(DefaultsTest, AConfigWithOnlyTheModelGetsTheModelsDefaults) {
+  const std::string cfg = TempDir() + "/only_model.textproto";
+  std::ofstream(cfg) << "model: \"mlp\"\n";
+  Result r = Train("--progress=plain --eval_every=0 --steps=3 --config=" + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "defaults for mlp on cpu: --dataset=digits")) << r.out;
+  // steps came from the command line: not replaced by the model's 600.
+  EXPECT_FALSE(absl::StrContains(r.out, "--steps=600")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "step 3/3")) << r.out;
+
+  // A field the file sets, even to the trainer's default, is the user's.
+  std::ofstream(cfg) << "model: \"mlp\"\ndata { dataset: \"idx\" }\n";
+  ExpectOneLineError(Train("--config=" + cfg), "--dataset=idx needs --train_images");
+}
+
+TEST(DefaultsTest, ModelAndDatasetMismatchNamesWhatTheModelTakes) {
+  ExpectOneLineError(Train("--model=mlp --dataset=fortunes"),
+                     "--model=mlp does not train on --dataset=fortunes: mlp takes labelled "
+                     "images (--dataset=digits|idx)");
+  ExpectOneLineError(Train("--model=gpt2 --dataset=digits"), "--dataset=fortunes|shards|text");
+}
+
+TEST(MetricsTest, EachRunStartsItsOwnFileAndResumeAppends) {
+  const std::string dir = TempDir() + "/runs";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string jsonl = dir + "/m.jsonl";
+  const std::string common = std::string(kMlp) + "--checkpoint_dir=" + dir + "/ckpt " +
+                             "--metrics_jsonl=" + jsonl + " ";
+  ASSERT_EQ(Train(common + "--steps=4").exit_code, 0);
+  Result second = Train(common + "--steps=4");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_TRUE(absl::StrContains(second.out, "kept as " + jsonl + ".1")) << second.out;
+  Result resumed = Train(common + "--steps=6 --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const std::vector<std::string> first = absl::StrSplit(Slurp(jsonl + ".1"), '\n', absl::SkipEmpty());
+  const std::vector<std::string> now = absl::StrSplit(Slurp(jsonl), '\n', absl::SkipEmpty());
+  int runs = 0, train = 0;
+  for (const std::string& l : now) {
+    runs += absl::StrContains(l, "\"type\":\"run\"");
+    train += absl::StrContains(l, "\"type\":\"train\"");
+  }
+  EXPECT_EQ(runs, 2);       // the second run, then its resumption
+  EXPECT_EQ(train, 4 + 2);  // steps 1-4, then 5-6
+  EXPECT_TRUE(absl::StrContains(now.back(), "\"type\":\"summary\""));
+  bool resumed_header = false;
+  for (const std::string& l : now) {
+    resumed_header |= absl::StrContains(l, "\"start_step\":4,") &&
+                      absl::StrContains(l, "\"resumed_from\":\"" + dir + "/ckpt/latest\"");
+  }
+  EXPECT_TRUE(resumed_header) << Slurp(jsonl);
+  EXPECT_TRUE(absl::StartsWith(first[0], "{\"type\":\"run\""));
+}
+
+TEST(TensorBoardTest, WritesAnEventFileOrRefusesTheDirectory) {
+  const std::string dir = TempDir() + "/tb";
+  fs::remove_all(dir);
+  Result r = Train(std::string(kMlp) + "--steps=3 --tensorboard_dir=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "tensorboard --logdir=" + dir)) << r.out;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    files += absl::StrContains(e.path().filename().string(), "events.out.tfevents.");
+  }
+  EXPECT_EQ(files, 1);
+  const std::string plain = TempDir() + "/plain_file";
+  std::ofstream(plain) << "x";
+  ExpectOneLineError(Train(std::string(kMlp) + "--steps=3 --tensorboard_dir=" + plain + "/tb"),
+                     "--tensorboard_dir: cannot create TensorBoard directory " + plain + "/tb");
+}
+
+}  // namespace
+}  // namespace mnt::trainer

@@ -1,0 +1,165 @@
+#include "trainer/sinks/jsonl_sink.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "trainer/sinks/json.h"
+
+namespace mnt::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Bool(bool b) { return b ? "true" : "false"; }
+
+// "key":value pairs joined into an object body.
+std::string Field(const char* key, const std::string& json_value) {
+  return absl::StrCat(JsonString(key), ":", json_value);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Create(const std::string& path,
+                                                             bool append) {
+  std::string kept;
+  std::error_code ec;
+  if (!append && fs::exists(path, ec)) {
+    // An earlier run's metrics stay, under the first free numbered name.
+    for (int n = 1; n < 10000 && kept.empty(); ++n) {
+      const std::string candidate = absl::StrCat(path, ".", n);
+      if (!fs::exists(candidate, ec)) kept = candidate;
+    }
+    if (kept.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--metrics_jsonl=", path, ": no free name to keep the earlier file under"));
+    }
+    fs::rename(path, kept, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--metrics_jsonl=", path, ": cannot move the earlier file to ", kept, ": ",
+          ec.message()));
+    }
+  }
+  FILE* f = std::fopen(path.c_str(), append ? "a" : "w");
+  if (f == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot open --metrics_jsonl=", path, " for writing: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<JsonlSink>(new JsonlSink(f, kept));
+}
+
+JsonlSink::~JsonlSink() { std::fclose(file_); }
+
+void JsonlSink::WriteLine(const std::string& body) {
+  if (!ok_) return;
+  const std::string line = absl::StrCat("{", body, "}\n");
+  // Flushed per line: a killed run keeps every record written so far.
+  ok_ = std::fwrite(line.data(), 1, line.size(), file_) == line.size() &&
+        std::fflush(file_) == 0;
+}
+
+void JsonlSink::OnStart(const RunHeader& h) {
+  std::vector<std::string> plugins, versions;
+  for (const PluginInfo& p : h.plugins) {
+    plugins.push_back(absl::StrCat(
+        "{", Field("kind", JsonString(p.kind)), ",", Field("name", JsonString(p.name)),
+        ",", Field("abi_version", JsonString(p.abi_version)), ",",
+        Field("file", JsonString(p.origin)), ",",
+        Field("description", JsonString(p.description)), "}"));
+  }
+  for (const auto& [component, version] : h.versions) {
+    versions.push_back(Field(component.c_str(), JsonString(version)));
+  }
+  WriteLine(absl::StrJoin(
+      {Field("type", "\"run\""), Field("time", JsonNumber(h.wall_time)),
+       Field("model", JsonString(h.model)), Field("precision", JsonString(h.precision)),
+       Field("device", JsonString(h.device)), Field("backend", JsonString(h.backend)),
+       Field("num_parameters", absl::StrCat(h.num_parameters)),
+       Field("total_steps", absl::StrCat(h.total_steps)),
+       Field("start_step", absl::StrCat(h.start_step)),
+       Field("resumed_from", h.resumed_from.empty() ? "null" : JsonString(h.resumed_from)),
+       Field("samples_per_step", absl::StrCat(h.samples_per_step)),
+       Field("targets_per_example", absl::StrCat(h.targets_per_example)),
+       Field("versions", absl::StrCat("{", absl::StrJoin(versions, ","), "}")),
+       Field("plugins", absl::StrCat("[", absl::StrJoin(plugins, ","), "]")),
+       Field("config", h.config_json.empty() ? "{}" : h.config_json)},
+      ","));
+}
+
+void JsonlSink::OnStep(const StepMetrics& m) {
+  WriteLine(absl::StrJoin(
+      {Field("type", "\"train\""), Field("time", JsonNumber(Now())),
+       Field("elapsed", JsonNumber(m.elapsed_seconds)),
+       Field("step", absl::StrCat(m.step)), Field("loss", JsonNumber(m.loss)),
+       Field("lr", JsonNumber(m.lr)), Field("loss_scale", JsonNumber(m.loss_scale)),
+       Field("skipped", Bool(m.skipped)),
+       Field("skipped_steps", absl::StrCat(m.skipped_steps)),
+       Field("grad_norm", m.skipped ? "null" : JsonNumber(m.grad_norm)),
+       Field("samples_per_second", JsonNumber(m.samples_per_second)),
+       Field("tokens_per_second", JsonNumber(m.tokens_per_second))},
+      ","));
+}
+
+void JsonlSink::OnEval(const EvalMetrics& m) {
+  WriteLine(absl::StrJoin(
+      {Field("type", "\"eval\""), Field("time", JsonNumber(Now())),
+       Field("step", absl::StrCat(m.step)), Field("eval_loss", JsonNumber(m.loss)),
+       Field("eval_accuracy", JsonNumber(m.accuracy)),
+       Field("examples", absl::StrCat(m.examples))},
+      ","));
+}
+
+void JsonlSink::OnMessage(const std::string& line) {
+  WriteLine(absl::StrCat(Field("type", "\"message\""), ",", Field("time", JsonNumber(Now())),
+                         ",", Field("text", JsonString(line))));
+}
+
+void JsonlSink::OnFinish(const FinalReport& r) {
+  std::vector<std::string> memory, phases;
+  for (const MemoryLine& m : r.memory) {
+    memory.push_back(Field(m.category.c_str(),
+                           absl::StrCat("{", Field("current", absl::StrCat(m.current_bytes)),
+                                        ",", Field("peak", absl::StrCat(m.peak_bytes)), "}")));
+  }
+  for (const PhaseTime& p : r.phases) {
+    phases.push_back(Field(p.phase.c_str(), JsonNumber(p.seconds)));
+  }
+  const std::string bytes = absl::StrCat(
+      "{", Field("weights", absl::StrCat(r.bytes_weights)), ",",
+      Field("master_weights", absl::StrCat(r.bytes_master_weights)), ",",
+      Field("gradients", absl::StrCat(r.bytes_gradients)), ",",
+      Field("master_gradients", absl::StrCat(r.bytes_master_gradients)), ",",
+      Field("optimizer_state", absl::StrCat(r.bytes_optimizer_state)), "}");
+  const std::string eval =
+      r.has_eval
+          ? absl::StrCat("{", Field("step", absl::StrCat(r.last_eval.step)), ",",
+                         Field("eval_loss", JsonNumber(r.last_eval.loss)), ",",
+                         Field("eval_accuracy", JsonNumber(r.last_eval.accuracy)), ",",
+                         Field("examples", absl::StrCat(r.last_eval.examples)), "}")
+          : "null";
+  WriteLine(absl::StrJoin(
+      {Field("type", "\"summary\""), Field("time", JsonNumber(Now())),
+       Field("steps", absl::StrCat(r.steps)),
+       Field("skipped_steps", absl::StrCat(r.skipped_steps)),
+       Field("final_loss_scale", JsonNumber(r.final_loss_scale)),
+       Field("samples_per_second", JsonNumber(r.samples_per_second)),
+       Field("tokens_per_second", JsonNumber(r.tokens_per_second)),
+       Field("train_seconds", JsonNumber(r.train_seconds)),
+       Field("last_eval", eval), Field("bytes_per_parameter", bytes),
+       Field("memory_bytes", absl::StrCat("{", absl::StrJoin(memory, ","), "}")),
+       Field("phase_seconds", absl::StrCat("{", absl::StrJoin(phases, ","), "}"))},
+      ","));
+}
+
+}  // namespace mnt::trainer
