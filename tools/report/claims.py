@@ -1,0 +1,91 @@
+"""The mixed-precision guide's claims, judged on one set of runs.
+
+Each claim gets a verdict (holds / does not hold / not measured), the
+measured numbers and the rule used, so the report says exactly what was
+checked. Inputs are the Run objects of runs.py, by precision name.
+"""
+
+import collections
+
+Verdict = collections.namedtuple("Verdict", "claim status measured rule")
+
+HOLDS, FAILS, NOT_MEASURED = "holds", "does not hold", "not measured"
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def _ratio(a, b):
+    return a / b if b else float("nan")
+
+
+def tf32_matches_fp32(runs, tolerance):
+    claim = "tf32 reaches fp32's loss"
+    rule = ("final evaluation loss within %.1f%% (relative) of fp32's" % (100 * tolerance))
+    if "tf32" not in runs or "fp32" not in runs:
+        return Verdict(claim, NOT_MEASURED, "needs fp32 and tf32 runs", rule)
+    a, b = runs["tf32"].final_eval_loss(), runs["fp32"].final_eval_loss()
+    diff = abs(a - b) / abs(b)
+    measured = "tf32 %.4f vs fp32 %.4f: %.2f%% apart" % (a, b, 100 * diff)
+    return Verdict(claim, HOLDS if diff <= tolerance else FAILS, measured, rule)
+
+
+def _by_16bit(runs, category, numerator_categories=None):
+    """{precision: peak(16-bit, numerator categories) / peak(fp32, category)}."""
+    out = {}
+    for p in SIXTEEN_BIT:
+        if p in runs and "fp32" in runs:
+            num = sum(runs[p].peak_bytes(c) for c in (numerator_categories or [category]))
+            out[p] = _ratio(num, runs["fp32"].peak_bytes(category))
+    return out
+
+
+def _judge(claim, rule, ratios, ok, fmt):
+    if not ratios:
+        return Verdict(claim, NOT_MEASURED, "needs fp32 and a 16-bit run", rule)
+    measured = ", ".join(fmt % (p, r) for p, r in sorted(ratios.items()))
+    return Verdict(claim, HOLDS if all(ok(r) for r in ratios.values()) else FAILS,
+                   measured, rule)
+
+
+def activations_halve(runs):
+    return _judge(
+        "16-bit activations take half the bytes",
+        "peak activation bytes of the 16-bit run / fp32's within 0.50 +- 0.05",
+        _by_16bit(runs, "activations"), lambda r: abs(r - 0.5) <= 0.05,
+        "%s %.3fx fp32")
+
+
+def model_at_one_and_a_half(runs):
+    return _judge(
+        "the model sits at 1.5x in 16 bit",
+        "(16-bit weights + fp32 master weights) / fp32 weights within 1.50 +- 0.05",
+        _by_16bit(runs, "weights", ["weights", "master_weights"]),
+        lambda r: abs(r - 1.5) <= 0.05, "%s %.3fx fp32's weights")
+
+
+def gradients_no_saving(runs):
+    return _judge(
+        "gradients bring no saving (fp32 master gradients)",
+        "peak gradient bytes of the 16-bit run / fp32's >= 0.95 (no saving)",
+        _by_16bit(runs, "gradients"), lambda r: r >= 0.95, "%s %.3fx fp32")
+
+
+def sixteen_bit_faster(runs):
+    claim = "16-bit is faster than tf32 and fp32 on this device"
+    rule = "training throughput of each 16-bit run above both fp32's and tf32's"
+    base = {p: runs[p].throughput() for p in ("fp32", "tf32") if p in runs}
+    fast = {p: runs[p].throughput() for p in SIXTEEN_BIT if p in runs}
+    if not base or not fast:
+        return Verdict(claim, NOT_MEASURED, "needs a 16-bit run and fp32 or tf32", rule)
+    parts, holds = [], True
+    for p, v in sorted(fast.items()):
+        for q, w in sorted(base.items()):
+            r = _ratio(v, w)
+            holds &= r > 1.0
+            parts.append("%s %.2fx %s" % (p, r, q))
+    return Verdict(claim, HOLDS if holds else FAILS, ", ".join(parts), rule)
+
+
+def judge_all(runs, loss_tolerance):
+    return [tf32_matches_fp32(runs, loss_tolerance), activations_halve(runs),
+            model_at_one_and_a_half(runs), gradients_no_saving(runs),
+            sixteen_bit_faster(runs)]

@@ -1,0 +1,81 @@
+"""The verdict rules on made-up runs: each claim holds on numbers that meet
+its rule and fails on numbers that do not, and says so with the ratio."""
+
+import unittest
+
+from tools.report import claims
+from tools.report import runs
+
+
+def make_run(precision, memory, samples_per_second_time=1.0, eval_loss=2.0):
+    """A run of 10 steps of 100 samples taking `samples_per_second_time`
+    seconds of training, with peak bytes `memory` by category."""
+    records = [
+        {"type": "run", "start_step": 0, "samples_per_step": 100,
+         "targets_per_example": 1, "model": "mlp", "device": "cpu"},
+        {"type": "train", "step": 10, "loss": eval_loss, "skipped": False},
+        {"type": "eval", "step": 10, "eval_loss": eval_loss, "eval_accuracy": 0.9},
+        {"type": "summary", "steps": 10, "skipped_steps": 0,
+         "phase_seconds": {"forward": samples_per_second_time / 2,
+                           "backward": samples_per_second_time / 2, "eval": 100.0},
+         "memory_bytes": {c: {"peak": v} for c, v in memory.items()}},
+    ]
+    return runs.Run(precision, records)
+
+
+FP32 = {"weights": 400, "master_weights": 0, "gradients": 400, "activations": 1000}
+MIXED = {"weights": 200, "master_weights": 400, "gradients": 600, "activations": 500}
+
+
+class ClaimsTest(unittest.TestCase):
+
+    def test_memory_claims_hold_on_the_guides_numbers(self):
+        r = {"fp32": make_run("fp32", FP32), "bf16": make_run("bf16", MIXED),
+             "fp16": make_run("fp16", MIXED)}
+        for verdict in (claims.activations_halve(r), claims.model_at_one_and_a_half(r),
+                        claims.gradients_no_saving(r)):
+            self.assertEqual(verdict.status, claims.HOLDS, verdict)
+        self.assertIn("bf16 0.500x fp32", claims.activations_halve(r).measured)
+        self.assertIn("fp16 1.500x fp32's weights",
+                      claims.model_at_one_and_a_half(r).measured)
+
+    def test_memory_claims_fail_when_the_numbers_do_not_meet_them(self):
+        wrong = {"weights": 200, "master_weights": 0, "gradients": 200,
+                 "activations": 1000}  # no master copy, fp32 activations
+        r = {"fp32": make_run("fp32", FP32), "bf16": make_run("bf16", wrong)}
+        self.assertEqual(claims.activations_halve(r).status, claims.FAILS)
+        self.assertEqual(claims.model_at_one_and_a_half(r).status, claims.FAILS)
+        self.assertEqual(claims.gradients_no_saving(r).status, claims.FAILS)
+        self.assertIn("bf16 1.000x fp32", claims.activations_halve(r).measured)
+
+    def test_speed_is_judged_on_training_time_only(self):
+        # bf16 at half the training time of fp32 and tf32: 2x. The 100 s of
+        # evaluation in every run must not count.
+        r = {"fp32": make_run("fp32", FP32, 1.0), "tf32": make_run("tf32", FP32, 1.0),
+             "bf16": make_run("bf16", MIXED, 0.5)}
+        self.assertEqual(r["bf16"].throughput(), 2000.0)
+        v = claims.sixteen_bit_faster(r)
+        self.assertEqual(v.status, claims.HOLDS)
+        self.assertEqual(v.measured, "bf16 2.00x fp32, bf16 2.00x tf32")
+        # Slower than fp32 (a CPU emulating bf16): said, with the ratio.
+        r["bf16"] = make_run("bf16", MIXED, 2.0)
+        v = claims.sixteen_bit_faster(r)
+        self.assertEqual(v.status, claims.FAILS)
+        self.assertIn("bf16 0.50x fp32", v.measured)
+
+    def test_tf32_loss_within_the_stated_tolerance(self):
+        r = {"fp32": make_run("fp32", FP32, eval_loss=2.0),
+             "tf32": make_run("tf32", FP32, eval_loss=2.03)}
+        self.assertEqual(claims.tf32_matches_fp32(r, 0.02).status, claims.HOLDS)
+        self.assertIn("1.50% apart", claims.tf32_matches_fp32(r, 0.02).measured)
+        self.assertEqual(claims.tf32_matches_fp32(r, 0.01).status, claims.FAILS)
+        self.assertIn("1.0%", claims.tf32_matches_fp32(r, 0.01).rule)
+
+    def test_missing_runs_are_not_measured(self):
+        r = {"fp32": make_run("fp32", FP32)}
+        for v in claims.judge_all(r, 0.02):
+            self.assertEqual(v.status, claims.NOT_MEASURED, v)
+
+
+if __name__ == "__main__":
+    unittest.main()

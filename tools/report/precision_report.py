@@ -1,0 +1,150 @@
+"""Four-precision report: trains the same model, data and seed in fp32, tf32,
+bf16 and fp16 on the chosen device, and writes a folder with report.md, PNG
+plots (loss curves, throughput, memory by category, the fp16 loss scale), the
+plotted data (plots.json, steps.csv, summary.csv) and a verdict on each claim
+of the mixed-precision guide as measured on this run.
+
+  tools/bazel run //tools/report:precision_report -- [--out=DIR]
+      [--precisions=fp32,tf32,bf16,fp16] [--loss_tolerance=0.02] [train flags]
+
+Flags this script does not know go to `train` unchanged (--model, --device,
+--steps, ...); without any it is the main job (GPT-2 on English text).
+"""
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import sys
+
+from tools.report import claims as claims_lib
+from tools.report import plots
+from tools.report import runs as runs_lib
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="precision_report",
+                        help="output folder (relative to where bazel run was called)")
+    parser.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
+    parser.add_argument("--loss_tolerance", type=float, default=0.02,
+                        help="relative gap allowed between tf32's and fp32's final eval loss")
+    args, train_args = parser.parse_known_args(argv)
+    for a in train_args:
+        if a.startswith("--precision=") or a in ("--bf16", "--fp16", "--tf32"):
+            parser.error("%s: the report chooses the precision of each run" % a)
+        if a.startswith("--metrics_jsonl=") or a.startswith("--checkpoint_dir="):
+            parser.error("%s: the report keeps these under --out" % a)
+    out = args.out
+    if not os.path.isabs(out):
+        out = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd()), out)
+    return args, train_args, out
+
+
+def write_csvs(runs, out):
+    with open(os.path.join(out, "steps.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["precision", "step", "loss", "lr", "loss_scale", "skipped", "grad_norm"])
+        for p, run in runs.items():
+            for r in run.train:
+                w.writerow([p, r["step"], repr(r["loss"]), repr(r["lr"]),
+                            repr(r["loss_scale"]), int(r["skipped"]), r["grad_norm"]])
+    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["precision", "final_train_loss", "final_eval_loss", "eval_accuracy",
+                    "throughput", "unit", "train_seconds", "skipped_steps"] +
+                   ["peak_bytes_" + c for c in runs_lib.MEMORY_CATEGORIES + ["total"]])
+        for p, run in runs.items():
+            acc = run.evals[-1]["eval_accuracy"] if run.evals else ""
+            w.writerow([p, repr(run.train[-1]["loss"]), repr(run.final_eval_loss()), acc,
+                        repr(run.throughput()), run.throughput_unit(),
+                        repr(run.train_seconds()), run.summary["skipped_steps"]] +
+                       [run.peak_bytes(c) for c in runs_lib.MEMORY_CATEGORIES + ["total"]])
+
+
+def markdown(runs, verdicts, figures, train_args, args):
+    first = next(iter(runs.values()))
+    h = first.header
+    unit = first.throughput_unit()
+    load = os.getloadavg()
+    lines = [
+        "# Four-precision report",
+        "",
+        "Model **%s** (%d parameters), %d steps of %d samples, seed %s, on **%s**."
+        % (h["model"], h["num_parameters"], h["total_steps"], h["samples_per_step"],
+           h["config"].get("seed", "?"), h["backend"]),
+        "Measured %s on %s; load average %.2f %.2f %.2f while the report ran"
+        " (timings on a loaded machine are low)."
+        % (datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), platform.node(), *load),
+        "",
+        "Command: `tools/bazel run //tools/report:precision_report -- %s`"
+        % " ".join(["--precisions=" + args.precisions] + list(train_args)),
+        "",
+        "| precision | final train loss | final eval loss | eval accuracy | %s | peak memory MiB | skipped steps |" % unit,
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p, run in runs.items():
+        acc = "%.2f%%" % (100 * run.evals[-1]["eval_accuracy"]) if run.evals else "-"
+        lines.append("| %s | %.4f | %.4f | %s | %.1f | %.2f | %d |" % (
+            p, run.train[-1]["loss"], run.final_eval_loss(), acc, run.throughput(),
+            run.peak_bytes("total") / plots.MIB, run.summary["skipped_steps"]))
+    lines += ["", "Throughput counts training steps only (data, forward, backward,"
+              " optimizer); evaluation and checkpoints are left out.", ""]
+    titles = {"loss": "Loss curves", "throughput": "Throughput",
+              "memory": "Memory by category", "loss_scale": "fp16 loss scale"}
+    for name in ["loss", "throughput", "memory", "loss_scale"]:
+        if name in figures:
+            lines += ["## %s" % titles[name], "", "![%s](%s.png)" % (titles[name], name), ""]
+    lines += ["## The guide's claims, measured on this run", "",
+              "| claim | verdict | measured | rule |", "|---|---|---|---|"]
+    for v in verdicts:
+        mark = {"holds": "**holds**", "does not hold": "**does not hold**"}.get(v.status, v.status)
+        lines.append("| %s | %s | %s | %s |" % (v.claim, mark, v.measured, v.rule))
+    speed = verdicts[-1]
+    if speed.status == claims_lib.FAILS and h["device"] == "cpu":
+        lines += ["", "On the CPU backend tf32, bf16 and fp16 are emulated: operands are"
+                  " rounded to the narrow format before an fp32 GEMM, which costs time and"
+                  " saves none. Their speed comes from tensor cores on a GPU"
+                  " (`--device=cuda`)."]
+    lines += ["", "Data: `plots.json` (the series drawn, read back from the figures),"
+              " `steps.csv`, `summary.csv`; each run's metrics and console log are in `runs/`.",
+              ""]
+    return "\n".join(lines)
+
+
+def main(argv):
+    args, train_args, out = parse_args(argv)
+    precisions = [p for p in args.precisions.split(",") if p]
+    os.makedirs(out, exist_ok=True)
+    print("precision report: %d runs into %s" % (len(precisions), out), flush=True)
+    runs = {}
+    for p in precisions:
+        try:
+            runs[p] = runs_lib.train(p, out, train_args)
+        except RuntimeError as e:
+            print("mantissa: error: %s" % e, file=sys.stderr)
+            return 1
+    figures = {
+        "loss": plots.loss_curves(runs, os.path.join(out, "loss.png")),
+        "throughput": plots.throughput(runs, os.path.join(out, "throughput.png")),
+        "memory": plots.memory(runs, os.path.join(out, "memory.png")),
+    }
+    if "fp16" in runs:
+        figures["loss_scale"] = plots.loss_scale(runs["fp16"], os.path.join(out, "loss_scale.png"))
+    with open(os.path.join(out, "plots.json"), "w") as f:
+        json.dump(figures, f, indent=1)
+    write_csvs(runs, out)
+    verdicts = claims_lib.judge_all(runs, args.loss_tolerance)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(markdown(runs, verdicts, figures, train_args, args))
+    for v in verdicts:
+        print("  %-52s %-14s %s" % (v.claim, v.status, v.measured))
+    print("report: %s" % os.path.join(out, "report.md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
