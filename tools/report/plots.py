@@ -35,8 +35,20 @@ def _save(fig, path):
     plt.close(fig)
 
 
+def _ema(values, alpha=0.1):
+    out, acc = [], None
+    for v in values:
+        acc = v if acc is None else (1 - alpha) * acc + alpha * v
+        out.append(acc)
+    return out
+
+
 def loss_curves(runs, path):
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    """Top: every run's training and evaluation loss (they often overlap
+    exactly). Bottom: each precision's distance from fp32, where the
+    differences show."""
+    fig, (ax, diff) = plt.subplots(2, 1, figsize=(8, 7), sharex=True,
+                                   gridspec_kw={"height_ratios": [3, 2]})
     for p, run in runs.items():
         ax.plot([r["step"] for r in run.train], [r["loss"] for r in run.train],
                 color=color_of(p), linewidth=1.2, label="%s train" % p)
@@ -44,14 +56,38 @@ def loss_curves(runs, path):
             ax.plot([r["step"] for r in run.evals], [r["eval_loss"] for r in run.evals],
                     color=color_of(p), linewidth=2.2, linestyle="--", marker="o",
                     label="%s eval" % p)
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss")
+    ax.set_yscale("log")
+    ax.set_ylabel("loss (log scale)")
     ax.set_title("Training and evaluation loss per precision (same model, data, seed)")
     ax.grid(alpha=0.3)
     ax.legend(ncol=2, fontsize=8)
-    series = _lines(ax)
+    base = runs.get("fp32")
+    if base is not None:
+        base_train = {r["step"]: r["loss"] for r in base.train}
+        base_eval = {r["step"]: r["eval_loss"] for r in base.evals}
+        for p, run in runs.items():
+            if p == "fp32":
+                continue
+            pairs = [(r["step"], r["loss"] - base_train[r["step"]])
+                     for r in run.train if r["step"] in base_train]
+            if pairs:
+                diff.plot([s for s, _ in pairs], _ema([d for _, d in pairs]),
+                          color=color_of(p), linewidth=1.5,
+                          label="%s - fp32 train (EMA 0.1)" % p)
+            evals = [(r["step"], r["eval_loss"] - base_eval[r["step"]])
+                     for r in run.evals if r["step"] in base_eval]
+            if evals:
+                diff.plot([s for s, _ in evals], [d for _, d in evals], color=color_of(p),
+                          linewidth=2.2, linestyle="--", marker="o",
+                          label="%s - fp32 eval" % p)
+        diff.axhline(0.0, color="#000000", linewidth=0.8)
+        diff.legend(ncol=2, fontsize=7)
+    diff.set_xlabel("optimizer step")
+    diff.set_ylabel("loss - fp32 loss")
+    diff.grid(alpha=0.3)
+    series, differences = _lines(ax), _lines(diff)
     _save(fig, path)
-    return {"kind": "lines", "series": series}
+    return {"kind": "lines", "series": series, "difference_from_fp32": differences}
 
 
 def _bars(ax):

@@ -57,7 +57,7 @@ class PrecisionReportTest(unittest.TestCase):
                     for p in PRECISIONS}
 
     def test_every_png_is_a_valid_image_showing_each_series(self):
-        expected_size = {"loss": (800, 450), "throughput": (600, 400),
+        expected_size = {"loss": (800, 700), "throughput": (600, 400),
                          "memory": (700, 450), "loss_scale": (800, 350)}
         for name, size in expected_size.items():
             path = os.path.join(self.out, name + ".png")
@@ -88,6 +88,14 @@ class PrecisionReportTest(unittest.TestCase):
             self.assertEqual(ev["y"], [r["eval_loss"] for r in run.evals])
             # Not an empty or constant curve: the model learned.
             self.assertLess(train["y"][-1], train["y"][0])
+        # The lower panel: each precision's eval loss minus fp32's.
+        diffs = {s["label"]: s for s in self.plots["loss"]["difference_from_fp32"]}
+        fp32 = [r["eval_loss"] for r in self.runs["fp32"].evals]
+        for p in ("tf32", "bf16", "fp16"):
+            d = diffs[p + " - fp32 eval"]
+            mine = [r["eval_loss"] for r in self.runs[p].evals]
+            self.assertEqual(d["y"], [a - b for a, b in zip(mine, fp32)])
+            self.assertIn(p + " - fp32 train (EMA 0.1)", diffs)
 
     def test_throughput_bars_are_training_only_rates(self):
         (bars,) = self.plots["throughput"]["series"]
