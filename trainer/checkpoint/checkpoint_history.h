@@ -1,0 +1,43 @@
+// A checkpoint directory with history:
+//   <dir>/checkpoint-<step>   one file per save, named by its optimizer step
+//   <dir>/latest              the newest of them (a hard link, so removing an
+//                             old step file never touches it)
+// with the oldest step files removed beyond a retention count (Hugging Face's
+// --save_total_limit).
+#ifndef MANTISSA_TRAINER_CHECKPOINT_CHECKPOINT_HISTORY_H_
+#define MANTISSA_TRAINER_CHECKPOINT_CHECKPOINT_HISTORY_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mnt {
+namespace trainer {
+
+// "<dir>/checkpoint-<step>".
+std::string StepCheckpointPath(const std::string& dir, int64_t step);
+
+// The step files in `dir`, oldest step first. Files not named
+// checkpoint-<digits> are ignored.
+std::vector<std::pair<int64_t, std::string>> ListStepCheckpoints(const std::string& dir);
+
+// After `step_file` (in `dir`) has been written: makes <dir>/latest the same
+// file (atomically: readers see the old or the new one, never none), then
+// removes the oldest step files so that at most `keep` remain (keep <= 0:
+// keep all; the newest is never removed). Fills *removed with what it
+// deleted.
+absl::Status PublishCheckpoint(const std::string& dir, const std::string& step_file,
+                               int64_t keep, std::vector<std::string>* removed);
+
+// What --resume_from=PATH names: a checkpoint file, or a checkpoint
+// directory (its `latest`). NotFound naming PATH when neither exists.
+absl::StatusOr<std::string> ResolveCheckpointPath(const std::string& path);
+
+}  // namespace trainer
+}  // namespace mnt
+
+#endif  // MANTISSA_TRAINER_CHECKPOINT_CHECKPOINT_HISTORY_H_

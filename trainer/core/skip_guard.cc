@@ -1,0 +1,46 @@
+#include "trainer/core/skip_guard.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace mnt::trainer {
+
+absl::StatusOr<std::string> SkipGuard::Observe(const StepMetrics& m) {
+  const int64_t steps = m.step - last_step_;
+  const int64_t skipped = m.skipped_steps - last_skipped_;
+  if (steps <= 0) return std::string();
+  if (skipped >= steps) {
+    stretch_ += steps;
+  } else {
+    // Some step in the interval was applied; only the last one is known.
+    stretch_ = m.skipped ? 1 : 0;
+    next_warning_ = kStretch;
+  }
+  last_step_ = m.step;
+  last_skipped_ = m.skipped_steps;
+
+  const bool every_step = stretch_ == m.step - start_step_;
+  if (static_scale_ && every_step && stretch_ >= kStaticSteps) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "every one of the first %d steps was skipped: the static loss scale %g makes "
+        "the fp16 gradients overflow (inf/NaN), so nothing is learned. Lower "
+        "--init_scale (gradients must stay below 65504 after scaling; try %g), or "
+        "use --loss_scale_mode=dynamic, which backs off by itself",
+        stretch_, m.loss_scale, std::max(1.0, m.loss_scale / 65536.0)));
+  }
+  if (stretch_ < next_warning_) return std::string();
+  next_warning_ = stretch_ * 4;
+  const std::string which =
+      every_step ? absl::StrFormat("all %d steps so far", stretch_)
+                 : absl::StrFormat("the last %d steps in a row (steps %d-%d)", stretch_,
+                                   m.step - stretch_ + 1, m.step);
+  return absl::StrFormat(
+      "warning: %s were skipped (non-finite gradients); the loss scale is now %g. The "
+      "gradients overflow even unscaled: the model or loss produces inf/NaN (a lower "
+      "--lr, --clip_grad_norm or --precision=bf16 may help)",
+      which, m.loss_scale);
+}
+
+}  // namespace mnt::trainer

@@ -1,0 +1,46 @@
+// Watches the steps fp16 loss scaling skips, so that a run that learns
+// nothing says so while it runs instead of exiting 0 at chance accuracy:
+//   - a long unbroken stretch of skipped steps (every step so far, or
+//     kStretch in a row) is a warning, repeated as the stretch grows 4x;
+//   - a static loss scale that skips every one of the first kStaticSteps
+//     steps is an error with advice (a static scale never recovers).
+// It works from the metrics the trainer reads (each step on the host path,
+// the steps a sink asks for with device-side scaling): skipped_steps is
+// cumulative, so an interval whose every step was skipped is still seen.
+#ifndef MANTISSA_TRAINER_CORE_SKIP_GUARD_H_
+#define MANTISSA_TRAINER_CORE_SKIP_GUARD_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "trainer/core/metrics.h"
+
+namespace mnt::trainer {
+
+class SkipGuard {
+ public:
+  static constexpr int64_t kStretch = 20;
+  static constexpr int64_t kStaticSteps = 10;
+
+  // `start_step`: the step training (re)starts from; `skipped_before`: the
+  // skipped-step count then (a resumed run's); `static_scale`: the scale
+  // never changes (--loss_scale_mode=static).
+  SkipGuard(int64_t start_step, int64_t skipped_before, bool static_scale)
+      : last_step_(start_step), last_skipped_(skipped_before),
+        start_step_(start_step), static_scale_(static_scale) {}
+
+  // A warning line for the console (or "") after the metrics of step
+  // m.step; an error (FailedPrecondition) when the run should stop.
+  absl::StatusOr<std::string> Observe(const StepMetrics& m);
+
+ private:
+  int64_t last_step_, last_skipped_, start_step_;
+  bool static_scale_;
+  int64_t stretch_ = 0;         // skipped steps in a row up to last_step_
+  int64_t next_warning_ = kStretch;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CORE_SKIP_GUARD_H_

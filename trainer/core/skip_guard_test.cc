@@ -1,0 +1,85 @@
+#include "trainer/core/skip_guard.h"
+
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace mnt::trainer {
+namespace {
+
+StepMetrics At(int64_t step, int64_t skipped_total, bool skipped, double scale) {
+  StepMetrics m;
+  m.step = step;
+  m.skipped_steps = skipped_total;
+  m.skipped = skipped;
+  m.loss_scale = scale;
+  return m;
+}
+
+TEST(SkipGuardTest, StaticScaleSkippingEveryStepIsAnError) {
+  SkipGuard guard(0, 0, /*static_scale=*/true);
+  for (int64_t step = 1; step < SkipGuard::kStaticSteps; ++step) {
+    auto r = guard.Observe(At(step, step, true, 1e30));
+    ASSERT_TRUE(r.ok()) << step;
+  }
+  auto r = guard.Observe(At(SkipGuard::kStaticSteps, SkipGuard::kStaticSteps, true, 1e30));
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "every one of the first 10 steps"));
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "--init_scale"));
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "--loss_scale_mode=dynamic"));
+}
+
+TEST(SkipGuardTest, StaticScaleWithOneAppliedStepIsNotAnError) {
+  SkipGuard guard(0, 0, true);
+  ASSERT_EQ(*guard.Observe(At(1, 0, false, 1024)), "");
+  for (int64_t step = 2; step <= 40; ++step) {
+    EXPECT_TRUE(guard.Observe(At(step, step - 1, true, 1024)).ok()) << step;
+  }
+}
+
+TEST(SkipGuardTest, DynamicStretchWarnsOnceThenAtFourTimesTheLength) {
+  SkipGuard guard(0, 0, false);
+  int warnings = 0;
+  std::string first;
+  for (int64_t step = 1; step <= 100; ++step) {
+    auto r = guard.Observe(At(step, step, true, std::ldexp(1.0, 16 - step)));
+    ASSERT_TRUE(r.ok());
+    if (!r->empty()) {
+      ++warnings;
+      if (first.empty()) first = *r;
+      EXPECT_TRUE(step == SkipGuard::kStretch || step == 4 * SkipGuard::kStretch) << step;
+    }
+  }
+  EXPECT_EQ(warnings, 2);
+  EXPECT_TRUE(absl::StrContains(first, "all 20 steps so far were skipped")) << first;
+}
+
+TEST(SkipGuardTest, StretchAfterProgressNamesItsSteps) {
+  SkipGuard guard(100, 3, false);  // resumed at step 100 with 3 skips before
+  ASSERT_EQ(*guard.Observe(At(110, 3, false, 65536)), "");
+  std::string warning;
+  for (int64_t step = 111; step <= 130; ++step) {
+    warning = *guard.Observe(At(step, 3 + (step - 110), true, 2.0));
+  }
+  EXPECT_TRUE(absl::StrContains(warning, "the last 20 steps in a row (steps 111-130)")) << warning;
+  // An applied step ends the stretch; the next one warns afresh.
+  EXPECT_EQ(*guard.Observe(At(131, 23, false, 1.0)), "");
+}
+
+TEST(SkipGuardTest, SparseObservationsCountWholeSkippedIntervals) {
+  // Device-side scaling: metrics every 10 steps only.
+  SkipGuard guard(0, 0, false);
+  EXPECT_EQ(*guard.Observe(At(10, 10, true, 64)), "");
+  auto r = guard.Observe(At(20, 20, true, 0.0625));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(absl::StrContains(*r, "all 20 steps so far")) << *r;
+  // Occasional skips never warn.
+  SkipGuard calm(0, 0, false);
+  for (int64_t step = 10; step <= 1000; step += 10) {
+    EXPECT_EQ(*calm.Observe(At(step, step / 10, step % 20 == 0, 65536)), "");
+  }
+}
+
+}  // namespace
+}  // namespace mnt::trainer
