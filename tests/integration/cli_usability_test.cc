@@ -228,5 +228,40 @@ TEST(TensorBoardTest, WritesAnEventFileOrRefusesTheDirectory) {
                      "--tensorboard_dir: cannot create TensorBoard directory " + plain + "/tb");
 }
 
+TEST(ResumeTest, MainJobResumesFromItsDefaultDirectory) {
+  // gpt2 on fortunes checkpoints to <cache>/runs/gpt2-fortunes by default;
+  // --resume used to be refused there ("invalid without --checkpoint_dir").
+  const std::string small = "--progress=plain --steps=2 --batch_size=4 --seq_len=16 "
+                            "--eval_batches=1 --eval_every=0 ";
+  Result first = Train(small);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  Result again = Train(small + "--steps=3 --resume");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(absl::StrContains(
+      again.out, "resumed from " + TempDir() + "/cache/runs/gpt2-fortunes/latest at step 2"))
+      << again.out;
+  EXPECT_TRUE(absl::StrContains(again.out, "step 3/3")) << again.out;
+}
+
+TEST(ResumeTest, FromAnExplicitCheckpoint) {
+  const std::string dir = TempDir() + "/explicit";
+  fs::remove_all(dir);
+  ASSERT_EQ(Train(std::string(kMlp) + "--steps=4 --checkpoint_dir=" + dir + "/a").exit_code, 0);
+  for (const std::string& from : {dir + "/a", dir + "/a/latest"}) {
+    Result r = Train(std::string(kMlp) + "--steps=6 --checkpoint_dir=" + dir + "/b " +
+                     "--resume_from=" + from);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(absl::StrContains(r.out, "resumed from " + dir + "/a/latest at step 4"))
+        << r.out;
+  }
+  // Hugging Face's name, and a path that is not there.
+  Result hf = Train(std::string(kMlp) + "--steps=6 --resume_from_checkpoint=" + dir + "/a");
+  EXPECT_EQ(hf.exit_code, 0) << hf.err;
+  ExpectOneLineError(Train(std::string(kMlp) + "--resume_from=" + dir + "/nope"),
+                     dir + "/nope");
+  ExpectOneLineError(Train(std::string(kMlp) + "--resume"),
+                     "--resume=true is invalid without --checkpoint_dir");
+}
+
 }  // namespace
 }  // namespace mnt::trainer

@@ -23,6 +23,7 @@
 #include "trainer/config/flags.h"
 #include "trainer/core/console_reporter.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/core/lr_schedule.h"
 #include "trainer/core/trainer.h"
 #include "trainer/data/digits.h"
@@ -96,6 +97,11 @@ int Run(int argc, char** argv) {
                                   : config->data().cache_dir();
     config->set_checkpoint_dir(cache + "/runs/gpt2-fortunes");
   }
+  if (config->resume() && config->checkpoint_dir().empty() && config->resume_from().empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--resume=true is invalid without --checkpoint_dir: expected a directory to resume "
+        "from (or --resume_from=<checkpoint file or directory>)"));
+  }
   if (config->gradient_checkpointing()) {
     // The model owns recomputation; the flag is its option.
     const std::string& o = config->model_options();
@@ -124,17 +130,24 @@ int Run(int argc, char** argv) {
   }
 
   std::string resumed_from;
-  if (config->resume() && !config->checkpoint_dir().empty()) {
+  if (!config->resume_from().empty()) {
+    // An explicit checkpoint must exist: a typo never silently starts over.
+    auto path = ResolveCheckpointPath(config->resume_from());
+    if (!path.ok()) return Fail(path.status());
+    resumed_from = *path;
+  } else if (config->resume()) {
     const std::string path = LatestCheckpointPath(config->checkpoint_dir());
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
       std::fclose(f);
-      if (auto s = (*trainer)->RestoreCheckpoint(path); !s.ok()) return Fail(s);
       resumed_from = path;
-      console.OnMessage(absl::StrCat("resumed from ", path, " at step ",
-                                     (*trainer)->step()));
     } else {
       console.OnMessage(absl::StrCat("no checkpoint at ", path, "; starting fresh"));
     }
+  }
+  if (!resumed_from.empty()) {
+    if (auto s = (*trainer)->RestoreCheckpoint(resumed_from); !s.ok()) return Fail(s);
+    console.OnMessage(absl::StrCat("resumed from ", resumed_from, " at step ",
+                                   (*trainer)->step()));
   }
 
   // Every sink opens before the first step: a bad path stops the run here,

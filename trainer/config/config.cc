@@ -232,12 +232,10 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok()) s = CheckOneOf("progress", c.progress(), {"auto", "bar", "plain", "none"});
   if (s.ok() && !c.device_loss_scaling().empty())
     s = CheckOneOf("device_loss_scaling", c.device_loss_scaling(), {"auto", "on", "off"});
-  if (!s.ok()) return s;
-  if (c.resume() && c.checkpoint_dir().empty()) {
-    return absl::InvalidArgumentError(
-        "--resume=true is invalid without --checkpoint_dir: expected a directory to resume from");
-  }
-  return absl::OkStatus();
+  if (s.ok()) s = CheckAtLeast("save_total_limit", c.save_total_limit(), 0);
+  // --resume without --checkpoint_dir is judged by the command line, after
+  // the main job's default directory is known (trainer/cli).
+  return s;
 }
 
 namespace {

@@ -179,8 +179,8 @@ std::vector<BadCase> BadCases() {
        "--progress=fancy is invalid: expected one of auto, bar, plain, none"},
       {"device_loss_scaling", [](TrainConfig* c) { c->set_device_loss_scaling("yes"); },
        "--device_loss_scaling=yes is invalid: expected one of auto, on, off"},
-      {"resume without dir", [](TrainConfig* c) { c->set_resume(true); },
-       "--resume=true is invalid without --checkpoint_dir: expected a directory to resume from"},
+      {"save_total_limit", [](TrainConfig* c) { c->set_save_total_limit(-1); },
+       "--save_total_limit=-1 is invalid: expected an integer >= 0"},
   };
 }
 

@@ -71,7 +71,9 @@ ABSL_FLAG(int64_t, log_every, 10, "Log every N steps");
 ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
 ABSL_FLAG(std::string, checkpoint_dir, "", "Checkpoint directory; \"\" = no checkpoints");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "Checkpoint every N steps; 0 = only at the end");
-ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest if present");
+ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest if present (the main job's default directory too)");
+ABSL_FLAG(std::string, resume_from, "", "Resume from this checkpoint file, or a checkpoint directory's latest");
+ABSL_FLAG(int64_t, save_total_limit, 0, "Keep only the newest N checkpoint-<step> files in --checkpoint_dir; 0 = keep all");
 ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here (docs/metrics.md); an existing file is kept as <file>.1 unless --resume; \"\" = none");
 ABSL_FLAG(std::string, tensorboard_dir, "", "Write TensorBoard event files here (tensorboard --logdir=<dir>); \"\" = none");
 ABSL_FLAG(std::string, plugin_path, "", "Extra ':'-separated plugin directories");
@@ -90,6 +92,7 @@ ABSL_FLAG(bool, tf32, false, "Same as --precision=tf32");
 ABSL_FLAG(int64_t, gradient_accumulation_steps, 1, "Same as --grad_accum_steps");
 ABSL_FLAG(double, max_grad_norm, 1.0, "Same as --clip_grad_norm");
 ABSL_FLAG(std::string, lr_scheduler, "cosine", "Same as --schedule: cosine|linear|constant");
+ABSL_FLAG(std::string, resume_from_checkpoint, "", "Same as --resume_from");
 
 namespace mnt {
 namespace trainer {
@@ -161,6 +164,8 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(progress, c->set_progress(v)),
       MNT_BIND(device_loss_scaling, c->set_device_loss_scaling(v)),
       MNT_BIND(tensorboard_dir, c->set_tensorboard_dir(v)),
+      MNT_BIND(save_total_limit, c->set_save_total_limit(v)),
+      MNT_BIND(resume_from, c->set_resume_from(v)),
   };
   return *bindings;
 }
@@ -194,6 +199,8 @@ const std::vector<FlagAlias>& Aliases() {
        [] { return Unparsed(FLAGS_max_grad_norm); }},
       {&absl::GetFlagReflectionHandle(FLAGS_lr_scheduler), "schedule",
        [] { return Unparsed(FLAGS_lr_scheduler); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_resume_from_checkpoint), "resume_from",
+       [] { return absl::GetFlag(FLAGS_resume_from_checkpoint); }},
   };
   return *aliases;
 }
