@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -261,6 +262,86 @@ TEST(ResumeTest, FromAnExplicitCheckpoint) {
                      dir + "/nope");
   ExpectOneLineError(Train(std::string(kMlp) + "--resume"),
                      "--resume=true is invalid without --checkpoint_dir");
+}
+
+TEST(CheckpointTest, StepNumberedFilesLatestAndRetention) {
+  const std::string dir = TempDir() + "/history";
+  fs::remove_all(dir);
+  Result r = Train(std::string(kMlp) + "--steps=10 --checkpoint_every=2 --save_total_limit=2 " +
+                   "--checkpoint_dir=" + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoint-10", "checkpoint-8", "latest"}));
+  EXPECT_EQ(Slurp(dir + "/latest"), Slurp(dir + "/checkpoint-10"));
+  EXPECT_TRUE(absl::StrContains(r.out, "checkpoint: " + dir + "/checkpoint-6 (step 6; also " +
+                                           dir + "/latest; removed checkpoint-2)"))
+      << r.out;
+  // Resuming from an older step file.
+  Result again = Train(std::string(kMlp) + "--steps=12 --checkpoint_dir=" + dir +
+                       " --resume_from=" + dir + "/checkpoint-8");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(absl::StrContains(again.out, "at step 8")) << again.out;
+}
+
+TEST(Fp16GuardTest, StaticScaleThatSkipsEveryStepIsAnErrorWithAdvice) {
+  Result r = Train(std::string(kMlp) +
+                   "--precision=fp16 --loss_scale_mode=static --init_scale=1e30 --steps=40");
+  ExpectOneLineError(r, "every one of the first 10 steps was skipped");
+  EXPECT_TRUE(absl::StrContains(r.err, "--init_scale")) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "--loss_scale_mode=dynamic")) << r.err;
+  // A static scale that fits trains as before.
+  Result fine = Train(std::string(kMlp) +
+                      "--precision=fp16 --loss_scale_mode=static --init_scale=1024 --steps=15");
+  EXPECT_EQ(fine.exit_code, 0) << fine.err;
+}
+
+TEST(Fp16GuardTest, LongSkippedStretchIsSaidWhileTheRunGoes) {
+  // lr 1e30 sends the weights to inf after the first step; from then on
+  // every fp16 gradient is non-finite and every step is skipped.
+  const std::string jsonl = TempDir() + "/guard.jsonl";
+  Result r = Train(std::string(kMlp) +
+                   "--precision=fp16 --lr=1e30 --clip_grad_norm=0 --warmup_steps=0 --steps=30 "
+                   "--metrics_jsonl=" + jsonl);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "warning: the last 20 steps in a row (steps 2-21) were "
+                                       "skipped (non-finite gradients)"))
+      << r.out;
+  // In the metrics file too, between the steps it was said at.
+  const std::string metrics = Slurp(jsonl);
+  const size_t warning = metrics.find("\"type\":\"message\"");
+  ASSERT_NE(warning, std::string::npos);
+  EXPECT_NE(metrics.find("\"step\":21,", 0), std::string::npos);
+  EXPECT_LT(metrics.find("\"step\":21,"), warning);
+  EXPECT_GT(metrics.find("\"step\":22,"), warning);
+}
+
+TEST(ThroughputTest, FinalRateLeavesOutEvaluation) {
+  const std::string jsonl = TempDir() + "/rate.jsonl";
+  Result r = Train(std::string("--model=mlp --dataset=digits --progress=plain --steps=10 ") +
+                   "--eval_every=1 --metrics_jsonl=" + jsonl);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = absl::StrSplit(Slurp(jsonl), '\n', absl::SkipEmpty());
+  auto number = [](const std::string& line, const std::string& key) {
+    const size_t at = line.find("\"" + key + "\":");
+    EXPECT_NE(at, std::string::npos) << key << " in " << line;
+    return std::strtod(line.c_str() + at + key.size() + 3, nullptr);
+  };
+  double last_elapsed = 0;
+  for (const std::string& l : lines) {
+    if (absl::StrContains(l, "\"type\":\"train\"")) last_elapsed = number(l, "elapsed");
+  }
+  const std::string& summary = lines.back();
+  const double train_s = number(summary, "train_seconds");
+  const double eval_s = number(summary, "eval");  // inside phase_seconds
+  ASSERT_GT(train_s, 0);
+  ASSERT_GT(eval_s, 0);
+  // 10 evaluations' time is not in the training time (the last step's
+  // elapsed includes the 9 before it).
+  EXPECT_LT(train_s, last_elapsed + eval_s - 0.5 * eval_s) << summary;
+  EXPECT_NEAR(number(summary, "samples_per_second") * train_s, 10 * 64, 1e-6) << summary;
+  EXPECT_TRUE(absl::StrContains(r.out, "training steps only")) << r.out;
 }
 
 }  // namespace

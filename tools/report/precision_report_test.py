@@ -102,9 +102,12 @@ class PrecisionReportTest(unittest.TestCase):
         self.assertEqual(self.plots["throughput"]["categories"], PRECISIONS)
         for p, height in zip(PRECISIONS, bars["heights"]):
             run = self.runs[p]
-            phases = run.summary["phase_seconds"]
-            train_s = sum(phases[k] for k in ("data", "forward", "backward", "optimizer"))
+            train_s = run.summary["train_seconds"]
+            # The trainer's training-only time, evaluation left out.
+            self.assertLess(train_s, run.train[-1]["elapsed"])
             self.assertAlmostEqual(height, STEPS * 32 / train_s, delta=1e-6 * height)
+            self.assertAlmostEqual(height, run.summary["samples_per_second"],
+                                   delta=1e-6 * height)
             self.assertGreater(height, 0)
 
     def test_memory_bars_stack_each_category(self):

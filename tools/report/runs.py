@@ -51,7 +51,10 @@ class Run:
         return self.summary["memory_bytes"].get(category, {}).get("peak", 0)
 
     def train_seconds(self):
-        """Time in training steps only: data, forward, backward, optimizer."""
+        """Time in training steps only: the trainer's own count (evaluation
+        and checkpoints left out), else the sum of the training phases."""
+        if self.summary.get("train_seconds", 0) > 0:
+            return self.summary["train_seconds"]
         phases = self.summary["phase_seconds"]
         return sum(phases.get(p, 0.0) for p in TRAIN_PHASES)
 

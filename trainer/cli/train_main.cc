@@ -24,7 +24,6 @@
 #include "trainer/core/console_reporter.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
-#include "trainer/core/lr_schedule.h"
 #include "trainer/core/trainer.h"
 #include "trainer/data/digits.h"
 #include "trainer/loader/plugin_registry.h"
@@ -82,11 +81,6 @@ int Run(int argc, char** argv) {
   // --config file chose.
   const std::vector<std::string> defaults =
       ApplyModelDefaults(*device, FieldChosenByUser, &*config);
-  if (config->schedule().warmup_ratio() > 0) {
-    config->mutable_schedule()->set_warmup_steps(WarmupSteps(
-        config->schedule().warmup_steps(), config->schedule().warmup_ratio(),
-        config->steps()));
-  }
   if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
   if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
   if (config->checkpoint_dir().empty() && config->model() == "gpt2" &&

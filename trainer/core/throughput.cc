@@ -21,8 +21,16 @@ void ThroughputMeter::OnStep(StepMetrics* m) {
   }
 }
 
+void ThroughputMeter::Exclude(double seconds) {
+  excluded_ += seconds;
+  window_start_ = clock_.Seconds();
+  window_samples_ = 0;
+}
+
+double ThroughputMeter::TrainSeconds() const { return clock_.Seconds() - excluded_; }
+
 double ThroughputMeter::SamplesPerSecond() const {
-  const double seconds = clock_.Seconds();
+  const double seconds = TrainSeconds();
   return seconds > 0 ? samples_ / seconds : 0;
 }
 

@@ -1,5 +1,7 @@
 // Samples (and tokens) per second of a training call: over the last second
-// or so for each step's report, and over the whole call for the final one.
+// or so for each step's report, and over the whole call for the final one,
+// training steps only (time given to Exclude, evaluation and checkpoints,
+// does not count).
 #ifndef MANTISSA_TRAINER_CORE_THROUGHPUT_H_
 #define MANTISSA_TRAINER_CORE_THROUGHPUT_H_
 
@@ -25,8 +27,15 @@ class ThroughputMeter {
   // second) and tokens_per_second.
   void OnStep(StepMetrics* m);
 
-  // Over every step counted so far, up to now.
+  // `seconds` just spent on something other than training (evaluation, a
+  // checkpoint): left out of every rate, and the per-step window restarts.
+  void Exclude(double seconds);
+
+  // Over every step counted so far, up to now, excluded time left out.
   double SamplesPerSecond() const;
+  // The time SamplesPerSecond is over, and the samples counted.
+  double TrainSeconds() const;
+  int64_t samples() const { return samples_; }
 
  private:
   int64_t samples_per_step_;
@@ -35,6 +44,7 @@ class ThroughputMeter {
   int64_t samples_ = 0;
   double window_start_;
   int64_t window_samples_ = 0;
+  double excluded_ = 0;
 };
 
 }  // namespace mnt::trainer

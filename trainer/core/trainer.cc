@@ -1,11 +1,13 @@
 #include "trainer/core/trainer.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/core/device_batch.h"
 #include "trainer/core/device_scalars.h"
 #include "trainer/core/evaluator.h"
@@ -17,6 +19,7 @@
 #include "trainer/core/optimizer.h"
 #include "trainer/core/parameters.h"
 #include "trainer/core/run_plugins.h"
+#include "trainer/core/skip_guard.h"
 #include "trainer/core/throughput.h"
 #include "trainer/core/training_checkpoint.h"
 #include "trainer/data/sampler.h"
@@ -34,9 +37,10 @@ int64_t MicroBatches(const mantissa::TrainConfig& config) {
 }
 
 double LearningRateAt(const mantissa::TrainConfig& config, int64_t step) {
-  return LearningRate({config.schedule().kind(), config.optimizer().lr(),
-                       config.schedule().warmup_steps(), config.steps(),
-                       config.schedule().min_lr_ratio()},
+  const mantissa::ScheduleConfig& s = config.schedule();
+  return LearningRate({s.kind(), config.optimizer().lr(),
+                       WarmupSteps(s.warmup_steps(), s.warmup_ratio(), config.steps()),
+                       config.steps(), s.min_lr_ratio()},
                       step);
 }
 
@@ -185,6 +189,10 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   const int64_t total = config_.steps();
   last_step = std::min(last_step, total);
   ThroughputMeter meter(config_.batch_size() * MicroBatches(config_), targets_per_example_);
+  MNT_LossScalerState start{};
+  if (auto s = sdk::ToAbsl(plugins_->scaler.GetState(&start)); !s.ok()) return s;
+  SkipGuard guard(step_, start.skipped_steps,
+                  loss_scaling_active_ && config_.loss_scale().mode() == "static");
   while (step_ < last_step) {
     StepMetrics m;
     if (auto s = TrainStep(&m); !s.ok()) return Prefixed(s, absl::StrCat("step ", step_ + 1, ": "));
@@ -195,30 +203,59 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     auto report = scaling_->CompleteStepMetrics(wanted, &m);
     if (!report.ok()) return report.status();
     if (*report && sink != nullptr) sink->OnStep(m);
-    if (auto s = EvaluateAndCheckpointIfDue(step_ == last_step, sink); !s.ok()) return s;
+    if (*report && loss_scaling_active_) {
+      // fp16 that skips step after step learns nothing: say so now.
+      auto warning = guard.Observe(m);
+      if (!warning.ok()) return Prefixed(warning.status(), absl::StrCat("step ", step_, ": "));
+      if (!warning->empty() && sink != nullptr) sink->OnMessage(*warning);
+    }
+    double side_seconds = 0;
+    if (auto s = EvaluateAndCheckpointIfDue(step_ == last_step, sink, &side_seconds); !s.ok())
+      return s;
+    meter.Exclude(side_seconds);
   }
-  samples_per_second_ = meter.SamplesPerSecond();
+  // One clock reading for both: rate x time = samples exactly.
+  train_seconds_ = meter.TrainSeconds();
+  samples_per_second_ = train_seconds_ > 0 ? meter.samples() / train_seconds_ : 0;
   // The plugin's scaler is the truth for the report and later checkpoints.
   return scaling_->SyncToPlugin(step_);
 }
 
-absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink) {
+absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
+                                                 double* seconds) {
   const int64_t eval_every = config_.eval_every();
   if ((eval_every > 0 && step_ % eval_every == 0) || last) {
     Stopwatch phase;
     auto eval = Evaluate();
     if (!eval.ok()) return eval.status();
     phases_.Add("eval", phase.Seconds());
+    *seconds += phase.Seconds();
     if (sink) sink->OnEval(*eval);
   }
   const int64_t every = config_.checkpoint_every();
   if (!config_.checkpoint_dir().empty() && ((every > 0 && step_ % every == 0) || last)) {
     Stopwatch phase;
-    const std::string path = LatestCheckpointPath(config_.checkpoint_dir());
-    if (auto s = SaveCheckpoint(path); !s.ok()) return s;
+    if (auto s = SaveStepCheckpoint(sink); !s.ok()) return s;
     phases_.Add("checkpoint", phase.Seconds());
-    if (sink) sink->OnMessage(absl::StrCat("checkpoint: ", path, " (step ", step_, ")"));
+    *seconds += phase.Seconds();
   }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
+  const std::string& dir = config_.checkpoint_dir();
+  const std::string path = StepCheckpointPath(dir, step_);
+  if (auto s = SaveCheckpoint(path); !s.ok()) return s;
+  std::vector<std::string> removed;
+  if (auto s = PublishCheckpoint(dir, path, config_.save_total_limit(), &removed); !s.ok())
+    return s;
+  if (sink == nullptr) return absl::OkStatus();
+  std::string line = absl::StrCat("checkpoint: ", path, " (step ", step_, "; also ",
+                                  LatestCheckpointPath(dir));
+  for (const std::string& r : removed) {
+    absl::StrAppend(&line, "; removed ", std::filesystem::path(r).filename().string());
+  }
+  sink->OnMessage(line + ")");
   return absl::OkStatus();
 }
 
@@ -260,6 +297,7 @@ FinalReport Trainer::Report() const {
     r.final_loss_scale = loss_scaling_active_ ? st.scale : 1.0;
   }
   r.samples_per_second = samples_per_second_;
+  r.train_seconds = train_seconds_;
   r.tokens_per_second = TokensPerSecond(samples_per_second_, targets_per_example_);
   r.last_eval = last_eval_;
   r.has_eval = has_eval_;

@@ -78,8 +78,11 @@ class Trainer {
   absl::Status Init(std::unique_ptr<BatchSource> train_data,
                     std::unique_ptr<BatchSource> eval_data);
   absl::Status TrainStep(StepMetrics* metrics);
-  // Evaluates and checkpoints when step_ is due (or `last`).
-  absl::Status EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink);
+  // Evaluates and checkpoints when step_ is due (or `last`); adds the time
+  // it took to *seconds.
+  absl::Status EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink, double* seconds);
+  // checkpoint_dir/checkpoint-<step>, then `latest`, then retention.
+  absl::Status SaveStepCheckpoint(MetricsSink* sink);
 
   mantissa::TrainConfig config_;
   PluginRegistry* registry_ = nullptr;
@@ -99,6 +102,7 @@ class Trainer {
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)
   PhaseTimes phases_;
   double samples_per_second_ = 0;
+  double train_seconds_ = 0;
   int targets_per_example_ = 1;
   EvalMetrics last_eval_;
   bool has_eval_ = false;
