@@ -11,47 +11,12 @@
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/abi/mnt_common.h"
+#include "plugins/sdk/op_list.h"  // OpName
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::sdk {
-
-inline const char* OpName(MNT_Op op) {
-  switch (op) {
-    case MNT_OP_FILL: return "FILL";
-    case MNT_OP_CAST: return "CAST";
-    case MNT_OP_GEMM: return "GEMM";
-    case MNT_OP_BIAS_GRAD: return "BIAS_GRAD";
-    case MNT_OP_ACTIVATION_FORWARD: return "ACTIVATION_FORWARD";
-    case MNT_OP_ACTIVATION_BACKWARD: return "ACTIVATION_BACKWARD";
-    case MNT_OP_ADD: return "ADD";
-    case MNT_OP_SOFTMAX: return "SOFTMAX";
-    case MNT_OP_CROSS_ENTROPY: return "CROSS_ENTROPY";
-    case MNT_OP_LAYERNORM_FORWARD: return "LAYERNORM_FORWARD";
-    case MNT_OP_LAYERNORM_BACKWARD: return "LAYERNORM_BACKWARD";
-    case MNT_OP_EMBEDDING_FORWARD: return "EMBEDDING_FORWARD";
-    case MNT_OP_EMBEDDING_BACKWARD: return "EMBEDDING_BACKWARD";
-    case MNT_OP_REDUCE: return "REDUCE";
-    case MNT_OP_COUNT_CORRECT: return "COUNT_CORRECT";
-    case MNT_OP_GLOBAL_NORM_SQUARED: return "GLOBAL_NORM_SQUARED";
-    case MNT_OP_NONFINITE_CHECK_UNSCALE: return "NONFINITE_CHECK_UNSCALE";
-    case MNT_OP_SGD_STEP: return "SGD_STEP";
-    case MNT_OP_ADAMW_STEP: return "ADAMW_STEP";
-    case MNT_OP_ATTENTION_FORWARD: return "ATTENTION_FORWARD";
-    case MNT_OP_ATTENTION_BACKWARD: return "ATTENTION_BACKWARD";
-    case MNT_OP_CONV2D_FORWARD: return "CONV2D_FORWARD";
-    case MNT_OP_CONV2D_BACKWARD_DATA: return "CONV2D_BACKWARD_DATA";
-    case MNT_OP_CONV2D_BACKWARD_FILTER: return "CONV2D_BACKWARD_FILTER";
-    case MNT_OP_POOL2D_FORWARD: return "POOL2D_FORWARD";
-    case MNT_OP_POOL2D_BACKWARD: return "POOL2D_BACKWARD";
-    case MNT_OP_BATCHNORM_FORWARD: return "BATCHNORM_FORWARD";
-    case MNT_OP_BATCHNORM_BACKWARD: return "BATCHNORM_BACKWARD";
-    case MNT_OP_AMP_UPDATE_SCALE: return "AMP_UPDATE_SCALE";
-    case MNT_OP_CLIP_COEFFICIENT: return "CLIP_COEFFICIENT";
-    default: return "UNKNOWN_OP";
-  }
-}
 
 class BackendClient;
 
