@@ -99,6 +99,16 @@ sdk::Status OpCall::ExpectF32Scalar(const Operand& t) const {
   return Mismatch(t, "f32[1]");
 }
 
+sdk::Status OpCall::ExpectI32Scalar(const Operand& t) const {
+  MNT_RETURN_IF_ERROR(ExpectDType(t, MNT_DTYPE_I32));
+  return ExpectElements(t, 1, "i32 with 1 element");
+}
+
+sdk::Status OpCall::ExpectFloatLike(const Operand& t, const Operand& like) const {
+  MNT_RETURN_IF_ERROR(ExpectFloat(t));
+  return ExpectDims(t, like->rank, like->dims, sdk::Describe(*like));
+}
+
 int64_t Rows(const MNT_Tensor& t) {
   int64_t n = 1;
   for (int i = 0; i + 1 < t.rank; ++i) n *= t.dims[i];

@@ -1,6 +1,6 @@
-// One Backend_Run call as a backend's kernels see it, plus the operand checks
-// that produce the one-line INVALID_ARGUMENT messages — shared by every
-// in-tree backend so errors read alike whichever backend runs, e.g.
+// One Backend_Run call as the contract checks see it (plugins/backends/
+// common/calls/), plus the operand checks that produce the one-line
+// INVALID_ARGUMENT messages, so errors read alike whichever backend runs, e.g.
 //   "GEMM: in[1] B is f32[5,3], expected [K=4, N]".
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_OP_CALL_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_OP_CALL_H_
@@ -22,6 +22,14 @@ struct Operand {
   bool present() const { return tensor != nullptr; }
   const MNT_Tensor& operator*() const { return *tensor; }
   const MNT_Tensor* operator->() const { return tensor; }
+  // The data as F32 / I32 elements (nullptr when absent); the contract check
+  // has fixed the dtype.
+  float* f32() const {
+    return present() ? static_cast<float*>(tensor->data) : nullptr;
+  }
+  int32_t* i32() const {
+    return present() ? static_cast<int32_t*>(tensor->data) : nullptr;
+  }
 };
 
 class OpCall {
@@ -81,6 +89,10 @@ class OpCall {
                              const std::string& expected_text) const;
   // F32 with exactly one element (found_inf, scalars, reductions).
   sdk::Status ExpectF32Scalar(const Operand& t) const;
+  // I32 with exactly one element (growth tracker, step counter).
+  sdk::Status ExpectI32Scalar(const Operand& t) const;
+  // A float dtype and exactly `like`'s dims ("expected f32[2,5,24]").
+  sdk::Status ExpectFloatLike(const Operand& t, const Operand& like) const;
 
  private:
   Operand Make(const MNT_Tensor* array, size_t count, size_t i, const char* dir,
@@ -93,6 +105,18 @@ class OpCall {
   const MNT_Tensor* outputs_;
   size_t num_outputs_;
   const void* params_;
+};
+
+// What every typed call (GemmCall, LayerNormForwardCall, ...) carries besides
+// its checked operands: the raw call, for the op's name in kernel errors and
+// for the checks only a kernel can make because they read device data
+// ("CROSS_ENTROPY: in[1] targets[4] = 11 is not below num_classes 11").
+struct TypedCall {
+  const OpCall* op = nullptr;
+  const char* op_name() const { return op->op_name(); }
+  sdk::Status Invalid(const std::string& message) const {
+    return op->Invalid(message);
+  }
 };
 
 // Element count of dims [0, rank - 1) ("rows" of a last-dim op).

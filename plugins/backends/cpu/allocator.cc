@@ -1,97 +1,26 @@
 #include "plugins/backends/cpu/allocator.h"
 
-#include <algorithm>
 #include <cstdlib>
 
 namespace mnt::cpu {
 
-namespace {
-bool IsCategory(int c) { return c >= 0 && c < MNT_MEMORY_CATEGORY_COUNT; }
-}  // namespace
-
-sdk::Status Allocator::Allocate(size_t size_bytes, MNT_MemoryCategory category,
-                                void** data) {
-  if (!IsCategory(category)) {
-    return sdk::InvalidArgument(sdk::Format(
-        "Memory_Allocate: unknown memory category %d", static_cast<int>(category)));
-  }
-  *data = nullptr;
-  if (size_bytes == 0) return sdk::Status::Ok();
+sdk::Status HostAllocator::Obtain(size_t size_bytes, void** data,
+                                  size_t* reserved_bytes) {
   // aligned_alloc wants a size that is a multiple of the alignment.
   const size_t padded = (size_bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (padded < size_bytes) {
     return sdk::ResourceExhausted(
         sdk::Format("Memory_Allocate: %zu bytes is too large", size_bytes));
   }
-  void* p = std::aligned_alloc(kAlignment, padded);
-  if (p == nullptr) {
+  *data = std::aligned_alloc(kAlignment, padded);
+  if (*data == nullptr) {
     return sdk::ResourceExhausted(sdk::Format(
         "Memory_Allocate: out of host memory allocating %zu bytes", size_bytes));
   }
-  blocks_[reinterpret_cast<uintptr_t>(p)] = Block{size_bytes, category};
-  Add(category, static_cast<int64_t>(size_bytes));
-  *data = p;
+  *reserved_bytes = padded;
   return sdk::Status::Ok();
 }
 
-sdk::Status Allocator::Free(void* data) {
-  if (data == nullptr) return sdk::Status::Ok();
-  auto it = blocks_.find(reinterpret_cast<uintptr_t>(data));
-  if (it == blocks_.end()) {
-    return sdk::InvalidArgument(sdk::Format(
-        "Memory_Free: %p was not allocated by this backend (or already freed)",
-        data));
-  }
-  Add(it->second.category, -static_cast<int64_t>(it->second.size_bytes));
-  blocks_.erase(it);
-  std::free(data);
-  return sdk::Status::Ok();
-}
-
-void Allocator::FreeAll() {
-  for (auto& [address, block] : blocks_) {
-    Add(block.category, -static_cast<int64_t>(block.size_bytes));
-    std::free(reinterpret_cast<void*>(address));
-  }
-  blocks_.clear();
-}
-
-bool Allocator::Contains(const void* data, size_t size_bytes) const {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(data);
-  auto it = blocks_.upper_bound(p);  // first block starting after p
-  if (it == blocks_.begin()) return false;
-  --it;
-  const uintptr_t start = it->first;
-  const uintptr_t end = start + it->second.size_bytes;
-  return p >= start && p <= end && size_bytes <= end - p;
-}
-
-sdk::Status Allocator::GetStats(MNT_MemoryCategory category,
-                                int64_t* current_bytes,
-                                int64_t* peak_bytes) const {
-  int index;
-  if (category == MNT_MEMORY_ALL) {
-    index = kAllIndex;
-  } else if (IsCategory(category)) {
-    index = category;
-  } else {
-    return sdk::InvalidArgument(sdk::Format(
-        "Memory_GetStats: unknown memory category %d", static_cast<int>(category)));
-  }
-  *current_bytes = current_[index];
-  *peak_bytes = peak_[index];
-  return sdk::Status::Ok();
-}
-
-void Allocator::ResetPeak() {
-  for (int i = 0; i <= kAllIndex; ++i) peak_[i] = current_[i];
-}
-
-void Allocator::Add(int index, int64_t delta) {
-  for (int i : {index, static_cast<int>(kAllIndex)}) {
-    current_[i] += delta;
-    peak_[i] = std::max(peak_[i], current_[i]);
-  }
-}
+void HostAllocator::Release(void* data, size_t) { std::free(data); }
 
 }  // namespace mnt::cpu

@@ -5,94 +5,19 @@
 #include <cmath>
 #include <vector>
 
-#include "plugins/backends/cpu/ops.h"
+#include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/tensor_io.h"
-#include "plugins/sdk/tensor.h"
 
 namespace mnt::cpu {
 
 using sdk::Status;
 
-namespace {
-
-struct BnShape {
-  int64_t n, c, inner;  // x viewed as [n, c, inner]
-  int64_t count() const { return n * inner; }
-};
-
-Status ReadParams(const OpCall& call, const MNT_BatchNormParams** p) {
-  MNT_RETURN_IF_ERROR(call.Params("MNT_BatchNormParams",
-                                  MNT_BatchNormParams_STRUCT_SIZE, false, p));
-  if (!((*p)->epsilon >= 0.0f) || !((*p)->momentum >= 0.0f) ||
-      !((*p)->momentum <= 1.0f)) {
-    return call.Invalid(sdk::Format(
-        "epsilon %g, momentum %g: expected epsilon >= 0, momentum in [0, 1]",
-        (*p)->epsilon, (*p)->momentum));
-  }
-  return Status::Ok();
-}
-
-Status ResolveX(const OpCall& call, const Operand& x, BnShape* sh) {
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(x));
-  MNT_RETURN_IF_ERROR(call.ExpectRankAtLeast(x, 2));
-  sh->n = x->dims[0];
-  sh->c = x->dims[1];
-  sh->inner = 1;
-  for (int i = 2; i < x->rank; ++i) sh->inner *= x->dims[i];
-  return Status::Ok();
-}
-
-Status ExpectChannelVector(const OpCall& call, const Operand& t, int64_t c,
-                           bool f32) {
-  if (f32) {
-    MNT_RETURN_IF_ERROR(call.ExpectDType(t, MNT_DTYPE_F32));
-  } else {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
-  }
-  return call.ExpectDims(t, 1, &c, sdk::Format("[C=%lld]", (long long)c));
-}
-
-Status ExpectLike(const OpCall& call, const Operand& t, const Operand& x) {
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
-  return call.ExpectDims(t, x->rank, x->dims, sdk::Describe(*x));
-}
-
-}  // namespace
-
-Status RunBatchNormForward(const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(3, 3, 3, 5));
-  const MNT_BatchNormParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  const bool training = p->training != 0;
-  Operand x, gamma, beta, y, run_mean, run_var, saved_mean, saved_invstd;
-  MNT_RETURN_IF_ERROR(call.Input(0, "x", &x));
-  MNT_RETURN_IF_ERROR(call.Input(1, "gamma", &gamma));
-  MNT_RETURN_IF_ERROR(call.Input(2, "beta", &beta));
-  MNT_RETURN_IF_ERROR(call.Output(0, "y", &y));
-  MNT_RETURN_IF_ERROR(call.Output(1, "running_mean", &run_mean));
-  MNT_RETURN_IF_ERROR(call.Output(2, "running_var", &run_var));
-  if (training) {
-    MNT_RETURN_IF_ERROR(call.Output(3, "saved_mean", &saved_mean));
-    MNT_RETURN_IF_ERROR(call.Output(4, "saved_invstd", &saved_invstd));
-  }
-  BnShape sh;
-  MNT_RETURN_IF_ERROR(ResolveX(call, x, &sh));
-  MNT_RETURN_IF_ERROR(ExpectLike(call, y, x));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, gamma, sh.c, false));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, beta, sh.c, false));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, run_mean, sh.c, true));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, run_var, sh.c, true));
-  if (training) {
-    MNT_RETURN_IF_ERROR(ExpectChannelVector(call, saved_mean, sh.c, true));
-    MNT_RETURN_IF_ERROR(ExpectChannelVector(call, saved_invstd, sh.c, true));
-    if (sh.count() < 2) {
-      return call.Invalid(x.label + " is " + sdk::Describe(*x) +
-                          ": training needs more than one value per channel");
-    }
-  }
-  const std::vector<float> xv = ReadF32(*x), gv = ReadF32(*gamma),
-                           bv = ReadF32(*beta);
-  std::vector<float> rm = ReadF32(*run_mean), rv = ReadF32(*run_var);
+Status CpuBackend::BatchNormForward(const backend::BatchNormForwardCall& b) {
+  const backend::BatchNormShape& sh = b.shape;
+  const bool training = sh.training;
+  const std::vector<float> xv = ReadF32(*b.x), gv = ReadF32(*b.gamma),
+                           bv = ReadF32(*b.beta);
+  std::vector<float> rm = ReadF32(*b.running_mean), rv = ReadF32(*b.running_var);
   std::vector<float> mean(sh.c), invstd(sh.c), yv(xv.size());
   for (int64_t c = 0; c < sh.c; ++c) {
     if (training) {
@@ -109,15 +34,15 @@ Status RunBatchNormForward(const OpCall& call) {
       }
       const double var = sq / sh.count();
       mean[c] = static_cast<float>(mu);
-      invstd[c] = static_cast<float>(1.0 / std::sqrt(var + p->epsilon));
-      const double m = p->momentum;
+      invstd[c] = static_cast<float>(1.0 / std::sqrt(var + sh.epsilon));
+      const double m = sh.momentum;
       const double unbiased = sq / (sh.count() - 1);
       rm[c] = static_cast<float>((1.0 - m) * rm[c] + m * mu);
       rv[c] = static_cast<float>((1.0 - m) * rv[c] + m * unbiased);
     } else {
       mean[c] = rm[c];
       invstd[c] = static_cast<float>(
-          1.0 / std::sqrt(static_cast<double>(rv[c]) + p->epsilon));
+          1.0 / std::sqrt(static_cast<double>(rv[c]) + sh.epsilon));
     }
     const float scale = invstd[c] * gv[c];
     for (int64_t n = 0; n < sh.n; ++n) {
@@ -127,47 +52,25 @@ Status RunBatchNormForward(const OpCall& call) {
       }
     }
   }
-  WriteF32(yv.data(), *y);
+  WriteF32(yv.data(), *b.y);
   if (training) {
-    WriteF32(rm.data(), *run_mean);
-    WriteF32(rv.data(), *run_var);
-    WriteF32(mean.data(), *saved_mean);
-    WriteF32(invstd.data(), *saved_invstd);
+    WriteF32(rm.data(), *b.running_mean);
+    WriteF32(rv.data(), *b.running_var);
+    WriteF32(mean.data(), *b.saved_mean);
+    WriteF32(invstd.data(), *b.saved_invstd);
   }
   return Status::Ok();
 }
 
-Status RunBatchNormBackward(const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(5, 5, 3, 3));
-  const MNT_BatchNormParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  Operand dy, x, gamma, saved_mean, saved_invstd, dx, dgamma, dbeta;
-  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &dy));
-  MNT_RETURN_IF_ERROR(call.Input(1, "x", &x));
-  MNT_RETURN_IF_ERROR(call.Input(2, "gamma", &gamma));
-  MNT_RETURN_IF_ERROR(call.Input(3, "saved_mean", &saved_mean));
-  MNT_RETURN_IF_ERROR(call.Input(4, "saved_invstd", &saved_invstd));
-  MNT_RETURN_IF_ERROR(call.Output(0, "dx", &dx));
-  MNT_RETURN_IF_ERROR(call.Output(1, "dgamma", &dgamma));
-  MNT_RETURN_IF_ERROR(call.Output(2, "dbeta", &dbeta));
-  BnShape sh;
-  MNT_RETURN_IF_ERROR(ResolveX(call, x, &sh));
-  MNT_RETURN_IF_ERROR(ExpectLike(call, dy, x));
-  MNT_RETURN_IF_ERROR(ExpectLike(call, dx, x));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, gamma, sh.c, false));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, dgamma, sh.c, false));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, dbeta, sh.c, false));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, saved_mean, sh.c, true));
-  MNT_RETURN_IF_ERROR(ExpectChannelVector(call, saved_invstd, sh.c, true));
-  if (sh.count() < 1) return call.Invalid(x.label + " is empty");
-
-  const std::vector<float> dyv = ReadF32(*dy), xv = ReadF32(*x),
-                           gv = ReadF32(*gamma), mv = ReadF32(*saved_mean),
-                           sv = ReadF32(*saved_invstd);
+Status CpuBackend::BatchNormBackward(const backend::BatchNormBackwardCall& b) {
+  const backend::BatchNormShape& sh = b.shape;
+  const std::vector<float> dyv = ReadF32(*b.dy), xv = ReadF32(*b.x),
+                           gv = ReadF32(*b.gamma), mv = ReadF32(*b.saved_mean),
+                           sv = ReadF32(*b.saved_invstd);
   std::vector<float> dxv(xv.size());
-  std::vector<float> dg = p->accumulate ? ReadF32(*dgamma)
+  std::vector<float> dg = b.accumulate ? ReadF32(*b.dgamma)
                                         : std::vector<float>(sh.c, 0.0f);
-  std::vector<float> db = p->accumulate ? ReadF32(*dbeta)
+  std::vector<float> db = b.accumulate ? ReadF32(*b.dbeta)
                                         : std::vector<float>(sh.c, 0.0f);
   const double count = static_cast<double>(sh.count());
   for (int64_t c = 0; c < sh.c; ++c) {
@@ -194,9 +97,9 @@ Status RunBatchNormBackward(const OpCall& call) {
     dg[c] += static_cast<float>(sum_dy_xhat);
     db[c] += static_cast<float>(sum_dy);
   }
-  WriteF32(dxv.data(), *dx);
-  WriteF32(dg.data(), *dgamma);
-  WriteF32(db.data(), *dbeta);
+  WriteF32(dxv.data(), *b.dx);
+  WriteF32(dg.data(), *b.dgamma);
+  WriteF32(db.data(), *b.dbeta);
   return Status::Ok();
 }
 

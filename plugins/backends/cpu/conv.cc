@@ -9,112 +9,16 @@
 #include <algorithm>
 #include <vector>
 
-#include "plugins/backends/common/float_convert.h"
-#include "plugins/backends/cpu/ops.h"
+#include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cpu {
 
+using backend::ConvShape;
 using sdk::Status;
 
 namespace {
-
-struct ConvShape {
-  int64_t n, c, h, w;  // input
-  int64_t k, r, s;     // filters
-  int64_t p, q;        // output
-  int64_t groups, cg, kg;
-  int64_t pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
-
-  int64_t patch() const { return cg * r * s; }  // rows of col
-  int64_t pixels() const { return p * q; }      // columns of col
-};
-
-int64_t OutSize(int64_t in, int64_t pad, int64_t dil, int64_t window,
-                int64_t stride) {
-  const int64_t span = in + 2 * pad - dil * (window - 1) - 1;
-  return span < 0 ? 0 : span / stride + 1;
-}
-
-Status ReadParams(const OpCall& call, const MNT_Conv2dParams** p) {
-  MNT_RETURN_IF_ERROR(call.Params("MNT_Conv2dParams",
-                                  MNT_Conv2dParams_STRUCT_SIZE, false, p));
-  const MNT_Conv2dParams& c = **p;
-  if (c.pad_h < 0 || c.pad_w < 0 || c.stride_h < 1 || c.stride_w < 1 ||
-      c.dilation_h < 1 || c.dilation_w < 1 || c.groups < 1) {
-    return call.Invalid(sdk::Format(
-        "pad %dx%d, stride %dx%d, dilation %dx%d, groups %d: expected pad >= "
-        "0, stride, dilation and groups >= 1",
-        c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w,
-        c.groups));
-  }
-  if (c.compute < MNT_COMPUTE_F32 || c.compute > MNT_COMPUTE_F16) {
-    return call.Invalid(
-        sdk::Format("unknown compute mode %d", static_cast<int>(c.compute)));
-  }
-  return Status::Ok();
-}
-
-// Fills the shape from x [N,C,H,W] and w [K,C/g,R,S], checks both and the
-// resulting y [N,K,P,Q] (when `y` is given).
-Status ResolveShape(const OpCall& call, const MNT_Conv2dParams& p,
-                    const Operand& x, const Operand& w, ConvShape* sh) {
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(x));
-  MNT_RETURN_IF_ERROR(call.ExpectRank(x, 4));
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(w));
-  MNT_RETURN_IF_ERROR(call.ExpectRank(w, 4));
-  *sh = ConvShape{};
-  sh->n = x->dims[0], sh->c = x->dims[1], sh->h = x->dims[2], sh->w = x->dims[3];
-  sh->k = w->dims[0], sh->r = w->dims[2], sh->s = w->dims[3];
-  sh->groups = p.groups;
-  sh->pad_h = p.pad_h, sh->pad_w = p.pad_w;
-  sh->stride_h = p.stride_h, sh->stride_w = p.stride_w;
-  sh->dil_h = p.dilation_h, sh->dil_w = p.dilation_w;
-  if (sh->c % sh->groups != 0 || sh->k % sh->groups != 0) {
-    return call.Invalid(sdk::Format(
-        "channels C=%lld and filters K=%lld must divide by groups=%lld",
-        (long long)sh->c, (long long)sh->k, (long long)sh->groups));
-  }
-  sh->cg = sh->c / sh->groups;
-  sh->kg = sh->k / sh->groups;
-  if (w->dims[1] != sh->cg) {
-    return call.Invalid(w.label + " is " + sdk::Describe(*w) +
-                        sdk::Format(", expected [K, C/groups=%lld, R, S]",
-                                    (long long)sh->cg));
-  }
-  if (sh->r < 1 || sh->s < 1) {
-    return call.Invalid(w.label + " has an empty filter window");
-  }
-  sh->p = OutSize(sh->h, sh->pad_h, sh->dil_h, sh->r, sh->stride_h);
-  sh->q = OutSize(sh->w, sh->pad_w, sh->dil_w, sh->s, sh->stride_w);
-  if (sh->p < 1 || sh->q < 1) {
-    return call.Invalid(sdk::Format(
-        "the %lldx%lld filter (dilation %lldx%lld) does not fit the padded "
-        "%lldx%lld input",
-        (long long)sh->r, (long long)sh->s, (long long)sh->dil_h,
-        (long long)sh->dil_w, (long long)sh->h, (long long)sh->w));
-  }
-  return Status::Ok();
-}
-
-Status ExpectNchw(const OpCall& call, const Operand& t, int64_t n, int64_t c,
-                  int64_t h, int64_t w, const char* names) {
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
-  const int64_t dims[4] = {n, c, h, w};
-  return call.ExpectDims(t, 4, dims,
-                         sdk::Format("[%s] = [%lld, %lld, %lld, %lld]", names,
-                                     (long long)n, (long long)c, (long long)h,
-                                     (long long)w));
-}
-
-std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode) {
-  std::vector<float> v = ReadF32(t);
-  if (mode != MNT_COMPUTE_F32) {
-    for (float& e : v) e = RoundToCompute(e, mode);
-  }
-  return v;
-}
 
 // col[CgRS, PQ] of one image's group `g` (x points at the image).
 void Im2Col(const ConvShape& sh, const float* x, int64_t g, float* col) {
@@ -175,28 +79,13 @@ void Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
 
 }  // namespace
 
-Status RunConv2dForward(const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
-  const MNT_Conv2dParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  Operand x, w, y;
-  MNT_RETURN_IF_ERROR(call.Input(0, "x", &x));
-  MNT_RETURN_IF_ERROR(call.Input(1, "w", &w));
-  const Operand bias = call.OptionalInput(2, "bias");
-  MNT_RETURN_IF_ERROR(call.Output(0, "y", &y));
-  ConvShape sh;
-  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, x, w, &sh));
-  MNT_RETURN_IF_ERROR(ExpectNchw(call, y, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
-  if (bias.present()) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(bias));
-    MNT_RETURN_IF_ERROR(call.ExpectDims(bias, 1, &sh.k,
-                                        sdk::Format("[K=%lld]", (long long)sh.k)));
-  }
-  const std::vector<float> xv = ReadRounded(*x, p->compute);
-  const std::vector<float> wv = ReadRounded(*w, p->compute);
+Status CpuBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
+  const ConvShape& sh = c.shape;
+  const std::vector<float> xv = ReadRounded(*c.x, c.params->compute);
+  const std::vector<float> wv = ReadRounded(*c.w, c.params->compute);
   const std::vector<float> bv =
-      bias.present() ? ReadF32(*bias) : std::vector<float>(sh.k, 0.0f);
-  std::vector<float> yv(static_cast<size_t>(sdk::NumElements(*y)));
+      c.bias.present() ? ReadF32(*c.bias) : std::vector<float>(sh.k, 0.0f);
+  std::vector<float> yv(static_cast<size_t>(sdk::NumElements(*c.y)));
   std::vector<float> col(static_cast<size_t>(sh.patch() * sh.pixels()));
   const int64_t pq = sh.pixels();
   for (int64_t n = 0; n < sh.n; ++n) {
@@ -212,26 +101,17 @@ Status RunConv2dForward(const OpCall& call) {
       for (int64_t i = 0; i < pq; ++i) yn[k * pq + i] += bv[k];
     }
   }
-  WriteF32(yv.data(), *y);
+  WriteF32(yv.data(), *c.y);
   return Status::Ok();
 }
 
-Status RunConv2dBackwardData(const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 2, 1, 1));
-  const MNT_Conv2dParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  Operand dy, w, dx;
-  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &dy));
-  MNT_RETURN_IF_ERROR(call.Input(1, "w", &w));
-  MNT_RETURN_IF_ERROR(call.Output(0, "dx", &dx));
-  ConvShape sh;
-  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, dx, w, &sh));
-  MNT_RETURN_IF_ERROR(ExpectNchw(call, dy, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
-  const std::vector<float> dyv = ReadRounded(*dy, p->compute);
-  const std::vector<float> wv = ReadRounded(*w, p->compute);
-  std::vector<float> dxv = p->accumulate
-                               ? ReadF32(*dx)
-                               : std::vector<float>(sdk::NumElements(*dx), 0.0f);
+Status CpuBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c) {
+  const ConvShape& sh = c.shape;
+  const std::vector<float> dyv = ReadRounded(*c.dy, c.params->compute);
+  const std::vector<float> wv = ReadRounded(*c.w, c.params->compute);
+  std::vector<float> dxv = c.accumulate
+                               ? ReadF32(*c.dx)
+                               : std::vector<float>(sdk::NumElements(*c.dx), 0.0f);
   std::vector<float> col(static_cast<size_t>(sh.patch() * sh.pixels()));
   const int64_t pq = sh.pixels();
   for (int64_t n = 0; n < sh.n; ++n) {
@@ -244,31 +124,16 @@ Status RunConv2dBackwardData(const OpCall& call) {
       Col2ImAdd(sh, col.data(), g, dxn);
     }
   }
-  WriteF32(dxv.data(), *dx);
+  WriteF32(dxv.data(), *c.dx);
   return Status::Ok();
 }
 
-Status RunConv2dBackwardFilter(const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 2, 1, 2));
-  const MNT_Conv2dParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  Operand dy, x, dw;
-  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &dy));
-  MNT_RETURN_IF_ERROR(call.Input(1, "x", &x));
-  MNT_RETURN_IF_ERROR(call.Output(0, "dw", &dw));
-  const Operand dbias = call.OptionalOutput(1, "dbias");
-  ConvShape sh;
-  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, x, dw, &sh));
-  MNT_RETURN_IF_ERROR(ExpectNchw(call, dy, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
-  if (dbias.present()) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(dbias));
-    MNT_RETURN_IF_ERROR(call.ExpectDims(
-        dbias, 1, &sh.k, sdk::Format("[K=%lld]", (long long)sh.k)));
-  }
-  const std::vector<float> dyv = ReadRounded(*dy, p->compute);
-  const std::vector<float> xv = ReadRounded(*x, p->compute);
+Status CpuBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall& c) {
+  const ConvShape& sh = c.shape;
+  const std::vector<float> dyv = ReadRounded(*c.dy, c.params->compute);
+  const std::vector<float> xv = ReadRounded(*c.x, c.params->compute);
   // Per-image products summed in fp32 by sgemm's beta = 1.
-  std::vector<float> dwv(static_cast<size_t>(sdk::NumElements(*dw)), 0.0f);
+  std::vector<float> dwv(static_cast<size_t>(sdk::NumElements(*c.dw)), 0.0f);
   std::vector<float> col(static_cast<size_t>(sh.patch() * sh.pixels()));
   const int64_t pq = sh.pixels();
   for (int64_t n = 0; n < sh.n; ++n) {
@@ -281,16 +146,16 @@ Status RunConv2dBackwardFilter(const OpCall& call) {
             sh.patch());
     }
   }
-  if (p->accumulate) {
-    const std::vector<float> old = ReadF32(*dw);
+  if (c.accumulate) {
+    const std::vector<float> old = ReadF32(*c.dw);
     for (size_t i = 0; i < dwv.size(); ++i) dwv[i] += old[i];
   }
-  WriteF32(dwv.data(), *dw);
-  if (dbias.present()) {
+  WriteF32(dwv.data(), *c.dw);
+  if (c.dbias.present()) {
     // Unrounded dy, summed in double: a reduction, not a product.
-    const std::vector<float> raw = ReadF32(*dy);
-    std::vector<float> dbv = p->accumulate
-                                 ? ReadF32(*dbias)
+    const std::vector<float> raw = ReadF32(*c.dy);
+    std::vector<float> dbv = c.accumulate
+                                 ? ReadF32(*c.dbias)
                                  : std::vector<float>(sh.k, 0.0f);
     for (int64_t k = 0; k < sh.k; ++k) {
       double sum = 0.0;
@@ -300,7 +165,7 @@ Status RunConv2dBackwardFilter(const OpCall& call) {
       }
       dbv[k] += static_cast<float>(sum);
     }
-    WriteF32(dbv.data(), *dbias);
+    WriteF32(dbv.data(), *c.dbias);
   }
   return Status::Ok();
 }

@@ -6,61 +6,43 @@
 #include <algorithm>
 #include <vector>
 
-#include "plugins/backends/common/gemm_call.h"
 #include "plugins/backends/common/float_convert.h"
-#include "plugins/backends/cpu/ops.h"
+#include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/tensor_io.h"
-#include "plugins/sdk/tensor.h"
 
 namespace mnt::cpu {
 
 using sdk::Status;
 
-namespace {
-
-std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode) {
-  std::vector<float> v = ReadF32(t);
-  if (mode != MNT_COMPUTE_F32) {
-    for (float& e : v) e = RoundToCompute(e, mode);
-  }
-  return v;
-}
-
-}  // namespace
-
-Status RunGemm(const OpCall& call) {
-  backend::GemmCall g;
-  MNT_RETURN_IF_ERROR(backend::CheckGemm(call, &g));
+Status CpuBackend::Gemm(const backend::GemmCall& g) {
   const MNT_GemmParams* p = g.params;
-  const Operand &a = g.a, &b = g.b, &c = g.c, &bias = g.bias;
-  const bool ta = g.trans_a, tb = g.trans_b;
   const int64_t m = g.m, n = g.n, k = g.k;
   if (m == 0 || n == 0) return Status::Ok();
 
-  const std::vector<float> av = ReadRounded(*a, p->compute);
-  const std::vector<float> bv = ReadRounded(*b, p->compute);
+  const std::vector<float> av = ReadRounded(*g.a, p->compute);
+  const std::vector<float> bv = ReadRounded(*g.b, p->compute);
   // BLAS may skip reading C when beta == 0; start from zeros so stale NaNs in
   // the output buffer never leak through.
   std::vector<float> cv =
-      p->beta != 0.0f ? ReadF32(*c) : std::vector<float>(m * n, 0.0f);
+      p->beta != 0.0f ? ReadF32(*g.c) : std::vector<float>(m * n, 0.0f);
   if (k > 0) {
-    const int lda = static_cast<int>(std::max<int64_t>(1, a->dims[1]));
-    const int ldb = static_cast<int>(std::max<int64_t>(1, b->dims[1]));
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+    const int lda = static_cast<int>(std::max<int64_t>(1, g.a->dims[1]));
+    const int ldb = static_cast<int>(std::max<int64_t>(1, g.b->dims[1]));
+    cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
+                g.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
                 static_cast<int>(n), static_cast<int>(k), p->alpha, av.data(),
                 lda, bv.data(), ldb, p->beta, cv.data(), static_cast<int>(n));
   } else {
     for (float& e : cv) e *= p->beta;  // empty sum: C = beta * C
   }
-  if (bias.present()) {
-    const std::vector<float> biasv = ReadRounded(*bias, p->compute);
+  if (g.bias.present()) {
+    const std::vector<float> biasv = ReadRounded(*g.bias, p->compute);
     for (int64_t i = 0; i < m; ++i) {
       float* row = cv.data() + i * n;
       for (int64_t j = 0; j < n; ++j) row[j] += biasv[j];
     }
   }
-  WriteF32(cv.data(), *c);
+  WriteF32(cv.data(), *g.c);
   return Status::Ok();
 }
 

@@ -34,6 +34,14 @@ void ReadF32(const MNT_Tensor& t, float* dst) {
   }
 }
 
+std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode) {
+  std::vector<float> v = ReadF32(t);
+  if (mode != MNT_COMPUTE_F32) {
+    for (float& e : v) e = RoundToCompute(e, mode);
+  }
+  return v;
+}
+
 void WriteF32(const float* src, const MNT_Tensor& t) {
   const int64_t n = sdk::NumElements(t);
   switch (t.dtype) {

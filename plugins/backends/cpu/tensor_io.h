@@ -16,13 +16,9 @@ std::vector<float> ReadF32(const MNT_Tensor& t);
 void ReadF32(const MNT_Tensor& t, float* dst);
 // Writes NumElements(t) values.
 void WriteF32(const float* src, const MNT_Tensor& t);
-
-inline const int32_t* I32Data(const MNT_Tensor& t) {
-  return static_cast<const int32_t*>(t.data);
-}
-inline float* F32Data(const MNT_Tensor& t) {
-  return static_cast<float*>(t.data);
-}
+// ReadF32, each value rounded to the compute format (GEMM and convolution
+// operands: what a tensor core multiplies).
+std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode);
 
 }  // namespace mnt::cpu
 

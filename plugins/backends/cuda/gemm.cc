@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <string>
 
-#include "plugins/backends/common/gemm_call.h"
+#include "plugins/backends/common/calls/gemm.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/ops.h"
 #include "plugins/sdk/tensor.h"

@@ -1,4 +1,4 @@
-#include "plugins/backends/common/gemm_call.h"
+#include "plugins/backends/common/calls/gemm.h"
 
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/tensor.h"
@@ -6,6 +6,7 @@
 namespace mnt::backend {
 
 sdk::Status CheckGemm(const OpCall& call, GemmCall* g) {
+  g->op = &call;
   MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
   MNT_RETURN_IF_ERROR(
       call.Params("MNT_GemmParams", MNT_GemmParams_STRUCT_SIZE, false, &g->params));

@@ -1,0 +1,75 @@
+// Backend_Run and Backend_GetOpSupport for a backend class B, generated
+// from the op list (plugins/sdk/op_list.h): every tensor view is checked
+// (well formed, inside B's memory), then the op's contract check turns the
+// raw call into its typed call, and B's kernel method for the op runs it.
+//
+// B declares which ops it supports with
+//   static constexpr bool Supports(MNT_Op op);
+// An op it does not support reports 0 from GetOpSupport, UNIMPLEMENTED from
+// Run, and needs no kernel method.
+#ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_OP_DISPATCH_H_
+#define MANTISSA_PLUGINS_BACKENDS_COMMON_OP_DISPATCH_H_
+
+#include "plugins/abi/mnt_backend.h"
+#include "plugins/backends/common/allocator.h"
+#include "plugins/backends/common/calls.h"
+#include "plugins/backends/common/op_call.h"
+#include "plugins/sdk/op_list.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::backend {
+
+// Both arrays match their counts and every view is well formed and, when
+// present, lies inside memory `memory` handed out (catches host pointers
+// and use-after-free before a kernel reads them).
+sdk::Status CheckTensorViews(const Allocator& memory, const char* op_name,
+                             const MNT_Backend_Run_Args& args);
+
+template <typename B>
+bool SupportsOp(MNT_Op op) {
+  switch (op) {
+#define MNT_SUPPORTS_CASE_(NAME, Name) \
+  case MNT_OP_##NAME:                  \
+    return B::Supports(MNT_OP_##NAME);
+    MNT_FOR_EACH_OP(MNT_SUPPORTS_CASE_)
+#undef MNT_SUPPORTS_CASE_
+    default:
+      return false;
+  }
+}
+
+template <typename B>
+sdk::Status RunOp(B& backend, const MNT_Backend_Run_Args& args) {
+  const char* name = sdk::OpName(args.op);
+  if (!sdk::IsKnownOp(args.op)) {
+    return sdk::Unimplemented(
+        sdk::Format("Backend_Run: unknown op %d", static_cast<int>(args.op)));
+  }
+  if (!SupportsOp<B>(args.op)) {
+    return sdk::Unimplemented(
+        sdk::Format("Backend_Run: op %d (%s) is not implemented by the %s backend",
+                    static_cast<int>(args.op), name, B::kName));
+  }
+  MNT_RETURN_IF_ERROR(CheckTensorViews(backend.allocator(), name, args));
+  const OpCall call(name, args.inputs, args.num_inputs, args.outputs,
+                    args.num_outputs, args.params);
+  switch (args.op) {
+#define MNT_RUN_CASE_(NAME, Name)                              \
+  case MNT_OP_##NAME:                                          \
+    if constexpr (B::Supports(MNT_OP_##NAME)) {                \
+      Name##Call typed;                                        \
+      MNT_RETURN_IF_ERROR(Check##Name(call, &typed));          \
+      return backend.Name(typed);                              \
+    }                                                          \
+    break;
+    MNT_FOR_EACH_OP(MNT_RUN_CASE_)
+#undef MNT_RUN_CASE_
+    default:
+      break;
+  }
+  return sdk::Internal(sdk::Format("Backend_Run: op %s was not dispatched", name));
+}
+
+}  // namespace mnt::backend
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_COMMON_OP_DISPATCH_H_

@@ -1,0 +1,52 @@
+// The CPU backend's class, run by the common plugin (plugins/backends/common/
+// backend_plugin.h): host memory handed out as device memory, synchronous
+// work, and one kernel method per op in the file of the op's family
+// (gemm.cc, layernorm.cc, ...). Each kernel starts from its op's checked,
+// typed call (plugins/backends/common/calls/) and computes in fp32 or wider.
+#ifndef MANTISSA_PLUGINS_BACKENDS_CPU_BACKEND_H_
+#define MANTISSA_PLUGINS_BACKENDS_CPU_BACKEND_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plugins/abi/mnt_backend.h"
+#include "plugins/backends/common/backend_plugin.h"
+#include "plugins/backends/common/calls.h"
+#include "plugins/backends/cpu/allocator.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::cpu {
+
+using backend::Operand;
+
+class CpuBackend {
+ public:
+  static constexpr const char* kName = "cpu";
+  static constexpr bool Supports(MNT_Op) { return true; }
+  using Event = std::chrono::steady_clock::time_point;  // when recorded
+
+  // options: "threads=N" (OpenBLAS, process wide); one device, ordinal 0.
+  static sdk::Status Create(const char* options, int32_t device_ordinal,
+                            std::unique_ptr<CpuBackend>* out);
+  sdk::Status Activate(const char*) { return sdk::Status::Ok(); }
+  backend::DeviceInfo Info() const;
+  backend::Allocator& allocator() { return allocator_; }
+  sdk::Status Copy(void* dst, const void* src, size_t bytes, MNT_CopyKind kind);
+  sdk::Status Synchronize() { return sdk::Status::Ok(); }  // nothing is queued
+  sdk::Status CreateEvent(Event*) { return sdk::Status::Ok(); }
+  sdk::Status RecordEvent(Event* event);
+  sdk::Status ElapsedMilliseconds(const Event& start, const Event& end, double* ms);
+  sdk::Status DestroyEvent(Event*) { return sdk::Status::Ok(); }
+
+  MNT_DECLARE_BACKEND_KERNELS()
+
+ private:
+  HostAllocator allocator_;
+  std::string device_name_;
+};
+
+}  // namespace mnt::cpu
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CPU_BACKEND_H_
