@@ -1,4 +1,4 @@
-// Per-element formulas shared by the CPU backend and a future CUDA backend:
+// Per-element formulas shared by the CPU backend and the CUDA kernels:
 // activations, the optimizer updates and the loss-scaling unscale step.
 // Everything computes in fp32, as the ABI specifies for kernels.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_ELEMENTWISE_MATH_H_

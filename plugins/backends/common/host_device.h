@@ -1,5 +1,5 @@
-// MNT_HOST_DEVICE marks per-element math that the CPU backend and a future
-// CUDA backend share: __host__ __device__ under nvcc, nothing elsewhere.
+// MNT_HOST_DEVICE marks per-element math that the CPU backend and the CUDA
+// kernels share: __host__ __device__ under nvcc, nothing elsewhere.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_HOST_DEVICE_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_HOST_DEVICE_H_
 

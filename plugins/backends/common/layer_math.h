@@ -1,7 +1,8 @@
-// Per-element math of the layer ops that the CUDA kernels share with the
-// CPU reference semantics (plugins/backends/cpu/pool.cc, batchnorm.cc,
-// attention.cc): pooling windows and their argmax, the batch-norm input
-// gradient and the attention softmax gradient. Host/device, fp32 unless noted.
+// Per-element math of the layer ops, shared by the CPU backend and the CUDA
+// kernels: pooling windows and their argmax (both backends' pool files), the
+// batch-norm input gradient and the attention softmax gradient (the CPU
+// reference, batchnorm.cc and attention.cc, writes these out in double).
+// Host/device, fp32 unless noted.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_LAYER_MATH_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_LAYER_MATH_H_
 

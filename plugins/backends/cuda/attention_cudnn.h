@@ -10,12 +10,13 @@
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_ATTENTION_CUDNN_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_ATTENTION_CUDNN_H_
 
-#include "plugins/backends/cuda/backend_state.h"
-#include "plugins/backends/cuda/kernels.h"
-#include "plugins/backends/cuda/op_call.h"
+#include "plugins/backends/common/calls/attention.h"
+#include "plugins/backends/cuda/backend.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
+
+using AttentionDims = backend::AttentionShape;
 
 // Runs the op through cuDNN when the backend's `attention` option and the
 // operands allow it; *ran says whether it did (false: run the fallback

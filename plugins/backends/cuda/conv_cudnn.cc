@@ -11,98 +11,28 @@
 // (or added, with accumulate). Algorithms come from the cudnnGet*_v7
 // heuristics (cheap and repeatable), deterministic ones preferred, cached per
 // shape/dtype/mode; their workspace comes from the backend's allocator.
-// The bias add and dbias are our own deterministic channel kernels.
+// The bias add and dbias are our own deterministic channel kernels (conv.cu).
+// Operands and shapes arrive checked (plugins/backends/common/calls/conv.h).
 #include <cudnn.h>
 
 #include <string>
 #include <vector>
 
+#include "plugins/backends/cuda/backend.h"
+#include "plugins/backends/cuda/conv.h"
 #include "plugins/backends/cuda/cuda_status.h"
-#include "plugins/backends/cuda/ops.h"
+#include "plugins/backends/cuda/elementwise.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cuda {
 
+using backend::ConvShape;
 using sdk::Status;
 
 namespace {
 
 // Largest workspace an algorithm may ask for; bigger ones are skipped.
 constexpr size_t kMaxWorkspaceBytes = size_t{512} << 20;
-
-struct ConvShape {
-  int64_t n, c, h, w;  // input
-  int64_t k, r, s;     // filters
-  int64_t p, q;        // output
-  int64_t groups, cg;
-};
-
-int64_t OutSize(int64_t in, int64_t pad, int64_t dil, int64_t window, int64_t stride) {
-  const int64_t span = in + 2 * pad - dil * (window - 1) - 1;
-  return span < 0 ? 0 : span / stride + 1;
-}
-
-Status ReadParams(const OpCall& call, const MNT_Conv2dParams** p) {
-  MNT_RETURN_IF_ERROR(
-      call.Params("MNT_Conv2dParams", MNT_Conv2dParams_STRUCT_SIZE, false, p));
-  const MNT_Conv2dParams& c = **p;
-  if (c.pad_h < 0 || c.pad_w < 0 || c.stride_h < 1 || c.stride_w < 1 ||
-      c.dilation_h < 1 || c.dilation_w < 1 || c.groups < 1) {
-    return call.Invalid(sdk::Format(
-        "pad %dx%d, stride %dx%d, dilation %dx%d, groups %d: expected pad >= "
-        "0, stride, dilation and groups >= 1",
-        c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w,
-        c.groups));
-  }
-  if (c.compute < MNT_COMPUTE_F32 || c.compute > MNT_COMPUTE_F16) {
-    return call.Invalid(sdk::Format("unknown compute mode %d", static_cast<int>(c.compute)));
-  }
-  return Status::Ok();
-}
-
-// From x [N,C,H,W] and w [K,C/g,R,S], as the CPU reference checks them.
-Status ResolveShape(const OpCall& call, const MNT_Conv2dParams& p, const Operand& x,
-                    const Operand& w, ConvShape* sh) {
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(x));
-  MNT_RETURN_IF_ERROR(call.ExpectRank(x, 4));
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(w));
-  MNT_RETURN_IF_ERROR(call.ExpectRank(w, 4));
-  sh->n = x->dims[0], sh->c = x->dims[1], sh->h = x->dims[2], sh->w = x->dims[3];
-  sh->k = w->dims[0], sh->r = w->dims[2], sh->s = w->dims[3];
-  sh->groups = p.groups;
-  if (sh->c % sh->groups != 0 || sh->k % sh->groups != 0) {
-    return call.Invalid(sdk::Format(
-        "channels C=%lld and filters K=%lld must divide by groups=%lld",
-        (long long)sh->c, (long long)sh->k, (long long)sh->groups));
-  }
-  sh->cg = sh->c / sh->groups;
-  if (w->dims[1] != sh->cg) {
-    return call.Invalid(w.label + " is " + sdk::Describe(*w) +
-                        sdk::Format(", expected [K, C/groups=%lld, R, S]",
-                                    (long long)sh->cg));
-  }
-  if (sh->r < 1 || sh->s < 1) return call.Invalid(w.label + " has an empty filter window");
-  sh->p = OutSize(sh->h, p.pad_h, p.dilation_h, sh->r, p.stride_h);
-  sh->q = OutSize(sh->w, p.pad_w, p.dilation_w, sh->s, p.stride_w);
-  if (sh->p < 1 || sh->q < 1) {
-    return call.Invalid(sdk::Format(
-        "the %lldx%lld filter (dilation %dx%d) does not fit the padded "
-        "%lldx%lld input",
-        (long long)sh->r, (long long)sh->s, p.dilation_h, p.dilation_w,
-        (long long)sh->h, (long long)sh->w));
-  }
-  return Status::Ok();
-}
-
-Status ExpectNchw(const OpCall& call, const Operand& t, int64_t n, int64_t c, int64_t h,
-                  int64_t w, const char* names) {
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
-  const int64_t dims[4] = {n, c, h, w};
-  return call.ExpectDims(t, 4, dims,
-                         sdk::Format("[%s] = [%lld, %lld, %lld, %lld]", names,
-                                     (long long)n, (long long)c, (long long)h,
-                                     (long long)w));
-}
 
 // The tensor dtype cuDNN runs on for a compute mode.
 MNT_DType IoType(MNT_ComputeMode mode) {
@@ -367,23 +297,13 @@ Status Workspace(CudaBackend& b, const ConvAlgoChoice& algo, Scratch* ws) {
 
 }  // namespace
 
-Status RunConv2dForward(CudaBackend& b, const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 1));
-  const MNT_Conv2dParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  Operand x, w, y;
-  MNT_RETURN_IF_ERROR(call.Input(0, "x", &x));
-  MNT_RETURN_IF_ERROR(call.Input(1, "w", &w));
-  const Operand bias = call.OptionalInput(2, "bias");
-  MNT_RETURN_IF_ERROR(call.Output(0, "y", &y));
-  ConvShape sh;
-  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, x, w, &sh));
-  MNT_RETURN_IF_ERROR(ExpectNchw(call, y, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
-  if (bias.present()) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(bias));
-    MNT_RETURN_IF_ERROR(
-        call.ExpectDims(bias, 1, &sh.k, sdk::Format("[K=%lld]", (long long)sh.k)));
-  }
+// The three entry points start from the checked call (common/calls/conv.h).
+Status CudaBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
+  CudaBackend& b = *this;
+  const OpCall& call = *c.op;
+  const MNT_Conv2dParams* p = c.params;
+  const Operand &x = c.x, &w = c.w, &bias = c.bias, &y = c.y;
+  const ConvShape& sh = c.shape;
   if (sh.n == 0 || sh.k == 0) return Status::Ok();
   const MNT_DType io = IoType(p->compute);
   if (sh.c == 0) {  // empty sum: y = bias (or 0)
@@ -422,18 +342,13 @@ Status RunConv2dForward(CudaBackend& b, const OpCall& call) {
   return FinishOutput(b, call, y, out, false);
 }
 
-Status RunConv2dBackwardData(CudaBackend& b, const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 2, 1, 1));
-  const MNT_Conv2dParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  Operand dy, w, dx;
-  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &dy));
-  MNT_RETURN_IF_ERROR(call.Input(1, "w", &w));
-  MNT_RETURN_IF_ERROR(call.Output(0, "dx", &dx));
-  ConvShape sh;
-  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, dx, w, &sh));
-  MNT_RETURN_IF_ERROR(ExpectNchw(call, dy, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
-  const bool accumulate = p->accumulate != 0;
+Status CudaBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c) {
+  CudaBackend& b = *this;
+  const OpCall& call = *c.op;
+  const MNT_Conv2dParams* p = c.params;
+  const Operand &dy = c.dy, &w = c.w, &dx = c.dx;
+  const ConvShape& sh = c.shape;
+  const bool accumulate = c.accumulate;
   if (sdk::NumElements(*dx) == 0) return Status::Ok();
   if (sh.k == 0) {  // no filters: dx = 0 (+ dx)
     if (accumulate) return Status::Ok();
@@ -463,24 +378,13 @@ Status RunConv2dBackwardData(CudaBackend& b, const OpCall& call) {
   return FinishOutput(b, call, dx, out, accumulate);
 }
 
-Status RunConv2dBackwardFilter(CudaBackend& b, const OpCall& call) {
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 2, 1, 2));
-  const MNT_Conv2dParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  Operand dy, x, dw;
-  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &dy));
-  MNT_RETURN_IF_ERROR(call.Input(1, "x", &x));
-  MNT_RETURN_IF_ERROR(call.Output(0, "dw", &dw));
-  const Operand dbias = call.OptionalOutput(1, "dbias");
-  ConvShape sh;
-  MNT_RETURN_IF_ERROR(ResolveShape(call, *p, x, dw, &sh));
-  MNT_RETURN_IF_ERROR(ExpectNchw(call, dy, sh.n, sh.k, sh.p, sh.q, "N, K, P, Q"));
-  if (dbias.present()) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(dbias));
-    MNT_RETURN_IF_ERROR(
-        call.ExpectDims(dbias, 1, &sh.k, sdk::Format("[K=%lld]", (long long)sh.k)));
-  }
-  const bool accumulate = p->accumulate != 0;
+Status CudaBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall& c) {
+  CudaBackend& b = *this;
+  const OpCall& call = *c.op;
+  const MNT_Conv2dParams* p = c.params;
+  const Operand &dy = c.dy, &x = c.x, &dw = c.dw, &dbias = c.dbias;
+  const ConvShape& sh = c.shape;
+  const bool accumulate = c.accumulate;
   if (sh.k == 0) return Status::Ok();
   if (dbias.present()) {  // unrounded dy, summed in double (as the CPU reference)
     MNT_RETURN_IF_ERROR(Launched(call,

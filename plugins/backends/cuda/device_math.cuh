@@ -1,5 +1,6 @@
-// Device-side helpers shared by the .cu files: grid sizing, vectorised
-// 4-element loads/stores of any float dtype, block reductions.
+// Device-side helpers shared by the .cu files: loads/stores of any float
+// dtype (vectorised 4-element groups too), the 4-element map kernel of the
+// elementwise ops, block reductions.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_MATH_CUH_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_MATH_CUH_
 
@@ -8,23 +9,9 @@
 #include <cstdint>
 
 #include "plugins/backends/common/tensor_access.h"
-#include "plugins/backends/cuda/kernels.h"
+#include "plugins/backends/cuda/launch.h"
 
 namespace mnt::cuda {
-
-constexpr int kThreads = 256;
-
-// Blocks for a grid-stride loop over `work` items of `per_block` each.
-inline unsigned GridFor(int64_t work, int64_t per_block) {
-  int64_t blocks = (work + per_block - 1) / per_block;
-  if (blocks < 1) blocks = 1;
-  if (blocks > (1 << 20)) blocks = 1 << 20;
-  return static_cast<unsigned>(blocks);
-}
-
-inline bool Aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
-}
 
 __device__ inline float Load(const DevTensor& t, int64_t i) {
   return LoadAsFloat(t.data, t.dtype, i);
@@ -79,6 +66,32 @@ __device__ inline void Store4(const DevTensor& t, int64_t i, int count,
     return;
   }
   for (int k = 0; k < count; ++k) Store(t, i + k, v[k]);
+}
+
+// Element k of channel ch in x viewed as [n, c, inner].
+__device__ inline int64_t ChannelElement(int64_t k, int64_t ch, int64_t c,
+                                         int64_t inner) {
+  return ((k / inner) * c + ch) * inner + k % inner;
+}
+
+// Each thread handles groups of 4 consecutive elements (grid-stride):
+// body(i, count, vec) for elements [i, i + count).
+template <typename Body>
+__global__ void Map4Kernel(Body body, int64_t n, bool vec) {
+  const int64_t stride = 4ll * gridDim.x * blockDim.x;
+  for (int64_t i = 4ll * (blockIdx.x * blockDim.x + threadIdx.x); i < n;
+       i += stride) {
+    const int count = n - i < 4 ? static_cast<int>(n - i) : 4;
+    body(i, count, vec);
+  }
+}
+
+// `vec`: every buffer the body touches is 16-byte aligned.
+template <typename Body>
+cudaError_t LaunchMap4(cudaStream_t s, Body body, int64_t n, bool vec) {
+  if (n <= 0) return cudaGetLastError();
+  Map4Kernel<<<GridFor((n + 3) / 4, kThreads), kThreads, 0, s>>>(body, n, vec);
+  return cudaGetLastError();
 }
 
 // Block-wide reduction with a fixed combination order (deterministic);

@@ -7,15 +7,19 @@
 // rounds them). Row-major C = op(A) op(B) is computed as the column-major
 // C^T = op(B)^T op(A)^T, so cuBLAS's "A" is our B and its "B" is our A.
 // The bias goes through CUBLASLT_EPILOGUE_BIAS. The heuristic's algorithm is
-// cached per configuration; one 32 MiB workspace per backend.
+// cached per configuration; one 32 MiB workspace per backend. K == 0 (an
+// empty sum) is this file's one kernel: C = beta * C (+ bias).
 #include <cublasLt.h>
 
 #include <algorithm>
 #include <string>
 
-#include "plugins/backends/common/calls/gemm.h"
+#include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/cuda_status.h"
-#include "plugins/backends/cuda/ops.h"
+#include "plugins/backends/cuda/device_math.cuh"
+#include "plugins/backends/cuda/elementwise.h"
+#include "plugins/backends/cuda/gemm.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cuda {
@@ -76,8 +80,8 @@ struct LtDescriptors {
 };
 
 // `src` copied into scratch as `to`, values rounded to `mode`.
-Status Stage(CudaBackend& b, const OpCall& call, const Operand& src, MNT_DType to,
-             MNT_ComputeMode mode, Scratch* scratch, DevTensor* out) {
+Status Stage(CudaBackend& b, const backend::GemmCall& call, const Operand& src,
+             MNT_DType to, MNT_ComputeMode mode, Scratch* scratch, DevTensor* out) {
   const int64_t n = sdk::NumElements(*src);
   MNT_RETURN_IF_ERROR(scratch->Allocate(static_cast<size_t>(n) * sdk::DTypeSize(to)));
   *out = DevTensor{scratch->data(), to};
@@ -85,16 +89,36 @@ Status Stage(CudaBackend& b, const OpCall& call, const Operand& src, MNT_DType t
 }
 
 Status EnsureWorkspace(CudaBackend& b) {
-  if (b.gemm_workspace != nullptr) return Status::Ok();
-  return b.allocator.Allocate(CudaBackend::kGemmWorkspaceBytes, MNT_MEMORY_WORKSPACE,
-                              &b.gemm_workspace);
+  if (b.gemm->workspace != nullptr) return Status::Ok();
+  return b.memory.Allocate(GemmState::kWorkspaceBytes, MNT_MEMORY_WORKSPACE,
+                           &b.gemm->workspace);
+}
+
+// C = beta * C (+ bias rounded to `compute`): the empty sum of K == 0.
+__global__ void GemmEmptyKKernel(DevTensor c, int64_t m, int64_t n, float beta,
+                                 DevTensor bias, MNT_ComputeMode compute) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < m * n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float v = beta != 0.0f ? Load(c, i) * beta : 0.0f;
+    if (bias.data != nullptr) v += RoundToCompute(Load(bias, i % n), compute);
+    Store(c, i, v);
+  }
 }
 
 }  // namespace
 
-Status RunGemm(CudaBackend& b, const OpCall& call) {
-  backend::GemmCall g;
-  MNT_RETURN_IF_ERROR(backend::CheckGemm(call, &g));
+GemmState::~GemmState() {
+  if (lt != nullptr) cublasLtDestroy(lt);
+}
+
+Status CreateGemmState(std::unique_ptr<GemmState>* out) {
+  auto state = std::make_unique<GemmState>();
+  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&state->lt), "Backend_Create: cublasLtCreate");
+  *out = std::move(state);
+  return Status::Ok();
+}
+
+Status CudaBackend::Gemm(const backend::GemmCall& g) {
   const MNT_GemmParams* p = g.params;
   const Operand &a = g.a, &bm = g.b, &c = g.c, &bias = g.bias;
   const bool ta = g.trans_a, tb = g.trans_b;
@@ -102,9 +126,9 @@ Status RunGemm(CudaBackend& b, const OpCall& call) {
   if (m == 0 || n == 0) return Status::Ok();
   const MNT_ComputeMode mode = p->compute;
   if (k == 0) {
-    return Launched(call,
-                    LaunchGemmEmptyK(b.stream, Dev(c), m, n, p->beta, Dev(bias), mode),
-                    "gemm_empty_k");
+    GemmEmptyKKernel<<<GridFor(m * n, kThreads), kThreads, 0, stream>>>(
+        Dev(c), m, n, p->beta, Dev(bias), mode);
+    return Launched(g, "gemm_empty_k");
   }
 
   // Operand format and cuBLAS compute type.
@@ -122,13 +146,13 @@ Status RunGemm(CudaBackend& b, const OpCall& call) {
   }
   const MNT_ComputeMode stage_mode =
       op_type == MNT_DTYPE_F32 ? MNT_COMPUTE_F32 : mode;  // TF32: tensor cores round
-  Scratch a_scratch(b), b_scratch(b), d_scratch(b), bias_scratch(b);
+  Scratch a_scratch(*this), b_scratch(*this), d_scratch(*this), bias_scratch(*this);
   DevTensor a_dev = Dev(a), b_dev = Dev(bm);
   if (a->dtype != op_type) {
-    MNT_RETURN_IF_ERROR(Stage(b, call, a, op_type, stage_mode, &a_scratch, &a_dev));
+    MNT_RETURN_IF_ERROR(Stage(*this, g, a, op_type, stage_mode, &a_scratch, &a_dev));
   }
   if (bm->dtype != op_type) {
-    MNT_RETURN_IF_ERROR(Stage(b, call, bm, op_type, stage_mode, &b_scratch, &b_dev));
+    MNT_RETURN_IF_ERROR(Stage(*this, g, bm, op_type, stage_mode, &b_scratch, &b_dev));
   }
 
   // Output: C itself when cuBLASLt supports the combination, else fp32 scratch.
@@ -140,16 +164,16 @@ Status RunGemm(CudaBackend& b, const OpCall& call) {
     d_dev = DevTensor{d_scratch.data(), MNT_DTYPE_F32};
     if (p->beta != 0.0f) {
       MNT_RETURN_IF_ERROR(Launched(
-          call, LaunchConvert(b.stream, Dev(c), d_dev, m * n, MNT_COMPUTE_F32),
+          g, LaunchConvert(stream, Dev(c), d_dev, m * n, MNT_COMPUTE_F32),
           "stage_c"));
     }
   }
   DevTensor bias_dev = Dev(bias);
   if (bias.present() &&
       (bias->dtype != d_dev.dtype || !RoundingIsIdentity(bias->dtype, mode))) {
-    MNT_RETURN_IF_ERROR(Stage(b, call, bias, d_dev.dtype, mode, &bias_scratch, &bias_dev));
+    MNT_RETURN_IF_ERROR(Stage(*this, g, bias, d_dev.dtype, mode, &bias_scratch, &bias_dev));
   }
-  MNT_RETURN_IF_ERROR(EnsureWorkspace(b));
+  MNT_RETURN_IF_ERROR(EnsureWorkspace(*this));
 
   // Column-major view: D^T [n x m] = opB^T [n x k] * opA^T [k x m].
   LtDescriptors d;
@@ -199,11 +223,11 @@ Status RunGemm(CudaBackend& b, const OpCall& call) {
       "%lld,%lld,%lld|%d%d|%d,%d,%d|%d|%d|%u,%u,%u", (long long)m, (long long)n,
       (long long)k, ta, tb, op_type, d_dev.dtype, bias_dev.dtype,
       static_cast<int>(compute), static_cast<int>(epilogue), align_a, align_b, align_c);
-  auto cached = b.gemm_algos.find(key);
-  if (cached == b.gemm_algos.end()) {
+  auto cached = gemm->algos.find(key);
+  if (cached == gemm->algos.end()) {
     MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&d.pref),
                                "GEMM: cublasLtMatmulPreferenceCreate");
-    const size_t ws = CudaBackend::kGemmWorkspaceBytes;
+    const size_t ws = GemmState::kWorkspaceBytes;
     MNT_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulPreferenceSetAttribute(
             d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
@@ -221,7 +245,7 @@ Status RunGemm(CudaBackend& b, const OpCall& call) {
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
     MNT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulAlgoGetHeuristic(b.lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
+        cublasLtMatmulAlgoGetHeuristic(gemm->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
                                        &result, &returned),
         "GEMM: cublasLtMatmulAlgoGetHeuristic");
     if (returned == 0) {
@@ -231,17 +255,17 @@ Status RunGemm(CudaBackend& b, const OpCall& call) {
           (long long)m, (long long)n, (long long)k, sdk::DTypeName(op_type),
           sdk::DTypeName(d_dev.dtype), static_cast<int>(mode)));
     }
-    cached = b.gemm_algos.emplace(key, GemmAlgo{result.algo}).first;
+    cached = gemm->algos.emplace(key, result.algo).first;
   }
   const float alpha = p->alpha, beta = p->beta;
   MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmul(b.lt, d.op, &alpha, b_dev.data, d.a, a_dev.data, d.b, &beta,
-                     d_dev.data, d.c, d_dev.data, d.c, &cached->second.algo,
-                     b.gemm_workspace, CudaBackend::kGemmWorkspaceBytes, b.stream),
+      cublasLtMatmul(gemm->lt, d.op, &alpha, b_dev.data, d.a, a_dev.data, d.b, &beta,
+                     d_dev.data, d.c, d_dev.data, d.c, &cached->second,
+                     gemm->workspace, GemmState::kWorkspaceBytes, stream),
       "GEMM: cublasLtMatmul");
   if (!direct) {
     MNT_RETURN_IF_ERROR(Launched(
-        call, LaunchConvert(b.stream, d_dev, Dev(c), m * n, MNT_COMPUTE_F32),
+        g, LaunchConvert(stream, d_dev, Dev(c), m * n, MNT_COMPUTE_F32),
         "store_c"));
   }
   return Status::Ok();

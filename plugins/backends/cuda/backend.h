@@ -1,0 +1,97 @@
+// The CUDA backend's class, run by the common plugin (plugins/backends/
+// common/backend_plugin.h): one device and one non-blocking stream per
+// instance, a caching allocator, cuBLASLt and cuDNN handles, and one kernel
+// method per op in the file of the op's family (gemm.cu, layernorm.cu, ...),
+// where the kernels and their launch code sit together. Each kernel method
+// starts from its op's checked, typed call (plugins/backends/common/calls/).
+// Work is asynchronous (device_errors.h: what is reported late, and when).
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_H_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_H_
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "plugins/abi/mnt_backend.h"
+#include "plugins/backends/common/backend_plugin.h"
+#include "plugins/backends/common/calls.h"
+#include "plugins/backends/cuda/allocator.h"
+#include "plugins/backends/cuda/backend_options.h"
+#include "plugins/backends/cuda/cudnn_graph.h"
+#include "plugins/backends/cuda/device_errors.h"
+#include "plugins/backends/cuda/launch.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::cuda {
+
+struct GemmState;  // gemm.h
+
+// A cached cuDNN algorithm choice for one convolution configuration.
+struct ConvAlgoChoice {
+  int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  size_t workspace_bytes = 0;
+};
+
+// State is public: the kernel methods of every family file read it.
+struct CudaBackend {
+  static constexpr const char* kName = "cuda";
+  static constexpr bool Supports(MNT_Op) { return true; }
+  using Event = cudaEvent_t;
+
+  // options: backend_options.h; device_ordinal picks the GPU.
+  static sdk::Status Create(const char* options, int32_t device_ordinal,
+                            std::unique_ptr<CudaBackend>* out);
+  ~CudaBackend();
+  sdk::Status Activate(const char* call);  // the caller's thread may have
+                                           // another device current
+  backend::DeviceInfo Info() const;
+  backend::Allocator& allocator() { return memory; }
+  sdk::Status Copy(void* dst, const void* src, size_t bytes, MNT_CopyKind kind);
+  sdk::Status Synchronize();
+  sdk::Status CreateEvent(Event* event);
+  sdk::Status RecordEvent(Event* event);
+  sdk::Status ElapsedMilliseconds(const Event& start, const Event& end, double* ms);
+  sdk::Status DestroyEvent(Event* event);
+
+  MNT_DECLARE_BACKEND_KERNELS()
+
+  int device = 0;
+  std::string device_name;
+  int64_t total_memory_bytes = 0;
+  CudaBackendOptions options;
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;   // bound to `stream`; created on first use
+  DeviceAllocator memory;
+  std::unique_ptr<GemmState> gemm;  // cuBLASLt handle, algorithms, workspace
+  DeviceErrors errors;  // bits set by kernels, reported at sync points
+  std::map<std::string, ConvAlgoChoice> conv_algos;
+  // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
+  std::map<std::string, std::unique_ptr<CudnnPlan>> sdpa_plans;
+};
+
+// Scratch memory (WORKSPACE category) released when the holder goes out of
+// scope; reuse by later work is ordered by the single stream.
+class Scratch {
+ public:
+  explicit Scratch(CudaBackend& b) : backend_(b) {}
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { (void)backend_.memory.Free(data_); }
+  sdk::Status Allocate(size_t bytes) {
+    return backend_.memory.Allocate(bytes, MNT_MEMORY_WORKSPACE, &data_);
+  }
+  void* data() const { return data_; }
+
+ private:
+  CudaBackend& backend_;
+  void* data_ = nullptr;
+};
+
+}  // namespace mnt::cuda
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_H_

@@ -1,0 +1,55 @@
+// Convolution's own kernels: the forward's bias add and the backward's dbias,
+// per channel of an NCHW tensor viewed as [n, c, inner] (deterministic:
+// fixed-order double sums). The convolutions themselves are cuDNN's
+// (conv_cudnn.cc).
+#include <cuda_runtime.h>
+
+#include "plugins/backends/cuda/conv.h"
+#include "plugins/backends/cuda/device_math.cuh"
+
+namespace mnt::cuda {
+
+namespace {
+
+// One block per channel: out[ch] (+)= sum of x over n and inner (double).
+__global__ void ChannelSumKernel(DevTensor x, int64_t n, int64_t c, int64_t inner,
+                                 bool accumulate, DevTensor out) {
+  const int64_t ch = blockIdx.x, count = n * inner;
+  double sum = 0.0;
+  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+    sum += Load(x, ChannelElement(k, ch, c, inner));
+  }
+  sum = BlockReduce(sum, SumOp(), 0.0);
+  if (threadIdx.x == 0) {
+    Store(out, ch, (accumulate ? Load(out, ch) : 0.0f) + static_cast<float>(sum));
+  }
+}
+
+__global__ void ChannelBiasAddKernel(DevTensor y, DevTensor bias, int64_t total,
+                                     int64_t c, int64_t inner) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < total;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    Store(y, idx, Load(y, idx) + Load(bias, (idx / inner) % c));
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchChannelSum(cudaStream_t s, DevTensor x, int64_t n, int64_t c,
+                             int64_t inner, bool accumulate, DevTensor out) {
+  if (c == 0) return cudaSuccess;
+  ChannelSumKernel<<<static_cast<unsigned>(c), kThreads, 0, s>>>(x, n, c, inner,
+                                                                 accumulate, out);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchChannelBiasAdd(cudaStream_t s, DevTensor y, DevTensor bias,
+                                 int64_t n, int64_t c, int64_t inner) {
+  const int64_t total = n * c * inner;
+  if (total == 0) return cudaSuccess;
+  ChannelBiasAddKernel<<<GridFor(total, kThreads), kThreads, 0, s>>>(y, bias, total,
+                                                                     c, inner);
+  return cudaGetLastError();
+}
+
+}  // namespace mnt::cuda

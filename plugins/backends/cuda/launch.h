@@ -1,0 +1,67 @@
+// What the CUDA backend's launch code shares: a device buffer as kernels take
+// it, launch geometry, and the status of a launch named after the op and the
+// kernel ("LAYERNORM_BACKWARD: layernorm_param_grads launch: ...").
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_LAUNCH_H_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_LAUNCH_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "plugins/abi/mnt_common.h"
+#include "plugins/backends/common/op_call.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::cuda {
+
+using backend::OpCall;
+using backend::Operand;
+
+// A float (or I32) buffer on the device; data NULL means "absent".
+struct DevTensor {
+  void* data = nullptr;
+  MNT_DType dtype = MNT_DTYPE_INVALID;
+};
+
+inline DevTensor Dev(const Operand& o) {
+  return o.present() ? DevTensor{o->data, o->dtype} : DevTensor{};
+}
+
+constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over `work` items of `per_block` each.
+inline unsigned GridFor(int64_t work, int64_t per_block) {
+  int64_t blocks = (work + per_block - 1) / per_block;
+  if (blocks < 1) blocks = 1;
+  if (blocks > (1 << 20)) blocks = 1 << 20;
+  return static_cast<unsigned>(blocks);
+}
+
+// One block per row (at most 2^20 blocks; kernels stride over the rest).
+inline unsigned RowGrid(int64_t rows) {
+  return static_cast<unsigned>(rows < (1 << 20) ? (rows > 0 ? rows : 1) : (1 << 20));
+}
+
+inline bool Aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+// "<OP>: <kernel> launch: <CUDA error>" as INTERNAL, or OK.
+inline sdk::Status Launched(const OpCall& call, cudaError_t err, const char* kernel) {
+  if (err == cudaSuccess) return sdk::Status::Ok();
+  return sdk::Status(MNT_ERROR_INTERNAL,
+                     sdk::Format("%s: %s launch: %s (%s)", call.op_name(), kernel,
+                                 cudaGetErrorString(err), cudaGetErrorName(err)));
+}
+inline sdk::Status Launched(const backend::TypedCall& call, cudaError_t err,
+                            const char* kernel) {
+  return Launched(*call.op, err, kernel);
+}
+// The launches just issued (cudaGetLastError).
+inline sdk::Status Launched(const backend::TypedCall& call, const char* kernel) {
+  return Launched(*call.op, cudaGetLastError(), kernel);
+}
+
+}  // namespace mnt::cuda
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_LAUNCH_H_

@@ -1,0 +1,100 @@
+// LAYERNORM_FORWARD/BACKWARD: one block per row, row statistics in double
+// like the CPU reference. The weight and bias gradients are deterministic
+// column sums (reduce.h), taken before dx so that dx may alias dy.
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "plugins/backends/common/tensor_access.h"
+#include "plugins/backends/cuda/backend.h"
+#include "plugins/backends/cuda/device_math.cuh"
+#include "plugins/backends/cuda/reduce.h"
+
+namespace mnt::cuda {
+
+using sdk::Status;
+
+namespace {
+
+__global__ void LayerNormForwardKernel(DevTensor x, DevTensor w, DevTensor b,
+                                       DevTensor y, float* mean, float* rstd,
+                                       int64_t rows, int64_t c, float eps) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * c;
+    double sum = 0.0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) sum += Load(x, base + j);
+    const double mu = BlockReduce(sum, SumOp(), 0.0) / c;
+    double sq = 0.0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const double d = Load(x, base + j) - mu;
+      sq += d * d;
+    }
+    sq = BlockReduce(sq, SumOp(), 0.0);
+    const float m = static_cast<float>(mu);
+    const float rs = static_cast<float>(1.0 / sqrt(sq / c + eps));
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      Store(y, base + j, (Load(x, base + j) - m) * rs * Load(w, j) + Load(b, j));
+    }
+    if (threadIdx.x == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
+  }
+}
+
+__global__ void LayerNormBackwardInputKernel(DevTensor dy, DevTensor x,
+                                             DevTensor w, const float* mean,
+                                             const float* rstd, DevTensor dx,
+                                             int64_t rows, int64_t c) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * c;
+    const float m = mean[r], rs = rstd[r];
+    double s1 = 0.0, s2 = 0.0;
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const float xhat = (Load(x, base + j) - m) * rs;
+      const float dxhat = Load(dy, base + j) * Load(w, j);
+      s1 += dxhat;
+      s2 += static_cast<double>(dxhat) * xhat;
+    }
+    s1 = BlockReduce(s1, SumOp(), 0.0);
+    s2 = BlockReduce(s2, SumOp(), 0.0);
+    const float a = static_cast<float>(s1 / c), bcoef = static_cast<float>(s2 / c);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const float xhat = (Load(x, base + j) - m) * rs;
+      const float dxhat = Load(dy, base + j) * Load(w, j);
+      Store(dx, base + j, LayerNormInputGradient(dxhat, xhat, a, bcoef, rs));
+    }
+  }
+}
+
+}  // namespace
+
+Status CudaBackend::LayerNormForward(const backend::LayerNormForwardCall& l) {
+  if (l.rows > 0) {
+    LayerNormForwardKernel<<<RowGrid(l.rows), kThreads, 0, stream>>>(
+        Dev(l.x), Dev(l.weight), Dev(l.bias), Dev(l.y), l.mean.f32(), l.rstd.f32(),
+        l.rows, l.c, l.epsilon);
+  }
+  return Launched(l, "layernorm_forward");
+}
+
+Status CudaBackend::LayerNormBackward(const backend::LayerNormBackwardCall& l) {
+  // Parameter gradients first: dx may alias dy (not promised by the ABI, but
+  // cheap to keep safe).
+  Scratch partials(*this);
+  MNT_RETURN_IF_ERROR(
+      partials.Allocate(sizeof(double) * 2 * ColumnSumChunks(l.rows) * l.c));
+  MNT_RETURN_IF_ERROR(Launched(
+      l,
+      LaunchColumnSums(stream, Dev(l.dy), Dev(l.x), l.mean.f32(), l.rstd.f32(),
+                       Dev(l.dweight), Dev(l.dbias), l.rows, l.c, l.accumulate,
+                       static_cast<double*>(partials.data())),
+      "layernorm_param_grads"));
+  if (l.rows > 0) {
+    LayerNormBackwardInputKernel<<<RowGrid(l.rows), kThreads, 0, stream>>>(
+        Dev(l.dy), Dev(l.x), Dev(l.weight), l.mean.f32(), l.rstd.f32(), Dev(l.dx),
+        l.rows, l.c);
+  }
+  return Launched(l, "layernorm_backward_input");
+}
+
+}  // namespace mnt::cuda

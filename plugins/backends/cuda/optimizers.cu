@@ -1,0 +1,132 @@
+// SGD_STEP and ADAMW_STEP: fused updates of the fp32 master weights (and
+// the rounded working copy) with torch.optim's per-element formulas
+// (common/elementwise_math.h, step_math.h). found_inf, the gradient
+// multiplier and AdamW's step counter are read on the device, so a step
+// needs no host sync.
+#include <cuda_runtime.h>
+
+#include "plugins/backends/common/elementwise_math.h"
+#include "plugins/backends/common/step_math.h"
+#include "plugins/backends/cuda/backend.h"
+#include "plugins/backends/cuda/device_math.cuh"
+
+namespace mnt::cuda {
+
+using sdk::Status;
+
+namespace {
+
+// What both kernels read and write; device scalars are NULL when absent.
+struct StepBuffers {
+  DevTensor grad;
+  const float* found_inf = nullptr;
+  const float* multiplier = nullptr;
+  float* master = nullptr;
+  float* state1 = nullptr;  // momentum, or Adam m
+  float* state2 = nullptr;  // Adam v
+  DevTensor working;        // optional rounded copy
+  int64_t n = 0;
+  // AdamW only: applied-step counter on the device (NULL: the coefficients
+  // passed in are used as they are).
+  int32_t* step_counter = nullptr;
+};
+
+StepBuffers Buffers(const backend::StepInputs& in) {
+  StepBuffers b;
+  b.grad = Dev(in.grad);
+  b.found_inf = in.found_inf.f32();
+  b.multiplier = in.multiplier.f32();
+  b.n = in.n;
+  return b;
+}
+
+__device__ inline bool SkipStep(const StepBuffers& b) {
+  return b.found_inf != nullptr && *b.found_inf != 0.0f;
+}
+__device__ inline float Multiplier(const StepBuffers& b) {
+  return b.multiplier != nullptr ? *b.multiplier : 1.0f;
+}
+
+__global__ void SgdKernel(StepBuffers b, SgdCoefficients c) {
+  if (SkipStep(b)) return;  // overflow step: state stays bit-identical
+  const float mult = Multiplier(b);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < b.n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float g = Load(b.grad, i);
+    if (mult != 1.0f) g *= mult;
+    float unused = 0.0f;
+    SgdUpdate(c, g, &b.master[i], b.state1 != nullptr ? &b.state1[i] : &unused);
+    if (b.working.data != nullptr) Store(b.working, i, b.master[i]);
+  }
+}
+
+// With b.step_counter, every block derives the bias corrections from
+// counter + 1 on the device.
+__global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c) {
+  if (SkipStep(b)) return;  // uniform across the grid: no thread reaches the barrier
+  __shared__ AdamWCoefficients shared_c;
+  if (b.step_counter != nullptr) {
+    if (threadIdx.x == 0) {
+      shared_c = AdamWCoefficientsForStep(host_c.lr, host_c.beta1, host_c.beta2,
+                                          host_c.epsilon, host_c.weight_decay,
+                                          int64_t{*b.step_counter} + 1);
+    }
+    __syncthreads();
+  }
+  const AdamWCoefficients c = b.step_counter != nullptr ? shared_c : host_c;
+  const float mult = Multiplier(b);
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       i < b.n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float g = Load(b.grad, i);
+    if (mult != 1.0f) g *= mult;
+    float w = b.master[i], m = b.state1[i], v = b.state2[i];
+    AdamWUpdate(c, g, &w, &m, &v);
+    b.master[i] = w;
+    b.state1[i] = m;
+    b.state2[i] = v;
+    if (b.working.data != nullptr) Store(b.working, i, w);
+  }
+}
+
+// After every block of the AdamW update has read the counter (stream order).
+__global__ void CountAppliedStepKernel(int32_t* counter, const float* found_inf) {
+  if (found_inf == nullptr || *found_inf == 0.0f) *counter += 1;
+}
+
+}  // namespace
+
+Status CudaBackend::SgdStep(const backend::SgdStepCall& s) {
+  StepBuffers b = Buffers(s);
+  b.master = s.master.f32();
+  b.state1 = s.momentum.f32();
+  b.working = Dev(s.working);
+  if (b.n > 0) SgdKernel<<<GridFor(b.n, kThreads), kThreads, 0, stream>>>(b, s.coefficients);
+  return Launched(s, "sgd_step");
+}
+
+Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
+  const MNT_AdamWParams* p = a.params;
+  StepBuffers b = Buffers(a);
+  b.master = a.master.f32();
+  b.state1 = a.m.f32();
+  b.state2 = a.v.f32();
+  b.working = Dev(a.working);
+  // ABI 1.4: with the device counter the kernel derives the bias corrections
+  // itself (its range is not checked here: that would need a host read).
+  b.step_counter = a.step_counter.i32();
+  // Bias corrections in double with the shared formula, the same bits as
+  // the CPU backend and as the device-counter path.
+  const AdamWCoefficients c = AdamWCoefficientsForStep(
+      p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay,
+      b.step_counter != nullptr ? 1 : p->step);
+  if (b.n > 0) {
+    AdamWKernel<<<GridFor(b.n, kThreads), kThreads, 0, stream>>>(b, c);
+    MNT_RETURN_IF_ERROR(Launched(a, "adamw_step"));
+  }
+  if (b.step_counter != nullptr) {
+    CountAppliedStepKernel<<<1, 1, 0, stream>>>(b.step_counter, b.found_inf);
+  }
+  return Launched(a, "adamw_step");
+}
+
+}  // namespace mnt::cuda

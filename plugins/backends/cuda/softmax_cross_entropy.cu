@@ -1,0 +1,142 @@
+// SOFTMAX, fused CROSS_ENTROPY (+ gradient) and COUNT_CORRECT: one block
+// per row; row sums accumulate in double, like the CPU reference. A target
+// >= num_classes cannot be checked on the host without a round trip: the
+// kernel writes a NaN loss and flags the device error word.
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "plugins/backends/common/tensor_access.h"
+#include "plugins/backends/cuda/backend.h"
+#include "plugins/backends/cuda/device_math.cuh"
+
+namespace mnt::cuda {
+
+using sdk::Status;
+
+namespace {
+
+// Row max over [0, width) and 1 / sum exp(x - max) (sum in double).
+struct RowSoftmaxStats {
+  float max;
+  float inv_sum;
+  double sum;
+};
+
+__device__ RowSoftmaxStats SoftmaxStats(const DevTensor& x, int64_t base,
+                                        int64_t width) {
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+    m = fmaxf(m, Load(x, base + j));
+  }
+  m = BlockReduce(m, NanMaxOp(), -INFINITY);
+  double sum = 0.0;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+    sum += expf(Load(x, base + j) - m);
+  }
+  sum = BlockReduce(sum, SumOp(), 0.0);
+  return {m, static_cast<float>(1.0 / sum), sum};
+}
+
+__global__ void SoftmaxKernel(DevTensor x, DevTensor y, int64_t rows,
+                              int64_t width) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int64_t base = r * width;
+    const RowSoftmaxStats st = SoftmaxStats(x, base, width);
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+      Store(y, base + j, expf(Load(x, base + j) - st.max) * st.inv_sum);
+    }
+  }
+}
+
+__global__ void CrossEntropyKernel(DevTensor logits, const int32_t* targets,
+                                   float* losses, DevTensor dlogits,
+                                   int64_t batch, int64_t width,
+                                   int64_t classes, float grad_scale,
+                                   unsigned* error_word) {
+  for (int64_t r = blockIdx.x; r < batch; r += gridDim.x) {
+    const int64_t base = r * width;
+    const int32_t t = targets[r];
+    if (t < 0 || t >= classes) {  // ignored row (or a bad target): zeros
+      if (t >= classes && threadIdx.x == 0) atomicOr(error_word, kErrorCrossEntropyTarget);
+      if (threadIdx.x == 0) losses[r] = t < 0 ? 0.0f : NAN;
+      if (dlogits.data != nullptr) {
+        for (int64_t j = threadIdx.x; j < width; j += blockDim.x) Store(dlogits, base + j, 0.0f);
+      }
+      continue;
+    }
+    const RowSoftmaxStats st = SoftmaxStats(logits, base, classes);
+    if (threadIdx.x == 0) {
+      losses[r] = static_cast<float>(log(st.sum)) - (Load(logits, base + t) - st.max);
+    }
+    if (dlogits.data != nullptr) {
+      for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+        const float g = j < classes
+                            ? CrossEntropyGradient(Load(logits, base + j), st.max,
+                                                   st.inv_sum, j == t, grad_scale)
+                            : 0.0f;  // padding columns
+        Store(dlogits, base + j, g);
+      }
+    }
+  }
+}
+
+// One block; a warp per row finds the first maximum; integer counting is
+// order-independent, so the shared atomic stays deterministic.
+__global__ void CountCorrectKernel(DevTensor logits, const int32_t* targets,
+                                   float* count, int64_t batch, int64_t width,
+                                   int64_t classes) {
+  __shared__ unsigned long long correct;
+  if (threadIdx.x == 0) correct = 0;
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warps = blockDim.x >> 5;
+  for (int64_t r = warp; r < batch; r += warps) {
+    const int64_t base = r * width;
+    float best = -INFINITY;
+    int64_t best_j = classes;  // "none yet"
+    for (int64_t j = lane; j < classes; j += 32) {
+      const float v = Load(logits, base + j);
+      if (best_j == classes || v > best) { best = v; best_j = j; }
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float ov = __shfl_xor_sync(0xffffffffu, best, offset);
+      const int64_t oj = __shfl_xor_sync(0xffffffffu, best_j, offset);
+      const bool other_valid = oj < classes;
+      const bool mine_valid = best_j < classes;
+      if (other_valid && (!mine_valid || ov > best || (ov == best && oj < best_j))) {
+        best = ov;
+        best_j = oj;
+      }
+    }
+    if (lane == 0 && targets[r] == best_j) atomicAdd(&correct, 1ull);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) *count = static_cast<float>(correct);
+}
+
+}  // namespace
+
+Status CudaBackend::Softmax(const backend::SoftmaxCall& c) {
+  if (c.rows > 0 && c.width > 0) {
+    SoftmaxKernel<<<RowGrid(c.rows), kThreads, 0, stream>>>(Dev(c.x), Dev(c.y), c.rows,
+                                                            c.width);
+  }
+  return Launched(c, "softmax");
+}
+
+Status CudaBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
+  if (c.batch > 0) {
+    CrossEntropyKernel<<<RowGrid(c.batch), kThreads, 0, stream>>>(
+        Dev(c.logits), c.targets.i32(), c.losses.f32(), Dev(c.dlogits), c.batch, c.width,
+        c.classes, c.grad_scale, errors.word());
+  }
+  return Launched(c, "cross_entropy");
+}
+
+Status CudaBackend::CountCorrect(const backend::CountCorrectCall& c) {
+  CountCorrectKernel<<<1, 1024, 0, stream>>>(Dev(c.logits), c.targets.i32(), c.count.f32(),
+                                             c.batch, c.width, c.classes);
+  return Launched(c, "count_correct");
+}
+
+}  // namespace mnt::cuda
