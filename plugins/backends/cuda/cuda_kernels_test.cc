@@ -167,6 +167,35 @@ TEST_F(CudaKernelsTest, EmbeddingAndBiasGrad) {
   }
 }
 
+// The sorted backward at a size with many ids: skewed ids (a third of the
+// tokens share two ids, as frequent words do), a vocabulary past 2^10 so the
+// sort uses several digits; the same bits on a second run.
+TEST_F(CudaKernelsTest, EmbeddingBackwardManyIdsIsDeterministic) {
+  for (MNT_DType t : kFloatTypes) {
+    const int64_t vocab = 3001, c = 67, n = 4133;
+    std::vector<int32_t> id(n);
+    std::uniform_int_distribution<int32_t> any_id(0, vocab - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      id[i] = i % 3 == 0 ? static_cast<int32_t>(i % 2 ? 17 : vocab - 1) : any_id(rng_);
+    }
+    auto ids = d_.UploadI32(id, {n});
+    auto dout = d_.Upload(Random(n * c), t, {n, c});
+    for (int accumulate : {0, 1}) {
+      const std::vector<float> old = Random(vocab * c);
+      auto dtable = d_.Upload(old, t, {vocab, c});
+      const MNT_AccumulateParams p{MNT_AccumulateParams_STRUCT_SIZE, accumulate};
+      ASSERT_TRUE(
+          d_.RunBoth(MNT_OP_EMBEDDING_BACKWARD, {dout.get(), ids.get()}, {dtable.get()}, &p).ok());
+      ExpectSame(*dtable, 1e-5, 1e-6);
+      const std::vector<uint8_t> first = d_.Bytes(*dtable, true);
+      auto again = d_.Upload(old, t, {vocab, c});
+      ASSERT_TRUE(
+          d_.RunCuda(MNT_OP_EMBEDDING_BACKWARD, {dout.get(), ids.get()}, {again.get()}, &p).ok());
+      EXPECT_EQ(d_.Bytes(*again, true), first) << "accumulate " << accumulate;
+    }
+  }
+}
+
 TEST_F(CudaKernelsTest, ReductionsAreDeterministic) {
   for (MNT_DType t : kFloatTypes) {
     const int64_t n = 1000003;

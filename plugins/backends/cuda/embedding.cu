@@ -1,10 +1,19 @@
 // EMBEDDING_FORWARD and its deterministic (atomic-free) backward. Ids are
 // checked on the device: a bad id flags the device error word (reported at
 // the next sync point) and its row is written as 0 / not accumulated.
+// The backward (embedding_buckets.h): bucket keys, a stable cub radix sort
+// of (key, token) pairs, then one block per run of equal ids summing its
+// dout rows in token order, in double. O(N log V + N C) work; the CPU
+// reference's order, so the same bits every run.
 #include <cuda_runtime.h>
 
+#include <cub/device/device_radix_sort.cuh>
+
 #include "plugins/backends/cuda/backend.h"
+#include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/device_math.cuh"
+#include "plugins/backends/cuda/elementwise.h"
+#include "plugins/backends/cuda/embedding_buckets.h"
 
 namespace mnt::cuda {
 
@@ -28,27 +37,31 @@ __global__ void EmbeddingForwardKernel(DevTensor table, const int32_t* ids,
   }
 }
 
-__global__ void CheckIdsKernel(const int32_t* ids, int64_t n, int64_t vocab,
-                               unsigned* error_word) {
+// Flags bad ids and writes the sort's input: bucket keys and token indices.
+__global__ void BucketKeysKernel(const int32_t* ids, int64_t n, int64_t vocab,
+                                 int32_t* keys, int32_t* tokens, unsigned* error_word) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    if (ids[i] < 0 || ids[i] >= vocab) atomicOr(error_word, kErrorEmbeddingId);
+    const int32_t key = EmbeddingBucket(ids[i], vocab);
+    if (key == vocab) atomicOr(error_word, kErrorEmbeddingId);
+    keys[i] = key;
+    tokens[i] = static_cast<int32_t>(i);
   }
 }
 
-// One block per table row v; its threads span the columns and scan the ids in
-// order, so every sum has one fixed order (no atomics). O(V * N) id reads.
-__global__ void EmbeddingBackwardKernel(DevTensor dout, const int32_t* ids,
-                                        DevTensor dtable, int64_t n,
-                                        int64_t vocab, int64_t c,
-                                        bool accumulate) {
-  for (int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
+// One block per sorted position; the block at the start of a run writes its
+// id's row: the old value (or 0) plus the run's dout rows in token order.
+__global__ void EmbeddingRunSumKernel(DevTensor dout, const int32_t* keys,
+                                      const int32_t* tokens, DevTensor dtable,
+                                      int64_t n, int64_t vocab, int64_t c,
+                                      bool accumulate) {
+  for (int64_t p = blockIdx.x; p < n; p += gridDim.x) {
+    if (!RunStartsAt(keys, p) || keys[p] == vocab) continue;
+    const int64_t end = RunEnd(keys, p, n), row = keys[p];
     for (int64_t col = threadIdx.x; col < c; col += blockDim.x) {
-      double acc = accumulate ? Load(dtable, v * c + col) : 0.0;
-      for (int64_t i = 0; i < n; ++i) {
-        if (ids[i] == v) acc += Load(dout, i * c + col);
-      }
-      Store(dtable, v * c + col, static_cast<float>(acc));
+      double acc = accumulate ? Load(dtable, row * c + col) : 0.0;
+      for (int64_t q = p; q < end; ++q) acc += Load(dout, tokens[q] * c + col);
+      Store(dtable, row * c + col, static_cast<float>(acc));
     }
   }
 }
@@ -56,24 +69,57 @@ __global__ void EmbeddingBackwardKernel(DevTensor dout, const int32_t* ids,
 }  // namespace
 
 Status CudaBackend::EmbeddingForward(const backend::EmbeddingForwardCall& e) {
-  if (e.n * e.c > 0) {
-    EmbeddingForwardKernel<<<GridFor(e.n * e.c, kThreads), kThreads, 0, stream>>>(
-        Dev(e.table), e.ids.i32(), Dev(e.out), e.n, e.vocab, e.c, errors.word());
-  }
-  return Launched(e, "embedding_forward");
+  if (e.n * e.c == 0) return Status::Ok();
+  return Launched(e,
+                  Launch(EmbeddingForwardKernel, GridFor(e.n * e.c, kThreads), kThreads, 0,
+                         stream, Dev(e.table), e.ids.i32(), Dev(e.out), e.n, e.vocab, e.c,
+                         errors.word()),
+                  "embedding_forward");
 }
 
 Status CudaBackend::EmbeddingBackward(const backend::EmbeddingBackwardCall& e) {
-  if (e.n > 0) {
-    CheckIdsKernel<<<GridFor(e.n, kThreads), kThreads, 0, stream>>>(e.ids.i32(), e.n,
-                                                                    e.vocab, errors.word());
-    MNT_RETURN_IF_ERROR(Launched(e, "embedding_check_ids"));
+  if (e.vocab * e.c > 0 && !e.accumulate) {  // rows no token hits stay 0
+    MNT_RETURN_IF_ERROR(
+        Launched(e, LaunchFill(stream, Dev(e.dtable), e.vocab * e.c, 0.0), "embedding_zero"));
   }
-  if (e.vocab * e.c > 0) {
-    EmbeddingBackwardKernel<<<RowGrid(e.vocab), kThreads, 0, stream>>>(
-        Dev(e.dout), e.ids.i32(), Dev(e.dtable), e.n, e.vocab, e.c, e.accumulate);
+  if (e.n == 0) return Status::Ok();
+  if (e.n > INT32_MAX || e.vocab >= INT32_MAX) {
+    return sdk::Unimplemented(sdk::Format(
+        "%s: the cuda embedding backward sorts int32 token indices and ids "
+        "(N=%lld, V=%lld)", e.op_name(), (long long)e.n, (long long)e.vocab));
   }
-  return Launched(e, "embedding_backward");
+  const int n = static_cast<int>(e.n);
+  Scratch keys_in(*this), keys_out(*this), tokens_in(*this), tokens_out(*this), temp(*this);
+  for (Scratch* s : {&keys_in, &keys_out, &tokens_in, &tokens_out}) {
+    MNT_RETURN_IF_ERROR(s->Allocate(sizeof(int32_t) * e.n));
+  }
+  auto* ki = static_cast<int32_t*>(keys_in.data());
+  auto* ko = static_cast<int32_t*>(keys_out.data());
+  auto* ti = static_cast<int32_t*>(tokens_in.data());
+  auto* to = static_cast<int32_t*>(tokens_out.data());
+  MNT_RETURN_IF_ERROR(Launched(e,
+                               Launch(BucketKeysKernel, GridFor(e.n, kThreads), kThreads, 0,
+                                      stream, e.ids.i32(), e.n, e.vocab, ki, ti,
+                                      errors.word()),
+                               "embedding_bucket_keys"));
+  const int bits = EmbeddingSortBits(e.vocab);
+  size_t temp_bytes = 0;
+  MNT_CUDA_RETURN_IF_ERROR(
+      cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, ki, ko, ti, to, n, 0, bits, stream),
+      sdk::Format("%s: cub::DeviceRadixSort::SortPairs (size query)", e.op_name()));
+  MNT_RETURN_IF_ERROR(temp.Allocate(temp_bytes > 0 ? temp_bytes : 16));  // non-null: not a query
+  MNT_CUDA_RETURN_IF_ERROR(
+      cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, ki, ko, ti, to, n, 0, bits,
+                                      stream),
+      sdk::Format("%s: cub::DeviceRadixSort::SortPairs(%d items, %d bits)", e.op_name(), n,
+                  bits));
+  if (e.c == 0) return Status::Ok();
+  return Launched(e,
+                  Launch(EmbeddingRunSumKernel, RowGrid(e.n), kThreads, 0, stream,
+                         Dev(e.dout), static_cast<const int32_t*>(ko),
+                         static_cast<const int32_t*>(to), Dev(e.dtable), e.n, e.vocab, e.c,
+                         e.accumulate),
+                  "embedding_run_sum");
 }
 
 }  // namespace mnt::cuda

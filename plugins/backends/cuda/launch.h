@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "plugins/abi/mnt_common.h"
 #include "plugins/backends/common/op_call.h"
@@ -44,6 +45,25 @@ inline unsigned RowGrid(int64_t rows) {
 
 inline bool Aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
+}
+
+// kernel<<<grid, block, shared_bytes, s>>>(args...) returning this launch's
+// own status: cudaLaunchKernelEx reports it directly, so an error left by an
+// earlier call is never blamed on this launch. A failed launch's error is
+// also taken out of the runtime's last-error slot, so that it is reported
+// exactly once (by the launcher that caused it). Launchers that launch
+// nothing return cudaSuccess, never cudaGetLastError().
+template <typename... Params, typename... Args>
+cudaError_t Launch(void (*kernel)(Params...), dim3 grid, dim3 block,
+                   size_t shared_bytes, cudaStream_t s, Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = s;
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) (void)cudaGetLastError();
+  return err;
 }
 
 // "<OP>: <kernel> launch: <CUDA error>" as INTERNAL, or OK.
