@@ -119,22 +119,29 @@ Status CudaBackend::BatchNormForward(const backend::BatchNormForwardCall& b) {
   if (d.training) {
     mean = b.saved_mean.f32();
     invstd = b.saved_invstd.f32();
-    BatchNormTrainStatsKernel<<<static_cast<unsigned>(d.c), kThreads, 0, stream>>>(
-        Dev(b.x), d.n, d.c, d.inner, d.momentum, d.epsilon, b.running_mean.f32(),
-        b.running_var.f32(), mean, invstd);
+    MNT_RETURN_IF_ERROR(Launched(
+        b,
+        Launch(BatchNormTrainStatsKernel, static_cast<unsigned>(d.c), kThreads, 0, stream,
+               Dev(b.x), d.n, d.c, d.inner, d.momentum, d.epsilon, b.running_mean.f32(),
+               b.running_var.f32(), mean, invstd),
+        "batchnorm_train_stats"));
   } else {
     MNT_RETURN_IF_ERROR(stats.Allocate(sizeof(float) * 2 * d.c));
     mean = static_cast<float*>(stats.data());
     invstd = mean + d.c;
-    BatchNormInferStatsKernel<<<GridFor(d.c, kThreads), kThreads, 0, stream>>>(
-        b.running_mean.f32(), b.running_var.f32(), d.c, d.epsilon, mean, invstd);
+    MNT_RETURN_IF_ERROR(Launched(
+        b,
+        Launch(BatchNormInferStatsKernel, GridFor(d.c, kThreads), kThreads, 0, stream,
+               b.running_mean.f32(), b.running_var.f32(), d.c, d.epsilon, mean, invstd),
+        "batchnorm_infer_stats"));
   }
-  MNT_RETURN_IF_ERROR(Launched(b, "batchnorm_forward"));
   const int64_t total = d.n * d.c * d.inner;
   if (total == 0) return Status::Ok();
-  BatchNormApplyKernel<<<GridFor(total, kThreads), kThreads, 0, stream>>>(
-      Dev(b.x), Dev(b.gamma), Dev(b.beta), mean, invstd, Dev(b.y), total, d.c, d.inner);
-  return Launched(b, "batchnorm_forward");
+  return Launched(b,
+                  Launch(BatchNormApplyKernel, GridFor(total, kThreads), kThreads, 0, stream,
+                         Dev(b.x), Dev(b.gamma), Dev(b.beta), mean, invstd, Dev(b.y), total,
+                         d.c, d.inner),
+                  "batchnorm_apply");
 }
 
 Status CudaBackend::BatchNormBackward(const backend::BatchNormBackwardCall& b) {
@@ -143,16 +150,19 @@ Status CudaBackend::BatchNormBackward(const backend::BatchNormBackwardCall& b) {
   Scratch sums(*this);  // per channel: mean(dy), mean(dy * xhat)
   MNT_RETURN_IF_ERROR(sums.Allocate(sizeof(double) * 2 * d.c));
   double* s = static_cast<double*>(sums.data());
-  BatchNormGradSumsKernel<<<static_cast<unsigned>(d.c), kThreads, 0, stream>>>(
-      Dev(b.dy), Dev(b.x), b.saved_mean.f32(), b.saved_invstd.f32(), d.n, d.c, d.inner,
-      b.accumulate, Dev(b.dgamma), Dev(b.dbeta), s);
-  MNT_RETURN_IF_ERROR(Launched(b, "batchnorm_backward"));
+  MNT_RETURN_IF_ERROR(Launched(
+      b,
+      Launch(BatchNormGradSumsKernel, static_cast<unsigned>(d.c), kThreads, 0, stream,
+             Dev(b.dy), Dev(b.x), b.saved_mean.f32(), b.saved_invstd.f32(), d.n, d.c,
+             d.inner, b.accumulate, Dev(b.dgamma), Dev(b.dbeta), s),
+      "batchnorm_grad_sums"));
   const int64_t total = d.n * d.c * d.inner;
   if (total == 0) return Status::Ok();
-  BatchNormInputGradKernel<<<GridFor(total, kThreads), kThreads, 0, stream>>>(
-      Dev(b.dy), Dev(b.x), Dev(b.gamma), b.saved_mean.f32(), b.saved_invstd.f32(), s,
-      Dev(b.dx), total, d.c, d.inner);
-  return Launched(b, "batchnorm_backward");
+  return Launched(b,
+                  Launch(BatchNormInputGradKernel, GridFor(total, kThreads), kThreads, 0,
+                         stream, Dev(b.dy), Dev(b.x), Dev(b.gamma), b.saved_mean.f32(),
+                         b.saved_invstd.f32(), s, Dev(b.dx), total, d.c, d.inner),
+                  "batchnorm_input_grad");
 }
 
 }  // namespace mnt::cuda

@@ -38,18 +38,16 @@ __global__ void ChannelBiasAddKernel(DevTensor y, DevTensor bias, int64_t total,
 cudaError_t LaunchChannelSum(cudaStream_t s, DevTensor x, int64_t n, int64_t c,
                              int64_t inner, bool accumulate, DevTensor out) {
   if (c == 0) return cudaSuccess;
-  ChannelSumKernel<<<static_cast<unsigned>(c), kThreads, 0, s>>>(x, n, c, inner,
-                                                                 accumulate, out);
-  return cudaGetLastError();
+  return Launch(ChannelSumKernel, static_cast<unsigned>(c), kThreads, 0, s, x, n, c, inner,
+                accumulate, out);
 }
 
 cudaError_t LaunchChannelBiasAdd(cudaStream_t s, DevTensor y, DevTensor bias,
                                  int64_t n, int64_t c, int64_t inner) {
   const int64_t total = n * c * inner;
   if (total == 0) return cudaSuccess;
-  ChannelBiasAddKernel<<<GridFor(total, kThreads), kThreads, 0, s>>>(y, bias, total,
-                                                                     c, inner);
-  return cudaGetLastError();
+  return Launch(ChannelBiasAddKernel, GridFor(total, kThreads), kThreads, 0, s, y, bias,
+                total, c, inner);
 }
 
 }  // namespace mnt::cuda

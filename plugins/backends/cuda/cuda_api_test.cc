@@ -2,6 +2,8 @@
 // runs everywhere, CI included), device info, the caching allocator's stats
 // and foreign-pointer errors, copies, events, op support for ops it does not
 // implement, and device-side checks surfacing at the next sync point.
+#include <cuda_runtime.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -154,6 +156,26 @@ TEST(CudaApiTest, UnimplementedOpsAreReportedNotRun) {
   EXPECT_EQ(a.supported, 0);
   const sdk::Status s = d.cuda().Run(static_cast<MNT_Op>(999), {}, {});
   EXPECT_EQ(s.code(), MNT_ERROR_UNIMPLEMENTED) << s.message();
+}
+
+// An error some other CUDA call left in the runtime's last-error slot (here
+// a failed cudaMalloc in the test itself) is not this backend's: ops that
+// launch nothing, and ops that launch fine, still succeed.
+TEST(CudaApiTest, StaleRuntimeErrorIsNotBlamedOnTheNextOp) {
+  MNT_SKIP_WITHOUT_GPU();
+  DualBackend d;
+  d.Init();
+  auto empty = d.Poisoned(MNT_DTYPE_F32, {0});
+  auto some = d.Poisoned(MNT_DTYPE_F32, {1000});
+  const MNT_FillParams p{MNT_FillParams_STRUCT_SIZE, 2.0};
+  void* huge = nullptr;
+  ASSERT_NE(cudaMalloc(&huge, size_t{1} << 62), cudaSuccess);  // leaves an error
+  const sdk::Status nothing = d.RunCuda(MNT_OP_FILL, {}, {empty.get()}, &p);
+  const sdk::Status launched = d.RunCuda(MNT_OP_FILL, {}, {some.get()}, &p);
+  (void)cudaGetLastError();
+  EXPECT_TRUE(nothing.ok()) << nothing.message();
+  EXPECT_TRUE(launched.ok()) << launched.message();
+  EXPECT_EQ(d.Download(*some, true), std::vector<float>(1000, 2.0f));
 }
 
 TEST(CudaApiTest, BadEmbeddingIdSurfacesAtSynchronize) {

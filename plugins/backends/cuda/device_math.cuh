@@ -89,9 +89,9 @@ __global__ void Map4Kernel(Body body, int64_t n, bool vec) {
 // `vec`: every buffer the body touches is 16-byte aligned.
 template <typename Body>
 cudaError_t LaunchMap4(cudaStream_t s, Body body, int64_t n, bool vec) {
-  if (n <= 0) return cudaGetLastError();
-  Map4Kernel<<<GridFor((n + 3) / 4, kThreads), kThreads, 0, s>>>(body, n, vec);
-  return cudaGetLastError();
+  if (n <= 0) return cudaSuccess;
+  return Launch(Map4Kernel<Body>, GridFor((n + 3) / 4, kThreads), kThreads, 0, s, body, n,
+                vec);
 }
 
 // Block-wide reduction with a fixed combination order (deterministic);

@@ -91,11 +91,10 @@ struct ActivationBackwardBody {
 }  // namespace
 
 cudaError_t LaunchFill(cudaStream_t s, DevTensor out, int64_t n, double value) {
-  if (n <= 0) return cudaGetLastError();
+  if (n <= 0) return cudaSuccess;
   if (out.dtype == MNT_DTYPE_I32) {
-    FillI32Kernel<<<GridFor(n, kThreads), kThreads, 0, s>>>(
-        static_cast<int32_t*>(out.data), n, static_cast<int32_t>(value));
-    return cudaGetLastError();
+    return Launch(FillI32Kernel, GridFor(n, kThreads), kThreads, 0, s,
+                  static_cast<int32_t*>(out.data), n, static_cast<int32_t>(value));
   }
   return LaunchMap4(s, FillBody{out, static_cast<float>(value)}, n, Aligned16(out.data));
 }

@@ -6,8 +6,11 @@
 // scratch copy rounded to the compute format first (as the CPU reference
 // rounds them). Row-major C = op(A) op(B) is computed as the column-major
 // C^T = op(B)^T op(A)^T, so cuBLAS's "A" is our B and its "B" is our A.
-// The bias goes through CUBLASLT_EPILOGUE_BIAS. The heuristic's algorithm is
-// cached per configuration; one 32 MiB workspace per backend. K == 0 (an
+// The bias goes through CUBLASLT_EPILOGUE_BIAS; a bias that is not 16-byte
+// aligned (an offset into a parameter block) is staged into aligned scratch
+// first, so it never rules out the vectorised epilogues. The heuristic's
+// answer (or that it has none) is cached per configuration, alignments of
+// every pointer included; one 32 MiB workspace per backend. K == 0 (an
 // empty sum) is this file's one kernel: C = beta * C (+ bias).
 #include <cublasLt.h>
 
@@ -43,6 +46,10 @@ uint32_t Alignment(const void* p) {
   if (a == 0) return 256;
   return static_cast<uint32_t>(std::min<uintptr_t>(256, a & (~a + 1)));
 }
+
+// Bias pointers less aligned than this are staged (cuBLASLt's vectorised
+// epilogues load the bias 16 bytes at a time).
+constexpr uint32_t kBiasAlignment = 16;
 
 // True when rounding a `dtype` value to `mode` changes nothing.
 bool RoundingIsIdentity(MNT_DType dtype, MNT_ComputeMode mode) {
@@ -126,9 +133,10 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
   if (m == 0 || n == 0) return Status::Ok();
   const MNT_ComputeMode mode = p->compute;
   if (k == 0) {
-    GemmEmptyKKernel<<<GridFor(m * n, kThreads), kThreads, 0, stream>>>(
-        Dev(c), m, n, p->beta, Dev(bias), mode);
-    return Launched(g, "gemm_empty_k");
+    return Launched(g,
+                    Launch(GemmEmptyKKernel, GridFor(m * n, kThreads), kThreads, 0, stream,
+                           Dev(c), m, n, p->beta, Dev(bias), mode),
+                    "gemm_empty_k");
   }
 
   // Operand format and cuBLAS compute type.
@@ -169,8 +177,9 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
     }
   }
   DevTensor bias_dev = Dev(bias);
-  if (bias.present() &&
-      (bias->dtype != d_dev.dtype || !RoundingIsIdentity(bias->dtype, mode))) {
+  if (bias.present() && (bias->dtype != d_dev.dtype ||
+                         !RoundingIsIdentity(bias->dtype, mode) ||
+                         Alignment(bias->data) < kBiasAlignment)) {
     MNT_RETURN_IF_ERROR(Stage(*this, g, bias, d_dev.dtype, mode, &bias_scratch, &bias_dev));
   }
   MNT_RETURN_IF_ERROR(EnsureWorkspace(*this));
@@ -219,10 +228,14 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
 
   const uint32_t align_a = Alignment(b_dev.data), align_b = Alignment(a_dev.data);
   const uint32_t align_c = Alignment(d_dev.data);
+  // The heuristic reads the bias pointer's alignment too (cublasLt.h), so an
+  // algorithm cached for one bias alignment is never used with a smaller one.
+  const uint32_t align_bias = bias.present() ? Alignment(bias_dev.data) : 0;
   const std::string key = sdk::Format(
-      "%lld,%lld,%lld|%d%d|%d,%d,%d|%d|%d|%u,%u,%u", (long long)m, (long long)n,
+      "%lld,%lld,%lld|%d%d|%d,%d,%d|%d|%d|%u,%u,%u,%u", (long long)m, (long long)n,
       (long long)k, ta, tb, op_type, d_dev.dtype, bias_dev.dtype,
-      static_cast<int>(compute), static_cast<int>(epilogue), align_a, align_b, align_c);
+      static_cast<int>(compute), static_cast<int>(epilogue), align_a, align_b, align_c,
+      align_bias);
   auto cached = gemm->algos.find(key);
   if (cached == gemm->algos.end()) {
     MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&d.pref),
@@ -244,23 +257,26 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
     }
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
-    MNT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulAlgoGetHeuristic(gemm->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1,
-                                       &result, &returned),
-        "GEMM: cublasLtMatmulAlgoGetHeuristic");
-    if (returned == 0) {
-      return sdk::Unimplemented(sdk::Format(
-          "GEMM: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (%s operands, "
-          "%s output, compute mode %d)",
-          (long long)m, (long long)n, (long long)k, sdk::DTypeName(op_type),
-          sdk::DTypeName(d_dev.dtype), static_cast<int>(mode)));
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        gemm->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &returned);
+    if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
+      MNT_CUBLAS_RETURN_IF_ERROR(st, "GEMM: cublasLtMatmulAlgoGetHeuristic");
     }
-    cached = gemm->algos.emplace(key, result.algo).first;
+    std::optional<cublasLtMatmulAlgo_t> answer;
+    if (st == CUBLAS_STATUS_SUCCESS && returned > 0) answer = result.algo;
+    cached = gemm->algos.emplace(key, answer).first;
+  }
+  if (!cached->second.has_value()) {
+    return sdk::Unimplemented(sdk::Format(
+        "GEMM: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (%s operands, "
+        "%s output, compute mode %d)",
+        (long long)m, (long long)n, (long long)k, sdk::DTypeName(op_type),
+        sdk::DTypeName(d_dev.dtype), static_cast<int>(mode)));
   }
   const float alpha = p->alpha, beta = p->beta;
   MNT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmul(gemm->lt, d.op, &alpha, b_dev.data, d.a, a_dev.data, d.b, &beta,
-                     d_dev.data, d.c, d_dev.data, d.c, &cached->second,
+                     d_dev.data, d.c, d_dev.data, d.c, &*cached->second,
                      gemm->workspace, GemmState::kWorkspaceBytes, stream),
       "GEMM: cublasLtMatmul");
   if (!direct) {

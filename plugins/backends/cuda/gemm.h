@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "plugins/sdk/status.h"
@@ -24,7 +25,9 @@ struct GemmState {
   ~GemmState();
 
   cublasLtHandle_t lt = nullptr;
-  std::map<std::string, cublasLtMatmulAlgo_t> algos;  // cached heuristic answers
+  // Cached heuristic answers per configuration; nullopt caches "cuBLASLt
+  // has no algorithm" so that a refused shape is not re-queried every call.
+  std::map<std::string, std::optional<cublasLtMatmulAlgo_t>> algos;
   // kWorkspaceBytes of the backend's memory (WORKSPACE category) on first
   // use; given back with the rest of the backend's memory.
   void* workspace = nullptr;

@@ -77,7 +77,8 @@ inline sdk::Status Launched(const backend::TypedCall& call, cudaError_t err,
                             const char* kernel) {
   return Launched(*call.op, err, kernel);
 }
-// The launches just issued (cudaGetLastError).
+// The launches just issued (cudaGetLastError): only for launch code not yet
+// on Launch(), which may see an error left by an earlier call.
 inline sdk::Status Launched(const backend::TypedCall& call, const char* kernel) {
   return Launched(*call.op, cudaGetLastError(), kernel);
 }

@@ -69,12 +69,12 @@ __global__ void LayerNormBackwardInputKernel(DevTensor dy, DevTensor x,
 }  // namespace
 
 Status CudaBackend::LayerNormForward(const backend::LayerNormForwardCall& l) {
-  if (l.rows > 0) {
-    LayerNormForwardKernel<<<RowGrid(l.rows), kThreads, 0, stream>>>(
-        Dev(l.x), Dev(l.weight), Dev(l.bias), Dev(l.y), l.mean.f32(), l.rstd.f32(),
-        l.rows, l.c, l.epsilon);
-  }
-  return Launched(l, "layernorm_forward");
+  if (l.rows == 0) return Status::Ok();
+  return Launched(l,
+                  Launch(LayerNormForwardKernel, RowGrid(l.rows), kThreads, 0, stream,
+                         Dev(l.x), Dev(l.weight), Dev(l.bias), Dev(l.y), l.mean.f32(),
+                         l.rstd.f32(), l.rows, l.c, l.epsilon),
+                  "layernorm_forward");
 }
 
 Status CudaBackend::LayerNormBackward(const backend::LayerNormBackwardCall& l) {
@@ -89,12 +89,12 @@ Status CudaBackend::LayerNormBackward(const backend::LayerNormBackwardCall& l) {
                        Dev(l.dweight), Dev(l.dbias), l.rows, l.c, l.accumulate,
                        static_cast<double*>(partials.data())),
       "layernorm_param_grads"));
-  if (l.rows > 0) {
-    LayerNormBackwardInputKernel<<<RowGrid(l.rows), kThreads, 0, stream>>>(
-        Dev(l.dy), Dev(l.x), Dev(l.weight), l.mean.f32(), l.rstd.f32(), Dev(l.dx),
-        l.rows, l.c);
-  }
-  return Launched(l, "layernorm_backward_input");
+  if (l.rows == 0) return Status::Ok();
+  return Launched(l,
+                  Launch(LayerNormBackwardInputKernel, RowGrid(l.rows), kThreads, 0, stream,
+                         Dev(l.dy), Dev(l.x), Dev(l.weight), l.mean.f32(), l.rstd.f32(),
+                         Dev(l.dx), l.rows, l.c),
+                  "layernorm_backward_input");
 }
 
 }  // namespace mnt::cuda

@@ -100,8 +100,10 @@ Status CudaBackend::SgdStep(const backend::SgdStepCall& s) {
   b.master = s.master.f32();
   b.state1 = s.momentum.f32();
   b.working = Dev(s.working);
-  if (b.n > 0) SgdKernel<<<GridFor(b.n, kThreads), kThreads, 0, stream>>>(b, s.coefficients);
-  return Launched(s, "sgd_step");
+  if (b.n == 0) return Status::Ok();
+  return Launched(s, Launch(SgdKernel, GridFor(b.n, kThreads), kThreads, 0, stream, b,
+                            s.coefficients),
+                  "sgd_step");
 }
 
 Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
@@ -120,13 +122,14 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
       p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay,
       b.step_counter != nullptr ? 1 : p->step);
   if (b.n > 0) {
-    AdamWKernel<<<GridFor(b.n, kThreads), kThreads, 0, stream>>>(b, c);
-    MNT_RETURN_IF_ERROR(Launched(a, "adamw_step"));
+    MNT_RETURN_IF_ERROR(Launched(
+        a, Launch(AdamWKernel, GridFor(b.n, kThreads), kThreads, 0, stream, b, c),
+        "adamw_step"));
   }
-  if (b.step_counter != nullptr) {
-    CountAppliedStepKernel<<<1, 1, 0, stream>>>(b.step_counter, b.found_inf);
-  }
-  return Launched(a, "adamw_step");
+  if (b.step_counter == nullptr) return Status::Ok();
+  return Launched(a, Launch(CountAppliedStepKernel, 1, 1, 0, stream, b.step_counter,
+                            b.found_inf),
+                  "adamw_count_applied_step");
 }
 
 }  // namespace mnt::cuda

@@ -76,18 +76,20 @@ Status CudaBackend::Pool2dForward(const backend::Pool2dForwardCall& c) {
   const PoolGeometry& g = c.geometry;
   const int64_t total = c.planes * g.p * g.q;
   if (total == 0) return Status::Ok();
-  PoolForwardKernel<<<GridFor(total, kThreads), kThreads, 0, stream>>>(
-      g, c.kind, c.planes, Dev(c.x), Dev(c.y));
-  return Launched(c, "pool_forward");
+  return Launched(c,
+                  Launch(PoolForwardKernel, GridFor(total, kThreads), kThreads, 0, stream, g,
+                         c.kind, c.planes, Dev(c.x), Dev(c.y)),
+                  "pool_forward");
 }
 
 Status CudaBackend::Pool2dBackward(const backend::Pool2dBackwardCall& c) {
   const PoolGeometry& g = c.geometry;
   const int64_t total = c.planes * g.h * g.w;
   if (total == 0) return Status::Ok();
-  PoolBackwardKernel<<<GridFor(total, kThreads), kThreads, 0, stream>>>(
-      g, c.kind, c.planes, Dev(c.dy), Dev(c.x), Dev(c.dx));
-  return Launched(c, "pool_backward");
+  return Launched(c,
+                  Launch(PoolBackwardKernel, GridFor(total, kThreads), kThreads, 0, stream, g,
+                         c.kind, c.planes, Dev(c.dy), Dev(c.x), Dev(c.dx)),
+                  "pool_backward");
 }
 
 }  // namespace mnt::cuda

@@ -71,31 +71,29 @@ int64_t ReducePartialCount(int64_t n) {
 cudaError_t LaunchReducePartials(cudaStream_t s, DevTensor x, int64_t n, ReduceOp op,
                                  double* partials) {
   const int64_t blocks = ReducePartialCount(n);
-  if (blocks == 0) return cudaGetLastError();
+  if (blocks == 0) return cudaSuccess;
   const unsigned grid = static_cast<unsigned>(blocks);
   switch (op) {
     case ReduceOp::kSum:
-      PartialsKernel<ReduceOp::kSum><<<grid, kThreads, 0, s>>>(x, n, partials);
-      break;
+      return Launch(PartialsKernel<ReduceOp::kSum>, grid, kThreads, 0, s, x, n, partials);
     case ReduceOp::kSumSquares:
-      PartialsKernel<ReduceOp::kSumSquares><<<grid, kThreads, 0, s>>>(x, n, partials);
-      break;
+      return Launch(PartialsKernel<ReduceOp::kSumSquares>, grid, kThreads, 0, s, x, n,
+                    partials);
     case ReduceOp::kMax:
-      PartialsKernel<ReduceOp::kMax><<<grid, kThreads, 0, s>>>(x, n, partials);
-      break;
+      return Launch(PartialsKernel<ReduceOp::kMax>, grid, kThreads, 0, s, x, n, partials);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;  // not a ReduceOp
 }
 
 // out = combine(partials[0..count)) / divisor, in a fixed order.
 cudaError_t LaunchReduceFinish(cudaStream_t s, const double* partials, int64_t count,
                                ReduceOp op, double divisor, float* out) {
   if (op == ReduceOp::kMax) {
-    FinishKernel<ReduceOp::kMax><<<1, kThreads, 0, s>>>(partials, count, divisor, out);
-  } else {
-    FinishKernel<ReduceOp::kSum><<<1, kThreads, 0, s>>>(partials, count, divisor, out);
+    return Launch(FinishKernel<ReduceOp::kMax>, 1, kThreads, 0, s, partials, count, divisor,
+                  out);
   }
-  return cudaGetLastError();
+  return Launch(FinishKernel<ReduceOp::kSum>, 1, kThreads, 0, s, partials, count, divisor,
+                out);
 }
 
 // ---- Column sums ---------------------------------------------------------------
@@ -169,22 +167,19 @@ cudaError_t LaunchColumnSums(cudaStream_t s, DevTensor dy, DevTensor x,
                              const float* mean, const float* rstd, DevTensor dw,
                              DevTensor db, int64_t rows, int64_t c, bool accumulate,
                              double* partials) {
-  if (c <= 0) return cudaGetLastError();
+  if (c <= 0) return cudaSuccess;
   const int64_t chunks = ColumnSumChunks(rows);
   double* partials_b = partials;
   double* partials_w = partials + chunks * c;
   const dim3 grid(GridFor(c, kThreads), static_cast<unsigned>(chunks));
-  ColumnPartialsKernel<<<grid, kThreads, 0, s>>>(dy, x, mean, rstd, rows, c, chunks,
-                                                 partials_b, partials_w);
-  cudaError_t err = cudaGetLastError();
+  cudaError_t err = Launch(ColumnPartialsKernel, grid, kThreads, 0, s, dy, x, mean, rstd,
+                           rows, c, chunks, partials_b, partials_w);
   if (err != cudaSuccess) return err;
-  ColumnFinishKernel<<<GridFor(c, kThreads), kThreads, 0, s>>>(partials_b, chunks, c,
-                                                               db, accumulate);
-  err = cudaGetLastError();
+  err = Launch(ColumnFinishKernel, GridFor(c, kThreads), kThreads, 0, s,
+               static_cast<const double*>(partials_b), chunks, c, db, accumulate);
   if (err != cudaSuccess || dw.data == nullptr) return err;
-  ColumnFinishKernel<<<GridFor(c, kThreads), kThreads, 0, s>>>(partials_w, chunks, c,
-                                                               dw, accumulate);
-  return cudaGetLastError();
+  return Launch(ColumnFinishKernel, GridFor(c, kThreads), kThreads, 0, s,
+                static_cast<const double*>(partials_w), chunks, c, dw, accumulate);
 }
 
 Status CudaBackend::BiasGrad(const backend::BiasGradCall& c) {

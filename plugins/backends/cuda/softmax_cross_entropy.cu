@@ -117,26 +117,27 @@ __global__ void CountCorrectKernel(DevTensor logits, const int32_t* targets,
 }  // namespace
 
 Status CudaBackend::Softmax(const backend::SoftmaxCall& c) {
-  if (c.rows > 0 && c.width > 0) {
-    SoftmaxKernel<<<RowGrid(c.rows), kThreads, 0, stream>>>(Dev(c.x), Dev(c.y), c.rows,
-                                                            c.width);
-  }
-  return Launched(c, "softmax");
+  if (c.rows == 0 || c.width == 0) return Status::Ok();
+  return Launched(c,
+                  Launch(SoftmaxKernel, RowGrid(c.rows), kThreads, 0, stream, Dev(c.x),
+                         Dev(c.y), c.rows, c.width),
+                  "softmax");
 }
 
 Status CudaBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
-  if (c.batch > 0) {
-    CrossEntropyKernel<<<RowGrid(c.batch), kThreads, 0, stream>>>(
-        Dev(c.logits), c.targets.i32(), c.losses.f32(), Dev(c.dlogits), c.batch, c.width,
-        c.classes, c.grad_scale, errors.word());
-  }
-  return Launched(c, "cross_entropy");
+  if (c.batch == 0) return Status::Ok();
+  return Launched(c,
+                  Launch(CrossEntropyKernel, RowGrid(c.batch), kThreads, 0, stream,
+                         Dev(c.logits), c.targets.i32(), c.losses.f32(), Dev(c.dlogits),
+                         c.batch, c.width, c.classes, c.grad_scale, errors.word()),
+                  "cross_entropy");
 }
 
 Status CudaBackend::CountCorrect(const backend::CountCorrectCall& c) {
-  CountCorrectKernel<<<1, 1024, 0, stream>>>(Dev(c.logits), c.targets.i32(), c.count.f32(),
-                                             c.batch, c.width, c.classes);
-  return Launched(c, "count_correct");
+  return Launched(c,
+                  Launch(CountCorrectKernel, 1, 1024, 0, stream, Dev(c.logits),
+                         c.targets.i32(), c.count.f32(), c.batch, c.width, c.classes),
+                  "count_correct");
 }
 
 }  // namespace mnt::cuda
