@@ -3,12 +3,14 @@
 // NCHW, one path per compute mode:
 //   F32  -> fp32 tensors, CUDNN_FMA_MATH (no TF32 tensor cores),
 //   TF32 -> fp32 tensors, CUDNN_TENSOR_OP_MATH (TF32 allowed),
-//   BF16 / F16 -> 16-bit tensors, CUDNN_TENSOR_OP_MATH,
+//   BF16 / F16 -> 16-bit tensors when the output is stored in that format,
+//     else fp32 tensors holding the rounded operands (conv_io.h: an fp32
+//     output is never rounded through 16 bits), CUDNN_TENSOR_OP_MATH,
 // always with an fp32 compute type (accumulation) in the convolution
 // descriptor. cuDNN wants every tensor in one dtype, so operands stored
 // otherwise are staged (rounded to the compute format, as the CPU reference
-// does) and outputs stored otherwise are produced in scratch, then converted
-// (or added, with accumulate). Algorithms come from the cudnnGet*_v7
+// does) and outputs stored otherwise are produced in fp32 scratch, then
+// converted (or added, with accumulate): one rounding, from fp32. Algorithms come from the cudnnGet*_v7
 // heuristics (cheap and repeatable), deterministic ones preferred, cached per
 // shape/dtype/mode; their workspace comes from the backend's allocator.
 // The bias add and dbias are our own deterministic channel kernels (conv.cu).
@@ -20,6 +22,7 @@
 
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/conv.h"
+#include "plugins/backends/cuda/conv_io.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/elementwise.h"
 #include "plugins/sdk/tensor.h"
@@ -34,27 +37,12 @@ namespace {
 // Largest workspace an algorithm may ask for; bigger ones are skipped.
 constexpr size_t kMaxWorkspaceBytes = size_t{512} << 20;
 
-// The tensor dtype cuDNN runs on for a compute mode.
-MNT_DType IoType(MNT_ComputeMode mode) {
-  switch (mode) {
-    case MNT_COMPUTE_BF16: return MNT_DTYPE_BF16;
-    case MNT_COMPUTE_F16: return MNT_DTYPE_F16;
-    default: return MNT_DTYPE_F32;
-  }
-}
-
 cudnnDataType_t CudnnType(MNT_DType t) {
   switch (t) {
     case MNT_DTYPE_BF16: return CUDNN_DATA_BFLOAT16;
     case MNT_DTYPE_F16: return CUDNN_DATA_HALF;
     default: return CUDNN_DATA_FLOAT;
   }
-}
-
-// Rounding a `dtype` value to `mode` and storing it as IoType(mode) is exact
-// and changes nothing, so the operand can be used in place.
-bool UsableInPlace(MNT_DType dtype, MNT_ComputeMode mode) {
-  return dtype == IoType(mode);
 }
 
 enum class ConvKind { kForward, kBackwardData, kBackwardFilter };
@@ -125,9 +113,12 @@ Status MakeDescriptors(const ConvShape& sh, const MNT_Conv2dParams& p, MNT_DType
 }
 
 // First acceptable heuristic answer: succeeded, within the workspace limit,
-// no tensor-op math in the fp32 mode, deterministic if any is.
+// no tensor-op math in the fp32 mode, never a down-conversion of fp32
+// tensors to fp16 (it would round bf16/tf32 operands to another format),
+// deterministic if any is.
 template <typename Perf>
-bool PickFrom(const Perf* perf, int count, MNT_ComputeMode mode, ConvAlgoChoice* out) {
+bool PickFrom(const Perf* perf, int count, MNT_ComputeMode mode, MNT_DType io,
+              ConvAlgoChoice* out) {
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = 0; i < count; ++i) {
       const Perf& r = perf[i];
@@ -136,6 +127,7 @@ bool PickFrom(const Perf* perf, int count, MNT_ComputeMode mode, ConvAlgoChoice*
                                       r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) {
         continue;
       }
+      if (io == MNT_DTYPE_F32 && r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
       if (pass == 0 && r.determinism != CUDNN_DETERMINISTIC) continue;
       out->algo = static_cast<int>(r.algo);
       out->math = mode == MNT_COMPUTE_F32 ? CUDNN_FMA_MATH : r.mathType;
@@ -180,7 +172,7 @@ Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                  &returned, perf),
           "cudnnGetConvolutionForwardAlgorithm_v7");
-      found = PickFrom(perf, returned, p.compute, &choice);
+      found = PickFrom(perf, returned, p.compute, io, &choice);
       break;
     }
     case ConvKind::kBackwardData: {
@@ -190,7 +182,7 @@ Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
               b.cudnn, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
               &returned, perf),
           "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      found = PickFrom(perf, returned, p.compute, &choice);
+      found = PickFrom(perf, returned, p.compute, io, &choice);
       break;
     }
     case ConvKind::kBackwardFilter: {
@@ -200,7 +192,7 @@ Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
               b.cudnn, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
               &returned, perf),
           "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      found = PickFrom(perf, returned, p.compute, &choice);
+      found = PickFrom(perf, returned, p.compute, io, &choice);
       break;
     }
   }
@@ -241,14 +233,14 @@ Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
   return Status::Ok();
 }
 
-// An input as cuDNN reads it: in place, or a rounded copy in scratch.
+// An input as cuDNN reads it: in place, or a copy in scratch stored as `io`
+// holding the values rounded to the compute format.
 Status InputAsIo(CudaBackend& b, const OpCall& call, const Operand& src,
-                 MNT_ComputeMode mode, Scratch* scratch, DevTensor* out) {
-  if (UsableInPlace(src->dtype, mode)) {
+                 MNT_ComputeMode mode, MNT_DType io, Scratch* scratch, DevTensor* out) {
+  if (ConvOperandInPlace(src->dtype, mode, io)) {
     *out = Dev(src);
     return Status::Ok();
   }
-  const MNT_DType io = IoType(mode);
   const int64_t n = sdk::NumElements(*src);
   MNT_RETURN_IF_ERROR(scratch->Allocate(static_cast<size_t>(n) * sdk::DTypeSize(io)));
   *out = DevTensor{scratch->data(), io};
@@ -256,21 +248,20 @@ Status InputAsIo(CudaBackend& b, const OpCall& call, const Operand& src,
 }
 
 // Where cuDNN writes an output: the output itself (with beta = accumulate)
-// or scratch (beta = 0) that FinishOutput moves into it.
+// or fp32 scratch (beta = 0) that FinishOutput moves into it.
 struct OutputTarget {
   DevTensor io;
   bool staged = false;
   float beta = 0.0f;
 };
 
-Status OutputAsIo(const Operand& dst, MNT_ComputeMode mode, bool accumulate,
-                  Scratch* scratch, OutputTarget* out) {
-  if (UsableInPlace(dst->dtype, mode)) {
+Status OutputAsIo(const Operand& dst, MNT_DType io, bool accumulate, Scratch* scratch,
+                  OutputTarget* out) {
+  if (dst->dtype == io) {
     out->io = Dev(dst);
     out->beta = accumulate ? 1.0f : 0.0f;
     return Status::Ok();
   }
-  const MNT_DType io = IoType(mode);
   MNT_RETURN_IF_ERROR(scratch->Allocate(static_cast<size_t>(sdk::NumElements(*dst)) *
                                         sdk::DTypeSize(io)));
   out->io = DevTensor{scratch->data(), io};
@@ -305,7 +296,7 @@ Status CudaBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
   const Operand &x = c.x, &w = c.w, &bias = c.bias, &y = c.y;
   const ConvShape& sh = c.shape;
   if (sh.n == 0 || sh.k == 0) return Status::Ok();
-  const MNT_DType io = IoType(p->compute);
+  const MNT_DType io = ConvIoType(p->compute, y->dtype);
   if (sh.c == 0) {  // empty sum: y = bias (or 0)
     MNT_RETURN_IF_ERROR(Launched(
         call, LaunchFill(b.stream, Dev(y), sdk::NumElements(*y), 0.0), "fill"));
@@ -322,10 +313,10 @@ Status CudaBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
   MNT_RETURN_IF_ERROR(ChooseAlgo(b, call, ConvKind::kForward, sh, *p, io, d, &algo));
   Scratch xs(b), ws_(b), ys(b), wsp(b);
   DevTensor xi, wi;
-  MNT_RETURN_IF_ERROR(InputAsIo(b, call, x, p->compute, &xs, &xi));
-  MNT_RETURN_IF_ERROR(InputAsIo(b, call, w, p->compute, &ws_, &wi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, x, p->compute, io, &xs, &xi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, w, p->compute, io, &ws_, &wi));
   OutputTarget out;
-  MNT_RETURN_IF_ERROR(OutputAsIo(y, p->compute, false, &ys, &out));
+  MNT_RETURN_IF_ERROR(OutputAsIo(y, io, false, &ys, &out));
   MNT_RETURN_IF_ERROR(Workspace(b, algo, &wsp));
   const float alpha = 1.0f, beta = 0.0f;
   MNT_CUDNN_RETURN_IF_ERROR(
@@ -355,7 +346,7 @@ Status CudaBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c)
     return Launched(call, LaunchFill(b.stream, Dev(dx), sdk::NumElements(*dx), 0.0),
                     "fill");
   }
-  const MNT_DType io = IoType(p->compute);
+  const MNT_DType io = ConvIoType(p->compute, dx->dtype);
   MNT_RETURN_IF_ERROR(EnsureHandle(b));
   Descriptors d;
   MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
@@ -363,10 +354,10 @@ Status CudaBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c)
   MNT_RETURN_IF_ERROR(ChooseAlgo(b, call, ConvKind::kBackwardData, sh, *p, io, d, &algo));
   Scratch dys(b), ws_(b), dxs(b), wsp(b);
   DevTensor dyi, wi;
-  MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, &dys, &dyi));
-  MNT_RETURN_IF_ERROR(InputAsIo(b, call, w, p->compute, &ws_, &wi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, io, &dys, &dyi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, w, p->compute, io, &ws_, &wi));
   OutputTarget out;
-  MNT_RETURN_IF_ERROR(OutputAsIo(dx, p->compute, accumulate, &dxs, &out));
+  MNT_RETURN_IF_ERROR(OutputAsIo(dx, io, accumulate, &dxs, &out));
   MNT_RETURN_IF_ERROR(Workspace(b, algo, &wsp));
   const float alpha = 1.0f;
   MNT_CUDNN_RETURN_IF_ERROR(
@@ -398,7 +389,7 @@ Status CudaBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall
     return Launched(call, LaunchFill(b.stream, Dev(dw), sdk::NumElements(*dw), 0.0),
                     "fill");
   }
-  const MNT_DType io = IoType(p->compute);
+  const MNT_DType io = ConvIoType(p->compute, dw->dtype);
   MNT_RETURN_IF_ERROR(EnsureHandle(b));
   Descriptors d;
   MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
@@ -407,10 +398,10 @@ Status CudaBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall
       ChooseAlgo(b, call, ConvKind::kBackwardFilter, sh, *p, io, d, &algo));
   Scratch dys(b), xs(b), dws(b), wsp(b);
   DevTensor dyi, xi;
-  MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, &dys, &dyi));
-  MNT_RETURN_IF_ERROR(InputAsIo(b, call, x, p->compute, &xs, &xi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, io, &dys, &dyi));
+  MNT_RETURN_IF_ERROR(InputAsIo(b, call, x, p->compute, io, &xs, &xi));
   OutputTarget out;
-  MNT_RETURN_IF_ERROR(OutputAsIo(dw, p->compute, accumulate, &dws, &out));
+  MNT_RETURN_IF_ERROR(OutputAsIo(dw, io, accumulate, &dws, &out));
   MNT_RETURN_IF_ERROR(Workspace(b, algo, &wsp));
   const float alpha = 1.0f;
   MNT_CUDNN_RETURN_IF_ERROR(
