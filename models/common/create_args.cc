@@ -64,10 +64,12 @@ Status CheckCreateArgs(
   }
   MNT_RETURN_IF_ERROR(check_data(data));
   MNT_RETURN_IF_ERROR(CheckPrecision(model, args.precision));
-  if (args.max_batch_size < 1) {
+  // The upper bound keeps batch x width x sequence products inside int64.
+  constexpr int64_t kMaxBatch = int64_t{1} << 31;
+  if (args.max_batch_size < 1 || args.max_batch_size > kMaxBatch) {
     return sdk::InvalidArgument(sdk::Format(
-        "%s: max_batch_size is %lld, expected at least 1", model.c_str(),
-        static_cast<long long>(args.max_batch_size)));
+        "%s: max_batch_size is %lld, expected 1 to %lld", model.c_str(),
+        static_cast<long long>(args.max_batch_size), static_cast<long long>(kMaxBatch)));
   }
   ModelSetup setup;
   setup.name = model;

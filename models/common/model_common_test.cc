@@ -228,7 +228,9 @@ TEST_F(ModelCommonTest, CreateArgsAreCheckedInOrderWithOneLineMessages) {
 
   a = CreateArgs();
   a.max_batch_size = 0;
-  EXPECT_EQ(error(a), "toy: max_batch_size is 0, expected at least 1");
+  EXPECT_EQ(error(a), "toy: max_batch_size is 0, expected 1 to 2147483648");
+  a.max_batch_size = int64_t{1} << 62;  // batch x width would overflow int64
+  EXPECT_EQ(error(a), "toy: max_batch_size is 4611686018427387904, expected 1 to 2147483648");
 
   // The model's own data check reports for itself.
   ModelSetup unused;

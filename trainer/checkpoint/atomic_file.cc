@@ -1,11 +1,15 @@
 #include "trainer/checkpoint/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -52,6 +56,14 @@ absl::Status FsyncDirectory(const std::string& dir) {
     return absl::InternalError(absl::StrCat("fsync of directory ", dir, " failed: ", ErrnoText(err)));
   }
   return absl::OkStatus();
+}
+
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
 }
 
 }  // namespace
@@ -108,8 +120,11 @@ absl::Status MakeDirectories(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::Status ReadWholeFile(const std::string& path, std::string* contents) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+absl::Status ReadWholeFile(const std::string& path, std::string* contents,
+                           int64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer before we can
+  // refuse it. Regular files ignore the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     const std::string msg = absl::StrCat("cannot open ", path, ": ", ErrnoText(err));
@@ -117,7 +132,24 @@ absl::Status ReadWholeFile(const std::string& path, std::string* contents) {
   }
   contents->clear();
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) contents->reserve(st.st_size);
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return absl::DataLossError(absl::StrCat("cannot stat ", path, ": ", ErrnoText(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    // A directory reads as nothing, /dev/zero as everything: neither is data.
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", FileKind(st.st_mode), ", expected a regular file"));
+  }
+  if (st.st_size > max_bytes) {
+    ::close(fd);
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, " has ", st.st_size, " bytes, more than the ", max_bytes,
+                     " this reader loads"));
+  }
+  contents->reserve(static_cast<size_t>(st.st_size));
   char buffer[1 << 16];
   while (true) {
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
@@ -128,10 +160,54 @@ absl::Status ReadWholeFile(const std::string& path, std::string* contents) {
       return absl::DataLossError(absl::StrCat("cannot read ", path, ": ", ErrnoText(err)));
     }
     if (n == 0) break;
+    if (static_cast<int64_t>(contents->size()) + n > max_bytes) {
+      ::close(fd);  // grew while we read it
+      return absl::ResourceExhaustedError(
+          absl::StrCat(path, " grew past the ", max_bytes, " bytes this reader loads"));
+    }
     contents->append(buffer, static_cast<size_t>(n));
   }
   ::close(fd);
   return absl::OkStatus();
+}
+
+absl::Status CheckRegularFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    const std::string msg = absl::StrCat("cannot open ", path, ": ", ErrnoText(err));
+    return err == ENOENT ? absl::NotFoundError(msg) : absl::PermissionDeniedError(msg);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", FileKind(st.st_mode), ", expected a regular file"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> RemoveStaleTempFiles(const std::string& dir) {
+  std::vector<std::string> removed;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return removed;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t mark = name.rfind(".tmp.");
+    if (mark == std::string::npos || mark == 0) continue;
+    const std::string digits = name.substr(mark + 5);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    // A live writer (another run on the same directory) keeps its file.
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const std::string path = dir + "/" + name;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::unlink(path.c_str()) == 0) removed.push_back(name);
+  }
+  ::closedir(d);
+  return removed;
 }
 
 }  // namespace trainer

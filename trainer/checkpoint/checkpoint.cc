@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/stubs/logging.h"
 #include "plugins/abi/mnt_common.h"
 #include "trainer/checkpoint/atomic_file.h"
 
@@ -67,6 +68,33 @@ absl::Status CheckTensors(const CheckpointData& data, const std::string& source)
   }
   return absl::OkStatus();
 }
+
+// Protobuf logs what it refuses (invalid UTF-8 in a string field) on stderr
+// itself; while a checkpoint parses, the text is kept for our one error line
+// instead. Not thread-safe, as protobuf's handler is not.
+std::string* captured_protobuf_log = nullptr;
+
+void CaptureProtobufLog(google::protobuf::LogLevel, const char*, int,
+                        const std::string& message) {
+  if (captured_protobuf_log != nullptr && captured_protobuf_log->empty()) {
+    *captured_protobuf_log = message;
+  }
+}
+
+class ProtobufLogCapture {
+ public:
+  explicit ProtobufLogCapture(std::string* into) {
+    captured_protobuf_log = into;
+    previous_ = google::protobuf::SetLogHandler(&CaptureProtobufLog);
+  }
+  ~ProtobufLogCapture() {
+    google::protobuf::SetLogHandler(previous_);
+    captured_protobuf_log = nullptr;
+  }
+
+ private:
+  google::protobuf::LogHandler* previous_;
+};
 
 }  // namespace
 
@@ -165,10 +193,20 @@ absl::StatusOr<CheckpointData> DecodeCheckpoint(const std::string& bytes,
         ", computed 0x", absl::Hex(computed_crc, absl::kZeroPad8), "): the file is corrupt"));
   }
   CheckpointData data;
-  if (payload_size > static_cast<uint64_t>(INT_MAX) ||
-      !data.ParseFromArray(payload, static_cast<int>(payload_size))) {
+  std::string protobuf_said;
+  bool parsed = false;
+  if (payload_size <= static_cast<uint64_t>(INT_MAX)) {
+    ProtobufLogCapture capture(&protobuf_said);
+    parsed = data.ParseFromArray(payload, static_cast<int>(payload_size));
+  }
+  if (!parsed) {
+    for (char& c : protobuf_said) {
+      if (c == '\n') c = ' ';
+    }
     return absl::DataLossError(
-        absl::StrCat(source, ": checkpoint payload does not parse as CheckpointData"));
+        absl::StrCat(source, ": checkpoint payload does not parse as CheckpointData",
+                     protobuf_said.empty() ? "" : " (", protobuf_said,
+                     protobuf_said.empty() ? "" : ")"));
   }
   if (data.format_version() != static_cast<int32_t>(kCheckpointFormatVersion)) {
     return absl::FailedPreconditionError(

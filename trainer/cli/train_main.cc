@@ -19,9 +19,11 @@
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
 #include "trainer/cli/run_header.h"
+#include "trainer/config/command_line_check.h"
 #include "trainer/config/config.h"
 #include "trainer/config/flags.h"
 #include "trainer/core/console_reporter.h"
+#include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/core/trainer.h"
@@ -63,6 +65,8 @@ int Run(int argc, char** argv) {
   // Before absl parses: its --help finds no flags in a file named after the
   // program and exits 1.
   if (std::optional<int> code = HandleHelpFlags(argc, argv, stdout)) return *code;
+  // absl would print its own "ERROR: ..." lines and exit: check first.
+  if (auto s = CheckCommandLine(argc, argv); !s.ok()) return Fail(s);
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) {
     return Fail(absl::InvalidArgumentError(
@@ -123,6 +127,14 @@ int Run(int argc, char** argv) {
                                    ": ", absl::StrJoin(defaults, " ")));
   }
 
+  if (!config->checkpoint_dir().empty()) {
+    // Only our own `<name>.tmp.<pid>` pattern, only here, only dead writers.
+    for (const std::string& name : RemoveStaleTempFiles(config->checkpoint_dir())) {
+      console.OnMessage(absl::StrCat("removed ", config->checkpoint_dir(), "/", name,
+                                     " (a temp file left by a run that died while saving)"));
+    }
+  }
+
   std::string resumed_from;
   if (!config->resume_from().empty()) {
     // An explicit checkpoint must exist: a typo never silently starts over.
@@ -176,19 +188,14 @@ int Run(int argc, char** argv) {
   }
   sinks.OnStart(MakeRunHeader(*config, **trainer, registry, targets_per_example,
                               resumed_from));
+  if (auto s = sinks.status(); !s.ok()) return Fail(s);
 
   if (auto s = (*trainer)->Train(&sinks); !s.ok()) return Fail(s);
   const FinalReport report = (*trainer)->Report();
   sinks.OnFinish(report);
   std::fputs(FormatFinalReport(report).c_str(), stdout);
-  // Losing a metrics file does not fail a finished run, but is said.
-  if (jsonl != nullptr && !jsonl->ok()) {
-    std::printf("warning: writing %s failed; its records stop early\n",
-                config->metrics_jsonl().c_str());
-  }
-  if (board != nullptr && !board->status().ok()) {
-    std::printf("warning: %s\n", std::string(board->status().message()).c_str());
-  }
+  // The summary record is the last write: a log that lost it fails the run.
+  if (auto s = sinks.status(); !s.ok()) return Fail(s);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "trainer/checkpoint/atomic_file.h"
 
 namespace mnt {
 namespace trainer {
@@ -40,6 +41,13 @@ absl::Status CheckOneOf(absl::string_view flag, const std::string& value,
 absl::Status CheckAtLeast(absl::string_view flag, int64_t value, int64_t min) {
   if (value >= min) return absl::OkStatus();
   return Invalid(flag, absl::StrCat(value), absl::StrCat("an integer >= ", min));
+}
+
+// Sizes multiply into byte counts (batch x width x 4): a bound far above any
+// real run keeps every such product inside int64.
+absl::Status CheckBetween(absl::string_view flag, int64_t value, int64_t min, int64_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return Invalid(flag, absl::StrCat(value), absl::StrCat("an integer from ", min, " to ", max));
 }
 
 // Checks min <= value (or < when min_exclusive) and value < / <= max, finite.
@@ -92,7 +100,7 @@ absl::Status ValidateData(const DataConfig& d) {
       return absl::InvalidArgumentError(
           "--dataset=text needs --text_path (a plain text file)");
     }
-    s = CheckAtLeast("seq_len", d.seq_len(), 1);
+    s = CheckBetween("seq_len", d.seq_len(), 1, int64_t{1} << 24);
     if (!s.ok()) return s;
   }
   if (d.dataset() == "shards") {
@@ -218,8 +226,8 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   absl::Status s = CheckPluginName("precision", c.precision(), "fp32, tf32, bf16, fp16, auto");
   if (s.ok()) s = CheckPluginName("device", c.device(), "cpu, cuda, auto");
   if (s.ok()) s = ValidateData(c.data());
-  if (s.ok()) s = CheckAtLeast("batch_size", c.batch_size(), 1);
-  if (s.ok()) s = CheckAtLeast("grad_accum_steps", c.grad_accum_steps(), 1);
+  if (s.ok()) s = CheckBetween("batch_size", c.batch_size(), 1, int64_t{1} << 24);
+  if (s.ok()) s = CheckBetween("grad_accum_steps", c.grad_accum_steps(), 1, int64_t{1} << 24);
   if (s.ok()) s = CheckAtLeast("steps", c.steps(), 1);
   if (s.ok()) s = ValidateOptimizer(c.optimizer());
   if (s.ok()) s = ValidateSchedule(c.schedule());
@@ -282,17 +290,11 @@ absl::Status MergeTextConfig(const std::string& text,
 }
 
 absl::Status MergeTextConfigFile(const std::string& path, TrainConfig* config) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open config file ", path, ": ", std::strerror(errno)));
+  std::string text;
+  if (absl::Status s = ReadWholeFile(path, &text, kMaxConfigBytes); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("config file: ", s.message()));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::DataLossError(absl::StrCat("cannot read config file ", path));
-  }
-  return MergeTextConfig(text.str(), path, config);
+  return MergeTextConfig(text, path, config);
 }
 
 absl::StatusOr<TrainConfig> LoadTextConfig(const std::string& path) {

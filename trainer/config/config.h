@@ -2,6 +2,7 @@
 #ifndef MANTISSA_TRAINER_CONFIG_CONFIG_H_
 #define MANTISSA_TRAINER_CONFIG_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -34,7 +35,12 @@ absl::Status MergeTextConfig(const std::string& text,
                              const std::string& source_name,
                              TrainConfig* config);
 
-// Same as MergeTextConfig with the contents of the file at `path`.
+// A text config larger than this is refused rather than read (no real one is
+// more than a few KB; a device or a huge file must not be slurped).
+inline constexpr int64_t kMaxConfigBytes = 16 << 20;
+
+// Same as MergeTextConfig with the contents of the file at `path` (a regular
+// file: a directory or device is refused, not read as an empty config).
 absl::Status MergeTextConfigFile(const std::string& path, TrainConfig* config);
 
 // DefaultTrainConfig() overridden by the text-format file at `path`, validated.

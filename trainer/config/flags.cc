@@ -12,6 +12,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
+#include "trainer/checkpoint/atomic_file.h"
 #include "trainer/config/config_fields.h"
 
 // Defaults repeat DefaultTrainConfig() so --help shows them; flags_test checks
@@ -345,10 +346,9 @@ bool FieldChosenByUser(const std::string& name) {
   if (path.empty()) return false;
   // Read again (a few calls per run): ConfigFromFlags has read and checked
   // this file already.
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto paths = FieldPathsInTextConfig(text.str());
+  std::string text;
+  if (!ReadWholeFile(path, &text, kMaxConfigBytes).ok()) return false;
+  auto paths = FieldPathsInTextConfig(text);
   return paths.ok() && paths->count(FieldPathOfFlag(name)) > 0;
 }
 

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace mnt::trainer {
 
 struct StepMetrics {
@@ -111,6 +113,10 @@ class MetricsSink {
   // trainer (trainer/cli), not by the Trainer itself.
   virtual void OnStart(const RunHeader& header) { (void)header; }
   virtual void OnFinish(const FinalReport& report) { (void)report; }
+  // Not OK once the sink's output failed (a full disk, a vanished file): the
+  // trainer then stops the run with this error rather than train on with a
+  // log that silently ends early.
+  virtual absl::Status status() const { return absl::OkStatus(); }
 };
 
 }  // namespace mnt::trainer

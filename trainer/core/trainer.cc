@@ -213,6 +213,10 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     if (auto s = EvaluateAndCheckpointIfDue(step_ == last_step, sink, &side_seconds); !s.ok())
       return s;
     meter.Exclude(side_seconds);
+    // A log that cannot be written (a full disk) stops the run now.
+    if (sink != nullptr) {
+      if (absl::Status s = sink->status(); !s.ok()) return s;
+    }
   }
   // One clock reading for both: rate x time = samples exactly.
   train_seconds_ = meter.TrainSeconds();

@@ -1,9 +1,12 @@
 #include "trainer/core/training_checkpoint.h"
 
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 #include <vector>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "plugins/sdk/absl/status.h"
@@ -121,9 +124,26 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   if (auto s = restored_sampler.SetState(ss); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
   }
+  // Every number is checked here, before the first buffer is written: a file
+  // whose CRC is right can still carry values no run produces.
+  if (ckpt.step() < 0) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": checkpoint step ", ckpt.step(), " is negative"));
+  }
   int64_t applied = 0;
   if (auto a = ckpt.metadata().find(kAppliedStepsKey); a != ckpt.metadata().end()) {
-    applied = std::stoll(a->second);
+    if (!absl::SimpleAtoi(a->second, &applied) || applied < 0 || applied > ckpt.step()) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": checkpoint applied_steps '", absl::CHexEscape(a->second),
+          "' is not a whole number from 0 to its step ", ckpt.step()));
+    }
+  }
+  if (!(std::isfinite(ckpt.loss_scale()) && ckpt.loss_scale() > 0) ||
+      ckpt.loss_scale_growth_tracker() < 0 || ckpt.loss_scale_skipped_steps() < 0) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": checkpoint loss scaler state is invalid (scale ", ckpt.loss_scale(),
+        ", growth tracker ", ckpt.loss_scale_growth_tracker(), ", skipped steps ",
+        ckpt.loss_scale_skipped_steps(), " at step ", ckpt.step(), ")"));
   }
 
   for (const auto& [buf, t] : found) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "trainer/data/sampler.h"
@@ -29,8 +30,16 @@ void Append(const ClassificationData& from, int64_t index, ClassificationData* t
 }  // namespace
 
 int64_t ClassificationData::example_size() const {
+  // Dims come from files: a zero anywhere makes the product 0 without the
+  // others overflowing first, and a product past int64 saturates (readers
+  // refuse such data; this must only not be undefined).
+  for (int64_t d : example_dims) {
+    if (d <= 0) return 0;
+  }
   int64_t size = 1;
-  for (int64_t d : example_dims) size *= d;
+  for (int64_t d : example_dims) {
+    if (__builtin_mul_overflow(size, d, &size)) return INT64_MAX;
+  }
   return size;
 }
 

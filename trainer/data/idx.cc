@@ -29,7 +29,8 @@ std::string MagicHex(const unsigned char* p) {
 
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   std::string bytes;
-  absl::Status s = ReadWholeFile(path, &bytes);
+  constexpr int64_t kMaxIdxBytes = int64_t{4} << 30;  // well above any image set we train on
+  absl::Status s = ReadWholeFile(path, &bytes, kMaxIdxBytes);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("IDX file: ", s.message()));
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 4) {
@@ -155,6 +156,12 @@ absl::StatusOr<ClassificationData> ReadIdxClassification(const std::string& imag
     return absl::InvalidArgumentError(absl::StrCat(images_path, " has ", n, " examples but ",
                                                    labels_path, " has ", labels->dims[0],
                                                    " labels"));
+  }
+  for (size_t d = 1; d < images->dims.size(); ++d) {
+    if (images->dims[d] == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          images_path, ": IDX image dim ", d, " is 0: an example needs at least one value"));
+    }
   }
   ClassificationData data;
   data.num_examples = n;

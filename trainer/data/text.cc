@@ -8,7 +8,9 @@ namespace trainer {
 
 absl::StatusOr<TokenData> LoadTextBytes(const std::string& path) {
   std::string bytes;
-  absl::Status s = ReadWholeFile(path, &bytes);
+  // Each byte becomes an int32 token: 1 GiB of text is 4 GiB of tokens.
+  constexpr int64_t kMaxTextBytes = int64_t{1} << 30;
+  absl::Status s = ReadWholeFile(path, &bytes, kMaxTextBytes);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("text dataset: ", s.message()));
   if (bytes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("text dataset ", path, " is empty"));

@@ -4,8 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "trainer/checkpoint/atomic_file.h"
@@ -36,10 +35,12 @@ absl::Status WriteTokenShard(const std::string& path,
 
 absl::StatusOr<std::vector<int32_t>> ReadTokenShard(const std::string& path,
                                                     int64_t vocab) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open token shard"));
-  const std::string bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
+  // The header's count is an int32: no valid shard is larger than this.
+  constexpr int64_t kMaxShardBytes = kShardHeaderBytes + 2 * int64_t{INT32_MAX};
+  std::string bytes;
+  if (auto s = ReadWholeFile(path, &bytes, kMaxShardBytes); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("token shard: ", s.message()));
+  }
   if (bytes.size() < kShardHeaderBytes) {
     return absl::DataLossError(absl::StrCat(
         path, ": truncated token shard (", bytes.size(),

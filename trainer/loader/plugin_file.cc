@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "trainer/loader/elf_check.h"
 #include "trainer/loader/plugin_validation.h"
 
 namespace mnt::trainer {
@@ -15,6 +16,11 @@ absl::StatusOr<PluginFile> PluginFile::Open(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  }
+  // dlopen() maps what the headers say; a truncated file would fault (SIGBUS)
+  // inside it rather than fail.
+  if (absl::Status s = CheckElfSharedObject(path); !s.ok()) {
+    return RefusePlugin(path, std::string(s.message()));
   }
   // A bare name would make dlopen() search the library path instead.
   const std::string open_path =

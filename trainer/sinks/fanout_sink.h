@@ -38,6 +38,13 @@ class FanoutSink : public MetricsSink {
   void OnFinish(const FinalReport& r) override {
     for (MetricsSink* s : sinks_) s->OnFinish(r);
   }
+  // The first sink that failed.
+  absl::Status status() const override {
+    for (const MetricsSink* s : sinks_) {
+      if (absl::Status st = s->status(); !st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
 
  private:
   std::vector<MetricsSink*> sinks_;

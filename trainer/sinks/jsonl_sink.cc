@@ -34,7 +34,15 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Create(const std::string& 
                                                              bool append) {
   std::string kept;
   std::error_code ec;
-  if (!append && fs::exists(path, ec)) {
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    // Never rename or write into a directory, FIFO or device (/dev/full).
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--metrics_jsonl=", path, " is ",
+        fs::is_directory(st) ? "a directory" : "not a regular file",
+        ", expected a file to write"));
+  }
+  if (!append && fs::exists(st)) {
     // An earlier run's metrics stay, under the first free numbered name.
     for (int n = 1; n < 10000 && kept.empty(); ++n) {
       const std::string candidate = absl::StrCat(path, ".", n);
@@ -56,17 +64,26 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Create(const std::string& 
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot open --metrics_jsonl=", path, " for writing: ", std::strerror(errno)));
   }
-  return std::unique_ptr<JsonlSink>(new JsonlSink(f, kept));
+  return std::unique_ptr<JsonlSink>(new JsonlSink(f, path, kept));
 }
 
 JsonlSink::~JsonlSink() { std::fclose(file_); }
 
 void JsonlSink::WriteLine(const std::string& body) {
-  if (!ok_) return;
+  if (!status_.ok()) return;
   const std::string line = absl::StrCat("{", body, "}\n");
   // Flushed per line: a killed run keeps every record written so far.
-  ok_ = std::fwrite(line.data(), 1, line.size(), file_) == line.size() &&
-        std::fflush(file_) == 0;
+  errno = 0;
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() ||
+      std::fflush(file_) != 0) {
+    const int err = errno;
+    status_ = absl::DataLossError(absl::StrCat(
+        "writing --metrics_jsonl=", path_, " failed after ", lines_written_, " lines: ",
+        err != 0 ? std::strerror(err) : "short write",
+        " (the file ends early; no summary record)"));
+    return;
+  }
+  ++lines_written_;
 }
 
 void JsonlSink::OnStart(const RunHeader& h) {

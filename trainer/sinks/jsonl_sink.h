@@ -33,8 +33,10 @@ class JsonlSink : public MetricsSink {
 
   // Where an earlier run's file was moved to, or "" if none was there.
   const std::string& kept_previous() const { return kept_previous_; }
-  // False after a write failed (the run goes on; the console says so once).
-  bool ok() const { return ok_; }
+  // False after a write failed; status() then names the file and the error,
+  // and the trainer stops the run.
+  bool ok() const { return status_.ok(); }
+  absl::Status status() const override { return status_; }
 
   void OnStart(const RunHeader& h) override;
   void OnStep(const StepMetrics& m) override;
@@ -43,13 +45,15 @@ class JsonlSink : public MetricsSink {
   void OnFinish(const FinalReport& r) override;
 
  private:
-  JsonlSink(FILE* file, std::string kept_previous)
-      : file_(file), kept_previous_(std::move(kept_previous)) {}
+  JsonlSink(FILE* file, std::string path, std::string kept_previous)
+      : file_(file), path_(std::move(path)), kept_previous_(std::move(kept_previous)) {}
   void WriteLine(const std::string& json_object_body);
 
   FILE* file_;
+  std::string path_;
   std::string kept_previous_;
-  bool ok_ = true;
+  int64_t lines_written_ = 0;
+  absl::Status status_;
 };
 
 }  // namespace mnt::trainer

@@ -34,8 +34,9 @@ class TensorBoardSink : public trainer::MetricsSink {
   void OnMessage(const std::string& line) override { (void)line; }
   void OnFinish(const trainer::FinalReport& r) override;
 
-  // The first write error, if any (writing stops there; the run goes on).
-  const absl::Status& status() const { return status_; }
+  // The first write error, if any (writing stops there and the trainer ends
+  // the run with it).
+  absl::Status status() const override { return status_; }
   const std::string& path() const { return writer_->path(); }
 
  private:
