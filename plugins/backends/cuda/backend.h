@@ -24,6 +24,7 @@
 #include "plugins/backends/cuda/cudnn_graph.h"
 #include "plugins/backends/cuda/device_errors.h"
 #include "plugins/backends/cuda/launch.h"
+#include "plugins/backends/cuda/pinned_staging.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
@@ -69,6 +70,7 @@ struct CudaBackend {
   DeviceAllocator memory;
   std::unique_ptr<GemmState> gemm;  // cuBLASLt handle, algorithms, workspace
   DeviceErrors errors;  // bits set by kernels, reported at sync points
+  PinnedStaging staging;  // host-to-device uploads (pinned_staging.h)
   std::map<std::string, ConvAlgoChoice> conv_algos;
   // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
   std::map<std::string, std::unique_ptr<CudnnPlan>> sdpa_plans;

@@ -4,6 +4,7 @@
 // implement, and device-side checks surfacing at the next sync point.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -156,6 +157,46 @@ TEST(CudaApiTest, UnimplementedOpsAreReportedNotRun) {
   EXPECT_EQ(a.supported, 0);
   const sdk::Status s = d.cuda().Run(static_cast<MNT_Op>(999), {}, {});
   EXPECT_EQ(s.code(), MNT_ERROR_UNIMPLEMENTED) << s.message();
+}
+
+// Uploads go through pinned slots and return without a stream sync: the
+// host buffer is rewritten right after each call, small uploads cycle
+// through the slots many times over, a large one spans several slots, two
+// uploads to one place land in call order.
+TEST(CudaApiTest, StagedUploadsReadTheHostBufferBeforeReturning) {
+  MNT_SKIP_WITHOUT_GPU();
+  DualBackend d;
+  d.Init();
+  const sdk::BackendClient& c = d.cuda();
+  const size_t big = 3 * (size_t{4} << 20) + 1237;  // > 3 slots
+  sdk::DeviceBuffer large, small;
+  ASSERT_TRUE(c.Allocate(big, MNT_MEMORY_DATA, &large).ok());
+  const int uploads = 64, each = 1000;
+  ASSERT_TRUE(c.Allocate(uploads * each, MNT_MEMORY_DATA, &small).ok());
+  std::vector<uint8_t> host(big);
+  for (size_t i = 0; i < big; ++i) host[i] = static_cast<uint8_t>(i * 131 + 7);
+  const std::vector<uint8_t> want_large = host;
+  ASSERT_TRUE(c.ToDevice(large.data(), host.data(), big).ok());
+  std::fill(host.begin(), host.end(), 0xEE);  // the copy must not see this
+  std::vector<uint8_t> chunk(each), want_small(uploads * each);
+  for (int u = 0; u < uploads; ++u) {
+    for (int i = 0; i < each; ++i) chunk[i] = static_cast<uint8_t>(u * 3 + i);
+    std::copy(chunk.begin(), chunk.end(), want_small.begin() + u * each);
+    ASSERT_TRUE(c.ToDevice(static_cast<uint8_t*>(small.data()) + u * each, chunk.data(),
+                           each).ok());
+    std::fill(chunk.begin(), chunk.end(), 0xEE);
+  }
+  // Call order on one destination: the second upload wins.
+  std::vector<uint8_t> first(each, 1), second(each, 2);
+  ASSERT_TRUE(c.ToDevice(small.data(), first.data(), each).ok());
+  ASSERT_TRUE(c.ToDevice(small.data(), second.data(), each).ok());
+  std::fill(want_small.begin(), want_small.begin() + each, 2);
+  std::vector<uint8_t> back(big);
+  ASSERT_TRUE(c.ToHost(back.data(), large.data(), big).ok());
+  EXPECT_TRUE(back == want_large);
+  back.resize(uploads * each);
+  ASSERT_TRUE(c.ToHost(back.data(), small.data(), back.size()).ok());
+  EXPECT_TRUE(back == want_small);
 }
 
 // An error some other CUDA call left in the runtime's last-error slot (here

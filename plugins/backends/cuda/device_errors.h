@@ -1,7 +1,8 @@
 // Checks that need device data (embedding ids, cross-entropy targets) run in
 // the kernels, which set bits of one device word instead of forcing a host
 // round trip per launch; the word is read, reported and cleared at the next
-// sync point (Backend_Synchronize, a copy to or from the host).
+// sync point (Backend_Synchronize, a copy to the host; uploads to the device
+// do not wait for the stream, see pinned_staging.h).
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_ERRORS_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_ERRORS_H_
 

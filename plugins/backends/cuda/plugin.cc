@@ -66,15 +66,16 @@ backend::DeviceInfo CudaBackend::Info() const {
 }
 
 Status CudaBackend::Copy(void* dst, const void* src, size_t bytes, MNT_CopyKind kind) {
+  // H2D: staged through pinned slots, so it returns once src has been read
+  // without waiting for the stream (pinned_staging.h).
+  if (kind == MNT_COPY_HOST_TO_DEVICE) return staging.Upload(dst, src, bytes, stream);
   const cudaMemcpyKind k = kind == MNT_COPY_HOST_TO_DEVICE   ? cudaMemcpyHostToDevice
                            : kind == MNT_COPY_DEVICE_TO_HOST ? cudaMemcpyDeviceToHost
                                                              : cudaMemcpyDeviceToDevice;
   MNT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, k, stream),
                            sdk::Format("Memory_Copy: cudaMemcpyAsync(%zu bytes)", bytes));
   if (k == cudaMemcpyDeviceToDevice) return Status::Ok();
-  // D2H: the data must be there on return; H2D: the host buffer must be
-  // reusable on return (pinned sources would otherwise still be read).
-  return errors.Check(stream);
+  return errors.Check(stream);  // D2H: the data must be there on return
 }
 
 Status CudaBackend::Synchronize() {
