@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -284,6 +285,21 @@ Status GetPlan(CudaBackend& b, Direction dir, const AttentionDims& s, MNT_DType 
   return Status::Ok();
 }
 
+// Says on stderr, once per shape and reason (so at the
+// first step), that the fallback kernels run and why: they are much slower
+// than cuDNN's fused kernels, and a run should not be slow silently.
+void SayFallback(CudaBackend& b, const AttentionDims& s, const std::string& why) {
+  const std::string key = sdk::Format("b%lld h%lld t%lld d%lld causal%d: %s", (long long)s.b,
+                                      (long long)s.h, (long long)s.t, (long long)s.d,
+                                      s.causal ? 1 : 0, why.c_str());
+  if (!b.attention_fallbacks_said.insert(key).second) return;
+  std::fprintf(stderr,
+               "mantissa: cuda backend: attention=%s uses the fallback attention kernels "
+               "for B=%lld H=%lld T=%lld D=%lld%s: %s\n",
+               AttentionImplName(b.options.attention), (long long)s.b, (long long)s.h,
+               (long long)s.t, (long long)s.d, s.causal ? " (causal)" : "", why.c_str());
+}
+
 // Whether to go on with cuDNN: false (run the fallback) for fp32/mixed
 // storage, attention=fallback and (with auto) what cuDNN cannot run.
 Status Choose(CudaBackend& b, const OpCall& call, Direction dir, const AttentionDims& s,
@@ -293,10 +309,16 @@ Status Choose(CudaBackend& b, const OpCall& call, Direction dir, const Attention
   if (impl == AttentionImpl::kFallback || s.b * s.h * s.t == 0) return Status::Ok();
   const MNT_DType dtype = (*io[0])->dtype;
   for (const Operand* o : io) {
-    if ((*o)->dtype != dtype || !Is16Bit((*o)->dtype)) return Status::Ok();
+    if ((*o)->dtype != dtype || !Is16Bit((*o)->dtype)) {
+      SayFallback(b, s,
+                  sdk::Format("cuDNN SDPA takes bf16 or fp16 storage only, this call has %s",
+                              (*o)->dtype != dtype ? "mixed dtypes" : sdk::DTypeName(dtype)));
+      return Status::Ok();
+    }
   }
   std::string why;
   MNT_RETURN_IF_ERROR(GetPlan(b, dir, s, dtype, plan, &why));
+  if (*plan == nullptr && impl == AttentionImpl::kAuto) SayFallback(b, s, why);
   if (*plan == nullptr && impl == AttentionImpl::kCudnn) {
     return sdk::Unimplemented(sdk::Format("%s: attention=cudnn, but cuDNN SDPA cannot run "
                                           "B=%lld H=%lld T=%lld D=%lld: %s",

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "plugins/abi/mnt_backend.h"
@@ -74,6 +75,8 @@ struct CudaBackend {
   std::map<std::string, ConvAlgoChoice> conv_algos;
   // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
   std::map<std::string, std::unique_ptr<CudnnPlan>> sdpa_plans;
+  // attention=auto fallbacks already announced on stderr (shape: reason).
+  std::set<std::string> attention_fallbacks_said;
 };
 
 // Scratch memory (WORKSPACE category) released when the holder goes out of

@@ -100,6 +100,50 @@ TEST_F(CudaLayersTest, AttentionForwardBackwardCausalAndFull) {
   }
 }
 
+// The tiled kernels across many tiles: T not a multiple of any tile edge
+// (forward/dQ tiles of 32 and dK/dV tiles of 16 at D = 64), head dims that
+// pick other tile edges (72, 200) or are smaller than a warp (8).
+TEST_F(CudaLayersTest, AttentionManyTilesAndHeadDims) {
+  struct Case {
+    int64_t b, h, t, d;
+  };
+  for (const Case& k : {Case{1, 2, 130, 64}, Case{2, 1, 67, 72}, Case{1, 1, 45, 200},
+                        Case{2, 3, 97, 8}}) {
+    for (MNT_DType dt : kFloatTypes) {
+      for (int causal : {1, 0}) {
+        SCOPED_TRACE(::testing::Message() << "B " << k.b << " H " << k.h << " T " << k.t
+                                          << " D " << k.d << " dtype " << dt << " causal "
+                                          << causal);
+        const int64_t c = k.h * k.d;
+        const MNT_AttentionParams p{MNT_AttentionParams_STRUCT_SIZE, int32_t(k.h), causal,
+                                    0.0f};
+        auto qkv = d_.Upload(Random(k.b * k.t * 3 * c), dt, {k.b, k.t, 3 * c});
+        auto y = d_.Poisoned(dt, {k.b, k.t, c});
+        auto lse = d_.Poisoned(MNT_DTYPE_F32, {k.b, k.h, k.t});
+        ASSERT_TRUE(d_.RunBoth(MNT_OP_ATTENTION_FORWARD, {qkv.get()}, {y.get(), lse.get()},
+                               &p).ok());
+        ExpectSame(*y, 1e-4, 1e-5);
+        ExpectSame(*lse, 1e-4, 1e-5);
+        auto dy = d_.Upload(Random(k.b * k.t * c), dt, {k.b, k.t, c});
+        auto dqkv = d_.Poisoned(dt, {k.b, k.t, 3 * c});
+        ASSERT_TRUE(d_.RunBoth(MNT_OP_ATTENTION_BACKWARD,
+                               {dy.get(), qkv.get(), y.get(), lse.get()}, {dqkv.get()}, &p)
+                        .ok());
+        ExpectSame(*dqkv, 1e-4, dt == MNT_DTYPE_F32 ? 1e-4 : 2e-3);
+        const std::vector<uint8_t> first_y = d_.Bytes(*y, true);
+        const std::vector<uint8_t> first = d_.Bytes(*dqkv, true);
+        ASSERT_TRUE(d_.RunCuda(MNT_OP_ATTENTION_FORWARD, {qkv.get()}, {y.get(), lse.get()}, &p)
+                        .ok());
+        ASSERT_TRUE(d_.RunCuda(MNT_OP_ATTENTION_BACKWARD,
+                               {dy.get(), qkv.get(), y.get(), lse.get()}, {dqkv.get()}, &p)
+                        .ok());
+        EXPECT_EQ(d_.Bytes(*y, true), first_y);
+        EXPECT_EQ(d_.Bytes(*dqkv, true), first);
+      }
+    }
+  }
+}
+
 TEST_F(CudaLayersTest, AttentionRejectsBadShapesInOneLine) {
   auto qkv = d_.Upload(Random(2 * 5 * 12), MNT_DTYPE_F32, {2, 5, 12});
   auto y = d_.Poisoned(MNT_DTYPE_F32, {2, 5, 4});
