@@ -16,6 +16,9 @@
 //     and fp16 only, "unavailable: why" when cuDNN cannot run it).
 //     "TFLOP/s" counts the causal half of the 4*B*H*T^2*D matmul FLOPs
 //     forward and 3.5x that for forward+backward.
+//  5. EMBEDDING_BACKWARD at GPT-2 124M's shape (V=50304, C=768, N=8*1024
+//     uniformly random ids) per storage dtype: ms per call (zeroing the
+//     table, sorting the ids, summing each id's rows).
 //  Convolution TFLOP/s (ResNet-50 shapes) per precision is
 //  //tools/benchmarks:cnn_benchmark --bench_device=cuda.
 // Times: wall clock between stream synchronizations around `reps` launches
@@ -317,6 +320,40 @@ std::vector<AttentionResult> BenchAttention(Bench& b, const char* impl, bool qui
   return out;
 }
 
+struct EmbeddingResult {
+  const char* precision;
+  double ms;
+};
+
+std::vector<EmbeddingResult> BenchEmbeddingBackward(Bench& b, bool quick) {
+  const int64_t vocab = 50304, c = 768, n = 8 * 1024;
+  std::vector<int32_t> ids(n);
+  uint32_t s = 777u;
+  for (int32_t& id : ids) {
+    s = s * 1664525u + 1013904223u;
+    id = static_cast<int32_t>((s >> 8) % vocab);
+  }
+  DeviceBuffer dids = b.Alloc(n * 4);
+  Check("upload", b.c().ToDevice(dids.data(), ids.data(), n * 4));
+  const MNT_Tensor tids = MakeTensor(dids.data(), MNT_DTYPE_I32, {n});
+  const MNT_AccumulateParams ap{MNT_AccumulateParams_STRUCT_SIZE, 0};
+  std::vector<EmbeddingResult> out;
+  for (const Precision& p : kPrecisions) {
+    if (p.mode == MNT_COMPUTE_TF32) continue;  // same storage as fp32
+    DeviceBuffer dout = b.Random(n * c, p.dtype);
+    DeviceBuffer table = b.Alloc(vocab * c * sdk::DTypeSize(p.dtype));
+    const MNT_Tensor tdout = MakeTensor(dout.data(), p.dtype, {n, c});
+    const MNT_Tensor ttable = MakeTensor(table.data(), p.dtype, {vocab, c});
+    const double ms = b.Time(quick ? 3 : 20, [&] {
+      Check("EMBEDDING_BACKWARD",
+            b.c().Run(MNT_OP_EMBEDDING_BACKWARD, {tdout, tids}, {ttable}, &ap));
+    });
+    out.push_back({p.name, ms});
+    std::printf("  embedding backward %s: %.3f ms\n", p.name, ms);
+  }
+  return out;
+}
+
 MNT_Backend* CreateBackend(const MNT_Plugin_Api* api, const char* options) {
   MNT_Backend_Create_Args ca{};
   ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
@@ -439,6 +476,14 @@ int Main(int argc, char** argv) {
       }
       std::snprintf(line, sizeof(line), "| %s | %s | %.2f | %.2f | %.2f | %.2f |", r.impl,
                     r.precision, r.fwd_ms, r.fwd_tflops, r.fwd_bwd_ms, r.fwd_bwd_tflops);
+      emit(line);
+    }
+    emit("\nEmbedding backward at GPT-2 124M's shape (V=50304, C=768, N=8192 random "
+         "ids; sorted, deterministic):\n");
+    emit("| storage | ms |");
+    emit("|---|---|");
+    for (const EmbeddingResult& r : BenchEmbeddingBackward(b, quick)) {
+      std::snprintf(line, sizeof(line), "| %s | %.3f |", r.precision, r.ms);
       emit(line);
     }
   }
