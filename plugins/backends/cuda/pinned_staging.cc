@@ -24,7 +24,8 @@ Status PinnedStaging::NextSlot(Slot** slot, bool* have) {
   if (pinned_unavailable_) return Status::Ok();
   Slot& s = slots_[next_];
   if (s.host == nullptr) {
-    if (cudaHostAlloc(&s.host, kSlotBytes, cudaHostAllocDefault) != cudaSuccess) {
+    // Portable: pinned for every device's context, whichever is current.
+    if (cudaHostAlloc(&s.host, kSlotBytes, cudaHostAllocPortable) != cudaSuccess) {
       (void)cudaGetLastError();  // handled: pageable copies from now on
       s.host = nullptr;
       pinned_unavailable_ = true;
