@@ -1,5 +1,9 @@
 #include "models/common/create_args.h"
 
+#include <cstdint>
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::models {
@@ -10,17 +14,23 @@ using sdk::Status;
 // Plans beyond this are refused before the backend is asked.
 constexpr double kMaxActivationBytes = 1e15;
 
-bool IsComputeMode(MNT_ComputeMode m) {
+// Enum fields from the host are read as int32 first (plugins/sdk/abi_enum.h).
+bool IsComputeMode(int32_t m) {
   return m == MNT_COMPUTE_F32 || m == MNT_COMPUTE_TF32 ||
          m == MNT_COMPUTE_BF16 || m == MNT_COMPUTE_F16;
 }
 
-Status CheckFloatDType(const std::string& model, const char* what,
-                       MNT_DType t) {
-  if (!sdk::IsFloatStorage(t)) {
+Status CheckFloatDType(const std::string& model, const char* what, const MNT_DType& field) {
+  const std::optional<MNT_DType> t = sdk::ReadEnum(field);
+  if (!t) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: precision.%s is %d, expected f32, f16 or bf16", model.c_str(), what,
+        sdk::RawEnum(field)));
+  }
+  if (!sdk::IsFloatStorage(*t)) {
     return sdk::InvalidArgument(sdk::Format(
         "%s: precision.%s is %s, expected f32, f16 or bf16", model.c_str(),
-        what, sdk::DTypeName(t)));
+        what, sdk::DTypeName(*t)));
   }
   return Status::Ok();
 }
@@ -36,10 +46,10 @@ Status CheckPrecision(const std::string& model, const MNT_ModelPrecision& p) {
       CheckFloatDType(model, "gradient_dtype", p.gradient_dtype));
   MNT_RETURN_IF_ERROR(
       CheckFloatDType(model, "activation_dtype", p.activation_dtype));
-  if (!IsComputeMode(p.matmul_compute)) {
+  if (!IsComputeMode(sdk::RawEnum(p.matmul_compute))) {
     return sdk::InvalidArgument(sdk::Format(
         "%s: precision.matmul_compute is %d, not a valid compute mode",
-        model.c_str(), static_cast<int>(p.matmul_compute)));
+        model.c_str(), sdk::RawEnum(p.matmul_compute)));
   }
   return Status::Ok();
 }
@@ -61,6 +71,11 @@ Status CheckCreateArgs(
     return sdk::InvalidArgument(sdk::Format(
         "%s: data_spec.struct_size %zu is smaller than %zu", model.c_str(),
         data.struct_size, static_cast<size_t>(MNT_DataSpec_STRUCT_SIZE)));
+  }
+  // The models compare input_dtype as the enum: known values only.
+  if (!sdk::IsKnownEnum<MNT_DType>(sdk::RawEnum(data.input_dtype))) {
+    return sdk::InvalidArgument(sdk::Format("%s: data_spec.input_dtype is %d, not a dtype",
+                                            model.c_str(), sdk::RawEnum(data.input_dtype)));
   }
   MNT_RETURN_IF_ERROR(check_data(data));
   MNT_RETURN_IF_ERROR(CheckPrecision(model, args.precision));

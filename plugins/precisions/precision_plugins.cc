@@ -7,6 +7,7 @@
 
 #include "plugins/precisions/loss_scaler.h"
 #include "plugins/precisions/precision_policy.h"
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
@@ -57,7 +58,7 @@ struct Entry {
     return sdk::Guard("Precision_GetOpClassPolicy", [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Precision_GetOpClassPolicy_Args, args);
       OpClassPolicy op;
-      MNT_RETURN_IF_ERROR(OpClassPolicyFor(policy(), args->op_class, &op));
+      MNT_RETURN_IF_ERROR(OpClassPolicyFor(policy(), sdk::RawEnum(args->op_class), &op));
       args->storage_dtype = op.storage_dtype;
       args->compute_dtype = op.compute_dtype;
       args->accumulate_dtype = op.accumulate_dtype;

@@ -56,8 +56,8 @@ const PrecisionPolicy& PolicyFor(PrecisionKind kind) {
 // the activation dtype; losses, reductions and optimizer state are consumed
 // in fp32 and stored in fp32 (a 16-bit loss would lose the small per-example
 // values and fp16 would overflow sums).
-sdk::Status OpClassPolicyFor(const PrecisionPolicy& policy,
-                             MNT_OpClass op_class, OpClassPolicy* out) {
+sdk::Status OpClassPolicyFor(const PrecisionPolicy& policy, int32_t op_class,
+                             OpClassPolicy* out) {
   const MNT_DType act = policy.activation_dtype;
   const MNT_DType f32 = MNT_DTYPE_F32;
   switch (op_class) {
@@ -78,8 +78,7 @@ sdk::Status OpClassPolicyFor(const PrecisionPolicy& policy,
       return sdk::Status::Ok();
     default:
       return sdk::InvalidArgument(sdk::Format(
-          "%s precision: unknown op class %d", policy.name,
-          static_cast<int>(op_class)));
+          "%s precision: unknown op class %d", policy.name, op_class));
   }
 }
 

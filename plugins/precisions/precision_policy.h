@@ -50,9 +50,10 @@ struct MemoryPlan {
 
 const PrecisionPolicy& PolicyFor(PrecisionKind kind);
 
-// Unknown or INVALID op classes are an InvalidArgument error.
-sdk::Status OpClassPolicyFor(const PrecisionPolicy& policy,
-                             MNT_OpClass op_class, OpClassPolicy* out);
+// Unknown or INVALID op classes are an InvalidArgument error. `op_class` is
+// the caller's raw int32 (sdk::RawEnum), so any value is safe to pass.
+sdk::Status OpClassPolicyFor(const PrecisionPolicy& policy, int32_t op_class,
+                             OpClassPolicy* out);
 
 // optimizer_state_slots: fp32-sized state tensors per parameter (>= 0).
 sdk::Status MemoryPlanFor(const PrecisionPolicy& policy,

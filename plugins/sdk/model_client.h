@@ -5,12 +5,14 @@
 #define MANTISSA_PLUGINS_SDK_MODEL_CLIENT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "plugins/abi/mnt_common.h"
 #include "plugins/abi/mnt_model.h"
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
@@ -105,7 +107,15 @@ class ModelClient {
     for (int32_t d = 0; d < a.rank && d < MNT_MAX_RANK; ++d) {
       spec->dims.push_back(a.dims[d]);
     }
-    spec->init = a.init;
+    // Read as int32: a value this SDK does not know is refused, never loaded
+    // as MNT_ParamInit (abi_enum.h).
+    const std::optional<MNT_ParamInit> init = ReadEnum(a.init);
+    if (!init) {
+      return InvalidArgument(Format("Model_GetParamSpec(%lld): init %d is not an "
+                                    "MNT_ParamInit value",
+                                    static_cast<long long>(index), RawEnum(a.init)));
+    }
+    spec->init = *init;
     spec->init_scale = a.init_scale;
     spec->weight_decay = a.weight_decay != 0;
     return Status::Ok();

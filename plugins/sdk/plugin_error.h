@@ -16,10 +16,12 @@ namespace mnt::sdk {
 inline Status StatusFromPluginError(const MNT_Plugin_Api* plugin,
                                     MNT_Error* error) {
   if (error == nullptr) return Status::Ok();
-  MNT_ErrorCode code = plugin->Error_GetCode(error);
-  if (code <= MNT_ERROR_OK || code > MNT_ERROR_UNAUTHENTICATED) {
-    code = MNT_ERROR_UNKNOWN;
-  }
+  // Kept as int32 until checked: an unknown value is never held (and loaded)
+  // as MNT_ErrorCode (abi_enum.h).
+  const int32_t raw = static_cast<int32_t>(plugin->Error_GetCode(error));
+  const MNT_ErrorCode code = raw <= MNT_ERROR_OK || raw > MNT_ERROR_UNAUTHENTICATED
+                                 ? MNT_ERROR_UNKNOWN
+                                 : static_cast<MNT_ErrorCode>(raw);
   const char* message = plugin->Error_Message(error);
   Status s(code, message != nullptr ? message : "(no message)");
   plugin->Error_Destroy(error);

@@ -1,6 +1,7 @@
 #include "trainer/core/parameters.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "trainer/core/param_init.h"
 #include "plugins/sdk/absl/status.h"
 
@@ -28,8 +29,16 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     Param& p = store->params_[i];
     p.name = spec.name ? spec.name : absl::StrCat("param", i);
     p.dims = spec.dims;
+    // The model plugin's numbers: checked before they size any allocation.
     p.numel = 1;
-    for (int64_t d : p.dims) p.numel *= d;
+    for (int64_t d : p.dims) {
+      if (d < 1 || __builtin_mul_overflow(p.numel, d, &p.numel) ||
+          p.numel > (int64_t{1} << 40)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "model parameter '", p.name, "' has invalid dims [", absl::StrJoin(p.dims, ","),
+            "]"));
+      }
+    }
     p.init = spec.init;
     p.init_scale = spec.init_scale;
     p.weight_decay = spec.weight_decay;

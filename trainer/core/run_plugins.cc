@@ -1,6 +1,9 @@
 #include "trainer/core/run_plugins.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
+#include "plugins/sdk/abi_enum.h"
 #include "trainer/core/device_choice.h"
 #include "trainer/core/loss_scale_config.h"
 #include "plugins/sdk/absl/status.h"
@@ -14,6 +17,36 @@ absl::Status Prefixed(const sdk::Status& s, const std::string& prefix) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every enum the plugin wrote is read as its int32 and checked before the
+// trainer (or the model it is handed to) uses it as the enum (abi_enum.h).
+template <typename E>
+absl::Status CheckPolicyEnum(const char* field, const E& value, bool allow_invalid) {
+  const std::optional<E> known = sdk::ReadEnum(value);
+  if (!known || (!allow_invalid && static_cast<int32_t>(*known) == 0)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Precision_GetPolicy returned ", field, " = ", sdk::RawEnum(value),
+        ", not a value this trainer's ABI defines"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckPolicyValues(const MNT_Precision_GetPolicy_Args& p) {
+  absl::Status s = CheckPolicyEnum("weight_dtype", p.weight_dtype, false);
+  // INVALID master dtype means "no second copy" (mnt_precision.h).
+  if (s.ok()) s = CheckPolicyEnum("master_weight_dtype", p.master_weight_dtype, true);
+  if (s.ok()) s = CheckPolicyEnum("gradient_dtype", p.gradient_dtype, false);
+  if (s.ok()) s = CheckPolicyEnum("activation_dtype", p.activation_dtype, false);
+  if (s.ok()) s = CheckPolicyEnum("optimizer_state_dtype", p.optimizer_state_dtype, true);
+  if (s.ok()) s = CheckPolicyEnum("matmul_compute", p.matmul_compute, false);
+  // NONE is 0 and valid.
+  if (s.ok()) s = CheckPolicyEnum("loss_scaling", p.loss_scaling, true);
+  return s;
+}
 
 absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
     const mantissa::TrainConfig& config, PluginRegistry* registry,
@@ -43,6 +76,10 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
 
   p->precision = sdk::PrecisionClient((*precision)->api);
   if (sdk::Status s = p->precision.GetPolicy(&p->policy); !s.ok()) return sdk::ToAbsl(s);
+  if (absl::Status s = CheckPolicyValues(p->policy); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("precision '", p->precision_name, "': ", s.message()));
+  }
   if (sdk::Status s = p->precision.GetMemoryPlan(optimizer_state_slots, &p->plan); !s.ok())
     return sdk::ToAbsl(s);
   if (sdk::Status s = sdk::LossScalerClient::Create(

@@ -38,6 +38,11 @@ struct RunPlugins {
   sdk::ModelClient model;
 };
 
+// OK when every enum in a precision plugin's policy is a value this ABI
+// defines (read as int32, never loaded as the enum first); otherwise one
+// line naming the field and the value.
+absl::Status CheckPolicyValues(const MNT_Precision_GetPolicy_Args& policy);
+
 }  // namespace mnt::trainer
 
 #endif  // MANTISSA_TRAINER_CORE_RUN_PLUGINS_H_

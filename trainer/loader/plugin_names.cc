@@ -9,7 +9,7 @@
 
 namespace mnt::trainer {
 
-const char* PluginKindName(MNT_PluginKind kind) {
+const char* PluginKindName(int32_t kind) {
   switch (kind) {
     case MNT_PLUGIN_KIND_BACKEND: return "backend";
     case MNT_PLUGIN_KIND_PRECISION: return "precision";
@@ -18,7 +18,7 @@ const char* PluginKindName(MNT_PluginKind kind) {
   }
 }
 
-bool IsPluginKind(MNT_PluginKind kind) {
+bool IsPluginKind(int32_t kind) {
   return kind == MNT_PLUGIN_KIND_BACKEND || kind == MNT_PLUGIN_KIND_PRECISION ||
          kind == MNT_PLUGIN_KIND_MODEL;
 }

@@ -3,6 +3,7 @@
 #ifndef MANTISSA_TRAINER_LOADER_PLUGIN_NAMES_H_
 #define MANTISSA_TRAINER_LOADER_PLUGIN_NAMES_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,11 +12,12 @@
 namespace mnt::trainer {
 
 // "backend", "precision", "model" (the word used in file names), or
-// "invalid".
-const char* PluginKindName(MNT_PluginKind kind);
+// "invalid". Both take the raw int32 a plugin reported (sdk::RawEnum): an
+// unknown value is never loaded as MNT_PluginKind.
+const char* PluginKindName(int32_t kind);
 
 // True for the three kinds a plugin can be.
-bool IsPluginKind(MNT_PluginKind kind);
+bool IsPluginKind(int32_t kind);
 
 // Plugin names become part of file names: [A-Za-z0-9_-], not empty.
 bool IsValidPluginName(const std::string& name);

@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "absl/strings/str_cat.h"
+#include "plugins/sdk/abi_enum.h"
 #include "trainer/loader/plugin_names.h"
 
 namespace mnt::trainer {
@@ -176,10 +177,10 @@ absl::Status ValidatePluginApi(const MNT_Plugin_Api* api,
                                 kPluginApiSize10);
   if (!s.ok()) return s;
 
-  const char* kind = PluginKindName(api->kind);
-  if (!IsPluginKind(api->kind)) {
-    return Refuse(origin, absl::StrCat("invalid plugin kind ",
-                                       static_cast<int>(api->kind)));
+  const int32_t raw_kind = sdk::RawEnum(api->kind);
+  const char* kind = PluginKindName(raw_kind);
+  if (!IsPluginKind(raw_kind)) {
+    return Refuse(origin, absl::StrCat("invalid plugin kind ", raw_kind));
   }
   if (api->name == nullptr || api->name[0] == '\0') {
     return Refuse(origin, absl::StrCat(kind, " plugin name is empty"));

@@ -8,12 +8,12 @@ namespace {
 bool IsCategory(int c) { return c >= 0 && c < MNT_MEMORY_CATEGORY_COUNT; }
 }  // namespace
 
-sdk::Status Allocator::Allocate(size_t size_bytes, MNT_MemoryCategory category,
-                                void** data) {
-  if (!IsCategory(category)) {
+sdk::Status Allocator::Allocate(size_t size_bytes, int32_t raw_category, void** data) {
+  if (!IsCategory(raw_category)) {
     return sdk::InvalidArgument(sdk::Format(
-        "Memory_Allocate: unknown memory category %d", static_cast<int>(category)));
+        "Memory_Allocate: unknown memory category %d", raw_category));
   }
+  const auto category = static_cast<MNT_MemoryCategory>(raw_category);
   *data = nullptr;
   if (size_bytes == 0) return sdk::Status::Ok();
   void* p = nullptr;
@@ -58,8 +58,7 @@ bool Allocator::Contains(const void* data, size_t size_bytes) const {
   return p >= start && p <= end && size_bytes <= end - p;
 }
 
-sdk::Status Allocator::GetStats(MNT_MemoryCategory category,
-                                int64_t* current_bytes,
+sdk::Status Allocator::GetStats(int32_t category, int64_t* current_bytes,
                                 int64_t* peak_bytes) const {
   int index;
   if (category == MNT_MEMORY_ALL) {
@@ -68,7 +67,7 @@ sdk::Status Allocator::GetStats(MNT_MemoryCategory category,
     index = category;
   } else {
     return sdk::InvalidArgument(sdk::Format(
-        "Memory_GetStats: unknown memory category %d", static_cast<int>(category)));
+        "Memory_GetStats: unknown memory category %d", category));
   }
   *current_bytes = current_[index];
   *peak_bytes = peak_[index];

@@ -25,9 +25,9 @@ class Allocator {
   // Release() can still run.
   virtual ~Allocator() = default;
 
-  // size_bytes 0 gives nullptr; an unknown category is an error.
-  sdk::Status Allocate(size_t size_bytes, MNT_MemoryCategory category,
-                       void** data);
+  // size_bytes 0 gives nullptr; an unknown category is an error. The
+  // category is the caller's raw int32 (an MNT_MemoryCategory once checked).
+  sdk::Status Allocate(size_t size_bytes, int32_t category, void** data);
   // nullptr is a no-op; a pointer this allocator did not hand out (or
   // already got back) is an error.
   sdk::Status Free(void* data);
@@ -36,8 +36,8 @@ class Allocator {
 
   // True when [data, data + size_bytes) lies inside one live allocation.
   bool Contains(const void* data, size_t size_bytes) const;
-  // `category` may be MNT_MEMORY_ALL.
-  sdk::Status GetStats(MNT_MemoryCategory category, int64_t* current_bytes,
+  // `category` (raw, as Allocate's) may be MNT_MEMORY_ALL.
+  sdk::Status GetStats(int32_t category, int64_t* current_bytes,
                        int64_t* peak_bytes) const;
   // Every category's peak becomes its current value.
   void ResetPeak();

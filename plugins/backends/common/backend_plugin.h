@@ -39,6 +39,7 @@
 #include "plugins/abi/mantissa.h"
 #include "plugins/backends/common/allocator.h"
 #include "plugins/backends/common/op_dispatch.h"
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
@@ -161,8 +162,8 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Memory_Allocate_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Memory_Allocate", args->backend, &in));
-      return in->device->allocator().Allocate(args->size_bytes, args->category,
-                                              &args->data);
+      return in->device->allocator().Allocate(args->size_bytes,
+                                              sdk::RawEnum(args->category), &args->data);
     });
   }
 
@@ -187,13 +188,14 @@ class BackendPlugin {
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Memory_Copy", args->backend, &in));
       bool dst_device, src_device;
-      switch (args->kind) {
+      // The caller's int32, not yet an MNT_CopyKind (abi_enum.h).
+      switch (sdk::RawEnum(args->kind)) {
         case MNT_COPY_HOST_TO_DEVICE: dst_device = true; src_device = false; break;
         case MNT_COPY_DEVICE_TO_HOST: dst_device = false; src_device = true; break;
         case MNT_COPY_DEVICE_TO_DEVICE: dst_device = true; src_device = true; break;
         default:
           return sdk::InvalidArgument(sdk::Format("Memory_Copy: unknown copy kind %d",
-                                                  static_cast<int>(args->kind)));
+                                                  sdk::RawEnum(args->kind)));
       }
       const size_t n = args->size_bytes;
       if (n == 0) return Status::Ok();
@@ -212,8 +214,8 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Memory_GetStats_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Memory_GetStats", args->backend, &in));
-      return in->device->allocator().GetStats(args->category, &args->current_bytes,
-                                              &args->peak_bytes);
+      return in->device->allocator().GetStats(sdk::RawEnum(args->category),
+                                              &args->current_bytes, &args->peak_bytes);
     });
   }
 
@@ -241,7 +243,7 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Backend_GetOpSupport_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Backend_GetOpSupport", args->backend, &in));
-      args->supported = SupportsOp<B>(args->op) ? 1 : 0;
+      args->supported = SupportsOp<B>(sdk::RawEnum(args->op)) ? 1 : 0;
       return Status::Ok();
     });
   }

@@ -1,5 +1,8 @@
 #include "plugins/backends/common/op_dispatch.h"
 
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::backend {
@@ -23,9 +26,11 @@ sdk::Status CheckView(const Allocator& memory, const char* op, const char* dir,
                                               op, dir, i, d, (long long)t.dims[d]));
     }
   }
-  if (sdk::DTypeSize(t.dtype) == 0) {
+  // Every later read of t.dtype (as the enum) relies on this check.
+  const std::optional<MNT_DType> dtype = sdk::ReadEnum(t.dtype);
+  if (!dtype || sdk::DTypeSize(*dtype) == 0) {
     return sdk::InvalidArgument(sdk::Format("%s: %s[%zu] has unknown dtype %d", op,
-                                            dir, i, static_cast<int>(t.dtype)));
+                                            dir, i, sdk::RawEnum(t.dtype)));
   }
   if (t.data != nullptr && !memory.Contains(t.data, sdk::SizeBytes(t))) {
     return sdk::InvalidArgument(sdk::Format(

@@ -14,6 +14,7 @@
 #include "plugins/backends/common/allocator.h"
 #include "plugins/backends/common/calls.h"
 #include "plugins/backends/common/op_call.h"
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/op_list.h"
 #include "plugins/sdk/status.h"
 
@@ -25,8 +26,9 @@ namespace mnt::backend {
 sdk::Status CheckTensorViews(const Allocator& memory, const char* op_name,
                              const MNT_Backend_Run_Args& args);
 
+// `op` is the caller's raw int32: any value, known op or not (abi_enum.h).
 template <typename B>
-bool SupportsOp(MNT_Op op) {
+bool SupportsOp(int32_t op) {
   switch (op) {
 #define MNT_SUPPORTS_CASE_(NAME, Name) \
   case MNT_OP_##NAME:                  \
@@ -40,20 +42,22 @@ bool SupportsOp(MNT_Op op) {
 
 template <typename B>
 sdk::Status RunOp(B& backend, const MNT_Backend_Run_Args& args) {
-  const char* name = sdk::OpName(args.op);
-  if (!sdk::IsKnownOp(args.op)) {
-    return sdk::Unimplemented(
-        sdk::Format("Backend_Run: unknown op %d", static_cast<int>(args.op)));
+  // Read as int32 and checked before it is ever an MNT_Op (abi_enum.h).
+  const int32_t raw_op = sdk::RawEnum(args.op);
+  if (!sdk::IsKnownEnum<MNT_Op>(raw_op) || raw_op == MNT_OP_INVALID) {
+    return sdk::Unimplemented(sdk::Format("Backend_Run: unknown op %d", raw_op));
   }
-  if (!SupportsOp<B>(args.op)) {
+  const MNT_Op op = static_cast<MNT_Op>(raw_op);
+  const char* name = sdk::OpName(op);
+  if (!SupportsOp<B>(raw_op)) {
     return sdk::Unimplemented(
         sdk::Format("Backend_Run: op %d (%s) is not implemented by the %s backend",
-                    static_cast<int>(args.op), name, B::kName));
+                    raw_op, name, B::kName));
   }
   MNT_RETURN_IF_ERROR(CheckTensorViews(backend.allocator(), name, args));
   const OpCall call(name, args.inputs, args.num_inputs, args.outputs,
                     args.num_outputs, args.params);
-  switch (args.op) {
+  switch (op) {
 #define MNT_RUN_CASE_(NAME, Name)                              \
   case MNT_OP_##NAME:                                          \
     if constexpr (B::Supports(MNT_OP_##NAME)) {                \

@@ -1,5 +1,8 @@
 #include "plugins/backends/common/calls/conv.h"
 
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::backend {
@@ -25,8 +28,9 @@ Status ReadParams(const OpCall& call, const MNT_Conv2dParams** p) {
         c.pad_h, c.pad_w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w,
         c.groups));
   }
-  if (c.compute < MNT_COMPUTE_F32 || c.compute > MNT_COMPUTE_F16) {
-    return call.Invalid(sdk::Format("unknown compute mode %d", static_cast<int>(c.compute)));
+  const std::optional<MNT_ComputeMode> compute = sdk::ReadEnum(c.compute);
+  if (!compute || *compute == MNT_COMPUTE_INVALID) {
+    return call.Invalid(sdk::Format("unknown compute mode %d", sdk::RawEnum(c.compute)));
   }
   return Status::Ok();
 }

@@ -1,5 +1,9 @@
 #include "plugins/backends/common/calls/elementwise.h"
 
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
+
 #include <cmath>
 #include <string>
 
@@ -19,16 +23,13 @@ Status GetActivation(const OpCall& call, MNT_Activation* activation) {
   const MNT_ActivationParams* p;
   MNT_RETURN_IF_ERROR(call.Params("MNT_ActivationParams",
                                   MNT_ActivationParams_STRUCT_SIZE, false, &p));
-  switch (p->activation) {
-    case MNT_ACTIVATION_IDENTITY:
-    case MNT_ACTIVATION_RELU:
-    case MNT_ACTIVATION_GELU_TANH:
-      *activation = p->activation;
-      return Status::Ok();
-    default:
-      return call.Invalid(sdk::Format("unknown activation %d",
-                                      static_cast<int>(p->activation)));
+  // Read as int32 first: an unknown value must not be loaded as the enum.
+  const std::optional<MNT_Activation> a = sdk::ReadEnum(p->activation);
+  if (!a || *a == MNT_ACTIVATION_INVALID) {
+    return call.Invalid(sdk::Format("unknown activation %d", sdk::RawEnum(p->activation)));
   }
+  *activation = *a;
+  return Status::Ok();
 }
 
 }  // namespace

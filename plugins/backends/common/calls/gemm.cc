@@ -1,5 +1,8 @@
 #include "plugins/backends/common/calls/gemm.h"
 
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/tensor.h"
 
@@ -11,9 +14,9 @@ sdk::Status CheckGemm(const OpCall& call, GemmCall* g) {
   MNT_RETURN_IF_ERROR(
       call.Params("MNT_GemmParams", MNT_GemmParams_STRUCT_SIZE, false, &g->params));
   const MNT_GemmParams* p = g->params;
-  if (p->compute < MNT_COMPUTE_F32 || p->compute > MNT_COMPUTE_F16) {
-    return call.Invalid(
-        sdk::Format("unknown compute mode %d", static_cast<int>(p->compute)));
+  const std::optional<MNT_ComputeMode> compute = sdk::ReadEnum(p->compute);
+  if (!compute || *compute == MNT_COMPUTE_INVALID) {
+    return call.Invalid(sdk::Format("unknown compute mode %d", sdk::RawEnum(p->compute)));
   }
   MNT_RETURN_IF_ERROR(call.Input(0, "A", &g->a));
   MNT_RETURN_IF_ERROR(call.Input(1, "B", &g->b));

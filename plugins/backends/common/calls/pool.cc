@@ -1,5 +1,8 @@
 #include "plugins/backends/common/calls/pool.h"
 
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::backend {
@@ -12,8 +15,9 @@ Status ReadParams(const OpCall& call, const MNT_Pool2dParams** out) {
   MNT_RETURN_IF_ERROR(
       call.Params("MNT_Pool2dParams", MNT_Pool2dParams_STRUCT_SIZE, false, out));
   const MNT_Pool2dParams& p = **out;
-  if (p.kind != MNT_POOL_MAX && p.kind != MNT_POOL_AVG) {
-    return call.Invalid(sdk::Format("unknown pool kind %d", static_cast<int>(p.kind)));
+  const std::optional<MNT_PoolKind> kind = sdk::ReadEnum(p.kind);
+  if (!kind || *kind == MNT_POOL_INVALID) {
+    return call.Invalid(sdk::Format("unknown pool kind %d", sdk::RawEnum(p.kind)));
   }
   if (p.window_h < 1 || p.window_w < 1 || p.stride_h < 1 || p.stride_w < 1 ||
       p.pad_h < 0 || p.pad_w < 0 || p.pad_h >= p.window_h || p.pad_w >= p.window_w) {

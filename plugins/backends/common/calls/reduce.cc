@@ -1,5 +1,9 @@
 #include "plugins/backends/common/calls/reduce.h"
 
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
+
 #include <cstdint>
 
 #include "plugins/sdk/tensor.h"
@@ -35,12 +39,11 @@ Status CheckReduce(const OpCall& call, ReduceCall* c) {
   MNT_RETURN_IF_ERROR(call.Output(0, "out", &c->out));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->x));
   MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(c->out));
-  if (p->kind != MNT_REDUCE_SUM && p->kind != MNT_REDUCE_MEAN &&
-      p->kind != MNT_REDUCE_MAX) {
-    return call.Invalid(
-        sdk::Format("unknown reduce kind %d", static_cast<int>(p->kind)));
+  const std::optional<MNT_ReduceKind> kind = sdk::ReadEnum(p->kind);
+  if (!kind || *kind == MNT_REDUCE_INVALID) {
+    return call.Invalid(sdk::Format("unknown reduce kind %d", sdk::RawEnum(p->kind)));
   }
-  c->kind = p->kind;
+  c->kind = *kind;
   c->n = sdk::NumElements(*c->x);
   if (c->n == 0 && c->kind != MNT_REDUCE_SUM) {
     return call.Invalid(c->x.label + " is empty; only SUM reduces nothing");

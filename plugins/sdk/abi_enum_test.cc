@@ -1,0 +1,54 @@
+// The ABI enum lists: every value a C caller may write is read without being
+// loaded as the enum, and only the listed enumerators are accepted.
+#include "plugins/sdk/abi_enum.h"
+
+#include <cstring>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace mnt::sdk {
+namespace {
+
+// What a C caller (or garbage) can put in an enum field: any int32.
+template <typename E>
+E FieldHolding(int32_t value) {
+  E field;
+  std::memcpy(&field, &value, sizeof(field));
+  return field;
+}
+
+TEST(AbiEnumTest, ListsMatchTheHeaders) {
+  EXPECT_EQ(std::size(AbiEnum<MNT_DType>::kValues), 7u);
+  EXPECT_EQ(std::size(AbiEnum<MNT_ErrorCode>::kValues), 17u);
+  EXPECT_EQ(std::size(AbiEnum<MNT_Op>::kValues), kNumOps + 1);
+  EXPECT_STREQ(AbiEnum<MNT_ComputeMode>::Name(MNT_COMPUTE_TF32), "MNT_COMPUTE_TF32");
+  EXPECT_STREQ(AbiEnum<MNT_MemoryCategory>::Name(MNT_MEMORY_ALL), "MNT_MEMORY_ALL");
+  EXPECT_STREQ(AbiEnum<MNT_Op>::Name(MNT_OP_GEMM), "GEMM");
+}
+
+TEST(AbiEnumTest, ReadEnumTakesOnlyListedValues) {
+  for (int32_t v : {-1, 7, 100, 100000, INT32_MIN, INT32_MAX}) {
+    EXPECT_FALSE(ReadEnum(FieldHolding<MNT_DType>(v)).has_value()) << v;
+    EXPECT_EQ(RawEnum(FieldHolding<MNT_DType>(v)), v);
+  }
+  // MNT_MEMORY_ALL (100) is listed; the gap below it is not.
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_MemoryCategory>(100)), MNT_MEMORY_ALL);
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_MemoryCategory>(99)).has_value());
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_Op>(MNT_OP_CLIP_COEFFICIENT)), MNT_OP_CLIP_COEFFICIENT);
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_Op>(static_cast<int32_t>(kNumOps) + 1)).has_value());
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_Op>(100000)).has_value());
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_ComputeMode>(0)), MNT_COMPUTE_INVALID);
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_OpClass>(9)).has_value());
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_OpClass>(8)), MNT_OP_CLASS_EMBEDDING);
+}
+
+TEST(AbiEnumTest, IsKnownEnumIsConstexpr) {
+  static_assert(IsKnownEnum<MNT_PluginKind>(MNT_PLUGIN_KIND_MODEL));
+  static_assert(!IsKnownEnum<MNT_PluginKind>(4));
+  static_assert(IsKnownEnum<MNT_LossScaling>(0));
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace mnt::sdk
