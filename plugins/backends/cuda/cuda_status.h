@@ -44,11 +44,28 @@ inline sdk::Status CudnnStatus(cudnnStatus_t st, const std::string& call) {
 
 }  // namespace mnt::cuda
 
-#define MNT_CUDA_RETURN_IF_ERROR(expr, call) \
-  MNT_RETURN_IF_ERROR(::mnt::cuda::CudaStatus((expr), (call)))
-#define MNT_CUDNN_RETURN_IF_ERROR(expr, call) \
-  MNT_RETURN_IF_ERROR(::mnt::cuda::CudnnStatus((expr), (call)))
-#define MNT_CUBLAS_RETURN_IF_ERROR(expr, call) \
-  MNT_RETURN_IF_ERROR(::mnt::cuda::CublasStatus((expr), (call)))
+// The call's description (`call`: a literal, or a Format) is only built when
+// the status is an error, so checked calls on the hot path cost no string.
+#define MNT_CUDA_RETURN_IF_ERROR(expr, call)                       \
+  do {                                                             \
+    const cudaError_t mnt_cuda_err_ = (expr);                      \
+    if (mnt_cuda_err_ != cudaSuccess) {                            \
+      return ::mnt::cuda::CudaStatus(mnt_cuda_err_, (call));       \
+    }                                                              \
+  } while (0)
+#define MNT_CUDNN_RETURN_IF_ERROR(expr, call)                      \
+  do {                                                             \
+    const cudnnStatus_t mnt_cudnn_st_ = (expr);                    \
+    if (mnt_cudnn_st_ != CUDNN_STATUS_SUCCESS) {                   \
+      return ::mnt::cuda::CudnnStatus(mnt_cudnn_st_, (call));      \
+    }                                                              \
+  } while (0)
+#define MNT_CUBLAS_RETURN_IF_ERROR(expr, call)                     \
+  do {                                                             \
+    const cublasStatus_t mnt_cublas_st_ = (expr);                  \
+    if (mnt_cublas_st_ != CUBLAS_STATUS_SUCCESS) {                 \
+      return ::mnt::cuda::CublasStatus(mnt_cublas_st_, (call));    \
+    }                                                              \
+  } while (0)
 
 #endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_CUDA_STATUS_H_

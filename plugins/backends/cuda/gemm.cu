@@ -8,14 +8,16 @@
 // C^T = op(B)^T op(A)^T, so cuBLAS's "A" is our B and its "B" is our A.
 // The bias goes through CUBLASLT_EPILOGUE_BIAS; a bias that is not 16-byte
 // aligned (an offset into a parameter block) is staged into aligned scratch
-// first, so it never rules out the vectorised epilogues. The heuristic's
-// answer (or that it has none) is cached per configuration, alignments of
-// every pointer included; one 32 MiB workspace per backend. K == 0 (an
+// first, so it never rules out the vectorised epilogues. Descriptors, layouts
+// and the heuristic's answer (or that it has none) are created once per
+// configuration (GemmPlanKey: shapes, dtypes, compute type, epilogue and the
+// alignment of every pointer) and reused; a call that hits the cache formats
+// no string and creates nothing. One 32 MiB workspace per backend. K == 0 (an
 // empty sum) is this file's one kernel: C = beta * C (+ bias).
 #include <cublasLt.h>
 
 #include <algorithm>
-#include <string>
+#include <utility>
 
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cuda/backend.h"
@@ -37,14 +39,6 @@ cudaDataType_t CudaType(MNT_DType t) {
     case MNT_DTYPE_BF16: return CUDA_R_16BF;
     default: return CUDA_R_32F;
   }
-}
-
-// Largest power of two (<= 256) dividing the address: what cuBLASLt may
-// assume about operands that are offsets into an allocation.
-uint32_t Alignment(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  if (a == 0) return 256;
-  return static_cast<uint32_t>(std::min<uintptr_t>(256, a & (~a + 1)));
 }
 
 // Bias pointers less aligned than this are staged (cuBLASLt's vectorised
@@ -72,19 +66,93 @@ bool BiasExactIn(MNT_DType bias, MNT_ComputeMode mode, MNT_DType d_type) {
   }
 }
 
-// Descriptors destroyed on every path out.
-struct LtDescriptors {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+// The preference only lives for the heuristic query.
+struct PreferenceHolder {
   cublasLtMatmulPreference_t pref = nullptr;
-  ~LtDescriptors() {
+  ~PreferenceHolder() {
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (op) cublasLtMatmulDescDestroy(op);
   }
 };
+
+// Descriptors, layouts and the heuristic's answer for `key`; `bias` (NULL
+// without one) is set as the bias pointer, since the heuristic reads it.
+// Error messages name the failing call; nothing is formatted unless one
+// fails.
+Status CreatePlan(cublasLtHandle_t lt, const GemmPlanKey& key, void* bias,
+                  GemmPlan* plan) {
+  const auto compute = static_cast<cublasComputeType_t>(key.compute);
+  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F),
+                             "GEMM: cublasLtMatmulDescCreate");
+  const cublasOperation_t lt_ta = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t lt_tb = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &lt_ta,
+                                     sizeof(lt_ta)),
+      "GEMM: cublasLtMatmulDescSetAttribute(TRANSA)");
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &lt_tb,
+                                     sizeof(lt_tb)),
+      "GEMM: cublasLtMatmulDescSetAttribute(TRANSB)");
+  const auto epilogue = static_cast<cublasLtEpilogue_t>(key.epilogue);
+  if (bias != nullptr) {
+    const cudaDataType_t bias_type = CudaType(static_cast<MNT_DType>(key.bias_dtype));
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                       sizeof(bias)),
+        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                       &bias_type, sizeof(bias_type)),
+        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  }
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                     sizeof(epilogue)),
+      "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  // Stored (pre-op) shapes: B row-major [K,N] is column-major [N,K], etc.
+  const uint64_t m = key.m, n = key.n, k = key.k;
+  const uint64_t a_rows = key.trans_b ? k : n, a_cols = key.trans_b ? n : k;
+  const uint64_t b_rows = key.trans_a ? m : k, b_cols = key.trans_a ? k : m;
+  const cudaDataType_t op_type = CudaType(static_cast<MNT_DType>(key.operand_dtype));
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&plan->a, op_type, a_rows, a_cols, a_rows),
+      "GEMM: cublasLtMatrixLayoutCreate(A)");
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&plan->b, op_type, b_rows, b_cols, b_rows),
+      "GEMM: cublasLtMatrixLayoutCreate(B)");
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutCreate(&plan->c, CudaType(static_cast<MNT_DType>(key.output_dtype)),
+                                 n, m, n),
+      "GEMM: cublasLtMatrixLayoutCreate(C)");
+
+  PreferenceHolder pref;
+  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref.pref),
+                             "GEMM: cublasLtMatmulPreferenceCreate");
+  const size_t ws = GemmState::kWorkspaceBytes;
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulPreferenceSetAttribute(
+          pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+      "GEMM: cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c}};
+  for (const auto& [attr, value] : aligns) {
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulPreferenceSetAttribute(pref.pref, attr, &value, sizeof(value)),
+        "GEMM: cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      lt, plan->op, plan->a, plan->b, plan->c, plan->c, pref.pref, 1, &result, &returned);
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
+    MNT_CUBLAS_RETURN_IF_ERROR(st, "GEMM: cublasLtMatmulAlgoGetHeuristic");
+  }
+  if (st == CUBLAS_STATUS_SUCCESS && returned > 0) plan->algo = result.algo;
+  return Status::Ok();
+}
 
 // `src` copied into scratch as `to`, values rounded to `mode`.
 Status Stage(CudaBackend& b, const backend::GemmCall& call, const Operand& src,
@@ -114,7 +182,31 @@ __global__ void GemmEmptyKKernel(DevTensor c, int64_t m, int64_t n, float beta,
 
 }  // namespace
 
+GemmPlan& GemmPlan::operator=(GemmPlan&& other) noexcept {
+  if (this != &other) {
+    Release();
+    op = std::exchange(other.op, nullptr);
+    a = std::exchange(other.a, nullptr);
+    b = std::exchange(other.b, nullptr);
+    c = std::exchange(other.c, nullptr);
+    algo = std::exchange(other.algo, std::nullopt);
+  }
+  return *this;
+}
+
+void GemmPlan::Release() {
+  // Safe while a matmul that used them is still queued: cuBLASLt reads
+  // descriptors when cublasLtMatmul is called, not when the kernel runs.
+  if (c) cublasLtMatrixLayoutDestroy(c);
+  if (b) cublasLtMatrixLayoutDestroy(b);
+  if (a) cublasLtMatrixLayoutDestroy(a);
+  if (op) cublasLtMatmulDescDestroy(op);
+  op = nullptr;
+  a = b = c = nullptr;
+}
+
 GemmState::~GemmState() {
+  plans.Clear();
   if (lt != nullptr) cublasLtDestroy(lt);
 }
 
@@ -179,104 +271,53 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
   DevTensor bias_dev = Dev(bias);
   if (bias.present() && (bias->dtype != d_dev.dtype ||
                          !RoundingIsIdentity(bias->dtype, mode) ||
-                         Alignment(bias->data) < kBiasAlignment)) {
+                         PointerAlignment(bias->data) < kBiasAlignment)) {
     MNT_RETURN_IF_ERROR(Stage(*this, g, bias, d_dev.dtype, mode, &bias_scratch, &bias_dev));
   }
   MNT_RETURN_IF_ERROR(EnsureWorkspace(*this));
 
   // Column-major view: D^T [n x m] = opB^T [n x k] * opA^T [k x m].
-  LtDescriptors d;
-  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F),
-                             "GEMM: cublasLtMatmulDescCreate");
-  const cublasOperation_t lt_ta = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t lt_tb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &lt_ta, sizeof(lt_ta)),
-      "GEMM: cublasLtMatmulDescSetAttribute(TRANSA)");
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &lt_tb, sizeof(lt_tb)),
-      "GEMM: cublasLtMatmulDescSetAttribute(TRANSB)");
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  if (bias.present()) {
-    epilogue = CUBLASLT_EPILOGUE_BIAS;
-    const cudaDataType_t bias_type = CudaType(bias_dev.dtype);
-    MNT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                       &bias_dev.data, sizeof(bias_dev.data)),
-        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
-    MNT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                       &bias_type, sizeof(bias_type)),
-        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  GemmPlanKey key;
+  key.m = m;
+  key.n = n;
+  key.k = k;
+  key.trans_a = ta;
+  key.trans_b = tb;
+  key.operand_dtype = op_type;
+  key.output_dtype = d_dev.dtype;
+  key.bias_dtype = bias.present() ? bias_dev.dtype : MNT_DTYPE_INVALID;
+  key.compute = static_cast<int32_t>(compute);
+  key.epilogue = static_cast<int32_t>(bias.present() ? CUBLASLT_EPILOGUE_BIAS
+                                                     : CUBLASLT_EPILOGUE_DEFAULT);
+  key.align_a = PointerAlignment(b_dev.data);
+  key.align_b = PointerAlignment(a_dev.data);
+  key.align_c = PointerAlignment(d_dev.data);
+  key.align_bias = bias.present() ? PointerAlignment(bias_dev.data) : 0;
+  GemmPlan* plan = gemm->plans.Find(key);
+  if (plan == nullptr) {
+    GemmPlan fresh;
+    MNT_RETURN_IF_ERROR(CreatePlan(gemm->lt, key, bias_dev.data, &fresh));
+    plan = gemm->plans.Insert(key, std::move(fresh));
   }
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                     sizeof(epilogue)),
-      "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE)");
-  // Stored (pre-op) shapes: B row-major [K,N] is column-major [N,K], etc.
-  const uint64_t a_rows = tb ? k : n, a_cols = tb ? n : k;
-  const uint64_t b_rows = ta ? m : k, b_cols = ta ? k : m;
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatrixLayoutCreate(&d.a, CudaType(op_type), a_rows, a_cols, a_rows),
-      "GEMM: cublasLtMatrixLayoutCreate(A)");
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatrixLayoutCreate(&d.b, CudaType(op_type), b_rows, b_cols, b_rows),
-      "GEMM: cublasLtMatrixLayoutCreate(B)");
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatrixLayoutCreate(&d.c, CudaType(d_dev.dtype), n, m, n),
-      "GEMM: cublasLtMatrixLayoutCreate(C)");
-
-  const uint32_t align_a = Alignment(b_dev.data), align_b = Alignment(a_dev.data);
-  const uint32_t align_c = Alignment(d_dev.data);
-  // The heuristic reads the bias pointer's alignment too (cublasLt.h), so an
-  // algorithm cached for one bias alignment is never used with a smaller one.
-  const uint32_t align_bias = bias.present() ? Alignment(bias_dev.data) : 0;
-  const std::string key = sdk::Format(
-      "%lld,%lld,%lld|%d%d|%d,%d,%d|%d|%d|%u,%u,%u,%u", (long long)m, (long long)n,
-      (long long)k, ta, tb, op_type, d_dev.dtype, bias_dev.dtype,
-      static_cast<int>(compute), static_cast<int>(epilogue), align_a, align_b, align_c,
-      align_bias);
-  auto cached = gemm->algos.find(key);
-  if (cached == gemm->algos.end()) {
-    MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&d.pref),
-                               "GEMM: cublasLtMatmulPreferenceCreate");
-    const size_t ws = GemmState::kWorkspaceBytes;
-    MNT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulPreferenceSetAttribute(
-            d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-        "GEMM: cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
-    for (const auto& [attr, value] : aligns) {
-      MNT_CUBLAS_RETURN_IF_ERROR(
-          cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &value, sizeof(value)),
-          "GEMM: cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
-    }
-    cublasLtMatmulHeuristicResult_t result{};
-    int returned = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        gemm->lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &returned);
-    if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
-      MNT_CUBLAS_RETURN_IF_ERROR(st, "GEMM: cublasLtMatmulAlgoGetHeuristic");
-    }
-    std::optional<cublasLtMatmulAlgo_t> answer;
-    if (st == CUBLAS_STATUS_SUCCESS && returned > 0) answer = result.algo;
-    cached = gemm->algos.emplace(key, answer).first;
-  }
-  if (!cached->second.has_value()) {
+  if (!plan->algo.has_value()) {
     return sdk::Unimplemented(sdk::Format(
         "GEMM: cuBLASLt has no algorithm for M=%lld N=%lld K=%lld (%s operands, "
         "%s output, compute mode %d)",
         (long long)m, (long long)n, (long long)k, sdk::DTypeName(op_type),
         sdk::DTypeName(d_dev.dtype), static_cast<int>(mode)));
   }
+  if (bias.present()) {
+    // The one per-call attribute; its alignment is the key's, so the cached
+    // algorithm holds for it.
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &bias_dev.data, sizeof(bias_dev.data)),
+        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
   const float alpha = p->alpha, beta = p->beta;
   MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmul(gemm->lt, d.op, &alpha, b_dev.data, d.a, a_dev.data, d.b, &beta,
-                     d_dev.data, d.c, d_dev.data, d.c, &*cached->second,
+      cublasLtMatmul(gemm->lt, plan->op, &alpha, b_dev.data, plan->a, a_dev.data, plan->b,
+                     &beta, d_dev.data, plan->c, d_dev.data, plan->c, &*plan->algo,
                      gemm->workspace, GemmState::kWorkspaceBytes, stream),
       "GEMM: cublasLtMatmul");
   if (!direct) {

@@ -1,5 +1,6 @@
-// GEMM's per-backend state (gemm.cu): the cuBLASLt handle, the heuristic's
-// algorithm per configuration, and one workspace. Kept out of backend.h so
+// GEMM's per-backend state (gemm.cu): the cuBLASLt handle, a cached plan per
+// configuration (descriptors, layouts and the heuristic's algorithm), and one
+// workspace. Kept out of backend.h so
 // that only gemm.cu and plugin.cc compile cuBLASLt's headers.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_GEMM_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_GEMM_H_
@@ -7,14 +8,32 @@
 #include <cublasLt.h>
 
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <optional>
-#include <string>
 
+#include "plugins/backends/cuda/gemm_plan_key.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
+
+// One configuration's cuBLASLt objects, created once and reused by every
+// call with the same GemmPlanKey (only the bias pointer is set per call).
+// Owns its descriptors; move-only.
+struct GemmPlan {
+  GemmPlan() = default;
+  GemmPlan(GemmPlan&& other) noexcept { *this = std::move(other); }
+  GemmPlan& operator=(GemmPlan&& other) noexcept;
+  GemmPlan(const GemmPlan&) = delete;
+  GemmPlan& operator=(const GemmPlan&) = delete;
+  ~GemmPlan() { Release(); }
+  void Release();
+
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  // nullopt: cuBLASLt has no algorithm for this configuration (cached too,
+  // so that a refused shape is not re-queried every call).
+  std::optional<cublasLtMatmulAlgo_t> algo;
+};
 
 struct GemmState {
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
@@ -24,10 +43,12 @@ struct GemmState {
   GemmState& operator=(const GemmState&) = delete;
   ~GemmState();
 
+  // More distinct configurations than a model's training step uses; a run
+  // that exceeds it starts the cache over (gemm_plan_key.h).
+  static constexpr size_t kMaxPlans = 4096;
+
   cublasLtHandle_t lt = nullptr;
-  // Cached heuristic answers per configuration; nullopt caches "cuBLASLt
-  // has no algorithm" so that a refused shape is not re-queried every call.
-  std::map<std::string, std::optional<cublasLtMatmulAlgo_t>> algos;
+  GemmPlanCache<GemmPlan> plans{kMaxPlans};
   // kWorkspaceBytes of the backend's memory (WORKSPACE category) on first
   // use; given back with the rest of the backend's memory.
   void* workspace = nullptr;
