@@ -32,6 +32,10 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   constexpr int64_t kMaxIdxBytes = int64_t{4} << 30;  // well above any image set we train on
   absl::Status s = ReadWholeFile(path, &bytes, kMaxIdxBytes);
   if (!s.ok()) return absl::Status(s.code(), absl::StrCat("IDX file: ", s.message()));
+  return ParseIdx(bytes, path);
+}
+
+absl::StatusOr<IdxArray> ParseIdx(const std::string& bytes, const std::string& path) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 4) {
     return absl::DataLossError(

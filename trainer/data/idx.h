@@ -28,6 +28,10 @@ struct IdxArray {
 // Missing file, bad magic, truncated or oversized data: one line naming the file.
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path);
 
+// The same on a file's bytes; `path` names it in errors (the fuzz target's
+// entry, tools/fuzz).
+absl::StatusOr<IdxArray> ParseIdx(const std::string& bytes, const std::string& path);
+
 // The file's bytes; InvalidArgument if dims and element count disagree.
 absl::StatusOr<std::string> EncodeIdx(const IdxArray& array);
 

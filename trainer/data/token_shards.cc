@@ -41,6 +41,12 @@ absl::StatusOr<std::vector<int32_t>> ReadTokenShard(const std::string& path,
   if (auto s = ReadWholeFile(path, &bytes, kMaxShardBytes); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("token shard: ", s.message()));
   }
+  return ParseTokenShard(bytes, path, vocab);
+}
+
+absl::StatusOr<std::vector<int32_t>> ParseTokenShard(const std::string& bytes,
+                                                     const std::string& path,
+                                                     int64_t vocab) {
   if (bytes.size() < kShardHeaderBytes) {
     return absl::DataLossError(absl::StrCat(
         path, ": truncated token shard (", bytes.size(),

@@ -31,6 +31,11 @@ absl::Status WriteTokenShard(const std::string& path,
 absl::StatusOr<std::vector<int32_t>> ReadTokenShard(const std::string& path,
                                                     int64_t vocab);
 
+// The same on a shard's bytes; `path` names it in errors (tools/fuzz).
+absl::StatusOr<std::vector<int32_t>> ParseTokenShard(const std::string& bytes,
+                                                     const std::string& path,
+                                                     int64_t vocab);
+
 // Files matching a glob pattern, sorted; NotFound when none match.
 absl::StatusOr<std::vector<std::string>> GlobShards(const std::string& pattern);
 
