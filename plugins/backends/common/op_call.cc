@@ -4,6 +4,10 @@
 
 namespace mnt::backend {
 
+std::string OperandLabel::str() const {
+  return sdk::Format("%s[%zu] %s", dir_, index_, name_);
+}
+
 sdk::Status OpCall::Invalid(const std::string& message) const {
   return sdk::InvalidArgument(std::string(op_name_) + ": " + message);
 }
@@ -28,7 +32,7 @@ sdk::Status OpCall::CheckCounts(size_t min_inputs, size_t max_inputs,
 Operand OpCall::Make(const MNT_Tensor* array, size_t count, size_t i,
                      const char* dir, const char* name) const {
   Operand o;
-  o.label = sdk::Format("%s[%zu] %s", dir, i, name);
+  o.label = OperandLabel(dir, i, name);
   if (i < count && array[i].data != nullptr) o.tensor = &array[i];
   return o;
 }
@@ -79,17 +83,24 @@ sdk::Status OpCall::ExpectRankAtLeast(const Operand& t, int rank) const {
   return Mismatch(t, sdk::Format("rank >= %d", rank));
 }
 
-sdk::Status OpCall::ExpectDims(const Operand& t, int rank, const int64_t* dims,
-                               const std::string& expected_text) const {
+bool OpCall::HasDims(const Operand& t, int rank, const int64_t* dims) {
   bool ok = t->rank == rank;
   for (int i = 0; ok && i < rank; ++i) ok = t->dims[i] == dims[i];
-  return ok ? sdk::Status::Ok() : Mismatch(t, expected_text);
+  return ok;
+}
+
+bool OpCall::HasElements(const Operand& t, int64_t count) {
+  return sdk::NumElements(*t) == count;
+}
+
+sdk::Status OpCall::ExpectDims(const Operand& t, int rank, const int64_t* dims,
+                               const std::string& expected_text) const {
+  return HasDims(t, rank, dims) ? sdk::Status::Ok() : Mismatch(t, expected_text);
 }
 
 sdk::Status OpCall::ExpectElements(const Operand& t, int64_t count,
                                    const std::string& expected_text) const {
-  if (sdk::NumElements(*t) == count) return sdk::Status::Ok();
-  return Mismatch(t, expected_text);
+  return HasElements(t, count) ? sdk::Status::Ok() : Mismatch(t, expected_text);
 }
 
 sdk::Status OpCall::ExpectF32Scalar(const Operand& t) const {
@@ -106,7 +117,7 @@ sdk::Status OpCall::ExpectI32Scalar(const Operand& t) const {
 
 sdk::Status OpCall::ExpectFloatLike(const Operand& t, const Operand& like) const {
   MNT_RETURN_IF_ERROR(ExpectFloat(t));
-  return ExpectDims(t, like->rank, like->dims, sdk::Describe(*like));
+  return ExpectDims(t, like->rank, like->dims, [&] { return sdk::Describe(*like); });
 }
 
 int64_t Rows(const MNT_Tensor& t) {

@@ -8,16 +8,51 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::backend {
 
-// A named tensor operand: `label` reads like "in[1] B".
+// An operand's name in messages, "in[1] B": its parts are kept and the text
+// is only built when a message asks for it, so that checking an op's
+// operands formats nothing unless a check fails. `dir` and `name` must
+// outlive the label (the checks pass string literals).
+class OperandLabel {
+ public:
+  OperandLabel() = default;
+  OperandLabel(const char* dir, size_t index, const char* name)
+      : dir_(dir), index_(index), name_(name) {}
+
+  std::string str() const;
+  operator std::string() const { return str(); }  // NOLINT: reads as a string
+  // Valid until this label is next asked for its text or destroyed.
+  const char* c_str() const {
+    text_ = str();
+    return text_.c_str();
+  }
+
+ private:
+  const char* dir_ = "";
+  size_t index_ = 0;
+  const char* name_ = "";
+  mutable std::string text_;  // c_str()'s storage; empty until asked
+};
+
+inline std::string operator+(const OperandLabel& l, const char* s) { return l.str() + s; }
+inline std::string operator+(const OperandLabel& l, const std::string& s) {
+  return l.str() + s;
+}
+inline std::string operator+(const char* s, const OperandLabel& l) { return s + l.str(); }
+inline std::string operator+(const std::string& s, const OperandLabel& l) {
+  return s + l.str();
+}
+
+// A named tensor operand.
 struct Operand {
   const MNT_Tensor* tensor = nullptr;  // nullptr: optional and absent
-  std::string label;
+  OperandLabel label;
 
   bool present() const { return tensor != nullptr; }
   const MNT_Tensor& operator*() const { return *tensor; }
@@ -87,6 +122,20 @@ class OpCall {
                          const std::string& expected_text) const;
   sdk::Status ExpectElements(const Operand& t, int64_t count,
                              const std::string& expected_text) const;
+  // The same with the expected text built by `describe()` only on a
+  // mismatch, e.g. [&] { return sdk::Format("[K=%lld]", k); }: the checks
+  // run on every call, so their messages must cost nothing when they pass.
+  template <typename Describe,
+            typename = std::enable_if_t<std::is_invocable_r_v<std::string, Describe>>>
+  sdk::Status ExpectDims(const Operand& t, int rank, const int64_t* dims,
+                         Describe&& describe) const {
+    return HasDims(t, rank, dims) ? sdk::Status::Ok() : Mismatch(t, describe());
+  }
+  template <typename Describe,
+            typename = std::enable_if_t<std::is_invocable_r_v<std::string, Describe>>>
+  sdk::Status ExpectElements(const Operand& t, int64_t count, Describe&& describe) const {
+    return HasElements(t, count) ? sdk::Status::Ok() : Mismatch(t, describe());
+  }
   // F32 with exactly one element (found_inf, scalars, reductions).
   sdk::Status ExpectF32Scalar(const Operand& t) const;
   // I32 with exactly one element (growth tracker, step counter).
@@ -95,6 +144,8 @@ class OpCall {
   sdk::Status ExpectFloatLike(const Operand& t, const Operand& like) const;
 
  private:
+  static bool HasDims(const Operand& t, int rank, const int64_t* dims);
+  static bool HasElements(const Operand& t, int64_t count);
   Operand Make(const MNT_Tensor* array, size_t count, size_t i, const char* dir,
                const char* name) const;
   sdk::Status Mismatch(const Operand& t, const std::string& expected) const;

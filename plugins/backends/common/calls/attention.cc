@@ -45,17 +45,18 @@ Status ResolveShape(const OpCall& call, const Operand& qkv,
 Status ExpectBTC(const OpCall& call, const Operand& t, const AttentionShape& s) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
   const int64_t dims[3] = {s.b, s.t, s.c};
-  return call.ExpectDims(t, 3, dims,
-                         sdk::Format("[B=%lld, T=%lld, C=%lld]", (long long)s.b,
-                                     (long long)s.t, (long long)s.c));
+  return call.ExpectDims(t, 3, dims, [&] {
+    return sdk::Format("[B=%lld, T=%lld, C=%lld]", (long long)s.b, (long long)s.t, (long long)s.c);
+  });
 }
 
 Status ExpectLse(const OpCall& call, const Operand& t, const AttentionShape& s) {
   MNT_RETURN_IF_ERROR(call.ExpectDType(t, MNT_DTYPE_F32));
   const int64_t dims[3] = {s.b, s.h, s.t};
-  return call.ExpectDims(t, 3, dims,
-                         sdk::Format("f32[B=%lld, H=%lld, T=%lld]", (long long)s.b,
-                                     (long long)s.h, (long long)s.t));
+  return call.ExpectDims(t, 3, dims, [&] {
+    return sdk::Format("f32[B=%lld, H=%lld, T=%lld]", (long long)s.b, (long long)s.h,
+                       (long long)s.t);
+  });
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ Status ExpectChannelVector(const OpCall& call, const Operand& t, int64_t c, bool
   } else {
     MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
   }
-  return call.ExpectDims(t, 1, &c, sdk::Format("[C=%lld]", (long long)c));
+  return call.ExpectDims(t, 1, &c, [&] { return sdk::Format("[C=%lld]", (long long)c); });
 }
 
 }  // namespace

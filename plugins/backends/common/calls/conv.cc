@@ -78,16 +78,16 @@ Status ResolveShape(const OpCall& call, const MNT_Conv2dParams& p, const Operand
 Status ExpectOutputShape(const OpCall& call, const Operand& t, const ConvShape& sh) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
   const int64_t dims[4] = {sh.n, sh.k, sh.p, sh.q};
-  return call.ExpectDims(t, 4, dims,
-                         sdk::Format("[N, K, P, Q] = [%lld, %lld, %lld, %lld]",
-                                     (long long)sh.n, (long long)sh.k,
-                                     (long long)sh.p, (long long)sh.q));
+  return call.ExpectDims(t, 4, dims, [&] {
+    return sdk::Format("[N, K, P, Q] = [%lld, %lld, %lld, %lld]", (long long)sh.n, (long long)sh.k,
+                       (long long)sh.p, (long long)sh.q);
+  });
 }
 
 Status ExpectBiasShape(const OpCall& call, const Operand& t, const ConvShape& sh) {
   if (!t.present()) return Status::Ok();
   MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
-  return call.ExpectDims(t, 1, &sh.k, sdk::Format("[K=%lld]", (long long)sh.k));
+  return call.ExpectDims(t, 1, &sh.k, [&] { return sdk::Format("[K=%lld]", (long long)sh.k); });
 }
 
 }  // namespace

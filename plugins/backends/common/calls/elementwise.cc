@@ -62,7 +62,7 @@ Status CheckCast(const OpCall& call, CastCall* c) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->x));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->y));
   c->n = sdk::NumElements(*c->x);
-  return call.ExpectElements(c->y, c->n, ElementsLikeIn0(c->n));
+  return call.ExpectElements(c->y, c->n, [&] { return ElementsLikeIn0(c->n); });
 }
 
 Status CheckAdd(const OpCall& call, AddCall* c) {
@@ -77,10 +77,10 @@ Status CheckAdd(const OpCall& call, AddCall* c) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->a));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->out));
   c->n = sdk::NumElements(*c->a);
-  MNT_RETURN_IF_ERROR(call.ExpectElements(c->out, c->n, ElementsLikeIn0(c->n)));
+  MNT_RETURN_IF_ERROR(call.ExpectElements(c->out, c->n, [&] { return ElementsLikeIn0(c->n); }));
   if (c->b.present()) {
     MNT_RETURN_IF_ERROR(call.ExpectFloat(c->b));
-    MNT_RETURN_IF_ERROR(call.ExpectElements(c->b, c->n, ElementsLikeIn0(c->n)));
+    MNT_RETURN_IF_ERROR(call.ExpectElements(c->b, c->n, [&] { return ElementsLikeIn0(c->n); }));
   }
   c->alpha = p->alpha;
   c->beta = p->beta;
@@ -96,7 +96,7 @@ Status CheckActivationForward(const OpCall& call, ActivationForwardCall* c) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->x));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->y));
   c->n = sdk::NumElements(*c->x);
-  return call.ExpectElements(c->y, c->n, ElementsLikeIn0(c->n));
+  return call.ExpectElements(c->y, c->n, [&] { return ElementsLikeIn0(c->n); });
 }
 
 Status CheckActivationBackward(const OpCall& call, ActivationBackwardCall* c) {
@@ -110,8 +110,8 @@ Status CheckActivationBackward(const OpCall& call, ActivationBackwardCall* c) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->dy));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->dx));
   c->n = sdk::NumElements(*c->x);
-  MNT_RETURN_IF_ERROR(call.ExpectElements(c->dy, c->n, ElementsLikeIn0(c->n)));
-  return call.ExpectElements(c->dx, c->n, ElementsLikeIn0(c->n));
+  MNT_RETURN_IF_ERROR(call.ExpectElements(c->dy, c->n, [&] { return ElementsLikeIn0(c->n); }));
+  return call.ExpectElements(c->dx, c->n, [&] { return ElementsLikeIn0(c->n); });
 }
 
 }  // namespace mnt::backend

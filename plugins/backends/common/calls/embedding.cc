@@ -24,7 +24,7 @@ Status CheckRowsAndIds(const OpCall& call, const Operand& rows, const Operand& i
   MNT_RETURN_IF_ERROR(call.ExpectFloat(rows));
   const int64_t dims[2] = {n, c};
   MNT_RETURN_IF_ERROR(call.ExpectDims(
-      rows, 2, dims, sdk::Format("[N=%lld, C=%lld]", (long long)n, (long long)c)));
+      rows, 2, dims, [&] { return sdk::Format("[N=%lld, C=%lld]", (long long)n, (long long)c); }));
   return call.ExpectDType(ids, MNT_DTYPE_I32);
 }
 

@@ -39,12 +39,13 @@ sdk::Status CheckGemm(const OpCall& call, GemmCall* g) {
                             : sdk::Format("[K=%lld, N]", (long long)k)));
   }
   const int64_t c_dims[2] = {m, n};
-  MNT_RETURN_IF_ERROR(call.ExpectDims(
-      g->c, 2, c_dims, sdk::Format("[M=%lld, N=%lld]", (long long)m, (long long)n)));
+  MNT_RETURN_IF_ERROR(call.ExpectDims(g->c, 2, c_dims, [&] {
+    return sdk::Format("[M=%lld, N=%lld]", (long long)m, (long long)n);
+  }));
   if (g->bias.present()) {
     MNT_RETURN_IF_ERROR(call.ExpectFloat(g->bias));
     MNT_RETURN_IF_ERROR(
-        call.ExpectDims(g->bias, 1, &n, sdk::Format("[N=%lld]", (long long)n)));
+        call.ExpectDims(g->bias, 1, &n, [&] { return sdk::Format("[N=%lld]", (long long)n); }));
   }
   g->trans_a = ta;
   g->trans_b = tb;

@@ -23,12 +23,12 @@ Status CheckX(const OpCall& call, const Operand& x, int64_t* rows, int64_t* c) {
 
 Status CheckRowVector(const OpCall& call, const Operand& t, int64_t c) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
-  return call.ExpectDims(t, 1, &c, sdk::Format("[C=%lld]", (long long)c));
+  return call.ExpectDims(t, 1, &c, [&] { return sdk::Format("[C=%lld]", (long long)c); });
 }
 
 Status CheckStats(const OpCall& call, const Operand& t, int64_t rows) {
   MNT_RETURN_IF_ERROR(call.ExpectDType(t, MNT_DTYPE_F32));
-  return call.ExpectDims(t, 1, &rows, sdk::Format("f32[N=%lld]", (long long)rows));
+  return call.ExpectDims(t, 1, &rows, [&] { return sdk::Format("f32[N=%lld]", (long long)rows); });
 }
 
 Status CheckNotEmpty(const OpCall& call, const Operand& x, int64_t c) {

@@ -23,14 +23,14 @@ Status CheckStepInputs(const OpCall& call, StepInputs* s) {
 Status CheckState(const OpCall& call, const Operand& t, int64_t n) {
   MNT_RETURN_IF_ERROR(call.ExpectDType(t, MNT_DTYPE_F32));
   return call.ExpectElements(
-      t, n, sdk::Format("f32 with %lld elements like in[0] grad", (long long)n));
+      t, n, [&] { return sdk::Format("f32 with %lld elements like in[0] grad", (long long)n); });
 }
 
 Status CheckWorkingCopy(const OpCall& call, const Operand& t, int64_t n) {
   if (!t.present()) return Status::Ok();
   MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
-  return call.ExpectElements(t, n,
-                             sdk::Format("%lld elements like in[0] grad", (long long)n));
+  return call.ExpectElements(
+      t, n, [&] { return sdk::Format("%lld elements like in[0] grad", (long long)n); });
 }
 
 }  // namespace

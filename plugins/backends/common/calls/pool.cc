@@ -54,10 +54,10 @@ Status Resolve(const OpCall& call, const MNT_Pool2dParams& p, const Operand& x,
   g->count_include_pad = p.count_include_pad;
   MNT_RETURN_IF_ERROR(call.ExpectFloat(y));
   const int64_t dims[4] = {x->dims[0], x->dims[1], g->p, g->q};
-  return call.ExpectDims(y, 4, dims,
-                         sdk::Format("%s [N, C, P, Q] = [%lld, %lld, %lld, %lld]",
-                                     y_name, (long long)dims[0], (long long)dims[1],
-                                     (long long)g->p, (long long)g->q));
+  return call.ExpectDims(y, 4, dims, [&] {
+    return sdk::Format("%s [N, C, P, Q] = [%lld, %lld, %lld, %lld]", y_name, (long long)dims[0],
+                       (long long)dims[1], (long long)g->p, (long long)g->q);
+  });
 }
 
 }  // namespace

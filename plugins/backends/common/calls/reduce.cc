@@ -26,7 +26,7 @@ Status CheckBiasGrad(const OpCall& call, BiasGradCall* c) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->db));
   c->rows = Rows(*c->dy);
   c->n = LastDim(*c->dy);
-  return call.ExpectDims(c->db, 1, &c->n, sdk::Format("[N=%lld]", (long long)c->n));
+  return call.ExpectDims(c->db, 1, &c->n, [&] { return sdk::Format("[N=%lld]", (long long)c->n); });
 }
 
 Status CheckReduce(const OpCall& call, ReduceCall* c) {
@@ -86,7 +86,7 @@ Status CheckNonfiniteCheckUnscale(const OpCall& call, NonfiniteCheckUnscaleCall*
     MNT_RETURN_IF_ERROR(call.ExpectFloat(g.out));
     g.n = sdk::NumElements(*g.grad);
     MNT_RETURN_IF_ERROR(call.ExpectElements(
-        g.out, g.n, sdk::Format("%lld elements like in[%zu]", (long long)g.n, i)));
+        g.out, g.n, [&] { return sdk::Format("%lld elements like in[%zu]", (long long)g.n, i); }));
   }
   return Status::Ok();
 }

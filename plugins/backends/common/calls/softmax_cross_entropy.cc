@@ -23,8 +23,8 @@ Status CheckShapes(const OpCall& call, int64_t requested_classes,
   MNT_RETURN_IF_ERROR(call.ExpectDType(c->targets, MNT_DTYPE_I32));
   c->batch = logits->dims[0];
   c->width = logits->dims[1];
-  MNT_RETURN_IF_ERROR(call.ExpectDims(c->targets, 1, &c->batch,
-                                      sdk::Format("[B=%lld]", (long long)c->batch)));
+  MNT_RETURN_IF_ERROR(call.ExpectDims(
+      c->targets, 1, &c->batch, [&] { return sdk::Format("[B=%lld]", (long long)c->batch); }));
   if (requested_classes < 0 || requested_classes > c->width) {
     return call.Invalid(sdk::Format(
         "num_classes %lld is outside [0, %lld] (%s's last dim)",
@@ -52,7 +52,8 @@ Status CheckSoftmax(const OpCall& call, SoftmaxCall* c) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->x));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(c->y));
   MNT_RETURN_IF_ERROR(call.ExpectRankAtLeast(c->x, 1));
-  MNT_RETURN_IF_ERROR(call.ExpectDims(c->y, c->x->rank, c->x->dims, sdk::Describe(*c->x)));
+  MNT_RETURN_IF_ERROR(
+      call.ExpectDims(c->y, c->x->rank, c->x->dims, [&] { return sdk::Describe(*c->x); }));
   c->rows = Rows(*c->x);
   c->width = LastDim(*c->x);
   return Status::Ok();
@@ -68,8 +69,8 @@ Status CheckCrossEntropy(const OpCall& call, CrossEntropyCall* c) {
   c->dlogits = call.OptionalOutput(1, "dlogits");
   MNT_RETURN_IF_ERROR(CheckShapes(call, p->num_classes, c));
   MNT_RETURN_IF_ERROR(call.ExpectDType(c->losses, MNT_DTYPE_F32));
-  MNT_RETURN_IF_ERROR(call.ExpectDims(c->losses, 1, &c->batch,
-                                      sdk::Format("f32[B=%lld]", (long long)c->batch)));
+  MNT_RETURN_IF_ERROR(call.ExpectDims(
+      c->losses, 1, &c->batch, [&] { return sdk::Format("f32[B=%lld]", (long long)c->batch); }));
   if (c->dlogits.present()) {
     MNT_RETURN_IF_ERROR(call.ExpectFloatLike(c->dlogits, c->logits));
   }
