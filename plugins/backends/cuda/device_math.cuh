@@ -1,5 +1,6 @@
 // Device-side helpers shared by the .cu files: loads/stores of any float
-// dtype (vectorised 4-element groups too), the 4-element map kernel of the
+// dtype, specialised per storage type or switching per element (vectorised
+// 4-element groups too), the 4-element map kernel of the
 // elementwise ops, block reductions.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_MATH_CUH_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_DEVICE_MATH_CUH_
@@ -8,24 +9,38 @@
 
 #include <cstdint>
 
+#include "plugins/backends/common/storage_types.h"
 #include "plugins/backends/common/tensor_access.h"
 #include "plugins/backends/cuda/launch.h"
 
 namespace mnt::cuda {
 
+// Element i as fp32 / stored rounded to nearest even, with the conversion of
+// storage type S (storage_types.h) compiled in; S = AnyStorage switches on
+// t.dtype per element.
+template <typename S>
 __device__ inline float Load(const DevTensor& t, int64_t i) {
-  return LoadAsFloat(t.data, t.dtype, i);
+  return S::Load(t.data, t.dtype, i);
+}
+template <typename S>
+__device__ inline void Store(const DevTensor& t, int64_t i, float v) {
+  S::Store(t.data, t.dtype, i, v);
+}
+__device__ inline float Load(const DevTensor& t, int64_t i) {
+  return Load<AnyStorage>(t, i);
 }
 __device__ inline void Store(const DevTensor& t, int64_t i, float v) {
-  StoreFromFloat(t.data, t.dtype, i, v);
+  Store<AnyStorage>(t, i, v);
 }
 
 // Elements [i, i + count) (count <= 4) into v; one 16- or 8-byte load when
 // `vec` (every base pointer 16-byte aligned) and the group is full.
+template <typename S>
 __device__ inline void Load4(const DevTensor& t, int64_t i, int count, bool vec,
                              float v[4]) {
   if (vec && count == 4) {
-    if (t.dtype == MNT_DTYPE_F32) {
+    const MNT_DType dtype = S::kDType != MNT_DTYPE_INVALID ? S::kDType : t.dtype;
+    if (dtype == MNT_DTYPE_F32) {
       const float4 q = *reinterpret_cast<const float4*>(
           static_cast<const float*>(t.data) + i);
       v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
@@ -38,26 +53,28 @@ __device__ inline void Load4(const DevTensor& t, int64_t i, int count, bool vec,
                            static_cast<uint16_t>(q.y & 0xffffu),
                            static_cast<uint16_t>(q.y >> 16)};
     for (int k = 0; k < 4; ++k) {
-      v[k] = t.dtype == MNT_DTYPE_F16 ? HalfBitsToFloat(h[k])
-                                      : Bf16BitsToFloat(h[k]);
+      v[k] = dtype == MNT_DTYPE_F16 ? HalfBitsToFloat(h[k])
+                                    : Bf16BitsToFloat(h[k]);
     }
     return;
   }
-  for (int k = 0; k < count; ++k) v[k] = Load(t, i + k);
+  for (int k = 0; k < count; ++k) v[k] = Load<S>(t, i + k);
 }
 
+template <typename S>
 __device__ inline void Store4(const DevTensor& t, int64_t i, int count,
                               bool vec, const float v[4]) {
   if (vec && count == 4) {
-    if (t.dtype == MNT_DTYPE_F32) {
+    const MNT_DType dtype = S::kDType != MNT_DTYPE_INVALID ? S::kDType : t.dtype;
+    if (dtype == MNT_DTYPE_F32) {
       *reinterpret_cast<float4*>(static_cast<float*>(t.data) + i) =
           make_float4(v[0], v[1], v[2], v[3]);
       return;
     }
     uint16_t h[4];
     for (int k = 0; k < 4; ++k) {
-      h[k] = t.dtype == MNT_DTYPE_F16 ? FloatToHalfBits(v[k])
-                                      : FloatToBf16Bits(v[k]);
+      h[k] = dtype == MNT_DTYPE_F16 ? FloatToHalfBits(v[k])
+                                    : FloatToBf16Bits(v[k]);
     }
     uint2 q;
     q.x = static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
@@ -65,7 +82,16 @@ __device__ inline void Store4(const DevTensor& t, int64_t i, int count,
     *reinterpret_cast<uint2*>(static_cast<uint16_t*>(t.data) + i) = q;
     return;
   }
-  for (int k = 0; k < count; ++k) Store(t, i + k, v[k]);
+  for (int k = 0; k < count; ++k) Store<S>(t, i + k, v[k]);
+}
+
+__device__ inline void Load4(const DevTensor& t, int64_t i, int count, bool vec,
+                             float v[4]) {
+  Load4<AnyStorage>(t, i, count, vec, v);
+}
+__device__ inline void Store4(const DevTensor& t, int64_t i, int count,
+                              bool vec, const float v[4]) {
+  Store4<AnyStorage>(t, i, count, vec, v);
 }
 
 // Element k of channel ch in x viewed as [n, c, inner].

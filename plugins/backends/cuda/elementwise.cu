@@ -1,5 +1,7 @@
 // FILL, CAST, ADD and the activations: 4-element map kernels (vectorised
-// loads/stores when aligned). Per-element math is plugins/backends/common's,
+// loads/stores when aligned), compiled per storage type and chosen once per
+// launch (operands of one dtype; CAST per input/output pair), with the
+// per-element dtype switch only for operands of mixed dtypes. Per-element math is plugins/backends/common's,
 // the same functions the CPU backend runs.
 #include <cuda_runtime.h>
 
@@ -14,12 +16,13 @@ using sdk::Status;
 
 namespace {
 
+template <typename S>
 struct FillBody {
   DevTensor out;
   float value;
   __device__ void operator()(int64_t i, int count, bool vec) const {
     const float v[4] = {value, value, value, value};
-    Store4(out, i, count, vec, v);
+    Store4<S>(out, i, count, vec, v);
   }
 };
 
@@ -30,61 +33,65 @@ __global__ void FillI32Kernel(int32_t* out, int64_t n, int32_t value) {
   }
 }
 
+template <typename SIn, typename SOut>
 struct ConvertBody {
   DevTensor in, out;
   MNT_ComputeMode round_to;
   __device__ void operator()(int64_t i, int count, bool vec) const {
     float v[4];
-    Load4(in, i, count, vec, v);
+    Load4<SIn>(in, i, count, vec, v);
     if (round_to != MNT_COMPUTE_F32) {
       for (int k = 0; k < count; ++k) v[k] = RoundToCompute(v[k], round_to);
     }
-    Store4(out, i, count, vec, v);
+    Store4<SOut>(out, i, count, vec, v);
   }
 };
 
+template <typename S>
 struct AddBody {
   DevTensor a, b, out;
   float alpha, beta;
   __device__ void operator()(int64_t i, int count, bool vec) const {
     float x[4], y[4];
-    Load4(a, i, count, vec, x);
+    Load4<S>(a, i, count, vec, x);
     if (b.data != nullptr) {
-      Load4(b, i, count, vec, y);
+      Load4<S>(b, i, count, vec, y);
       for (int k = 0; k < count; ++k) x[k] = alpha * x[k] + beta * y[k];
     } else {
       for (int k = 0; k < count; ++k) x[k] = alpha * x[k];
     }
-    Store4(out, i, count, vec, x);
+    Store4<S>(out, i, count, vec, x);
   }
 };
 
+template <typename S>
 struct ActivationForwardBody {
   MNT_Activation act;
   DevTensor x, y;
   __device__ void operator()(int64_t i, int count, bool vec) const {
     float v[4];
-    Load4(x, i, count, vec, v);
+    Load4<S>(x, i, count, vec, v);
     for (int k = 0; k < count; ++k) {
       if (act == MNT_ACTIVATION_RELU) v[k] = Relu(v[k]);
       else if (act == MNT_ACTIVATION_GELU_TANH) v[k] = GeluTanh(v[k]);
     }
-    Store4(y, i, count, vec, v);
+    Store4<S>(y, i, count, vec, v);
   }
 };
 
+template <typename S>
 struct ActivationBackwardBody {
   MNT_Activation act;
   DevTensor x, dy, dx;
   __device__ void operator()(int64_t i, int count, bool vec) const {
     float xv[4], g[4];
-    Load4(x, i, count, vec, xv);
-    Load4(dy, i, count, vec, g);
+    Load4<S>(x, i, count, vec, xv);
+    Load4<S>(dy, i, count, vec, g);
     for (int k = 0; k < count; ++k) {
       if (act == MNT_ACTIVATION_RELU) g[k] = ReluBackward(xv[k], g[k]);
       else if (act == MNT_ACTIVATION_GELU_TANH) g[k] = GeluTanhBackward(xv[k], g[k]);
     }
-    Store4(dx, i, count, vec, g);
+    Store4<S>(dx, i, count, vec, g);
   }
 };
 
@@ -96,19 +103,30 @@ cudaError_t LaunchFill(cudaStream_t s, DevTensor out, int64_t n, double value) {
     return Launch(FillI32Kernel, GridFor(n, kThreads), kThreads, 0, s,
                   static_cast<int32_t*>(out.data), n, static_cast<int32_t>(value));
   }
-  return LaunchMap4(s, FillBody{out, static_cast<float>(value)}, n, Aligned16(out.data));
+  return WithStorage(out.dtype, [&](auto storage) {
+    using S = decltype(storage);
+    return LaunchMap4(s, FillBody<S>{out, static_cast<float>(value)}, n, Aligned16(out.data));
+  });
 }
 
 cudaError_t LaunchConvert(cudaStream_t s, DevTensor in, DevTensor out, int64_t n,
                           MNT_ComputeMode round_to) {
-  return LaunchMap4(s, ConvertBody{in, out, round_to}, n,
-                    Aligned16(in.data) && Aligned16(out.data));
+  const bool vec = Aligned16(in.data) && Aligned16(out.data);
+  return WithStorage(in.dtype, [&](auto in_storage) {
+    return WithStorage(out.dtype, [&](auto out_storage) {
+      using Body = ConvertBody<decltype(in_storage), decltype(out_storage)>;
+      return LaunchMap4(s, Body{in, out, round_to}, n, vec);
+    });
+  });
 }
 
 cudaError_t LaunchAdd(cudaStream_t s, DevTensor a, DevTensor b, DevTensor out,
                       int64_t n, float alpha, float beta) {
   const bool vec = Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data);
-  return LaunchMap4(s, AddBody{a, b, out, alpha, beta}, n, vec);
+  return WithStorage(CommonDType({a.dtype, b.dtype, out.dtype}), [&](auto storage) {
+    using S = decltype(storage);
+    return LaunchMap4(s, AddBody<S>{a, b, out, alpha, beta}, n, vec);
+  });
 }
 
 Status CudaBackend::Fill(const backend::FillCall& c) {
@@ -127,19 +145,25 @@ Status CudaBackend::Add(const backend::AddCall& c) {
 
 Status CudaBackend::ActivationForward(const backend::ActivationForwardCall& c) {
   const DevTensor x = Dev(c.x), y = Dev(c.y);
-  return Launched(c,
-                  LaunchMap4(stream, ActivationForwardBody{c.activation, x, y}, c.n,
-                             Aligned16(x.data) && Aligned16(y.data)),
-                  "activation_forward");
+  const bool vec = Aligned16(x.data) && Aligned16(y.data);
+  const cudaError_t err =
+      WithStorage(CommonDType({x.dtype, y.dtype}), [&](auto storage) {
+        using S = decltype(storage);
+        return LaunchMap4(stream, ActivationForwardBody<S>{c.activation, x, y}, c.n, vec);
+      });
+  return Launched(c, err, "activation_forward");
 }
 
 Status CudaBackend::ActivationBackward(const backend::ActivationBackwardCall& c) {
   const DevTensor x = Dev(c.x), dy = Dev(c.dy), dx = Dev(c.dx);
   const bool vec = Aligned16(x.data) && Aligned16(dy.data) && Aligned16(dx.data);
-  return Launched(c,
-                  LaunchMap4(stream, ActivationBackwardBody{c.activation, x, dy, dx},
-                             c.n, vec),
-                  "activation_backward");
+  const cudaError_t err =
+      WithStorage(CommonDType({x.dtype, dy.dtype, dx.dtype}), [&](auto storage) {
+        using S = decltype(storage);
+        return LaunchMap4(stream, ActivationBackwardBody<S>{c.activation, x, dy, dx}, c.n,
+                          vec);
+      });
+  return Launched(c, err, "activation_backward");
 }
 
 }  // namespace mnt::cuda

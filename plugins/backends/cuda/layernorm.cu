@@ -1,5 +1,7 @@
 // LAYERNORM_FORWARD/BACKWARD: one block per row, row statistics in double
-// like the CPU reference. The weight and bias gradients are deterministic
+// like the CPU reference; the row kernels are compiled per storage type
+// (operands of one dtype) and chosen once per launch. The weight and bias
+// gradients are deterministic
 // column sums (reduce.h), taken before dx so that dx may alias dy.
 #include <cuda_runtime.h>
 #include <math.h>
@@ -15,24 +17,25 @@ using sdk::Status;
 
 namespace {
 
+template <typename S>
 __global__ void LayerNormForwardKernel(DevTensor x, DevTensor w, DevTensor b,
                                        DevTensor y, float* mean, float* rstd,
                                        int64_t rows, int64_t c, float eps) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t base = r * c;
     double sum = 0.0;
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) sum += Load(x, base + j);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) sum += Load<S>(x, base + j);
     const double mu = BlockReduce(sum, SumOp(), 0.0) / c;
     double sq = 0.0;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      const double d = Load(x, base + j) - mu;
+      const double d = Load<S>(x, base + j) - mu;
       sq += d * d;
     }
     sq = BlockReduce(sq, SumOp(), 0.0);
     const float m = static_cast<float>(mu);
     const float rs = static_cast<float>(1.0 / sqrt(sq / c + eps));
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      Store(y, base + j, (Load(x, base + j) - m) * rs * Load(w, j) + Load(b, j));
+      Store<S>(y, base + j, (Load<S>(x, base + j) - m) * rs * Load<S>(w, j) + Load<S>(b, j));
     }
     if (threadIdx.x == 0) {
       mean[r] = m;
@@ -41,6 +44,7 @@ __global__ void LayerNormForwardKernel(DevTensor x, DevTensor w, DevTensor b,
   }
 }
 
+template <typename S>
 __global__ void LayerNormBackwardInputKernel(DevTensor dy, DevTensor x,
                                              DevTensor w, const float* mean,
                                              const float* rstd, DevTensor dx,
@@ -50,8 +54,8 @@ __global__ void LayerNormBackwardInputKernel(DevTensor dy, DevTensor x,
     const float m = mean[r], rs = rstd[r];
     double s1 = 0.0, s2 = 0.0;
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      const float xhat = (Load(x, base + j) - m) * rs;
-      const float dxhat = Load(dy, base + j) * Load(w, j);
+      const float xhat = (Load<S>(x, base + j) - m) * rs;
+      const float dxhat = Load<S>(dy, base + j) * Load<S>(w, j);
       s1 += dxhat;
       s2 += static_cast<double>(dxhat) * xhat;
     }
@@ -59,9 +63,9 @@ __global__ void LayerNormBackwardInputKernel(DevTensor dy, DevTensor x,
     s2 = BlockReduce(s2, SumOp(), 0.0);
     const float a = static_cast<float>(s1 / c), bcoef = static_cast<float>(s2 / c);
     for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      const float xhat = (Load(x, base + j) - m) * rs;
-      const float dxhat = Load(dy, base + j) * Load(w, j);
-      Store(dx, base + j, LayerNormInputGradient(dxhat, xhat, a, bcoef, rs));
+      const float xhat = (Load<S>(x, base + j) - m) * rs;
+      const float dxhat = Load<S>(dy, base + j) * Load<S>(w, j);
+      Store<S>(dx, base + j, LayerNormInputGradient(dxhat, xhat, a, bcoef, rs));
     }
   }
 }
@@ -70,11 +74,13 @@ __global__ void LayerNormBackwardInputKernel(DevTensor dy, DevTensor x,
 
 Status CudaBackend::LayerNormForward(const backend::LayerNormForwardCall& l) {
   if (l.rows == 0) return Status::Ok();
-  return Launched(l,
-                  Launch(LayerNormForwardKernel, RowGrid(l.rows), kThreads, 0, stream,
-                         Dev(l.x), Dev(l.weight), Dev(l.bias), Dev(l.y), l.mean.f32(),
-                         l.rstd.f32(), l.rows, l.c, l.epsilon),
-                  "layernorm_forward");
+  const DevTensor x = Dev(l.x), w = Dev(l.weight), b = Dev(l.bias), y = Dev(l.y);
+  const cudaError_t err =
+      WithStorage(CommonDType({x.dtype, w.dtype, b.dtype, y.dtype}), [&](auto storage) {
+        return Launch(LayerNormForwardKernel<decltype(storage)>, RowGrid(l.rows), kThreads, 0,
+                      stream, x, w, b, y, l.mean.f32(), l.rstd.f32(), l.rows, l.c, l.epsilon);
+      });
+  return Launched(l, err, "layernorm_forward");
 }
 
 Status CudaBackend::LayerNormBackward(const backend::LayerNormBackwardCall& l) {
@@ -90,11 +96,14 @@ Status CudaBackend::LayerNormBackward(const backend::LayerNormBackwardCall& l) {
                        static_cast<double*>(partials.data())),
       "layernorm_param_grads"));
   if (l.rows == 0) return Status::Ok();
-  return Launched(l,
-                  Launch(LayerNormBackwardInputKernel, RowGrid(l.rows), kThreads, 0, stream,
-                         Dev(l.dy), Dev(l.x), Dev(l.weight), l.mean.f32(), l.rstd.f32(),
-                         Dev(l.dx), l.rows, l.c),
-                  "layernorm_backward_input");
+  const DevTensor dy = Dev(l.dy), x = Dev(l.x), w = Dev(l.weight), dx = Dev(l.dx);
+  const cudaError_t err =
+      WithStorage(CommonDType({dy.dtype, x.dtype, w.dtype, dx.dtype}), [&](auto storage) {
+        return Launch(LayerNormBackwardInputKernel<decltype(storage)>, RowGrid(l.rows),
+                      kThreads, 0, stream, dy, x, w, l.mean.f32(), l.rstd.f32(), dx, l.rows,
+                      l.c);
+      });
+  return Launched(l, err, "layernorm_backward_input");
 }
 
 }  // namespace mnt::cuda

@@ -2,7 +2,8 @@
 // the rounded working copy) with torch.optim's per-element formulas
 // (common/elementwise_math.h, step_math.h). found_inf, the gradient
 // multiplier and AdamW's step counter are read on the device, so a step
-// needs no host sync.
+// needs no host sync. The kernels are compiled per storage type of the
+// gradient and the working copy (when they share one) and chosen per launch.
 #include <cuda_runtime.h>
 
 #include "plugins/backends/common/elementwise_math.h"
@@ -47,21 +48,23 @@ __device__ inline float Multiplier(const StepBuffers& b) {
   return b.multiplier != nullptr ? *b.multiplier : 1.0f;
 }
 
+template <typename S>
 __global__ void SgdKernel(StepBuffers b, SgdCoefficients c) {
   if (SkipStep(b)) return;  // overflow step: state stays bit-identical
   const float mult = Multiplier(b);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < b.n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float g = Load(b.grad, i);
+    float g = Load<S>(b.grad, i);
     if (mult != 1.0f) g *= mult;
     float unused = 0.0f;
     SgdUpdate(c, g, &b.master[i], b.state1 != nullptr ? &b.state1[i] : &unused);
-    if (b.working.data != nullptr) Store(b.working, i, b.master[i]);
+    if (b.working.data != nullptr) Store<S>(b.working, i, b.master[i]);
   }
 }
 
 // With b.step_counter, every block derives the bias corrections from
 // counter + 1 on the device.
+template <typename S>
 __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c) {
   if (SkipStep(b)) return;  // uniform across the grid: no thread reaches the barrier
   __shared__ AdamWCoefficients shared_c;
@@ -77,14 +80,14 @@ __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c) {
   const float mult = Multiplier(b);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < b.n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float g = Load(b.grad, i);
+    float g = Load<S>(b.grad, i);
     if (mult != 1.0f) g *= mult;
     float w = b.master[i], m = b.state1[i], v = b.state2[i];
     AdamWUpdate(c, g, &w, &m, &v);
     b.master[i] = w;
     b.state1[i] = m;
     b.state2[i] = v;
-    if (b.working.data != nullptr) Store(b.working, i, w);
+    if (b.working.data != nullptr) Store<S>(b.working, i, w);
   }
 }
 
@@ -101,9 +104,12 @@ Status CudaBackend::SgdStep(const backend::SgdStepCall& s) {
   b.state1 = s.momentum.f32();
   b.working = Dev(s.working);
   if (b.n == 0) return Status::Ok();
-  return Launched(s, Launch(SgdKernel, GridFor(b.n, kThreads), kThreads, 0, stream, b,
-                            s.coefficients),
-                  "sgd_step");
+  const cudaError_t err =
+      WithStorage(CommonDType({b.grad.dtype, b.working.dtype}), [&](auto storage) {
+        return Launch(SgdKernel<decltype(storage)>, GridFor(b.n, kThreads), kThreads, 0,
+                      stream, b, s.coefficients);
+      });
+  return Launched(s, err, "sgd_step");
 }
 
 Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
@@ -122,9 +128,12 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
       p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay,
       b.step_counter != nullptr ? 1 : p->step);
   if (b.n > 0) {
-    MNT_RETURN_IF_ERROR(Launched(
-        a, Launch(AdamWKernel, GridFor(b.n, kThreads), kThreads, 0, stream, b, c),
-        "adamw_step"));
+    const cudaError_t err =
+        WithStorage(CommonDType({b.grad.dtype, b.working.dtype}), [&](auto storage) {
+          return Launch(AdamWKernel<decltype(storage)>, GridFor(b.n, kThreads), kThreads, 0,
+                        stream, b, c);
+        });
+    MNT_RETURN_IF_ERROR(Launched(a, err, "adamw_step"));
   }
   if (b.step_counter == nullptr) return Status::Ok();
   return Launched(a, Launch(CountAppliedStepKernel, 1, 1, 0, stream, b.step_counter,

@@ -37,12 +37,12 @@ struct CombineOp {
   __device__ double operator()(double a, double b) const { return Combine(kOp, a, b); }
 };
 
-template <ReduceOp kOp>
+template <ReduceOp kOp, typename S>
 __global__ void PartialsKernel(DevTensor x, int64_t n, double* partials) {
   double acc = Identity(kOp);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const double v = Load(x, i);
+    const double v = Load<S>(x, i);
     acc = Combine(kOp, acc, kOp == ReduceOp::kSumSquares ? v * v : v);
   }
   acc = BlockReduce(acc, CombineOp<kOp == ReduceOp::kMax ? ReduceOp::kMax : ReduceOp::kSum>(),
@@ -73,16 +73,19 @@ cudaError_t LaunchReducePartials(cudaStream_t s, DevTensor x, int64_t n, ReduceO
   const int64_t blocks = ReducePartialCount(n);
   if (blocks == 0) return cudaSuccess;
   const unsigned grid = static_cast<unsigned>(blocks);
-  switch (op) {
-    case ReduceOp::kSum:
-      return Launch(PartialsKernel<ReduceOp::kSum>, grid, kThreads, 0, s, x, n, partials);
-    case ReduceOp::kSumSquares:
-      return Launch(PartialsKernel<ReduceOp::kSumSquares>, grid, kThreads, 0, s, x, n,
-                    partials);
-    case ReduceOp::kMax:
-      return Launch(PartialsKernel<ReduceOp::kMax>, grid, kThreads, 0, s, x, n, partials);
-  }
-  return cudaErrorInvalidValue;  // not a ReduceOp
+  return WithStorage(x.dtype, [&](auto storage) {
+    using S = decltype(storage);
+    switch (op) {
+      case ReduceOp::kSum:
+        return Launch(PartialsKernel<ReduceOp::kSum, S>, grid, kThreads, 0, s, x, n, partials);
+      case ReduceOp::kSumSquares:
+        return Launch(PartialsKernel<ReduceOp::kSumSquares, S>, grid, kThreads, 0, s, x, n,
+                      partials);
+      case ReduceOp::kMax:
+        return Launch(PartialsKernel<ReduceOp::kMax, S>, grid, kThreads, 0, s, x, n, partials);
+    }
+    return cudaErrorInvalidValue;  // not a ReduceOp
+  });
 }
 
 // out = combine(partials[0..count)) / divisor, in a fixed order.
@@ -103,6 +106,7 @@ constexpr int64_t kMaxChunks = 256;
 
 // Pass 1: partial column sums over one chunk of rows. With x != NULL also the
 // layer-norm weight gradient sum(dy * xhat) into partials_w.
+template <typename S>
 __global__ void ColumnPartialsKernel(DevTensor dy, DevTensor x, const float* mean,
                                      const float* rstd, int64_t rows, int64_t c,
                                      int64_t chunks, double* partials_b,
@@ -115,10 +119,10 @@ __global__ void ColumnPartialsKernel(DevTensor dy, DevTensor x, const float* mea
   const int64_t r1 = r0 + per_chunk < rows ? r0 + per_chunk : rows;
   double sb = 0.0, sw = 0.0;
   for (int64_t r = r0; r < r1; ++r) {
-    const float g = Load(dy, r * c + col);
+    const float g = Load<S>(dy, r * c + col);
     sb += g;
     if (x.data != nullptr) {
-      const float xhat = (Load(x, r * c + col) - mean[r]) * rstd[r];
+      const float xhat = (Load<S>(x, r * c + col) - mean[r]) * rstd[r];
       sw += static_cast<double>(g) * xhat;
     }
   }
@@ -139,19 +143,20 @@ __global__ void ColumnFinishKernel(const double* partials, int64_t chunks, int64
 
 // ---- Unscale -------------------------------------------------------------------
 
+template <typename S>
 struct UnscaleBody {
   const float* inv_scale;
   DevTensor in, out;
   float* found_inf;
   __device__ void operator()(int64_t i, int count, bool vec) const {
     float v[4];
-    Load4(in, i, count, vec, v);
+    Load4<S>(in, i, count, vec, v);
     const float inv = *inv_scale;
     bool found = false;
     for (int k = 0; k < count; ++k) v[k] = UnscaleAndCheck(v[k], inv, &found);
     // Every writer stores the same value, so the race is benign.
     if (found) *found_inf = 1.0f;
-    Store4(out, i, count, vec, v);
+    Store4<S>(out, i, count, vec, v);
   }
 };
 
@@ -172,8 +177,10 @@ cudaError_t LaunchColumnSums(cudaStream_t s, DevTensor dy, DevTensor x,
   double* partials_b = partials;
   double* partials_w = partials + chunks * c;
   const dim3 grid(GridFor(c, kThreads), static_cast<unsigned>(chunks));
-  cudaError_t err = Launch(ColumnPartialsKernel, grid, kThreads, 0, s, dy, x, mean, rstd,
-                           rows, c, chunks, partials_b, partials_w);
+  cudaError_t err = WithStorage(CommonDType({dy.dtype, x.dtype}), [&](auto storage) {
+    return Launch(ColumnPartialsKernel<decltype(storage)>, grid, kThreads, 0, s, dy, x, mean,
+                  rstd, rows, c, chunks, partials_b, partials_w);
+  });
   if (err != cudaSuccess) return err;
   err = Launch(ColumnFinishKernel, GridFor(c, kThreads), kThreads, 0, s,
                static_cast<const double*>(partials_b), chunks, c, db, accumulate);
@@ -230,11 +237,12 @@ Status CudaBackend::GlobalNormSquared(const backend::GlobalNormSquaredCall& c) {
 Status CudaBackend::NonfiniteCheckUnscale(const backend::NonfiniteCheckUnscaleCall& c) {
   for (const auto& g : c.gradients) {
     const DevTensor in = Dev(g.grad), out = Dev(g.out);
-    MNT_RETURN_IF_ERROR(Launched(
-        c,
-        LaunchMap4(stream, UnscaleBody{c.inv_scale.f32(), in, out, c.found_inf.f32()},
-                   g.n, Aligned16(in.data) && Aligned16(out.data)),
-        "unscale"));
+    const bool vec = Aligned16(in.data) && Aligned16(out.data);
+    const cudaError_t err = WithStorage(CommonDType({in.dtype, out.dtype}), [&](auto storage) {
+      using Body = UnscaleBody<decltype(storage)>;
+      return LaunchMap4(stream, Body{c.inv_scale.f32(), in, out, c.found_inf.f32()}, g.n, vec);
+    });
+    MNT_RETURN_IF_ERROR(Launched(c, err, "unscale"));
   }
   return Status::Ok();
 }

@@ -22,32 +22,35 @@ struct RowSoftmaxStats {
   double sum;
 };
 
+template <typename S>
 __device__ RowSoftmaxStats SoftmaxStats(const DevTensor& x, int64_t base,
                                         int64_t width) {
   float m = -INFINITY;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-    m = fmaxf(m, Load(x, base + j));
+    m = fmaxf(m, Load<S>(x, base + j));
   }
   m = BlockReduce(m, NanMaxOp(), -INFINITY);
   double sum = 0.0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-    sum += expf(Load(x, base + j) - m);
+    sum += expf(Load<S>(x, base + j) - m);
   }
   sum = BlockReduce(sum, SumOp(), 0.0);
   return {m, static_cast<float>(1.0 / sum), sum};
 }
 
+template <typename S>
 __global__ void SoftmaxKernel(DevTensor x, DevTensor y, int64_t rows,
                               int64_t width) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int64_t base = r * width;
-    const RowSoftmaxStats st = SoftmaxStats(x, base, width);
+    const RowSoftmaxStats st = SoftmaxStats<S>(x, base, width);
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-      Store(y, base + j, expf(Load(x, base + j) - st.max) * st.inv_sum);
+      Store<S>(y, base + j, expf(Load<S>(x, base + j) - st.max) * st.inv_sum);
     }
   }
 }
 
+template <typename S>
 __global__ void CrossEntropyKernel(DevTensor logits, const int32_t* targets,
                                    float* losses, DevTensor dlogits,
                                    int64_t batch, int64_t width,
@@ -60,21 +63,21 @@ __global__ void CrossEntropyKernel(DevTensor logits, const int32_t* targets,
       if (t >= classes && threadIdx.x == 0) atomicOr(error_word, kErrorCrossEntropyTarget);
       if (threadIdx.x == 0) losses[r] = t < 0 ? 0.0f : NAN;
       if (dlogits.data != nullptr) {
-        for (int64_t j = threadIdx.x; j < width; j += blockDim.x) Store(dlogits, base + j, 0.0f);
+        for (int64_t j = threadIdx.x; j < width; j += blockDim.x) Store<S>(dlogits, base + j, 0.0f);
       }
       continue;
     }
-    const RowSoftmaxStats st = SoftmaxStats(logits, base, classes);
+    const RowSoftmaxStats st = SoftmaxStats<S>(logits, base, classes);
     if (threadIdx.x == 0) {
-      losses[r] = static_cast<float>(log(st.sum)) - (Load(logits, base + t) - st.max);
+      losses[r] = static_cast<float>(log(st.sum)) - (Load<S>(logits, base + t) - st.max);
     }
     if (dlogits.data != nullptr) {
       for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
         const float g = j < classes
-                            ? CrossEntropyGradient(Load(logits, base + j), st.max,
+                            ? CrossEntropyGradient(Load<S>(logits, base + j), st.max,
                                                    st.inv_sum, j == t, grad_scale)
                             : 0.0f;  // padding columns
-        Store(dlogits, base + j, g);
+        Store<S>(dlogits, base + j, g);
       }
     }
   }
@@ -82,6 +85,7 @@ __global__ void CrossEntropyKernel(DevTensor logits, const int32_t* targets,
 
 // One block; a warp per row finds the first maximum; integer counting is
 // order-independent, so the shared atomic stays deterministic.
+template <typename S>
 __global__ void CountCorrectKernel(DevTensor logits, const int32_t* targets,
                                    float* count, int64_t batch, int64_t width,
                                    int64_t classes) {
@@ -95,7 +99,7 @@ __global__ void CountCorrectKernel(DevTensor logits, const int32_t* targets,
     float best = -INFINITY;
     int64_t best_j = classes;  // "none yet"
     for (int64_t j = lane; j < classes; j += 32) {
-      const float v = Load(logits, base + j);
+      const float v = Load<S>(logits, base + j);
       if (best_j == classes || v > best) { best = v; best_j = j; }
     }
     for (int offset = 16; offset > 0; offset >>= 1) {
@@ -118,26 +122,33 @@ __global__ void CountCorrectKernel(DevTensor logits, const int32_t* targets,
 
 Status CudaBackend::Softmax(const backend::SoftmaxCall& c) {
   if (c.rows == 0 || c.width == 0) return Status::Ok();
-  return Launched(c,
-                  Launch(SoftmaxKernel, RowGrid(c.rows), kThreads, 0, stream, Dev(c.x),
-                         Dev(c.y), c.rows, c.width),
-                  "softmax");
+  const DevTensor x = Dev(c.x), y = Dev(c.y);
+  const cudaError_t err = WithStorage(CommonDType({x.dtype, y.dtype}), [&](auto storage) {
+    return Launch(SoftmaxKernel<decltype(storage)>, RowGrid(c.rows), kThreads, 0, stream, x, y,
+                  c.rows, c.width);
+  });
+  return Launched(c, err, "softmax");
 }
 
 Status CudaBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
   if (c.batch == 0) return Status::Ok();
-  return Launched(c,
-                  Launch(CrossEntropyKernel, RowGrid(c.batch), kThreads, 0, stream,
-                         Dev(c.logits), c.targets.i32(), c.losses.f32(), Dev(c.dlogits),
-                         c.batch, c.width, c.classes, c.grad_scale, errors.word()),
-                  "cross_entropy");
+  const DevTensor logits = Dev(c.logits), dlogits = Dev(c.dlogits);
+  const cudaError_t err =
+      WithStorage(CommonDType({logits.dtype, dlogits.dtype}), [&](auto storage) {
+        return Launch(CrossEntropyKernel<decltype(storage)>, RowGrid(c.batch), kThreads, 0,
+                      stream, logits, c.targets.i32(), c.losses.f32(), dlogits, c.batch,
+                      c.width, c.classes, c.grad_scale, errors.word());
+      });
+  return Launched(c, err, "cross_entropy");
 }
 
 Status CudaBackend::CountCorrect(const backend::CountCorrectCall& c) {
-  return Launched(c,
-                  Launch(CountCorrectKernel, 1, 1024, 0, stream, Dev(c.logits),
-                         c.targets.i32(), c.count.f32(), c.batch, c.width, c.classes),
-                  "count_correct");
+  const DevTensor logits = Dev(c.logits);
+  const cudaError_t err = WithStorage(logits.dtype, [&](auto storage) {
+    return Launch(CountCorrectKernel<decltype(storage)>, 1, 1024, 0, stream, logits,
+                  c.targets.i32(), c.count.f32(), c.batch, c.width, c.classes);
+  });
+  return Launched(c, err, "count_correct");
 }
 
 }  // namespace mnt::cuda

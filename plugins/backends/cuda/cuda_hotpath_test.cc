@@ -1,0 +1,251 @@
+// The CUDA hot path's caches and specialisations change no result:
+//  - kernels compiled per storage type (operands of one dtype) write the same
+//    bits as the per-element dtype switch they replace, which still runs when
+//    operands differ: the op with every operand in f16/bf16 must equal, bit
+//    for bit, the op with an fp32 output rounded to f16/bf16 by CAST (both
+//    round the same fp32 value once);
+//  - cached GEMM plans: shapes interleaved and repeated (cache hits) and a
+//    bias buffer swapped under the same plan key all match the CPU backend.
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "plugins/backends/cuda/testing/gpu_test_support.h"
+
+namespace mnt::cuda {
+namespace {
+
+using testing::AllClose;
+using testing::DualBackend;
+using testing::Pair;
+
+constexpr MNT_DType kSixteenBit[] = {MNT_DTYPE_F16, MNT_DTYPE_BF16};
+
+class CudaHotPathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MNT_SKIP_WITHOUT_GPU();
+    rng_.seed(testing::FreshSeed());
+    d_.Init();
+  }
+  std::vector<float> Random(int64_t n, float scale = 1.0f) {
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& e : v) e = dist(rng_);
+    return v;
+  }
+  // `typed` (written by the specialised kernel) holds exactly the bits of
+  // `wide` (fp32, written by the switching kernel) rounded to typed's dtype.
+  void ExpectSameBitsAsRounded(const Pair& typed, const Pair& wide) {
+    ASSERT_EQ(wide.dtype, MNT_DTYPE_F32);
+    auto rounded = d_.Poisoned(typed.dtype, typed.dims);
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_CAST, {&wide}, {rounded.get()}).ok());
+    const std::vector<uint8_t> got = d_.Bytes(typed, true), want = d_.Bytes(*rounded, true);
+    ASSERT_EQ(got.size(), want.size());
+    size_t differing = 0;
+    for (size_t i = 0; i < got.size(); ++i) differing += got[i] != want[i];
+    EXPECT_EQ(differing, 0u) << "bytes differ between the specialised and switching kernels";
+    // And neither is NaN-poison left unwritten.
+    for (float v : d_.Download(wide, true)) ASSERT_FALSE(std::isnan(v));
+  }
+  std::mt19937 rng_;
+  DualBackend d_;
+};
+
+TEST_F(CudaHotPathTest, ElementwiseSpecialisedMatchesSwitch) {
+  for (MNT_DType t : kSixteenBit) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    const int64_t n = 4101;  // vector groups and a scalar tail
+    auto a = d_.Upload(Random(n), t, {n});
+    auto b = d_.Upload(Random(n), t, {n});
+    const MNT_AddParams ap{MNT_AddParams_STRUCT_SIZE, 0.75f, -1.5f};
+    auto out_t = d_.Poisoned(t, {n});
+    auto out_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_ADD, {a.get(), b.get()}, {out_t.get()}, &ap).ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_ADD, {a.get(), b.get()}, {out_f.get()}, &ap).ok());
+    ExpectSameBitsAsRounded(*out_t, *out_f);
+    for (MNT_Activation act : {MNT_ACTIVATION_RELU, MNT_ACTIVATION_GELU_TANH}) {
+      const MNT_ActivationParams p{MNT_ActivationParams_STRUCT_SIZE, act};
+      auto y_t = d_.Poisoned(t, {n});
+      auto y_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+      ASSERT_TRUE(d_.RunCuda(MNT_OP_ACTIVATION_FORWARD, {a.get()}, {y_t.get()}, &p).ok());
+      ASSERT_TRUE(d_.RunCuda(MNT_OP_ACTIVATION_FORWARD, {a.get()}, {y_f.get()}, &p).ok());
+      ExpectSameBitsAsRounded(*y_t, *y_f);
+      auto dx_t = d_.Poisoned(t, {n});
+      auto dx_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+      ASSERT_TRUE(
+          d_.RunCuda(MNT_OP_ACTIVATION_BACKWARD, {a.get(), b.get()}, {dx_t.get()}, &p).ok());
+      ASSERT_TRUE(
+          d_.RunCuda(MNT_OP_ACTIVATION_BACKWARD, {a.get(), b.get()}, {dx_f.get()}, &p).ok());
+      ExpectSameBitsAsRounded(*dx_t, *dx_f);
+    }
+  }
+}
+
+TEST_F(CudaHotPathTest, RowKernelsSpecialisedMatchSwitch) {
+  for (MNT_DType t : kSixteenBit) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    auto x = d_.Upload(Random(7 * 1001, 4.0f), t, {7, 1001});
+    auto y_t = d_.Poisoned(t, {7, 1001});
+    auto y_f = d_.Poisoned(MNT_DTYPE_F32, {7, 1001});
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_SOFTMAX, {x.get()}, {y_t.get()}).ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_SOFTMAX, {x.get()}, {y_f.get()}).ok());
+    ExpectSameBitsAsRounded(*y_t, *y_f);
+
+    const int64_t batch = 23, width = 19, classes = 17;
+    auto logits = d_.Upload(Random(batch * width, 3.0f), t, {batch, width});
+    std::vector<int32_t> target(batch);
+    for (int64_t r = 0; r < batch; ++r) target[r] = r % 7 == 3 ? -1 : (r * 5) % classes;
+    auto targets = d_.UploadI32(target, {batch});
+    const MNT_CrossEntropyParams cp{MNT_CrossEntropyParams_STRUCT_SIZE, 0.25f, classes};
+    auto losses_t = d_.Poisoned(MNT_DTYPE_F32, {batch});
+    auto losses_f = d_.Poisoned(MNT_DTYPE_F32, {batch});
+    auto dl_t = d_.Poisoned(t, {batch, width});
+    auto dl_f = d_.Poisoned(MNT_DTYPE_F32, {batch, width});
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_CROSS_ENTROPY, {logits.get(), targets.get()},
+                           {losses_t.get(), dl_t.get()}, &cp)
+                    .ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_CROSS_ENTROPY, {logits.get(), targets.get()},
+                           {losses_f.get(), dl_f.get()}, &cp)
+                    .ok());
+    EXPECT_EQ(d_.Bytes(*losses_t, true), d_.Bytes(*losses_f, true));
+    ExpectSameBitsAsRounded(*dl_t, *dl_f);
+
+    const int64_t rows = 13, c = 517;
+    auto lx = d_.Upload(Random(rows * c, 2.0f), t, {rows, c});
+    auto w = d_.Upload(Random(c), t, {c});
+    auto bias = d_.Upload(Random(c), t, {c});
+    auto ly_t = d_.Poisoned(t, {rows, c});
+    auto ly_f = d_.Poisoned(MNT_DTYPE_F32, {rows, c});
+    auto mean_t = d_.Poisoned(MNT_DTYPE_F32, {rows}), rstd_t = d_.Poisoned(MNT_DTYPE_F32, {rows});
+    auto mean_f = d_.Poisoned(MNT_DTYPE_F32, {rows}), rstd_f = d_.Poisoned(MNT_DTYPE_F32, {rows});
+    const MNT_LayerNormParams lp{MNT_LayerNormParams_STRUCT_SIZE, 1e-5f, 0};
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_LAYERNORM_FORWARD, {lx.get(), w.get(), bias.get()},
+                           {ly_t.get(), mean_t.get(), rstd_t.get()}, &lp)
+                    .ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_LAYERNORM_FORWARD, {lx.get(), w.get(), bias.get()},
+                           {ly_f.get(), mean_f.get(), rstd_f.get()}, &lp)
+                    .ok());
+    ExpectSameBitsAsRounded(*ly_t, *ly_f);
+    EXPECT_EQ(d_.Bytes(*mean_t, true), d_.Bytes(*mean_f, true));
+    EXPECT_EQ(d_.Bytes(*rstd_t, true), d_.Bytes(*rstd_f, true));
+
+    auto dy = d_.Upload(Random(rows * c), t, {rows, c});
+    auto dx_t = d_.Poisoned(t, {rows, c});
+    auto dx_f = d_.Poisoned(MNT_DTYPE_F32, {rows, c});
+    auto dw_t = d_.Poisoned(MNT_DTYPE_F32, {c}), db_t = d_.Poisoned(MNT_DTYPE_F32, {c});
+    auto dw_f = d_.Poisoned(MNT_DTYPE_F32, {c}), db_f = d_.Poisoned(MNT_DTYPE_F32, {c});
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_LAYERNORM_BACKWARD,
+                           {dy.get(), lx.get(), w.get(), mean_t.get(), rstd_t.get()},
+                           {dx_t.get(), dw_t.get(), db_t.get()}, &lp)
+                    .ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_LAYERNORM_BACKWARD,
+                           {dy.get(), lx.get(), w.get(), mean_t.get(), rstd_t.get()},
+                           {dx_f.get(), dw_f.get(), db_f.get()}, &lp)
+                    .ok());
+    ExpectSameBitsAsRounded(*dx_t, *dx_f);
+    EXPECT_EQ(d_.Bytes(*dw_t, true), d_.Bytes(*dw_f, true));
+    EXPECT_EQ(d_.Bytes(*db_t, true), d_.Bytes(*db_f, true));
+  }
+}
+
+TEST_F(CudaHotPathTest, OptimizerSpecialisedMatchesSwitch) {
+  for (MNT_DType t : kSixteenBit) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    const int64_t n = 2053;
+    auto grad = d_.Upload(Random(n), t, {n});
+    auto mult = d_.Upload({0.5f}, MNT_DTYPE_F32, {1});
+    const std::vector<float> w0 = Random(n), m0 = Random(n, 0.1f);
+    std::vector<float> v0 = Random(n, 0.1f);
+    for (float& e : v0) e = e * e;
+    // Two identical states: one stepped with a working copy in t (the
+    // specialised kernel), one with an fp32 working copy (the switch).
+    auto master_t = d_.Upload(w0, MNT_DTYPE_F32, {n}), master_f = d_.Upload(w0, MNT_DTYPE_F32, {n});
+    auto m_t = d_.Upload(m0, MNT_DTYPE_F32, {n}), m_f = d_.Upload(m0, MNT_DTYPE_F32, {n});
+    auto v_t = d_.Upload(v0, MNT_DTYPE_F32, {n}), v_f = d_.Upload(v0, MNT_DTYPE_F32, {n});
+    auto work_t = d_.Poisoned(t, {n});
+    auto work_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+    const MNT_AdamWParams ap{MNT_AdamWParams_STRUCT_SIZE, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 5};
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_ADAMW_STEP, {grad.get(), nullptr, mult.get()},
+                           {master_t.get(), m_t.get(), v_t.get(), work_t.get()}, &ap)
+                    .ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_ADAMW_STEP, {grad.get(), nullptr, mult.get()},
+                           {master_f.get(), m_f.get(), v_f.get(), work_f.get()}, &ap)
+                    .ok());
+    EXPECT_EQ(d_.Bytes(*master_t, true), d_.Bytes(*master_f, true));
+    EXPECT_EQ(d_.Bytes(*m_t, true), d_.Bytes(*m_f, true));
+    EXPECT_EQ(d_.Bytes(*v_t, true), d_.Bytes(*v_f, true));
+    ExpectSameBitsAsRounded(*work_t, *work_f);
+
+    const MNT_SgdParams sp{MNT_SgdParams_STRUCT_SIZE, 0.1f, 0.9f, 1e-4f, 1};
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_SGD_STEP, {grad.get(), nullptr, mult.get()},
+                           {master_t.get(), m_t.get(), work_t.get()}, &sp)
+                    .ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_SGD_STEP, {grad.get(), nullptr, mult.get()},
+                           {master_f.get(), m_f.get(), work_f.get()}, &sp)
+                    .ok());
+    EXPECT_EQ(d_.Bytes(*master_t, true), d_.Bytes(*master_f, true));
+    EXPECT_EQ(d_.Bytes(*m_t, true), d_.Bytes(*m_f, true));
+    ExpectSameBitsAsRounded(*work_t, *work_f);
+  }
+}
+
+// Shapes interleaved and each run several times (the first call builds the
+// plan, the rest reuse it), against the CPU backend every time.
+TEST_F(CudaHotPathTest, CachedGemmPlansMatchCpuAcrossRepeatsAndShapes) {
+  struct Shape {
+    int64_t m, n, k;
+    int ta, tb;
+  };
+  const Shape shapes[] = {{33, 17, 65, 0, 0}, {64, 128, 32, 1, 0}, {5, 7, 3, 0, 1},
+                          {33, 17, 65, 1, 1}, {128, 64, 96, 0, 0}};
+  for (MNT_ComputeMode mode : {MNT_COMPUTE_F32, MNT_COMPUTE_TF32, MNT_COMPUTE_BF16}) {
+    SCOPED_TRACE(::testing::Message() << "mode " << mode);
+    for (int round = 0; round < 3; ++round) {
+      for (const Shape& s : shapes) {
+        auto a = d_.Upload(Random(s.m * s.k), MNT_DTYPE_F32,
+                           s.ta ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k});
+        auto b = d_.Upload(Random(s.k * s.n), MNT_DTYPE_F32,
+                           s.tb ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n});
+        auto bias = d_.Upload(Random(s.n), MNT_DTYPE_F32, {s.n});
+        auto c = d_.Poisoned(MNT_DTYPE_F32, {s.m, s.n});
+        const MNT_GemmParams p{MNT_GemmParams_STRUCT_SIZE, s.ta, s.tb, 1.0f, 0.0f, mode};
+        ASSERT_TRUE(d_.RunBoth(MNT_OP_GEMM, {a.get(), b.get(), bias.get()}, {c.get()}, &p).ok());
+        // |x| ~ N(0,1), K <= 96: 2e-2 relative with a 0.05 floor covers bf16.
+        const double rtol = mode == MNT_COMPUTE_F32 ? 1e-5 : 2e-2;
+        const double atol = mode == MNT_COMPUTE_F32 ? 1e-4 : 0.05;
+        EXPECT_TRUE(AllClose(d_.Download(*c, true), d_.Download(*c, false), rtol, atol))
+            << s.m << "x" << s.n << "x" << s.k << " round " << round;
+      }
+    }
+  }
+}
+
+// The bias pointer is the one attribute set per call: two bias buffers of
+// the same alignment share a plan, and each call must add its own.
+TEST_F(CudaHotPathTest, CachedGemmPlanTakesEachCallsBias) {
+  const int64_t m = 16, n = 32, k = 8;
+  auto a = d_.Upload(Random(m * k), MNT_DTYPE_F32, {m, k});
+  auto b = d_.Upload(Random(k * n), MNT_DTYPE_F32, {k, n});
+  const MNT_GemmParams p{MNT_GemmParams_STRUCT_SIZE, 0, 0, 1.0f, 0.0f, MNT_COMPUTE_F32};
+  // All three buffers alive at once, so each call has its own address.
+  std::vector<std::unique_ptr<Pair>> biases;
+  for (int i = 0; i < 3; ++i) {
+    biases.push_back(d_.Upload(std::vector<float>(n, 100.0f * (i + 1)), MNT_DTYPE_F32, {n}));
+  }
+  for (int i = 0; i < 3; ++i) {  // values far apart: a stale bias shows
+    auto c = d_.Poisoned(MNT_DTYPE_F32, {m, n});
+    ASSERT_TRUE(
+        d_.RunBoth(MNT_OP_GEMM, {a.get(), b.get(), biases[i].get()}, {c.get()}, &p).ok());
+    EXPECT_TRUE(AllClose(d_.Download(*c, true), d_.Download(*c, false), 1e-5, 1e-4)) << i;
+  }
+  // And the plan without a bias after plans with one (different key).
+  auto c = d_.Poisoned(MNT_DTYPE_F32, {m, n});
+  ASSERT_TRUE(d_.RunBoth(MNT_OP_GEMM, {a.get(), b.get()}, {c.get()}, &p).ok());
+  EXPECT_TRUE(AllClose(d_.Download(*c, true), d_.Download(*c, false), 1e-5, 1e-4));
+}
+
+}  // namespace
+}  // namespace mnt::cuda
