@@ -445,6 +445,20 @@ cc_library(
         version_macro = "openblas_config.h:OPENBLAS_VERSION",
     )
 
+    # oneDNN headers only: the CPU backend dlopen()s libdnnl.so.2 at run time
+    # (plugins/backends/cpu/onednn_api.cc), so its 40 MB are not a link
+    # dependency of the plugin or the GPU device bundle, and a machine without
+    # the library still runs the reference GEMM. The package check still asks
+    # for the runtime library (libdnnl2, a dependency of libdnnl-dev).
+    system_library(
+        name = "onednn",
+        package = "libdnnl-dev",
+        description = "oneDNN",
+        headers = ["oneapi/dnnl/dnnl.h", "oneapi/dnnl/dnnl_version.h"],
+        extra_files = {"libdnnl2": "/usr/lib/x86_64-linux-gnu/libdnnl.so.2"},
+        version_macro = "oneapi/dnnl/dnnl_version.h:DNNL_VERSION_MINOR",
+    )
+
     system_library(
         name = "zlib",
         package = "zlib1g-dev",

@@ -15,6 +15,7 @@
 #include "plugins/backends/common/backend_plugin.h"
 #include "plugins/backends/common/calls.h"
 #include "plugins/backends/cpu/allocator.h"
+#include "plugins/backends/cpu/onednn_gemm.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cpu {
@@ -27,7 +28,11 @@ class CpuBackend {
   static constexpr bool Supports(MNT_Op) { return true; }
   using Event = std::chrono::steady_clock::time_point;  // when recorded
 
-  // options: "threads=N" (OpenBLAS, process wide); one device, ordinal 0.
+  // options (docs/performance.md): "threads=N" (the OpenMP pool oneDNN and
+  // the kernels share, and OpenBLAS; process wide), "gemm=auto|onednn|
+  // reference" (default $MANTISSA_CPU_GEMM, else auto: oneDNN when
+  // libdnnl.so.2 loads), "onednn_bf16=auto|native|fp32" (oneDNN's own bf16
+  // kernels, or bf16-rounded operands in an fp32 GEMM); one device, ordinal 0.
   static sdk::Status Create(const char* options, int32_t device_ordinal,
                             std::unique_ptr<CpuBackend>* out);
   sdk::Status Activate(const char*) { return sdk::Status::Ok(); }
@@ -43,8 +48,13 @@ class CpuBackend {
   MNT_DECLARE_BACKEND_KERNELS()
 
  private:
+  // The reference GEMM: operands rounded to the compute format into fresh
+  // fp32 copies, OpenBLAS sgemm (the numerical reference of the GPU tests).
+  sdk::Status ReferenceGemm(const backend::GemmCall& call);
+
   HostAllocator allocator_;
   std::string device_name_;
+  std::unique_ptr<OneDnnGemm> onednn_gemm_;  // null: the reference GEMM
 };
 
 }  // namespace mnt::cpu

@@ -1,6 +1,8 @@
-// GEMM through OpenBLAS: operands rounded to the compute format in fp32,
-// cblas_sgemm accumulates in fp32 (products of tf32/bf16/f16 values are exact
-// in fp32, as on tensor cores), the result is rounded into C's dtype.
+// GEMM: oneDNN's matmul (onednn_gemm.cc) unless the backend runs with
+// gemm=reference, and the reference GEMM through OpenBLAS: operands rounded
+// to the compute format in fp32, cblas_sgemm accumulates in fp32 (products of
+// tf32/bf16/f16 values are exact in fp32, as on tensor cores), the result is
+// rounded into C's dtype.
 #include <cblas.h>
 
 #include <algorithm>
@@ -15,9 +17,14 @@ namespace mnt::cpu {
 using sdk::Status;
 
 Status CpuBackend::Gemm(const backend::GemmCall& g) {
+  if (g.m == 0 || g.n == 0) return Status::Ok();
+  if (onednn_gemm_ != nullptr && g.k > 0) return onednn_gemm_->Run(g);
+  return ReferenceGemm(g);
+}
+
+Status CpuBackend::ReferenceGemm(const backend::GemmCall& g) {
   const MNT_GemmParams* p = g.params;
   const int64_t m = g.m, n = g.n, k = g.k;
-  if (m == 0 || n == 0) return Status::Ok();
 
   const std::vector<float> av = ReadRounded(*g.a, p->compute);
   const std::vector<float> bv = ReadRounded(*g.b, p->compute);

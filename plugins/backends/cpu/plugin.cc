@@ -2,7 +2,10 @@
 // registration as the "cpu" plugin; the C entry points are the common
 // plugin's (plugins/backends/common/backend_plugin.h).
 #include <cblas.h>
+#include <omp.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <chrono>
 #include <cstring>
@@ -11,6 +14,7 @@
 
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/cpu_backend.h"
+#include "plugins/backends/cpu/onednn_api.h"
 #include "plugins/sdk/options.h"
 
 // The backend links the generic libblas.so.3: OpenBLAS through Debian's
@@ -37,13 +41,49 @@ std::string TrimmedOpenBlasVersion() {
   return b == std::string::npos ? "OpenBLAS" : v.substr(b, e - b + 1);
 }
 
+// The GEMM engine the options ask for: "auto" takes oneDNN when it loads.
+Status ChooseGemm(const sdk::Options& options, std::unique_ptr<OneDnnGemm>* gemm,
+                  std::string* gemm_name) {
+  std::string mode = "auto", bf16 = "auto";
+  const char* env = std::getenv("MANTISSA_CPU_GEMM");
+  if (env != nullptr && *env != '\0') mode = env;
+  MNT_RETURN_IF_ERROR(options.GetString("gemm", &mode));
+  MNT_RETURN_IF_ERROR(options.GetString("onednn_bf16", &bf16));
+  if (mode != "auto" && mode != "onednn" && mode != "reference") {
+    return sdk::InvalidArgument(sdk::Format(
+        "cpu backend options: gemm=%s is not one of auto, onednn, reference%s", mode.c_str(),
+        options.Has("gemm") ? "" : " (from $MANTISSA_CPU_GEMM)"));
+  }
+  if (bf16 != "auto" && bf16 != "native" && bf16 != "fp32") {
+    return sdk::InvalidArgument(sdk::Format(
+        "cpu backend options: onednn_bf16=%s is not one of auto, native, fp32", bf16.c_str()));
+  }
+  *gemm_name = sdk::Format("reference GEMM on %s", TrimmedOpenBlasVersion().c_str());
+  if (mode == "reference") return Status::Ok();
+  std::string why;
+  const onednn::Api* api = onednn::Load(&why);
+  if (api == nullptr) {
+    if (mode == "onednn") {
+      return sdk::FailedPrecondition("cpu backend options: gemm=onednn: " + why);
+    }
+    *gemm_name += " (" + why + ")";
+    return Status::Ok();
+  }
+  const dnnl_cpu_isa_t isa = api->dnnl_get_effective_cpu_isa();
+  const bool native = bf16 == "native" || (bf16 == "auto" && onednn::HasNativeBf16(isa));
+  MNT_RETURN_IF_ERROR(OneDnnGemm::Create(api, native, gemm));
+  *gemm_name = sdk::Format("oneDNN %s %s, bf16 %s", onednn::VersionString(*api).c_str(),
+                           onednn::IsaName(isa), native ? "native" : "as fp32");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
                           std::unique_ptr<CpuBackend>* out) {
   sdk::Options options;
   MNT_RETURN_IF_ERROR(sdk::Options::Parse(options_text, "cpu backend options", &options));
-  MNT_RETURN_IF_ERROR(options.CheckKnown({"threads"}));
+  MNT_RETURN_IF_ERROR(options.CheckKnown({"threads", "gemm", "onednn_bf16"}));
   long long threads = 0;
   MNT_RETURN_IF_ERROR(options.GetInt("threads", &threads));
   if (options.Has("threads") && (threads < 1 || threads > 1024)) {
@@ -55,11 +95,17 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
         "Backend_Create: the cpu backend has one device (ordinal 0), got %d",
         device_ordinal));
   }
-  if (threads > 0 && IsOpenBlas()) openblas_set_num_threads(static_cast<int>(threads));
   auto backend = std::make_unique<CpuBackend>();
-  backend->device_name_ = sdk::Format("cpu (%s, %d threads)",
-                                      TrimmedOpenBlasVersion().c_str(),
-                                      IsOpenBlas() ? openblas_get_num_threads() : 1);
+  std::string gemm_name;
+  MNT_RETURN_IF_ERROR(ChooseGemm(options, &backend->onednn_gemm_, &gemm_name));
+  if (threads > 0) {
+    // oneDNN and the kernels share libgomp's pool, which the calling thread's
+    // setting sizes; OpenBLAS (the reference GEMM) has its own.
+    omp_set_num_threads(static_cast<int>(threads));
+    if (IsOpenBlas()) openblas_set_num_threads(static_cast<int>(threads));
+  }
+  backend->device_name_ = sdk::Format("cpu (%s, %d threads)", gemm_name.c_str(),
+                                      omp_get_max_threads());
   *out = std::move(backend);
   return Status::Ok();
 }
@@ -91,7 +137,7 @@ Status CpuBackend::ElapsedMilliseconds(const Event& start, const Event& end, dou
 
 const MNT_Plugin_Api* CpuBackendPluginApi() {
   return backend::BackendPlugin<CpuBackend>::Api(
-      "CPU reference backend (OpenBLAS GEMM, fp32 compute, f16/bf16 storage)");
+      "CPU backend (oneDNN or reference OpenBLAS GEMM, fp32 accumulation, f16/bf16 storage)");
 }
 
 }  // namespace mnt::cpu

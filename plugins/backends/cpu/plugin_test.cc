@@ -54,13 +54,15 @@ TEST_F(PluginTest, DescriptorIsABackendNamedCpu) {
   EXPECT_EQ(p->model, nullptr);
 }
 
-TEST_F(PluginTest, GetInfoNamesOpenBlasAndIsHostAddressable) {
+TEST_F(PluginTest, GetInfoNamesTheGemmEngineAndIsHostAddressable) {
   MNT_Backend_GetInfo_Args a{};
   a.struct_size = MNT_Backend_GetInfo_Args_STRUCT_SIZE;
   a.backend = backend();
   ASSERT_TRUE(Ok(api()->Backend_GetInfo(&a)));
-  EXPECT_THAT(a.device_name, ::testing::MatchesRegex(
-                                 "cpu \\(OpenBLAS [0-9.]+, [0-9]+ threads\\)"));
+  EXPECT_THAT(a.device_name,
+              ::testing::MatchesRegex(
+                  "cpu \\((oneDNN [0-9.]+ [a-z0-9_]+, bf16 (native|as fp32)|"
+                  "reference GEMM on OpenBLAS [0-9.]+), [0-9]+ threads\\)"));
   EXPECT_EQ(a.host_addressable, 1);
   EXPECT_GT(a.total_memory_bytes, 0);
 }
@@ -72,6 +74,17 @@ TEST_F(PluginTest, CreateOptions) {
   EXPECT_THAT(TryCreate("threads=zero"), HasSubstr("threads='zero' is not an integer"));
   EXPECT_THAT(TryCreate("threads=0"), HasSubstr("outside [1, 1024]"));
   EXPECT_THAT(TryCreate(nullptr, 1), HasSubstr("one device (ordinal 0), got 1"));
+  EXPECT_EQ(TryCreate("gemm=reference"), "");
+  EXPECT_EQ(TryCreate("gemm=onednn"), "");  // tools/bazel installs oneDNN
+  const std::string native = TryCreate("gemm=onednn,onednn_bf16=native");
+  if (!native.empty()) {  // a CPU without AVX512_BF16 / AMX
+    EXPECT_THAT(native, HasSubstr("has no bf16 matmul on this CPU"));
+  }
+  EXPECT_EQ(TryCreate("gemm=auto,onednn_bf16=fp32,threads=2"), "");
+  EXPECT_THAT(TryCreate("gemm=mkl"),
+              HasSubstr("gemm=mkl is not one of auto, onednn, reference"));
+  EXPECT_THAT(TryCreate("onednn_bf16=yes"),
+              HasSubstr("onednn_bf16=yes is not one of auto, native, fp32"));
 }
 
 TEST_F(PluginTest, ShortArgsStructIsRejected) {

@@ -7,6 +7,13 @@
 
 namespace mnt::cpu {
 
+namespace {
+
+// Below this many elements a conversion is not worth waking the threads.
+constexpr int64_t kParallelElements = int64_t{1} << 15;
+
+}  // namespace
+
 std::vector<float> ReadF32(const MNT_Tensor& t) {
   std::vector<float> v(static_cast<size_t>(sdk::NumElements(t)));
   ReadF32(t, v.data());
@@ -21,11 +28,13 @@ void ReadF32(const MNT_Tensor& t, float* dst) {
       break;
     case MNT_DTYPE_F16: {
       const uint16_t* src = static_cast<const uint16_t*>(t.data);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
       for (int64_t i = 0; i < n; ++i) dst[i] = HalfBitsToFloat(src[i]);
       break;
     }
     case MNT_DTYPE_BF16: {
       const uint16_t* src = static_cast<const uint16_t*>(t.data);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
       for (int64_t i = 0; i < n; ++i) dst[i] = Bf16BitsToFloat(src[i]);
       break;
     }
@@ -35,11 +44,40 @@ void ReadF32(const MNT_Tensor& t, float* dst) {
 }
 
 std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode) {
-  std::vector<float> v = ReadF32(t);
-  if (mode != MNT_COMPUTE_F32) {
-    for (float& e : v) e = RoundToCompute(e, mode);
-  }
+  std::vector<float> v(static_cast<size_t>(sdk::NumElements(t)));
+  ReadRounded(t, mode, v.data());
   return v;
+}
+
+void ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode, float* dst) {
+  ReadF32(t, dst);
+  if (mode == MNT_COMPUTE_F32) return;
+  const int64_t n = sdk::NumElements(t);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
+  for (int64_t i = 0; i < n; ++i) dst[i] = RoundToCompute(dst[i], mode);
+}
+
+void ReadBf16(const MNT_Tensor& t, uint16_t* dst) {
+  const int64_t n = sdk::NumElements(t);
+  switch (t.dtype) {
+    case MNT_DTYPE_BF16:
+      if (n > 0) std::memmove(dst, t.data, n * sizeof(uint16_t));
+      break;
+    case MNT_DTYPE_F32: {
+      const float* src = static_cast<const float*>(t.data);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
+      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
+      break;
+    }
+    case MNT_DTYPE_F16: {
+      const uint16_t* src = static_cast<const uint16_t*>(t.data);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
+      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(HalfBitsToFloat(src[i]));
+      break;
+    }
+    default:
+      break;
+  }
 }
 
 void WriteF32(const float* src, const MNT_Tensor& t) {
@@ -50,11 +88,13 @@ void WriteF32(const float* src, const MNT_Tensor& t) {
       break;
     case MNT_DTYPE_F16: {
       uint16_t* dst = static_cast<uint16_t*>(t.data);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
       for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalfBits(src[i]);
       break;
     }
     case MNT_DTYPE_BF16: {
       uint16_t* dst = static_cast<uint16_t*>(t.data);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
       for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
       break;
     }

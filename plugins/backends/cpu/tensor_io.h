@@ -1,6 +1,7 @@
 // Reading float tensors of any storage dtype as fp32 and writing fp32 results
-// back rounded to nearest-even. Kernels read whole operands first and write
-// last, which also makes the permitted output/input aliasing safe.
+// back rounded to nearest-even; large tensors are converted by all threads.
+// Kernels read whole operands first and write last, which also makes the
+// permitted output/input aliasing safe.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CPU_TENSOR_IO_H_
 #define MANTISSA_PLUGINS_BACKENDS_CPU_TENSOR_IO_H_
 
@@ -19,6 +20,10 @@ void WriteF32(const float* src, const MNT_Tensor& t);
 // ReadF32, each value rounded to the compute format (GEMM and convolution
 // operands: what a tensor core multiplies).
 std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode);
+void ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode, float* dst);
+// Any float dtype as bf16 bits, rounded to nearest-even (the native bf16 GEMM's
+// operands).
+void ReadBf16(const MNT_Tensor& t, uint16_t* dst);
 
 }  // namespace mnt::cpu
 
