@@ -1,7 +1,14 @@
 // Multi-head self-attention (ABI 1.2), llm.c's packed qkv layout. The
 // forward saves each row's logsumexp; the backward recomputes probabilities
-// from it (flash-attention style), so no [T,T] matrix is ever kept. Dot
-// products accumulate in double: this is the reference for other backends.
+// from it (flash-attention style), so no [T,T] matrix is ever kept.
+//
+// Threads split the B x H heads; each head's Q, K^T, V are first copied into
+// its thread's fp32 buffers (K and V transposed so every inner loop runs
+// along contiguous memory and vectorises), and everything accumulates in
+// fp32. A head is computed by one thread in a fixed order, so results do not
+// depend on the thread count.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,12 +23,27 @@ using sdk::Status;
 
 namespace {
 
+// One head's working set, reused across the heads a thread computes.
+struct HeadBuffers {
+  std::vector<float> q, kt, v, vt, y, score, prob, dq, dk, dv;
+  void Resize(int64_t t, int64_t d) {
+    for (auto* b : {&q, &kt, &v, &vt, &y, &dq, &dk, &dv}) b->resize(t * d);
+    score.resize(t);
+    prob.resize(t);
+  }
+};
+
 // Offsets into the packed rows of one call's shape.
 struct Layout {
   backend::AttentionShape s;
-  // A packed [B,T,3C] row / a [B,T,C] row / an lse [B,H,T] element.
-  int64_t QkvRow(int64_t bi, int64_t ti) const { return (bi * s.t + ti) * 3 * s.c; }
-  int64_t Row(int64_t bi, int64_t ti) const { return (bi * s.t + ti) * s.c; }
+  // Element offset of head hi's part of q (which 0), k (1) or v (2) in the
+  // packed [B,T,3C] row (bi, ti); a [B,T,C] row; an lse [B,H,T] element.
+  int64_t Qkv(int64_t bi, int64_t ti, int which, int64_t hi) const {
+    return (bi * s.t + ti) * 3 * s.c + which * s.c + hi * s.d;
+  }
+  int64_t Row(int64_t bi, int64_t ti, int64_t hi) const {
+    return (bi * s.t + ti) * s.c + hi * s.d;
+  }
   int64_t Lse(int64_t bi, int64_t hi, int64_t ti) const {
     return (bi * s.h + hi) * s.t + ti;
   }
@@ -29,94 +51,137 @@ struct Layout {
   int64_t Visible(int64_t ti) const { return s.causal ? ti + 1 : s.t; }
 };
 
-double Dot(const float* a, const float* b, int64_t n) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(a[i]) * b[i];
-  return sum;
+// Head (bi, hi)'s rows of one of q/k/v as [T, D]; `transposed` stores [D, T].
+void LoadHead(const Layout& L, const MNT_Tensor& qkv, int64_t bi, int64_t hi, int which,
+              bool transposed, float* row, float* dst) {
+  const int64_t t = L.s.t, d = L.s.d;
+  for (int64_t ti = 0; ti < t; ++ti) {
+    float* r = transposed ? row : dst + ti * d;
+    ReadF32Range(qkv, L.Qkv(bi, ti, which, hi), d, r);
+    if (transposed) {
+      for (int64_t e = 0; e < d; ++e) dst[e * t + ti] = r[e];
+    }
+  }
+}
+
+// score[j] = scale * q . k_j for j < n, from K^T [D, T]; returns the max.
+float Scores(const float* q, const float* kt, int64_t t, int64_t d, int64_t n, float scale,
+             float* score) {
+  std::fill(score, score + n, 0.0f);
+  for (int64_t e = 0; e < d; ++e) {
+    const float qe = q[e];
+    const float* k = kt + e * t;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) score[j] += qe * k[j];
+  }
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) {
+    score[j] *= scale;
+    max = std::max(max, score[j]);
+  }
+  return max;
 }
 
 }  // namespace
 
 Status CpuBackend::AttentionForward(const backend::AttentionForwardCall& a) {
   const Layout L{a.shape};
-  const backend::AttentionShape& s = a.shape;
-  const std::vector<float> in = ReadF32(*a.qkv);
-  std::vector<float> out(s.b * s.t * s.c), lse_out(s.b * s.h * s.t);
-  std::vector<double> score(s.t), acc(s.d);
-  for (int64_t bi = 0; bi < s.b; ++bi) {
-    for (int64_t hi = 0; hi < s.h; ++hi) {
+  const backend::AttentionShape s = a.shape;
+  const int64_t heads = s.b * s.h;
+#pragma omp parallel
+  {
+    HeadBuffers buf;
+    buf.Resize(s.t, s.d);
+    std::vector<float> row(s.d), lse(s.t);
+#pragma omp for schedule(static)
+    for (int64_t head = 0; head < heads; ++head) {
+      const int64_t bi = head / s.h, hi = head % s.h;
+      LoadHead(L, *a.qkv, bi, hi, 0, false, row.data(), buf.q.data());
+      LoadHead(L, *a.qkv, bi, hi, 1, true, row.data(), buf.kt.data());
+      LoadHead(L, *a.qkv, bi, hi, 2, false, row.data(), buf.v.data());
       for (int64_t ti = 0; ti < s.t; ++ti) {
-        const float* q = in.data() + L.QkvRow(bi, ti) + hi * s.d;
         const int64_t n = L.Visible(ti);
-        double max = -std::numeric_limits<double>::infinity();
+        float* score = buf.score.data();
+        const float max = Scores(buf.q.data() + ti * s.d, buf.kt.data(), s.t, s.d, n, s.scale,
+                                 score);
+        float sum = 0.0f;
+        for (int64_t j = 0; j < n; ++j) sum += (score[j] = std::exp(score[j] - max));
+        const float inv = 1.0f / sum;
+        float* y = buf.y.data() + ti * s.d;
+        std::fill(y, y + s.d, 0.0f);
         for (int64_t j = 0; j < n; ++j) {
-          const float* k = in.data() + L.QkvRow(bi, j) + s.c + hi * s.d;
-          score[j] = s.scale * Dot(q, k, s.d);
-          max = std::max(max, score[j]);
+          const float w = score[j] * inv;
+          const float* v = buf.v.data() + j * s.d;
+#pragma omp simd
+          for (int64_t e = 0; e < s.d; ++e) y[e] += w * v[e];
         }
-        double sum = 0.0;
-        for (int64_t j = 0; j < n; ++j) {
-          score[j] = std::exp(score[j] - max);
-          sum += score[j];
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < n; ++j) {
-          const float* v = in.data() + L.QkvRow(bi, j) + 2 * s.c + hi * s.d;
-          const double w = score[j] / sum;
-          for (int64_t e = 0; e < s.d; ++e) acc[e] += w * v[e];
-        }
-        float* yr = out.data() + L.Row(bi, ti) + hi * s.d;
-        for (int64_t e = 0; e < s.d; ++e) yr[e] = static_cast<float>(acc[e]);
-        lse_out[L.Lse(bi, hi, ti)] = static_cast<float>(max + std::log(sum));
+        WriteF32Range(y, *a.y, L.Row(bi, ti, hi), s.d);
+        lse[ti] = max + std::log(sum);
       }
+      WriteF32Range(lse.data(), *a.lse, L.Lse(bi, hi, 0), s.t);
     }
   }
-  WriteF32(out.data(), *a.y);
-  WriteF32(lse_out.data(), *a.lse);
   return Status::Ok();
 }
 
 Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
   const Layout L{a.shape};
-  const backend::AttentionShape& s = a.shape;
-  const std::vector<float> in = ReadF32(*a.qkv), g = ReadF32(*a.dy),
-                           out = ReadF32(*a.y), l = ReadF32(*a.lse);
-  std::vector<double> grad(in.size(), 0.0);
-  std::vector<double> prob(s.t), dscore(s.t);
-  for (int64_t bi = 0; bi < s.b; ++bi) {
-    for (int64_t hi = 0; hi < s.h; ++hi) {
+  const backend::AttentionShape s = a.shape;
+  const int64_t heads = s.b * s.h;
+#pragma omp parallel
+  {
+    HeadBuffers buf;
+    buf.Resize(s.t, s.d);
+    std::vector<float> row(s.d), gy(s.d), y(s.d), lse(s.t);
+#pragma omp for schedule(static)
+    for (int64_t head = 0; head < heads; ++head) {
+      const int64_t bi = head / s.h, hi = head % s.h;
+      LoadHead(L, *a.qkv, bi, hi, 0, false, row.data(), buf.q.data());
+      LoadHead(L, *a.qkv, bi, hi, 1, true, row.data(), buf.kt.data());
+      LoadHead(L, *a.qkv, bi, hi, 1, false, row.data(), buf.v.data());  // K rows
+      LoadHead(L, *a.qkv, bi, hi, 2, true, row.data(), buf.vt.data());
+      ReadF32Range(*a.lse, L.Lse(bi, hi, 0), s.t, lse.data());
+      std::fill(buf.dk.begin(), buf.dk.end(), 0.0f);
+      std::fill(buf.dv.begin(), buf.dv.end(), 0.0f);
+      const float* k_rows = buf.v.data();
       for (int64_t ti = 0; ti < s.t; ++ti) {
-        const int64_t qo = L.QkvRow(bi, ti) + hi * s.d;
-        const float* q = in.data() + qo;
-        const float* gy = g.data() + L.Row(bi, ti) + hi * s.d;
-        const float* yr = out.data() + L.Row(bi, ti) + hi * s.d;
-        const double row_lse = l[L.Lse(bi, hi, ti)];
+        const int64_t n = L.Visible(ti);
+        const float* q = buf.q.data() + ti * s.d;
+        ReadF32Range(*a.dy, L.Row(bi, ti, hi), s.d, gy.data());
+        ReadF32Range(*a.y, L.Row(bi, ti, hi), s.d, y.data());
         // dsoftmax: ds_j = p_j (dp_j - sum_k p_k dp_k), and
         // sum_k p_k dp_k = dy . y.
-        const double dy_dot_y = Dot(gy, yr, s.d);
-        const int64_t n = L.Visible(ti);
+        float dy_dot_y = 0.0f;
+#pragma omp simd reduction(+ : dy_dot_y)
+        for (int64_t e = 0; e < s.d; ++e) dy_dot_y += gy[e] * y[e];
+        float* prob = buf.prob.data();
+        Scores(q, buf.kt.data(), s.t, s.d, n, s.scale, prob);
+        for (int64_t j = 0; j < n; ++j) prob[j] = std::exp(prob[j] - lse[ti]);
+        float* ds = buf.score.data();  // dp_j = dy . v_j, from V^T
+        Scores(gy.data(), buf.vt.data(), s.t, s.d, n, 1.0f, ds);
+        for (int64_t j = 0; j < n; ++j) ds[j] = s.scale * prob[j] * (ds[j] - dy_dot_y);
+        float* dq = buf.dq.data() + ti * s.d;
+        std::fill(dq, dq + s.d, 0.0f);
         for (int64_t j = 0; j < n; ++j) {
-          const int64_t ko = L.QkvRow(bi, j) + s.c + hi * s.d;
-          const float* k = in.data() + ko;
-          const float* v = in.data() + ko + s.c;
-          prob[j] = std::exp(s.scale * Dot(q, k, s.d) - row_lse);
-          dscore[j] = prob[j] * (Dot(gy, v, s.d) - dy_dot_y);
-        }
-        for (int64_t j = 0; j < n; ++j) {
-          const int64_t ko = L.QkvRow(bi, j) + s.c + hi * s.d;
-          const float* k = in.data() + ko;
-          const double ds = s.scale * dscore[j];
+          const float dsj = ds[j], pj = prob[j];
+          const float* k = k_rows + j * s.d;
+          float* dk = buf.dk.data() + j * s.d;
+          float* dv = buf.dv.data() + j * s.d;
+#pragma omp simd
           for (int64_t e = 0; e < s.d; ++e) {
-            grad[qo + e] += ds * k[e];
-            grad[ko + e] += ds * q[e];
-            grad[ko + s.c + e] += prob[j] * gy[e];
+            dq[e] += dsj * k[e];
+            dk[e] += dsj * q[e];
+            dv[e] += pj * gy[e];
           }
         }
       }
+      for (int64_t ti = 0; ti < s.t; ++ti) {
+        WriteF32Range(buf.dq.data() + ti * s.d, *a.dqkv, L.Qkv(bi, ti, 0, hi), s.d);
+        WriteF32Range(buf.dk.data() + ti * s.d, *a.dqkv, L.Qkv(bi, ti, 1, hi), s.d);
+        WriteF32Range(buf.dv.data() + ti * s.d, *a.dqkv, L.Qkv(bi, ti, 2, hi), s.d);
+      }
     }
   }
-  std::vector<float> result(grad.begin(), grad.end());
-  WriteF32(result.data(), *a.dqkv);
   return Status::Ok();
 }
 

@@ -51,6 +51,12 @@ class CpuBackend {
   // The reference GEMM: operands rounded to the compute format into fresh
   // fp32 copies, OpenBLAS sgemm (the numerical reference of the GPU tests).
   sdk::Status ReferenceGemm(const backend::GemmCall& call);
+  // Row-major fp32 C[m,n] = op(A) op(B) + beta C for the convolutions: on
+  // oneDNN's sgemm when it is the engine (its threads are the kernels'), else
+  // OpenBLAS's.
+  void Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+             int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+             int64_t ldc) const;
 
   HostAllocator allocator_;
   std::string device_name_;

@@ -1,11 +1,9 @@
-// 2-D convolution (ABI 1.3), NCHW, as im2col + OpenBLAS sgemm per image and
-// group. Operands are rounded to the compute format first, exactly as
+// 2-D convolution (ABI 1.3), NCHW, as im2col + sgemm per image and group
+// (oneDNN's sgemm, or OpenBLAS's with gemm=reference: CpuBackend::Sgemm). Operands are rounded to the compute format first, exactly as
 // GEMM does, so the fp32 sgemm computes what a tensor core would.
 //   forward:        y_g[Kg, PQ]      = w_g[Kg, CgRS] @ col(x_g)[CgRS, PQ]
 //   backward data:  dcol[CgRS, PQ]   = w_g^T @ dy_g, then col2im into dx
 //   backward filter dw_g[Kg, CgRS] (+)= dy_g @ col(x_g)^T
-#include <cblas.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -66,17 +64,6 @@ void Col2ImAdd(const ConvShape& sh, const float* col, int64_t g, float* dx) {
   }
 }
 
-// Row-major C[m,n] = alpha op(A) op(B) + beta C.
-void Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-           int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-              tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
-}
-
 }  // namespace
 
 Status CpuBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
@@ -86,19 +73,24 @@ Status CpuBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
   const std::vector<float> bv =
       c.bias.present() ? ReadF32(*c.bias) : std::vector<float>(sh.k, 0.0f);
   std::vector<float> yv(static_cast<size_t>(sdk::NumElements(*c.y)));
-  std::vector<float> col(static_cast<size_t>(sh.patch() * sh.pixels()));
   const int64_t pq = sh.pixels();
-  for (int64_t n = 0; n < sh.n; ++n) {
-    const float* xn = xv.data() + n * sh.c * sh.h * sh.w;
-    float* yn = yv.data() + n * sh.k * pq;
-    for (int64_t g = 0; g < sh.groups; ++g) {
-      Im2Col(sh, xn, g, col.data());
-      Sgemm(false, false, sh.kg, pq, sh.patch(),
-            wv.data() + g * sh.kg * sh.patch(), sh.patch(), col.data(), pq,
-            0.0f, yn + g * sh.kg * pq, pq);
-    }
-    for (int64_t k = 0; k < sh.k; ++k) {
-      for (int64_t i = 0; i < pq; ++i) yn[k * pq + i] += bv[k];
+  // Images in parallel, each sgemm on one thread (small products thread
+  // badly); every image is written by one thread.
+#pragma omp parallel
+  {
+    std::vector<float> col(static_cast<size_t>(sh.patch() * pq));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < sh.n; ++n) {
+      const float* xn = xv.data() + n * sh.c * sh.h * sh.w;
+      float* yn = yv.data() + n * sh.k * pq;
+      for (int64_t g = 0; g < sh.groups; ++g) {
+        Im2Col(sh, xn, g, col.data());
+        Sgemm(false, false, sh.kg, pq, sh.patch(), wv.data() + g * sh.kg * sh.patch(),
+              sh.patch(), col.data(), pq, 0.0f, yn + g * sh.kg * pq, pq);
+      }
+      for (int64_t k = 0; k < sh.k; ++k) {
+        for (int64_t i = 0; i < pq; ++i) yn[k * pq + i] += bv[k];
+      }
     }
   }
   WriteF32(yv.data(), *c.y);
@@ -112,16 +104,19 @@ Status CpuBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c) 
   std::vector<float> dxv = c.accumulate
                                ? ReadF32(*c.dx)
                                : std::vector<float>(sdk::NumElements(*c.dx), 0.0f);
-  std::vector<float> col(static_cast<size_t>(sh.patch() * sh.pixels()));
   const int64_t pq = sh.pixels();
-  for (int64_t n = 0; n < sh.n; ++n) {
-    const float* dyn = dyv.data() + n * sh.k * pq;
-    float* dxn = dxv.data() + n * sh.c * sh.h * sh.w;
-    for (int64_t g = 0; g < sh.groups; ++g) {
-      Sgemm(true, false, sh.patch(), pq, sh.kg,
-            wv.data() + g * sh.kg * sh.patch(), sh.patch(),
-            dyn + g * sh.kg * pq, pq, 0.0f, col.data(), pq);
-      Col2ImAdd(sh, col.data(), g, dxn);
+#pragma omp parallel
+  {
+    std::vector<float> col(static_cast<size_t>(sh.patch() * pq));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < sh.n; ++n) {
+      const float* dyn = dyv.data() + n * sh.k * pq;
+      float* dxn = dxv.data() + n * sh.c * sh.h * sh.w;
+      for (int64_t g = 0; g < sh.groups; ++g) {
+        Sgemm(true, false, sh.patch(), pq, sh.kg, wv.data() + g * sh.kg * sh.patch(),
+              sh.patch(), dyn + g * sh.kg * pq, pq, 0.0f, col.data(), pq);
+        Col2ImAdd(sh, col.data(), g, dxn);
+      }
     }
   }
   WriteF32(dxv.data(), *c.dx);
@@ -132,19 +127,36 @@ Status CpuBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall&
   const ConvShape& sh = c.shape;
   const std::vector<float> dyv = ReadRounded(*c.dy, c.params->compute);
   const std::vector<float> xv = ReadRounded(*c.x, c.params->compute);
-  // Per-image products summed in fp32 by sgemm's beta = 1.
-  std::vector<float> dwv(static_cast<size_t>(sdk::NumElements(*c.dw)), 0.0f);
-  std::vector<float> col(static_cast<size_t>(sh.patch() * sh.pixels()));
+  // Per-image products summed in fp32 by sgemm's beta = 1, within fixed
+  // chunks of images that threads take whole; the chunks' sums are then
+  // added in order, so the result does not depend on the thread count.
+  constexpr int64_t kImagesPerChunk = 8;
+  const size_t dw_size = static_cast<size_t>(sdk::NumElements(*c.dw));
+  const int64_t chunks = (sh.n + kImagesPerChunk - 1) / kImagesPerChunk;
+  std::vector<float> partial(static_cast<size_t>(chunks) * dw_size, 0.0f);
   const int64_t pq = sh.pixels();
-  for (int64_t n = 0; n < sh.n; ++n) {
-    const float* xn = xv.data() + n * sh.c * sh.h * sh.w;
-    const float* dyn = dyv.data() + n * sh.k * pq;
-    for (int64_t g = 0; g < sh.groups; ++g) {
-      Im2Col(sh, xn, g, col.data());
-      Sgemm(false, true, sh.kg, sh.patch(), pq, dyn + g * sh.kg * pq, pq,
-            col.data(), pq, 1.0f, dwv.data() + g * sh.kg * sh.patch(),
-            sh.patch());
+#pragma omp parallel
+  {
+    std::vector<float> col(static_cast<size_t>(sh.patch() * pq));
+#pragma omp for schedule(static)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      float* dw = partial.data() + ch * dw_size;
+      const int64_t end = std::min(sh.n, (ch + 1) * kImagesPerChunk);
+      for (int64_t n = ch * kImagesPerChunk; n < end; ++n) {
+        const float* xn = xv.data() + n * sh.c * sh.h * sh.w;
+        const float* dyn = dyv.data() + n * sh.k * pq;
+        for (int64_t g = 0; g < sh.groups; ++g) {
+          Im2Col(sh, xn, g, col.data());
+          Sgemm(false, true, sh.kg, sh.patch(), pq, dyn + g * sh.kg * pq, pq, col.data(), pq,
+                1.0f, dw + g * sh.kg * sh.patch(), sh.patch());
+        }
+      }
     }
+  }
+  std::vector<float> dwv(dw_size, 0.0f);
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    const float* p = partial.data() + ch * dw_size;
+    for (size_t i = 0; i < dw_size; ++i) dwv[i] += p[i];
   }
   if (c.accumulate) {
     const std::vector<float> old = ReadF32(*c.dw);

@@ -10,6 +10,11 @@ namespace mnt::cpu {
 
 using sdk::Status;
 
+namespace {
+// Below this many elements waking the threads costs more than it saves.
+constexpr int64_t kParallelElements = int64_t{1} << 14;
+}  // namespace
+
 Status CpuBackend::Fill(const backend::FillCall& c) {
   if (c.out->dtype == MNT_DTYPE_I32) {
     int32_t* dst = c.out.i32();
@@ -31,9 +36,14 @@ Status CpuBackend::Add(const backend::AddCall& c) {
   std::vector<float> result = ReadF32(*c.a);
   if (c.b.present()) {
     const std::vector<float> b = ReadF32(*c.b);
-    for (int64_t i = 0; i < c.n; ++i) result[i] = c.alpha * result[i] + c.beta * b[i];
+    const float* bv = b.data();
+    float* r = result.data();
+#pragma omp parallel for simd schedule(static) if (c.n > kParallelElements)
+    for (int64_t i = 0; i < c.n; ++i) r[i] = c.alpha * r[i] + c.beta * bv[i];
   } else {
-    for (int64_t i = 0; i < c.n; ++i) result[i] = c.alpha * result[i];
+    float* r = result.data();
+#pragma omp parallel for simd schedule(static) if (c.n > kParallelElements)
+    for (int64_t i = 0; i < c.n; ++i) r[i] = c.alpha * r[i];
   }
   WriteF32(result.data(), *c.out);
   return Status::Ok();
@@ -41,10 +51,14 @@ Status CpuBackend::Add(const backend::AddCall& c) {
 
 Status CpuBackend::ActivationForward(const backend::ActivationForwardCall& c) {
   std::vector<float> v = ReadF32(*c.x);
+  float* x = v.data();
+  const int64_t n = static_cast<int64_t>(v.size());
   if (c.activation == MNT_ACTIVATION_RELU) {
-    for (float& e : v) e = Relu(e);
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
+    for (int64_t i = 0; i < n; ++i) x[i] = Relu(x[i]);
   } else if (c.activation == MNT_ACTIVATION_GELU_TANH) {
-    for (float& e : v) e = GeluTanh(e);
+#pragma omp parallel for schedule(static) if (n > kParallelElements)
+    for (int64_t i = 0; i < n; ++i) x[i] = GeluTanh(x[i]);
   }
   WriteF32(v.data(), *c.y);
   return Status::Ok();
@@ -53,10 +67,14 @@ Status CpuBackend::ActivationForward(const backend::ActivationForwardCall& c) {
 Status CpuBackend::ActivationBackward(const backend::ActivationBackwardCall& c) {
   const std::vector<float> x = ReadF32(*c.x);
   std::vector<float> g = ReadF32(*c.dy);
+  const float* xv = x.data();
+  float* gv = g.data();
   if (c.activation == MNT_ACTIVATION_RELU) {
-    for (int64_t i = 0; i < c.n; ++i) g[i] = ReluBackward(x[i], g[i]);
+#pragma omp parallel for simd schedule(static) if (c.n > kParallelElements)
+    for (int64_t i = 0; i < c.n; ++i) gv[i] = ReluBackward(xv[i], gv[i]);
   } else if (c.activation == MNT_ACTIVATION_GELU_TANH) {
-    for (int64_t i = 0; i < c.n; ++i) g[i] = GeluTanhBackward(x[i], g[i]);
+#pragma omp parallel for schedule(static) if (c.n > kParallelElements)
+    for (int64_t i = 0; i < c.n; ++i) gv[i] = GeluTanhBackward(xv[i], gv[i]);
   }
   WriteF32(g.data(), *c.dx);
   return Status::Ok();

@@ -54,3 +54,21 @@ Status CpuBackend::ReferenceGemm(const backend::GemmCall& g) {
 }
 
 }  // namespace mnt::cpu
+
+namespace mnt::cpu {
+
+void CpuBackend::Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                       int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                       int64_t ldc) const {
+  if (onednn_gemm_ != nullptr) {
+    // Row-major like cblas; the shapes were checked by the convolution's call.
+    onednn_gemm_->api()->dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
+                                    ldb, beta, c, ldc);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+}  // namespace mnt::cpu

@@ -40,7 +40,8 @@ namespace mnt::cpu::onednn {
   X(dnnl_primitive_desc_query_md)           \
   X(dnnl_primitive_create)                  \
   X(dnnl_primitive_destroy)                 \
-  X(dnnl_primitive_execute)
+  X(dnnl_primitive_execute)                 \
+  X(dnnl_sgemm)
 
 struct Api {
 #define MNT_ONEDNN_POINTER_(f) decltype(&::f) f = nullptr;

@@ -36,6 +36,7 @@ class OneDnnGemm {
   // The checked call (k > 0, m > 0, n > 0).
   sdk::Status Run(const backend::GemmCall& g);
 
+  const onednn::Api* api() const { return api_; }
   dnnl_cpu_isa_t isa() const { return isa_; }
   bool native_bf16() const { return native_bf16_; }
   // The implementations oneDNN picked so far ("gemm:jit", "brg:avx512_core_amx_bf16", ...).

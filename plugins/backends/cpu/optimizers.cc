@@ -15,6 +15,9 @@ using sdk::Status;
 
 namespace {
 
+// Below this many elements waking the threads costs more than it saves.
+constexpr int64_t kParallelElements = int64_t{1} << 14;
+
 // found_inf is non-zero: the whole step is skipped.
 bool SkipStep(const backend::StepInputs& s) {
   return s.found_inf.present() && *s.found_inf.f32() != 0.0f;
@@ -25,7 +28,10 @@ std::vector<float> ScaledGradient(const backend::StepInputs& s) {
   std::vector<float> g = ReadF32(*s.grad);
   const float multiplier = s.multiplier.present() ? *s.multiplier.f32() : 1.0f;
   if (multiplier != 1.0f) {
-    for (float& e : g) e *= multiplier;
+    float* gv = g.data();
+    const int64_t n = static_cast<int64_t>(g.size());
+#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
+    for (int64_t i = 0; i < n; ++i) gv[i] *= multiplier;
   }
   return g;
 }
@@ -37,8 +43,9 @@ Status CpuBackend::SgdStep(const backend::SgdStepCall& s) {
   const std::vector<float> g = ScaledGradient(s);
   float* w = s.master.f32();
   float* buf = s.momentum.f32();  // nullptr without momentum
-  float unused = 0.0f;
+#pragma omp parallel for schedule(static) if (s.n > kParallelElements)
   for (int64_t i = 0; i < s.n; ++i) {
+    float unused = 0.0f;
     SgdUpdate(s.coefficients, g[i], &w[i], buf ? &buf[i] : &unused);
   }
   if (s.working.present()) WriteF32(w, *s.working);
@@ -65,6 +72,7 @@ Status CpuBackend::AdamWStep(const backend::AdamWStepCall& a) {
   float* w = a.master.f32();
   float* m = a.m.f32();
   float* v = a.v.f32();
+#pragma omp parallel for schedule(static) if (a.n > kParallelElements)
   for (int64_t i = 0; i < a.n; ++i) AdamWUpdate(c, g[i], &w[i], &m[i], &v[i]);
   if (a.working.present()) WriteF32(w, *a.working);
   if (a.step_counter.present()) *a.step_counter.i32() += 1;

@@ -2,6 +2,7 @@
 // registration as the "cpu" plugin; the C entry points are the common
 // plugin's (plugins/backends/common/backend_plugin.h).
 #include <cblas.h>
+#include <dlfcn.h>
 #include <omp.h>
 #include <unistd.h>
 
@@ -39,6 +40,14 @@ std::string TrimmedOpenBlasVersion() {
   const size_t b = v.find_first_not_of(' ');
   const size_t e = v.find_last_not_of(' ');
   return b == std::string::npos ? "OpenBLAS" : v.substr(b, e - b + 1);
+}
+
+// libgomp's worker threads outlive every parallel region; if the plugin were
+// its only user, unloading the plugin would unmap libgomp under them (a
+// crash in a process that loads and unloads backends). Pinned once.
+void PinOpenMpRuntime() {
+  static void* const pinned = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  (void)pinned;
 }
 
 // The GEMM engine the options ask for: "auto" takes oneDNN when it loads.
@@ -95,17 +104,21 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
         "Backend_Create: the cpu backend has one device (ordinal 0), got %d",
         device_ordinal));
   }
+  PinOpenMpRuntime();
   auto backend = std::make_unique<CpuBackend>();
   std::string gemm_name;
   MNT_RETURN_IF_ERROR(ChooseGemm(options, &backend->onednn_gemm_, &gemm_name));
-  if (threads > 0) {
-    // oneDNN and the kernels share libgomp's pool, which the calling thread's
-    // setting sizes; OpenBLAS (the reference GEMM) has its own.
-    omp_set_num_threads(static_cast<int>(threads));
-    if (IsOpenBlas()) openblas_set_num_threads(static_cast<int>(threads));
-  }
-  backend->device_name_ = sdk::Format("cpu (%s, %d threads)", gemm_name.c_str(),
-                                      omp_get_max_threads());
+  // oneDNN and the kernels share libgomp's pool, sized by the calling
+  // thread's setting. The reference GEMM's OpenBLAS has a pool of its own,
+  // and libgomp's idle workers spin while OpenBLAS's work (a CNN ran 5x
+  // slower), so gemm=reference runs the other kernels on one thread.
+  static const int default_threads = omp_get_max_threads();
+  const int pool = threads > 0 ? static_cast<int>(threads) : default_threads;
+  omp_set_num_threads(backend->onednn_gemm_ != nullptr ? pool : 1);
+  if (threads > 0 && IsOpenBlas()) openblas_set_num_threads(static_cast<int>(threads));
+  const int shown = backend->onednn_gemm_ != nullptr || !IsOpenBlas()
+                        ? omp_get_max_threads() : openblas_get_num_threads();
+  backend->device_name_ = sdk::Format("cpu (%s, %d threads)", gemm_name.c_str(), shown);
   *out = std::move(backend);
   return Status::Ok();
 }

@@ -80,6 +80,46 @@ void ReadBf16(const MNT_Tensor& t, uint16_t* dst) {
   }
 }
 
+void ReadF32Range(const MNT_Tensor& t, int64_t offset, int64_t n, float* dst) {
+  switch (t.dtype) {
+    case MNT_DTYPE_F32:
+      std::memcpy(dst, static_cast<const float*>(t.data) + offset, n * sizeof(float));
+      break;
+    case MNT_DTYPE_F16: {
+      const uint16_t* src = static_cast<const uint16_t*>(t.data) + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = HalfBitsToFloat(src[i]);
+      break;
+    }
+    case MNT_DTYPE_BF16: {
+      const uint16_t* src = static_cast<const uint16_t*>(t.data) + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16BitsToFloat(src[i]);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void WriteF32Range(const float* src, const MNT_Tensor& t, int64_t offset, int64_t n) {
+  switch (t.dtype) {
+    case MNT_DTYPE_F32:
+      std::memcpy(static_cast<float*>(t.data) + offset, src, n * sizeof(float));
+      break;
+    case MNT_DTYPE_F16: {
+      uint16_t* dst = static_cast<uint16_t*>(t.data) + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalfBits(src[i]);
+      break;
+    }
+    case MNT_DTYPE_BF16: {
+      uint16_t* dst = static_cast<uint16_t*>(t.data) + offset;
+      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
 void WriteF32(const float* src, const MNT_Tensor& t) {
   const int64_t n = sdk::NumElements(t);
   switch (t.dtype) {

@@ -15,6 +15,10 @@ namespace mnt::cpu {
 // `t` must have a float storage dtype (checked by the caller).
 std::vector<float> ReadF32(const MNT_Tensor& t);
 void ReadF32(const MNT_Tensor& t, float* dst);
+// Elements [offset, offset + n) of a float tensor, read as / written from
+// fp32 (one thread: callers split work themselves).
+void ReadF32Range(const MNT_Tensor& t, int64_t offset, int64_t n, float* dst);
+void WriteF32Range(const float* src, const MNT_Tensor& t, int64_t offset, int64_t n);
 // Writes NumElements(t) values.
 void WriteF32(const float* src, const MNT_Tensor& t);
 // ReadF32, each value rounded to the compute format (GEMM and convolution
