@@ -1,9 +1,12 @@
-// The CUDA hot path's caches and specialisations change no result:
+// The CUDA hot path's caches, specialisations and vector loads change no
+// result:
 //  - kernels compiled per storage type (operands of one dtype) write the same
 //    bits as the per-element dtype switch they replace, which still runs when
 //    operands differ: the op with every operand in f16/bf16 must equal, bit
 //    for bit, the op with an fp32 output rounded to f16/bf16 by CAST (both
 //    round the same fp32 value once);
+//  - the optimizer steps' 16-byte loads: aligned buffers and misaligned
+//    slices of the same values end with the same bits;
 //  - cached GEMM plans: shapes interleaved and repeated (cache hits) and a
 //    bias buffer swapped under the same plan key all match the CPU backend.
 #include <cmath>
@@ -192,6 +195,69 @@ TEST_F(CudaHotPathTest, OptimizerSpecialisedMatchesSwitch) {
   }
 }
 
+// The step kernels read 4 elements at a time with 16-byte loads when every
+// buffer is aligned and element by element otherwise: the same state run
+// once on aligned buffers and once on slices one element in (misaligned)
+// must end with the same bits, tails included.
+TEST_F(CudaHotPathTest, OptimizerVectorisedMatchesScalar) {
+  for (MNT_DType t : {MNT_DTYPE_F32, MNT_DTYPE_F16, MNT_DTYPE_BF16}) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    const int64_t n = 1030;  // not a multiple of 4
+    const std::vector<float> g0 = Random(n + 1), w0 = Random(n + 1), m0 = Random(n + 1, 0.1f);
+    std::vector<float> v0 = Random(n + 1, 0.1f);
+    for (float& e : v0) e = e * e;
+    // Aligned run: elements [1, n] copied to the start of fresh buffers.
+    auto tail = [](const std::vector<float>& v) {
+      return std::vector<float>(v.begin() + 1, v.end());
+    };
+    auto grad_a = d_.Upload(tail(g0), t, {n});
+    auto master_a = d_.Upload(tail(w0), MNT_DTYPE_F32, {n});
+    auto m_a = d_.Upload(tail(m0), MNT_DTYPE_F32, {n});
+    auto v_a = d_.Upload(tail(v0), MNT_DTYPE_F32, {n});
+    auto work_a = d_.Poisoned(t, {n});
+    // Misaligned run: the same elements as slices starting at element 1.
+    auto grad_u = d_.Upload(g0, t, {n + 1});
+    auto master_u = d_.Upload(w0, MNT_DTYPE_F32, {n + 1});
+    auto m_u = d_.Upload(m0, MNT_DTYPE_F32, {n + 1});
+    auto v_u = d_.Upload(v0, MNT_DTYPE_F32, {n + 1});
+    auto work_u = d_.Poisoned(t, {n + 1});
+    auto slice = [n](const Pair& p) {
+      MNT_Tensor s = p.cuda();
+      s.data = static_cast<char*>(s.data) + (p.dtype == MNT_DTYPE_F32 ? 4 : 2);
+      s.dims[0] = n;
+      return s;
+    };
+    const MNT_AdamWParams ap{MNT_AdamWParams_STRUCT_SIZE, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 2};
+    const MNT_SgdParams sp{MNT_SgdParams_STRUCT_SIZE, 0.1f, 0.9f, 1e-4f, 1};
+    ASSERT_TRUE(d_.cuda()
+                    .Run(MNT_OP_ADAMW_STEP, {grad_a->cuda()},
+                         {master_a->cuda(), m_a->cuda(), v_a->cuda(), work_a->cuda()}, &ap)
+                    .ok());
+    ASSERT_TRUE(d_.cuda()
+                    .Run(MNT_OP_SGD_STEP, {grad_a->cuda()},
+                         {master_a->cuda(), m_a->cuda(), work_a->cuda()}, &sp)
+                    .ok());
+    ASSERT_TRUE(d_.cuda()
+                    .Run(MNT_OP_ADAMW_STEP, {slice(*grad_u)},
+                         {slice(*master_u), slice(*m_u), slice(*v_u), slice(*work_u)}, &ap)
+                    .ok());
+    ASSERT_TRUE(d_.cuda()
+                    .Run(MNT_OP_SGD_STEP, {slice(*grad_u)},
+                         {slice(*master_u), slice(*m_u), slice(*work_u)}, &sp)
+                    .ok());
+    auto bytes_from_1 = [&](const Pair& p) {
+      std::vector<uint8_t> b = d_.Bytes(p, true);
+      b.erase(b.begin(), b.begin() + (p.dtype == MNT_DTYPE_F32 ? 4 : 2));
+      return b;
+    };
+    EXPECT_EQ(d_.Bytes(*master_a, true), bytes_from_1(*master_u));
+    EXPECT_EQ(d_.Bytes(*m_a, true), bytes_from_1(*m_u));
+    EXPECT_EQ(d_.Bytes(*v_a, true), bytes_from_1(*v_u));
+    EXPECT_EQ(d_.Bytes(*work_a, true), bytes_from_1(*work_u));
+    for (float e : d_.Download(*master_a, true)) ASSERT_TRUE(std::isfinite(e));
+  }
+}
+
 // Shapes interleaved and each run several times (the first call builds the
 // plan, the rest reuse it), against the CPU backend every time.
 TEST_F(CudaHotPathTest, CachedGemmPlansMatchCpuAcrossRepeatsAndShapes) {
@@ -199,8 +265,11 @@ TEST_F(CudaHotPathTest, CachedGemmPlansMatchCpuAcrossRepeatsAndShapes) {
     int64_t m, n, k;
     int ta, tb;
   };
-  const Shape shapes[] = {{33, 17, 65, 0, 0}, {64, 128, 32, 1, 0}, {5, 7, 3, 0, 1},
-                          {33, 17, 65, 1, 1}, {128, 64, 96, 0, 0}};
+  const Shape shapes[] = {{33, 17, 65, 0, 0},
+                          {64, 128, 32, 1, 0},
+                          {5, 7, 3, 0, 1},
+                          {33, 17, 65, 1, 1},
+                          {128, 64, 96, 0, 0}};
   for (MNT_ComputeMode mode : {MNT_COMPUTE_F32, MNT_COMPUTE_TF32, MNT_COMPUTE_BF16}) {
     SCOPED_TRACE(::testing::Message() << "mode " << mode);
     for (int round = 0; round < 3; ++round) {
@@ -237,8 +306,7 @@ TEST_F(CudaHotPathTest, CachedGemmPlanTakesEachCallsBias) {
   }
   for (int i = 0; i < 3; ++i) {  // values far apart: a stale bias shows
     auto c = d_.Poisoned(MNT_DTYPE_F32, {m, n});
-    ASSERT_TRUE(
-        d_.RunBoth(MNT_OP_GEMM, {a.get(), b.get(), biases[i].get()}, {c.get()}, &p).ok());
+    ASSERT_TRUE(d_.RunBoth(MNT_OP_GEMM, {a.get(), b.get(), biases[i].get()}, {c.get()}, &p).ok());
     EXPECT_TRUE(AllClose(d_.Download(*c, true), d_.Download(*c, false), 1e-5, 1e-4)) << i;
   }
   // And the plan without a bias after plans with one (different key).

@@ -3,7 +3,8 @@
 // (common/elementwise_math.h, step_math.h). found_inf, the gradient
 // multiplier and AdamW's step counter are read on the device, so a step
 // needs no host sync. The kernels are compiled per storage type of the
-// gradient and the working copy (when they share one) and chosen per launch.
+// gradient and the working copy (when they share one) and chosen per launch;
+// they read and write 4 elements at a time (16-byte loads when aligned).
 #include <cuda_runtime.h>
 
 #include "plugins/backends/common/elementwise_math.h"
@@ -48,24 +49,40 @@ __device__ inline float Multiplier(const StepBuffers& b) {
   return b.multiplier != nullptr ? *b.multiplier : 1.0f;
 }
 
+// The fp32 state arrays as DevTensors, for the 4-element loads/stores.
+__device__ inline DevTensor F32(float* p) { return DevTensor{p, MNT_DTYPE_F32}; }
+
+// Each thread updates groups of 4 consecutive elements (grid-stride): one
+// 16-byte load/store per fp32 array and one 8-byte (16-bit storage) per
+// gradient / working copy group when `vec` (every pointer 16-byte aligned),
+// element by element otherwise and for the tail. Same per-element formulas
+// in the same order: the same bits either way.
 template <typename S>
-__global__ void SgdKernel(StepBuffers b, SgdCoefficients c) {
+__global__ void SgdKernel(StepBuffers b, SgdCoefficients c, bool vec) {
   if (SkipStep(b)) return;  // overflow step: state stays bit-identical
   const float mult = Multiplier(b);
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < b.n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float g = Load<S>(b.grad, i);
-    if (mult != 1.0f) g *= mult;
-    float unused = 0.0f;
-    SgdUpdate(c, g, &b.master[i], b.state1 != nullptr ? &b.state1[i] : &unused);
-    if (b.working.data != nullptr) Store<S>(b.working, i, b.master[i]);
+  const int64_t stride = 4ll * gridDim.x * blockDim.x;
+  for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
+       i < b.n; i += stride) {
+    const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
+    float g[4], w[4], mom[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    Load4<S>(b.grad, i, count, vec, g);
+    Load4<F32Storage>(F32(b.master), i, count, vec, w);
+    if (b.state1 != nullptr) Load4<F32Storage>(F32(b.state1), i, count, vec, mom);
+    for (int k = 0; k < count; ++k) {
+      if (mult != 1.0f) g[k] *= mult;
+      SgdUpdate(c, g[k], &w[k], &mom[k]);
+    }
+    Store4<F32Storage>(F32(b.master), i, count, vec, w);
+    if (b.state1 != nullptr) Store4<F32Storage>(F32(b.state1), i, count, vec, mom);
+    if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
   }
 }
 
 // With b.step_counter, every block derives the bias corrections from
 // counter + 1 on the device.
 template <typename S>
-__global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c) {
+__global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c, bool vec) {
   if (SkipStep(b)) return;  // uniform across the grid: no thread reaches the barrier
   __shared__ AdamWCoefficients shared_c;
   if (b.step_counter != nullptr) {
@@ -78,17 +95,30 @@ __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c) {
   }
   const AdamWCoefficients c = b.step_counter != nullptr ? shared_c : host_c;
   const float mult = Multiplier(b);
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < b.n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float g = Load<S>(b.grad, i);
-    if (mult != 1.0f) g *= mult;
-    float w = b.master[i], m = b.state1[i], v = b.state2[i];
-    AdamWUpdate(c, g, &w, &m, &v);
-    b.master[i] = w;
-    b.state1[i] = m;
-    b.state2[i] = v;
-    if (b.working.data != nullptr) Store<S>(b.working, i, w);
+  const int64_t stride = 4ll * gridDim.x * blockDim.x;
+  for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
+       i < b.n; i += stride) {
+    const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
+    float g[4], w[4], m[4], v[4];
+    Load4<S>(b.grad, i, count, vec, g);
+    Load4<F32Storage>(F32(b.master), i, count, vec, w);
+    Load4<F32Storage>(F32(b.state1), i, count, vec, m);
+    Load4<F32Storage>(F32(b.state2), i, count, vec, v);
+    for (int k = 0; k < count; ++k) {
+      if (mult != 1.0f) g[k] *= mult;
+      AdamWUpdate(c, g[k], &w[k], &m[k], &v[k]);
+    }
+    Store4<F32Storage>(F32(b.master), i, count, vec, w);
+    Store4<F32Storage>(F32(b.state1), i, count, vec, m);
+    Store4<F32Storage>(F32(b.state2), i, count, vec, v);
+    if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
   }
+}
+
+// Every buffer a step kernel touches is 16-byte aligned (absent ones are).
+bool StepVectorizable(const StepBuffers& b) {
+  return Aligned16(b.grad.data) && Aligned16(b.master) && Aligned16(b.state1) &&
+         Aligned16(b.state2) && Aligned16(b.working.data);
 }
 
 // After every block of the AdamW update has read the counter (stream order).
@@ -106,8 +136,8 @@ Status CudaBackend::SgdStep(const backend::SgdStepCall& s) {
   if (b.n == 0) return Status::Ok();
   const cudaError_t err =
       WithStorage(CommonDType({b.grad.dtype, b.working.dtype}), [&](auto storage) {
-        return Launch(SgdKernel<decltype(storage)>, GridFor(b.n, kThreads), kThreads, 0,
-                      stream, b, s.coefficients);
+        return Launch(SgdKernel<decltype(storage)>, GridFor((b.n + 3) / 4, kThreads), kThreads,
+                      0, stream, b, s.coefficients, StepVectorizable(b));
       });
   return Launched(s, err, "sgd_step");
 }
@@ -130,8 +160,8 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
   if (b.n > 0) {
     const cudaError_t err =
         WithStorage(CommonDType({b.grad.dtype, b.working.dtype}), [&](auto storage) {
-          return Launch(AdamWKernel<decltype(storage)>, GridFor(b.n, kThreads), kThreads, 0,
-                        stream, b, c);
+          return Launch(AdamWKernel<decltype(storage)>, GridFor((b.n + 3) / 4, kThreads),
+                        kThreads, 0, stream, b, c, StepVectorizable(b));
         });
     MNT_RETURN_IF_ERROR(Launched(a, err, "adamw_step"));
   }
