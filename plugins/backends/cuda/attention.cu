@@ -1,7 +1,8 @@
 // ATTENTION_FORWARD/BACKWARD. cuDNN's fused SDPA runs where the backend's
 // `attention` option and the call allow it (attention_cudnn.cc); otherwise,
 // and as the GPU reference, these tiled flash-style kernels (bookkeeping and
-// online softmax in attention_tiles.h): every storage dtype, fp32 math,
+// online softmax in attention_tiles.h): compiled per storage type (operands
+// of one dtype; the per-element dtype switch otherwise), fp32 math,
 // K/V (and Q/dY) tiles in shared memory, all threads of a block busy in
 // every phase, deterministic (no atomics, fixed summation orders).
 //   forward:  per (batch*head, query tile), key tiles streamed, running
@@ -40,13 +41,13 @@ __device__ inline int64_t OutRow(const AttentionDims& a, int64_t bi, int64_t ti)
 
 // dst [rows][PaddedRow(d)] <- d elements at offset(r) of each row r; the
 // block's threads read consecutive elements of a row (coalesced).
-template <typename Offset>
+template <typename S, typename Offset>
 __device__ void LoadTile(float* dst, const DevTensor& src, Offset offset, int64_t rows,
                          int64_t d) {
   const int64_t ld = PaddedRow(d);
   for (int64_t i = threadIdx.x; i < rows * d; i += blockDim.x) {
     const int64_t r = i / d, e = i % d;
-    dst[r * ld + e] = Load(src, offset(r) + e);
+    dst[r * ld + e] = Load<S>(src, offset(r) + e);
   }
 }
 
@@ -74,6 +75,7 @@ __device__ inline float WarpSum(float v) {
 
 // Grid: x = batch*head, y = query tile. Shared: Q, K, V, O tiles [tile][D+1],
 // scores [tile][tile], per-row m, l, rescale factor.
+template <typename S>
 __global__ void AttentionForwardKernel(AttentionDims a, int64_t tile, DevTensor qkv,
                                        DevTensor y, float* lse) {
   extern __shared__ float smem[];
@@ -91,7 +93,7 @@ __global__ void AttentionForwardKernel(AttentionDims a, int64_t tile, DevTensor 
   const int64_t rows = TileRows(q0, tile, a.t), end = KeysEnd(q0, rows, a.t, a.causal);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-  LoadTile(qs, qkv, [&](int64_t r) { return QkvRow(a, bi, q0 + r) + head; }, rows, a.d);
+  LoadTile<S>(qs, qkv, [&](int64_t r) { return QkvRow(a, bi, q0 + r) + head; }, rows, a.d);
   ZeroShared(os, rows * ld);
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
     row_m[r] = -INFINITY;
@@ -100,8 +102,8 @@ __global__ void AttentionForwardKernel(AttentionDims a, int64_t tile, DevTensor 
   for (int64_t k0 = 0; k0 < end; k0 += tile) {
     const int64_t cols = TileRows(k0, tile, end);
     __syncthreads();  // the previous key tile is used up
-    LoadTile(ks, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + a.c + head; }, cols, a.d);
-    LoadTile(vs, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + 2 * a.c + head; }, cols,
+    LoadTile<S>(ks, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + a.c + head; }, cols, a.d);
+    LoadTile<S>(vs, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + 2 * a.c + head; }, cols,
              a.d);
     __syncthreads();
     for (int64_t i = threadIdx.x; i < rows * cols; i += blockDim.x) {
@@ -141,7 +143,7 @@ __global__ void AttentionForwardKernel(AttentionDims a, int64_t tile, DevTensor 
   __syncthreads();
   for (int64_t i = threadIdx.x; i < rows * a.d; i += blockDim.x) {
     const int64_t r = i / a.d, e = i % a.d;
-    Store(y, OutRow(a, bi, q0 + r) + head + e, os[r * ld + e] / row_l[r]);
+    Store<S>(y, OutRow(a, bi, q0 + r) + head + e, os[r * ld + e] / row_l[r]);
   }
   const int64_t stats = (bi * a.h + hi) * a.t + q0;  // lse [B,H,T]
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
@@ -150,6 +152,7 @@ __global__ void AttentionForwardKernel(AttentionDims a, int64_t tile, DevTensor 
 }
 
 // delta[row] = dy . y of each (batch, head, position) row, one warp a row.
+template <typename S>
 __global__ void AttentionDeltaKernel(AttentionDims a, DevTensor dy, DevTensor y,
                                      float* delta) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -159,7 +162,7 @@ __global__ void AttentionDeltaKernel(AttentionDims a, DevTensor dy, DevTensor y,
     const int64_t ti = row % a.t, hi = (row / a.t) % a.h, bi = row / (a.t * a.h);
     const int64_t off = OutRow(a, bi, ti) + hi * a.d;
     float part = 0.0f;
-    for (int64_t e = lane; e < a.d; e += 32) part += Load(dy, off + e) * Load(y, off + e);
+    for (int64_t e = lane; e < a.d; e += 32) part += Load<S>(dy, off + e) * Load<S>(y, off + e);
     part = WarpSum(part);
     if (lane == 0) delta[row] = part;
   }
@@ -180,6 +183,7 @@ __device__ inline ScoreGrad ScoreAndGrad(const AttentionDims& a, const float* q,
 // Grid: x = batch*head, y = key tile. dK = scale * sum dS^T Q, dV = sum P^T dY
 // over the query tiles that see the key tile, in order. Shared: K, V, dK,
 // dV, Q, dY tiles [tile][D+1], P and dS [tile][tile], per-row lse, delta.
+template <typename S>
 __global__ void AttentionKeyPassKernel(AttentionDims a, int64_t tile, DevTensor dy,
                                        DevTensor qkv, const float* lse, const float* delta,
                                        DevTensor dqkv) {
@@ -199,16 +203,16 @@ __global__ void AttentionKeyPassKernel(AttentionDims a, int64_t tile, DevTensor 
   const int64_t k0 = blockIdx.y * tile, cols = TileRows(k0, tile, a.t);
   const int64_t stats = (bi * a.h + hi) * a.t;
 
-  LoadTile(ks, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + a.c + head; }, cols, a.d);
-  LoadTile(vs, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + 2 * a.c + head; }, cols,
+  LoadTile<S>(ks, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + a.c + head; }, cols, a.d);
+  LoadTile<S>(vs, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + 2 * a.c + head; }, cols,
            a.d);
   ZeroShared(dks, cols * ld);
   ZeroShared(dvs, cols * ld);
   for (int64_t q0 = FirstQueryTile(k0, tile, a.causal); q0 < a.t; q0 += tile) {
     const int64_t rows = TileRows(q0, tile, a.t);
     __syncthreads();  // the previous query tile is used up
-    LoadTile(qs, qkv, [&](int64_t r) { return QkvRow(a, bi, q0 + r) + head; }, rows, a.d);
-    LoadTile(gs, dy, [&](int64_t r) { return OutRow(a, bi, q0 + r) + head; }, rows, a.d);
+    LoadTile<S>(qs, qkv, [&](int64_t r) { return QkvRow(a, bi, q0 + r) + head; }, rows, a.d);
+    LoadTile<S>(gs, dy, [&](int64_t r) { return OutRow(a, bi, q0 + r) + head; }, rows, a.d);
     for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
       row_lse[r] = lse[stats + q0 + r];
       row_delta[r] = delta[stats + q0 + r];
@@ -238,14 +242,15 @@ __global__ void AttentionKeyPassKernel(AttentionDims a, int64_t tile, DevTensor 
   for (int64_t i = threadIdx.x; i < cols * a.d; i += blockDim.x) {
     const int64_t c = i / a.d, e = i % a.d;
     const int64_t ko = QkvRow(a, bi, k0 + c) + a.c + head + e;
-    Store(dqkv, ko, a.scale * dks[c * ld + e]);
-    Store(dqkv, ko + a.c, dvs[c * ld + e]);
+    Store<S>(dqkv, ko, a.scale * dks[c * ld + e]);
+    Store<S>(dqkv, ko + a.c, dvs[c * ld + e]);
   }
 }
 
 // Grid: x = batch*head, y = query tile. dQ = scale * sum dS K over the key
 // tiles the query tile sees, in order. Shared: Q, dY, K, V, dQ tiles
 // [tile][D+1], dS [tile][tile], per-row lse, delta.
+template <typename S>
 __global__ void AttentionQueryPassKernel(AttentionDims a, int64_t tile, DevTensor dy,
                                          DevTensor qkv, const float* lse, const float* delta,
                                          DevTensor dqkv) {
@@ -264,8 +269,8 @@ __global__ void AttentionQueryPassKernel(AttentionDims a, int64_t tile, DevTenso
   const int64_t rows = TileRows(q0, tile, a.t), end = KeysEnd(q0, rows, a.t, a.causal);
   const int64_t stats = (bi * a.h + hi) * a.t + q0;
 
-  LoadTile(qs, qkv, [&](int64_t r) { return QkvRow(a, bi, q0 + r) + head; }, rows, a.d);
-  LoadTile(gs, dy, [&](int64_t r) { return OutRow(a, bi, q0 + r) + head; }, rows, a.d);
+  LoadTile<S>(qs, qkv, [&](int64_t r) { return QkvRow(a, bi, q0 + r) + head; }, rows, a.d);
+  LoadTile<S>(gs, dy, [&](int64_t r) { return OutRow(a, bi, q0 + r) + head; }, rows, a.d);
   ZeroShared(dqs, rows * ld);
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
     row_lse[r] = lse[stats + r];
@@ -274,8 +279,8 @@ __global__ void AttentionQueryPassKernel(AttentionDims a, int64_t tile, DevTenso
   for (int64_t k0 = 0; k0 < end; k0 += tile) {
     const int64_t cols = TileRows(k0, tile, end);
     __syncthreads();  // the previous key tile is used up
-    LoadTile(ks, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + a.c + head; }, cols, a.d);
-    LoadTile(vs, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + 2 * a.c + head; }, cols,
+    LoadTile<S>(ks, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + a.c + head; }, cols, a.d);
+    LoadTile<S>(vs, qkv, [&](int64_t r) { return QkvRow(a, bi, k0 + r) + 2 * a.c + head; }, cols,
              a.d);
     __syncthreads();
     for (int64_t i = threadIdx.x; i < rows * cols; i += blockDim.x) {
@@ -296,7 +301,7 @@ __global__ void AttentionQueryPassKernel(AttentionDims a, int64_t tile, DevTenso
   __syncthreads();
   for (int64_t i = threadIdx.x; i < rows * a.d; i += blockDim.x) {
     const int64_t r = i / a.d, e = i % a.d;
-    Store(dqkv, QkvRow(a, bi, q0 + r) + head + e, a.scale * dqs[r * ld + e]);
+    Store<S>(dqkv, QkvRow(a, bi, q0 + r) + head + e, a.scale * dqs[r * ld + e]);
   }
 }
 
@@ -337,10 +342,12 @@ Status CudaBackend::AttentionForward(const backend::AttentionForwardCall& a) {
   size_t shared;
   MNT_RETURN_IF_ERROR(
       Plan(a, s, "attention_forward", ForwardSharedBytes, &tile, &grid, &shared));
-  return Launched(a,
-                  Launch(AttentionForwardKernel, grid, kAttentionThreads, shared, stream, s,
-                         tile, Dev(a.qkv), Dev(a.y), a.lse.f32()),
-                  "attention_forward");
+  const DevTensor qkv = Dev(a.qkv), y = Dev(a.y);
+  const cudaError_t err = WithStorage(CommonDType({qkv.dtype, y.dtype}), [&](auto storage) {
+    return Launch(AttentionForwardKernel<decltype(storage)>, grid, kAttentionThreads, shared,
+                  stream, s, tile, qkv, y, a.lse.f32());
+  });
+  return Launched(a, err, "attention_forward");
 }
 
 Status CudaBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
@@ -361,22 +368,27 @@ Status CudaBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
   Scratch delta(*this);  // dy . y per row
   MNT_RETURN_IF_ERROR(delta.Allocate(sizeof(float) * rows));
   float* d = static_cast<float*>(delta.data());
-  MNT_RETURN_IF_ERROR(Launched(a,
-                               Launch(AttentionDeltaKernel, GridFor(rows, kWarps),
-                                      kAttentionThreads, 0, stream, s, Dev(a.dy), Dev(a.y), d),
-                               "attention_delta"));
-  MNT_RETURN_IF_ERROR(Launched(
-      a,
-      Launch(AttentionKeyPassKernel, key_grid, kAttentionThreads, key_shared, stream, s,
-             key_tile, Dev(a.dy), Dev(a.qkv), static_cast<const float*>(a.lse.f32()),
-             static_cast<const float*>(d), Dev(a.dqkv)),
-      "attention_key_pass"));
-  return Launched(a,
-                  Launch(AttentionQueryPassKernel, query_grid, kAttentionThreads, query_shared,
-                         stream, s, query_tile, Dev(a.dy), Dev(a.qkv),
-                         static_cast<const float*>(a.lse.f32()), static_cast<const float*>(d),
-                         Dev(a.dqkv)),
-                  "attention_query_pass");
+  const DevTensor dy = Dev(a.dy), y = Dev(a.y), qkv = Dev(a.qkv), dqkv = Dev(a.dqkv);
+  const float* lse = a.lse.f32();
+  const cudaError_t delta_err = WithStorage(CommonDType({dy.dtype, y.dtype}), [&](auto storage) {
+    return Launch(AttentionDeltaKernel<decltype(storage)>, GridFor(rows, kWarps),
+                  kAttentionThreads, 0, stream, s, dy, y, d);
+  });
+  MNT_RETURN_IF_ERROR(Launched(a, delta_err, "attention_delta"));
+  // Both passes read dy and qkv and write dqkv: one storage type for the three.
+  const MNT_DType pass_dtype = CommonDType({dy.dtype, qkv.dtype, dqkv.dtype});
+  const cudaError_t key_err = WithStorage(pass_dtype, [&](auto storage) {
+    return Launch(AttentionKeyPassKernel<decltype(storage)>, key_grid, kAttentionThreads,
+                  key_shared, stream, s, key_tile, dy, qkv, lse, static_cast<const float*>(d),
+                  dqkv);
+  });
+  MNT_RETURN_IF_ERROR(Launched(a, key_err, "attention_key_pass"));
+  const cudaError_t query_err = WithStorage(pass_dtype, [&](auto storage) {
+    return Launch(AttentionQueryPassKernel<decltype(storage)>, query_grid, kAttentionThreads,
+                  query_shared, stream, s, query_tile, dy, qkv, lse,
+                  static_cast<const float*>(d), dqkv);
+  });
+  return Launched(a, query_err, "attention_query_pass");
 }
 
 }  // namespace mnt::cuda

@@ -4,7 +4,8 @@
 //    bits as the per-element dtype switch they replace, which still runs when
 //    operands differ: the op with every operand in f16/bf16 must equal, bit
 //    for bit, the op with an fp32 output rounded to f16/bf16 by CAST (both
-//    round the same fp32 value once);
+//    round the same fp32 value once) -- elementwise, row, optimizer,
+//    embedding and fallback attention kernels;
 //  - the optimizer steps' 16-byte loads: aligned buffers and misaligned
 //    slices of the same values end with the same bits;
 //  - cached GEMM plans: shapes interleaved and repeated (cache hits) and a
@@ -192,6 +193,74 @@ TEST_F(CudaHotPathTest, OptimizerSpecialisedMatchesSwitch) {
     EXPECT_EQ(d_.Bytes(*master_t, true), d_.Bytes(*master_f, true));
     EXPECT_EQ(d_.Bytes(*m_t, true), d_.Bytes(*m_f, true));
     ExpectSameBitsAsRounded(*work_t, *work_f);
+  }
+}
+
+TEST_F(CudaHotPathTest, EmbeddingSpecialisedMatchesSwitch) {
+  for (MNT_DType t : kSixteenBit) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    const int64_t vocab = 29, c = 37, n = 83;
+    auto table = d_.Upload(Random(vocab * c), t, {vocab, c});
+    std::vector<int32_t> id(n);
+    for (int64_t i = 0; i < n; ++i) id[i] = static_cast<int32_t>((i * i + 5) % vocab);
+    auto ids = d_.UploadI32(id, {n});
+    auto out_t = d_.Poisoned(t, {n, c});
+    auto out_f = d_.Poisoned(MNT_DTYPE_F32, {n, c});
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_EMBEDDING_FORWARD, {table.get(), ids.get()}, {out_t.get()}).ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_EMBEDDING_FORWARD, {table.get(), ids.get()}, {out_f.get()}).ok());
+    ExpectSameBitsAsRounded(*out_t, *out_f);
+    auto dout = d_.Upload(Random(n * c), t, {n, c});
+    const std::vector<float> old = Random(vocab * c);
+    auto dtable_t = d_.Upload(old, t, {vocab, c});
+    auto dtable_f = d_.Upload(old, MNT_DTYPE_F32, {vocab, c});
+    const MNT_AccumulateParams p{MNT_AccumulateParams_STRUCT_SIZE, 0};
+    ASSERT_TRUE(
+        d_.RunCuda(MNT_OP_EMBEDDING_BACKWARD, {dout.get(), ids.get()}, {dtable_t.get()}, &p).ok());
+    ASSERT_TRUE(
+        d_.RunCuda(MNT_OP_EMBEDDING_BACKWARD, {dout.get(), ids.get()}, {dtable_f.get()}, &p).ok());
+    ExpectSameBitsAsRounded(*dtable_t, *dtable_f);
+  }
+}
+
+// The fallback kernels (not cuDNN): forward y and backward dqkv in 16-bit
+// storage against fp32 outputs rounded by CAST.
+TEST_F(CudaHotPathTest, FallbackAttentionSpecialisedMatchesSwitch) {
+  DualBackend fallback;
+  fallback.Init("attention=fallback");
+  const int64_t b = 2, t = 41, h = 2, dh = 16, c = h * dh;
+  for (MNT_DType dt : kSixteenBit) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << dt);
+    const MNT_AttentionParams p{MNT_AttentionParams_STRUCT_SIZE, int32_t(h), 1, 0.0f};
+    auto qkv = fallback.Upload(Random(b * t * 3 * c), dt, {b, t, 3 * c});
+    auto y_t = fallback.Poisoned(dt, {b, t, c});
+    auto y_f = fallback.Poisoned(MNT_DTYPE_F32, {b, t, c});
+    auto lse_t = fallback.Poisoned(MNT_DTYPE_F32, {b, h, t});
+    auto lse_f = fallback.Poisoned(MNT_DTYPE_F32, {b, h, t});
+    ASSERT_TRUE(
+        fallback.RunCuda(MNT_OP_ATTENTION_FORWARD, {qkv.get()}, {y_t.get(), lse_t.get()}, &p).ok());
+    ASSERT_TRUE(
+        fallback.RunCuda(MNT_OP_ATTENTION_FORWARD, {qkv.get()}, {y_f.get(), lse_f.get()}, &p).ok());
+    EXPECT_EQ(fallback.Bytes(*lse_t, true), fallback.Bytes(*lse_f, true));
+    auto rounded = fallback.Poisoned(dt, {b, t, c});
+    ASSERT_TRUE(fallback.RunCuda(MNT_OP_CAST, {y_f.get()}, {rounded.get()}).ok());
+    EXPECT_EQ(fallback.Bytes(*y_t, true), fallback.Bytes(*rounded, true));
+
+    // Backward from the same (16-bit) y: only dqkv's dtype differs.
+    auto dy = fallback.Upload(Random(b * t * c), dt, {b, t, c});
+    auto dqkv_t = fallback.Poisoned(dt, {b, t, 3 * c});
+    auto dqkv_f = fallback.Poisoned(MNT_DTYPE_F32, {b, t, 3 * c});
+    ASSERT_TRUE(fallback
+                    .RunCuda(MNT_OP_ATTENTION_BACKWARD,
+                             {dy.get(), qkv.get(), y_t.get(), lse_t.get()}, {dqkv_t.get()}, &p)
+                    .ok());
+    ASSERT_TRUE(fallback
+                    .RunCuda(MNT_OP_ATTENTION_BACKWARD,
+                             {dy.get(), qkv.get(), y_t.get(), lse_t.get()}, {dqkv_f.get()}, &p)
+                    .ok());
+    auto dq_rounded = fallback.Poisoned(dt, {b, t, 3 * c});
+    ASSERT_TRUE(fallback.RunCuda(MNT_OP_CAST, {dqkv_f.get()}, {dq_rounded.get()}).ok());
+    EXPECT_EQ(fallback.Bytes(*dqkv_t, true), fallback.Bytes(*dq_rounded, true));
+    for (float v : fallback.Download(*dqkv_f, true)) ASSERT_FALSE(std::isnan(v));
   }
 }
 

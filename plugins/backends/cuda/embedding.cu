@@ -5,6 +5,8 @@
 // of (key, token) pairs, then one block per run of equal ids summing its
 // dout rows in token order, in double. O(N log V + N C) work; the CPU
 // reference's order, so the same bits every run.
+// Both kernels are compiled per storage type (table/out, dout/dtable of one
+// dtype) and chosen once per launch.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -21,6 +23,7 @@ using sdk::Status;
 
 namespace {
 
+template <typename S>
 __global__ void EmbeddingForwardKernel(DevTensor table, const int32_t* ids,
                                        DevTensor out, int64_t n, int64_t vocab,
                                        int64_t c, unsigned* error_word) {
@@ -30,10 +33,10 @@ __global__ void EmbeddingForwardKernel(DevTensor table, const int32_t* ids,
     const int32_t id = ids[row];
     if (id < 0 || id >= vocab) {
       if (col == 0) atomicOr(error_word, kErrorEmbeddingId);
-      Store(out, i, 0.0f);
+      Store<S>(out, i, 0.0f);
       continue;
     }
-    Store(out, i, Load(table, id * c + col));
+    Store<S>(out, i, Load<S>(table, id * c + col));
   }
 }
 
@@ -51,6 +54,7 @@ __global__ void BucketKeysKernel(const int32_t* ids, int64_t n, int64_t vocab,
 
 // One block per sorted position; the block at the start of a run writes its
 // id's row: the old value (or 0) plus the run's dout rows in token order.
+template <typename S>
 __global__ void EmbeddingRunSumKernel(DevTensor dout, const int32_t* keys,
                                       const int32_t* tokens, DevTensor dtable,
                                       int64_t n, int64_t vocab, int64_t c,
@@ -59,9 +63,9 @@ __global__ void EmbeddingRunSumKernel(DevTensor dout, const int32_t* keys,
     if (!RunStartsAt(keys, p) || keys[p] == vocab) continue;
     const int64_t end = RunEnd(keys, p, n), row = keys[p];
     for (int64_t col = threadIdx.x; col < c; col += blockDim.x) {
-      double acc = accumulate ? Load(dtable, row * c + col) : 0.0;
-      for (int64_t q = p; q < end; ++q) acc += Load(dout, tokens[q] * c + col);
-      Store(dtable, row * c + col, static_cast<float>(acc));
+      double acc = accumulate ? Load<S>(dtable, row * c + col) : 0.0;
+      for (int64_t q = p; q < end; ++q) acc += Load<S>(dout, tokens[q] * c + col);
+      Store<S>(dtable, row * c + col, static_cast<float>(acc));
     }
   }
 }
@@ -70,11 +74,13 @@ __global__ void EmbeddingRunSumKernel(DevTensor dout, const int32_t* keys,
 
 Status CudaBackend::EmbeddingForward(const backend::EmbeddingForwardCall& e) {
   if (e.n * e.c == 0) return Status::Ok();
-  return Launched(e,
-                  Launch(EmbeddingForwardKernel, GridFor(e.n * e.c, kThreads), kThreads, 0,
-                         stream, Dev(e.table), e.ids.i32(), Dev(e.out), e.n, e.vocab, e.c,
-                         errors.word()),
-                  "embedding_forward");
+  const DevTensor table = Dev(e.table), out = Dev(e.out);
+  const cudaError_t err = WithStorage(CommonDType({table.dtype, out.dtype}), [&](auto storage) {
+    return Launch(EmbeddingForwardKernel<decltype(storage)>, GridFor(e.n * e.c, kThreads),
+                  kThreads, 0, stream, table, e.ids.i32(), out, e.n, e.vocab, e.c,
+                  errors.word());
+  });
+  return Launched(e, err, "embedding_forward");
 }
 
 Status CudaBackend::EmbeddingBackward(const backend::EmbeddingBackwardCall& e) {
@@ -114,12 +120,13 @@ Status CudaBackend::EmbeddingBackward(const backend::EmbeddingBackwardCall& e) {
       sdk::Format("%s: cub::DeviceRadixSort::SortPairs(%d items, %d bits)", e.op_name(), n,
                   bits));
   if (e.c == 0) return Status::Ok();
-  return Launched(e,
-                  Launch(EmbeddingRunSumKernel, RowGrid(e.n), kThreads, 0, stream,
-                         Dev(e.dout), static_cast<const int32_t*>(ko),
-                         static_cast<const int32_t*>(to), Dev(e.dtable), e.n, e.vocab, e.c,
-                         e.accumulate),
-                  "embedding_run_sum");
+  const DevTensor dout = Dev(e.dout), dtable = Dev(e.dtable);
+  const cudaError_t err = WithStorage(CommonDType({dout.dtype, dtable.dtype}), [&](auto storage) {
+    return Launch(EmbeddingRunSumKernel<decltype(storage)>, RowGrid(e.n), kThreads, 0, stream,
+                  dout, static_cast<const int32_t*>(ko), static_cast<const int32_t*>(to),
+                  dtable, e.n, e.vocab, e.c, e.accumulate);
+  });
+  return Launched(e, err, "embedding_run_sum");
 }
 
 }  // namespace mnt::cuda
