@@ -16,6 +16,8 @@ Status CpuBackend::LayerNormForward(const backend::LayerNormForwardCall& l) {
   const std::vector<float> xv = ReadF32(*l.x), wv = ReadF32(*l.weight),
                            bv = ReadF32(*l.bias);
   std::vector<float> yv(xv.size()), mv(rows), rv(rows);
+  // Rows on all threads; each row is one thread's, in a fixed order.
+#pragma omp parallel for schedule(static) if (rows * c > (int64_t{1} << 14))
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = xv.data() + r * c;
     double sum = 0.0;

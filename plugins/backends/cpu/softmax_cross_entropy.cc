@@ -35,8 +35,11 @@ float SoftmaxRow(const float* row, int64_t width, float* probs, float* max_out) 
 Status CpuBackend::Softmax(const backend::SoftmaxCall& c) {
   const std::vector<float> x = ReadF32(*c.x);
   std::vector<float> y(x.size());
-  float max;
-  for (int64_t r = 0; r < c.rows && c.width > 0; ++r) {
+  const int64_t rows = c.width > 0 ? c.rows : 0;
+  // Rows on all threads; each row is one thread's, in a fixed order.
+#pragma omp parallel for schedule(static) if (rows * c.width > (int64_t{1} << 14))
+  for (int64_t r = 0; r < rows; ++r) {
+    float max;
     SoftmaxRow(x.data() + r * c.width, c.width, y.data() + r * c.width, &max);
   }
   WriteF32(y.data(), *c.y);
@@ -55,7 +58,11 @@ Status CpuBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
   const std::vector<float> x = ReadF32(*c.logits);
   std::vector<float> loss(c.batch, 0.0f);
   std::vector<float> grad(c.dlogits.present() ? x.size() : 0, 0.0f);
+  // Rows on all threads; each row is one thread's, in a fixed order.
+#pragma omp parallel if (c.batch * c.classes > (int64_t{1} << 14))
+  {
   std::vector<float> probs(c.classes);
+#pragma omp for schedule(static)
   for (int64_t r = 0; r < c.batch; ++r) {
     const int32_t t = target[r];
     if (t < 0) continue;  // ignored row: loss 0, gradient 0
@@ -69,6 +76,7 @@ Status CpuBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
         g[j] = (probs[j] - (j == t ? 1.0f : 0.0f)) * c.grad_scale;
       }
     }
+  }
   }
   WriteF32(loss.data(), *c.losses);
   if (c.dlogits.present()) WriteF32(grad.data(), *c.dlogits);
