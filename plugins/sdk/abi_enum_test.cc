@@ -10,12 +10,18 @@
 namespace mnt::sdk {
 namespace {
 
-// What a C caller (or garbage) can put in an enum field: any int32.
+// What a C caller (or garbage) can put in an enum field: any int32. Kept in
+// a struct, as in the ABI's Args: returning the enum itself would load it.
 template <typename E>
-E FieldHolding(int32_t value) {
+struct Args {
   E field;
-  std::memcpy(&field, &value, sizeof(field));
-  return field;
+};
+
+template <typename E>
+Args<E> FieldHolding(int32_t value) {
+  Args<E> args;
+  std::memcpy(&args.field, &value, sizeof(value));
+  return args;
 }
 
 TEST(AbiEnumTest, ListsMatchTheHeaders) {
@@ -29,18 +35,18 @@ TEST(AbiEnumTest, ListsMatchTheHeaders) {
 
 TEST(AbiEnumTest, ReadEnumTakesOnlyListedValues) {
   for (int32_t v : {-1, 7, 100, 100000, INT32_MIN, INT32_MAX}) {
-    EXPECT_FALSE(ReadEnum(FieldHolding<MNT_DType>(v)).has_value()) << v;
-    EXPECT_EQ(RawEnum(FieldHolding<MNT_DType>(v)), v);
+    EXPECT_FALSE(ReadEnum(FieldHolding<MNT_DType>(v).field).has_value()) << v;
+    EXPECT_EQ(RawEnum(FieldHolding<MNT_DType>(v).field), v);
   }
   // MNT_MEMORY_ALL (100) is listed; the gap below it is not.
-  EXPECT_EQ(ReadEnum(FieldHolding<MNT_MemoryCategory>(100)), MNT_MEMORY_ALL);
-  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_MemoryCategory>(99)).has_value());
-  EXPECT_EQ(ReadEnum(FieldHolding<MNT_Op>(MNT_OP_CLIP_COEFFICIENT)), MNT_OP_CLIP_COEFFICIENT);
-  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_Op>(static_cast<int32_t>(kNumOps) + 1)).has_value());
-  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_Op>(100000)).has_value());
-  EXPECT_EQ(ReadEnum(FieldHolding<MNT_ComputeMode>(0)), MNT_COMPUTE_INVALID);
-  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_OpClass>(9)).has_value());
-  EXPECT_EQ(ReadEnum(FieldHolding<MNT_OpClass>(8)), MNT_OP_CLASS_EMBEDDING);
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_MemoryCategory>(100).field), MNT_MEMORY_ALL);
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_MemoryCategory>(99).field).has_value());
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_Op>(MNT_OP_CLIP_COEFFICIENT).field), MNT_OP_CLIP_COEFFICIENT);
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_Op>(static_cast<int32_t>(kNumOps) + 1).field).has_value());
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_Op>(100000).field).has_value());
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_ComputeMode>(0).field), MNT_COMPUTE_INVALID);
+  EXPECT_FALSE(ReadEnum(FieldHolding<MNT_OpClass>(9).field).has_value());
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_OpClass>(8).field), MNT_OP_CLASS_EMBEDDING);
 }
 
 TEST(AbiEnumTest, IsKnownEnumIsConstexpr) {

@@ -18,6 +18,14 @@
 #include "tools/plugin_info/elf_symbols.h"
 #include "trainer/loader/plugin_registry.h"
 
+
+// As trainer/loader/plugin_file.h: under ASan a plugin stays mapped after
+// dlclose, so LeakSanitizer can still see its libraries' globals.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr int kDlopenFlags = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
+#else
+constexpr int kDlopenFlags = RTLD_NOW | RTLD_LOCAL;
+#endif
 namespace mnt::tools {
 namespace {
 
@@ -38,7 +46,7 @@ void WriteLine(int fd, const std::string& line) {
 
 [[noreturn]] void ChildProbe(const std::string& path, int fd) {
   WriteLine(fd, "Sdlopen (static initialisers)");
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(path.c_str(), kDlopenFlags);
   if (handle == nullptr) {
     const char* err = dlerror();
     WriteLine(fd, absl::StrCat("E", path, ": dlopen failed: ",

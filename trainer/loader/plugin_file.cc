@@ -26,7 +26,7 @@ absl::StatusOr<PluginFile> PluginFile::Open(const std::string& path) {
   const std::string open_path =
       path.find('/') == std::string::npos ? "./" + path : path;
   dlerror();
-  void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(open_path.c_str(), kPluginDlopenFlags);
   if (handle == nullptr) {
     const char* why = dlerror();
     return RefusePlugin(
