@@ -122,11 +122,14 @@ _Static_assert(offsetof(MNT_BatchNormParams, training) == 8, "MNT_BatchNormParam
 _Static_assert(offsetof(MNT_BatchNormParams, momentum) == 12, "MNT_BatchNormParams.momentum");
 _Static_assert(offsetof(MNT_BatchNormParams, epsilon) == 16, "MNT_BatchNormParams.epsilon");
 _Static_assert(offsetof(MNT_BatchNormParams, accumulate) == 20, "MNT_BatchNormParams.accumulate");
-_Static_assert(sizeof(MNT_AmpUpdateScaleParams) == 24, "sizeof MNT_AmpUpdateScaleParams");
+_Static_assert(sizeof(MNT_AmpUpdateScaleParams) == 32, "sizeof MNT_AmpUpdateScaleParams");
 _Static_assert(offsetof(MNT_AmpUpdateScaleParams, struct_size) == 0, "MNT_AmpUpdateScaleParams.struct_size");
 _Static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_factor) == 8, "MNT_AmpUpdateScaleParams.growth_factor");
 _Static_assert(offsetof(MNT_AmpUpdateScaleParams, backoff_factor) == 12, "MNT_AmpUpdateScaleParams.backoff_factor");
 _Static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_interval) == 16, "MNT_AmpUpdateScaleParams.growth_interval");
+_Static_assert(offsetof(MNT_AmpUpdateScaleParams, hysteresis) == 20, "MNT_AmpUpdateScaleParams.hysteresis");
+_Static_assert(offsetof(MNT_AmpUpdateScaleParams, min_scale) == 24, "MNT_AmpUpdateScaleParams.min_scale");
+_Static_assert(offsetof(MNT_AmpUpdateScaleParams, max_scale) == 28, "MNT_AmpUpdateScaleParams.max_scale");
 _Static_assert(sizeof(MNT_ClipCoefficientParams) == 16, "sizeof MNT_ClipCoefficientParams");
 _Static_assert(offsetof(MNT_ClipCoefficientParams, struct_size) == 0, "MNT_ClipCoefficientParams.struct_size");
 _Static_assert(offsetof(MNT_ClipCoefficientParams, max_norm) == 8, "MNT_ClipCoefficientParams.max_norm");
@@ -267,11 +270,12 @@ _Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_master_weights) 
 _Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_gradients) == 28, "MNT_Precision_GetMemoryPlan_Args.bytes_gradients");
 _Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_master_gradients) == 32, "MNT_Precision_GetMemoryPlan_Args.bytes_master_gradients");
 _Static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_optimizer_state) == 36, "MNT_Precision_GetMemoryPlan_Args.bytes_optimizer_state");
-_Static_assert(sizeof(MNT_LossScaler_Create_Args) == 32, "sizeof MNT_LossScaler_Create_Args");
+_Static_assert(sizeof(MNT_LossScaler_Create_Args) == 40, "sizeof MNT_LossScaler_Create_Args");
 _Static_assert(offsetof(MNT_LossScaler_Create_Args, struct_size) == 0, "MNT_LossScaler_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_LossScaler_Create_Args, extension_start) == 8, "MNT_LossScaler_Create_Args.extension_start");
 _Static_assert(offsetof(MNT_LossScaler_Create_Args, options) == 16, "MNT_LossScaler_Create_Args.options");
 _Static_assert(offsetof(MNT_LossScaler_Create_Args, scaler) == 24, "MNT_LossScaler_Create_Args.scaler");
+_Static_assert(offsetof(MNT_LossScaler_Create_Args, precision_options) == 32, "MNT_LossScaler_Create_Args.precision_options");
 _Static_assert(sizeof(MNT_LossScaler_Destroy_Args) == 24, "sizeof MNT_LossScaler_Destroy_Args");
 _Static_assert(offsetof(MNT_LossScaler_Destroy_Args, struct_size) == 0, "MNT_LossScaler_Destroy_Args.struct_size");
 _Static_assert(offsetof(MNT_LossScaler_Destroy_Args, extension_start) == 8, "MNT_LossScaler_Destroy_Args.extension_start");
@@ -281,16 +285,22 @@ _Static_assert(offsetof(MNT_LossScalerState, struct_size) == 0, "MNT_LossScalerS
 _Static_assert(offsetof(MNT_LossScalerState, scale) == 8, "MNT_LossScalerState.scale");
 _Static_assert(offsetof(MNT_LossScalerState, growth_tracker) == 16, "MNT_LossScalerState.growth_tracker");
 _Static_assert(offsetof(MNT_LossScalerState, skipped_steps) == 24, "MNT_LossScalerState.skipped_steps");
-_Static_assert(sizeof(MNT_LossScaler_GetState_Args) == 56, "sizeof MNT_LossScaler_GetState_Args");
+_Static_assert(sizeof(MNT_LossScaler_GetState_Args) == 80, "sizeof MNT_LossScaler_GetState_Args");
 _Static_assert(offsetof(MNT_LossScaler_GetState_Args, struct_size) == 0, "MNT_LossScaler_GetState_Args.struct_size");
 _Static_assert(offsetof(MNT_LossScaler_GetState_Args, extension_start) == 8, "MNT_LossScaler_GetState_Args.extension_start");
 _Static_assert(offsetof(MNT_LossScaler_GetState_Args, scaler) == 16, "MNT_LossScaler_GetState_Args.scaler");
 _Static_assert(offsetof(MNT_LossScaler_GetState_Args, state) == 24, "MNT_LossScaler_GetState_Args.state");
-_Static_assert(sizeof(MNT_LossScaler_SetState_Args) == 56, "sizeof MNT_LossScaler_SetState_Args");
+_Static_assert(offsetof(MNT_LossScaler_GetState_Args, hysteresis_tracker) == 56, "MNT_LossScaler_GetState_Args.hysteresis_tracker");
+_Static_assert(offsetof(MNT_LossScaler_GetState_Args, plugin_state) == 64, "MNT_LossScaler_GetState_Args.plugin_state");
+_Static_assert(offsetof(MNT_LossScaler_GetState_Args, plugin_state_size) == 72, "MNT_LossScaler_GetState_Args.plugin_state_size");
+_Static_assert(sizeof(MNT_LossScaler_SetState_Args) == 80, "sizeof MNT_LossScaler_SetState_Args");
 _Static_assert(offsetof(MNT_LossScaler_SetState_Args, struct_size) == 0, "MNT_LossScaler_SetState_Args.struct_size");
 _Static_assert(offsetof(MNT_LossScaler_SetState_Args, extension_start) == 8, "MNT_LossScaler_SetState_Args.extension_start");
 _Static_assert(offsetof(MNT_LossScaler_SetState_Args, scaler) == 16, "MNT_LossScaler_SetState_Args.scaler");
 _Static_assert(offsetof(MNT_LossScaler_SetState_Args, state) == 24, "MNT_LossScaler_SetState_Args.state");
+_Static_assert(offsetof(MNT_LossScaler_SetState_Args, hysteresis_tracker) == 56, "MNT_LossScaler_SetState_Args.hysteresis_tracker");
+_Static_assert(offsetof(MNT_LossScaler_SetState_Args, plugin_state) == 64, "MNT_LossScaler_SetState_Args.plugin_state");
+_Static_assert(offsetof(MNT_LossScaler_SetState_Args, plugin_state_size) == 72, "MNT_LossScaler_SetState_Args.plugin_state_size");
 _Static_assert(sizeof(MNT_LossScaler_Update_Args) == 40, "sizeof MNT_LossScaler_Update_Args");
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, struct_size) == 0, "MNT_LossScaler_Update_Args.struct_size");
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, extension_start) == 8, "MNT_LossScaler_Update_Args.extension_start");
@@ -298,7 +308,7 @@ _Static_assert(offsetof(MNT_LossScaler_Update_Args, scaler) == 16, "MNT_LossScal
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, found_inf) == 24, "MNT_LossScaler_Update_Args.found_inf");
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, skip_step) == 28, "MNT_LossScaler_Update_Args.skip_step");
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, new_scale) == 32, "MNT_LossScaler_Update_Args.new_scale");
-_Static_assert(sizeof(MNT_Precision_Api) == 80, "sizeof MNT_Precision_Api");
+_Static_assert(sizeof(MNT_Precision_Api) == 88, "sizeof MNT_Precision_Api");
 _Static_assert(offsetof(MNT_Precision_Api, struct_size) == 0, "MNT_Precision_Api.struct_size");
 _Static_assert(offsetof(MNT_Precision_Api, extension_start) == 8, "MNT_Precision_Api.extension_start");
 _Static_assert(offsetof(MNT_Precision_Api, Precision_GetPolicy) == 16, "MNT_Precision_Api.Precision_GetPolicy");
@@ -309,6 +319,18 @@ _Static_assert(offsetof(MNT_Precision_Api, LossScaler_Destroy) == 48, "MNT_Preci
 _Static_assert(offsetof(MNT_Precision_Api, LossScaler_GetState) == 56, "MNT_Precision_Api.LossScaler_GetState");
 _Static_assert(offsetof(MNT_Precision_Api, LossScaler_SetState) == 64, "MNT_Precision_Api.LossScaler_SetState");
 _Static_assert(offsetof(MNT_Precision_Api, LossScaler_Update) == 72, "MNT_Precision_Api.LossScaler_Update");
+_Static_assert(offsetof(MNT_Precision_Api, LossScaler_GetRecipe) == 80, "MNT_Precision_Api.LossScaler_GetRecipe");
+_Static_assert(sizeof(MNT_LossScaler_GetRecipe_Args) == 72, "sizeof MNT_LossScaler_GetRecipe_Args");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, struct_size) == 0, "MNT_LossScaler_GetRecipe_Args.struct_size");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, extension_start) == 8, "MNT_LossScaler_GetRecipe_Args.extension_start");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, scaler) == 16, "MNT_LossScaler_GetRecipe_Args.scaler");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, recipe) == 24, "MNT_LossScaler_GetRecipe_Args.recipe");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, growth_factor) == 32, "MNT_LossScaler_GetRecipe_Args.growth_factor");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, backoff_factor) == 40, "MNT_LossScaler_GetRecipe_Args.backoff_factor");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, growth_interval) == 48, "MNT_LossScaler_GetRecipe_Args.growth_interval");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, hysteresis) == 56, "MNT_LossScaler_GetRecipe_Args.hysteresis");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, min_scale) == 60, "MNT_LossScaler_GetRecipe_Args.min_scale");
+_Static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, max_scale) == 64, "MNT_LossScaler_GetRecipe_Args.max_scale");
 
 /* ---- mnt_model.h ------------------------------------------------- */
 _Static_assert(sizeof(MNT_DataSpec) == 80, "sizeof MNT_DataSpec");
@@ -486,6 +508,8 @@ _Static_assert(MNT_OP_CLASS_EMBEDDING == 8, "MNT_OP_CLASS_EMBEDDING");
 _Static_assert(MNT_LOSS_SCALING_NONE == 0, "MNT_LOSS_SCALING_NONE");
 _Static_assert(MNT_LOSS_SCALING_DYNAMIC == 1, "MNT_LOSS_SCALING_DYNAMIC");
 _Static_assert(MNT_LOSS_SCALING_STATIC == 2, "MNT_LOSS_SCALING_STATIC");
+_Static_assert(MNT_LOSS_SCALE_RECIPE_NONE == 0, "MNT_LOSS_SCALE_RECIPE_NONE");
+_Static_assert(MNT_LOSS_SCALE_RECIPE_DYNAMIC == 1, "MNT_LOSS_SCALE_RECIPE_DYNAMIC");
 _Static_assert(MNT_PARAM_INIT_INVALID == 0, "MNT_PARAM_INIT_INVALID");
 _Static_assert(MNT_PARAM_INIT_ZEROS == 1, "MNT_PARAM_INIT_ZEROS");
 _Static_assert(MNT_PARAM_INIT_ONES == 2, "MNT_PARAM_INIT_ONES");
@@ -519,7 +543,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
@@ -541,13 +566,15 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Precision_GetPolicy_Args_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Precision_GetOpClassPolicy_Args_STRUCT_SIZE, 36),
       MNT_EXPECT_SIZE(MNT_Precision_GetMemoryPlan_Args_STRUCT_SIZE, 40),
-      MNT_EXPECT_SIZE(MNT_LossScaler_Create_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_LossScaler_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_LossScaler_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_LossScalerState_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_LossScaler_GetState_Args_STRUCT_SIZE, 56),
-      MNT_EXPECT_SIZE(MNT_LossScaler_SetState_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_LossScaler_GetState_Args_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_LossScaler_SetState_Args_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_Update_Args_STRUCT_SIZE, 36),
-      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE_1_0, 80),
+      MNT_EXPECT_SIZE(MNT_LossScaler_GetRecipe_Args_STRUCT_SIZE, 68),
       MNT_EXPECT_SIZE(MNT_DataSpec_STRUCT_SIZE, 76),
       MNT_EXPECT_SIZE(MNT_ModelPrecision_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 160),

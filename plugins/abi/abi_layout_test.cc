@@ -128,11 +128,14 @@ static_assert(offsetof(MNT_BatchNormParams, training) == 8);
 static_assert(offsetof(MNT_BatchNormParams, momentum) == 12);
 static_assert(offsetof(MNT_BatchNormParams, epsilon) == 16);
 static_assert(offsetof(MNT_BatchNormParams, accumulate) == 20);
-static_assert(sizeof(MNT_AmpUpdateScaleParams) == 24);
+static_assert(sizeof(MNT_AmpUpdateScaleParams) == 32);
 static_assert(offsetof(MNT_AmpUpdateScaleParams, struct_size) == 0);
 static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_factor) == 8);
 static_assert(offsetof(MNT_AmpUpdateScaleParams, backoff_factor) == 12);
 static_assert(offsetof(MNT_AmpUpdateScaleParams, growth_interval) == 16);
+static_assert(offsetof(MNT_AmpUpdateScaleParams, hysteresis) == 20);
+static_assert(offsetof(MNT_AmpUpdateScaleParams, min_scale) == 24);
+static_assert(offsetof(MNT_AmpUpdateScaleParams, max_scale) == 28);
 static_assert(sizeof(MNT_ClipCoefficientParams) == 16);
 static_assert(offsetof(MNT_ClipCoefficientParams, struct_size) == 0);
 static_assert(offsetof(MNT_ClipCoefficientParams, max_norm) == 8);
@@ -273,11 +276,12 @@ static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_master_weights) =
 static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_gradients) == 28);
 static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_master_gradients) == 32);
 static_assert(offsetof(MNT_Precision_GetMemoryPlan_Args, bytes_optimizer_state) == 36);
-static_assert(sizeof(MNT_LossScaler_Create_Args) == 32);
+static_assert(sizeof(MNT_LossScaler_Create_Args) == 40);
 static_assert(offsetof(MNT_LossScaler_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_LossScaler_Create_Args, extension_start) == 8);
 static_assert(offsetof(MNT_LossScaler_Create_Args, options) == 16);
 static_assert(offsetof(MNT_LossScaler_Create_Args, scaler) == 24);
+static_assert(offsetof(MNT_LossScaler_Create_Args, precision_options) == 32);
 static_assert(sizeof(MNT_LossScaler_Destroy_Args) == 24);
 static_assert(offsetof(MNT_LossScaler_Destroy_Args, struct_size) == 0);
 static_assert(offsetof(MNT_LossScaler_Destroy_Args, extension_start) == 8);
@@ -287,16 +291,22 @@ static_assert(offsetof(MNT_LossScalerState, struct_size) == 0);
 static_assert(offsetof(MNT_LossScalerState, scale) == 8);
 static_assert(offsetof(MNT_LossScalerState, growth_tracker) == 16);
 static_assert(offsetof(MNT_LossScalerState, skipped_steps) == 24);
-static_assert(sizeof(MNT_LossScaler_GetState_Args) == 56);
+static_assert(sizeof(MNT_LossScaler_GetState_Args) == 80);
 static_assert(offsetof(MNT_LossScaler_GetState_Args, struct_size) == 0);
 static_assert(offsetof(MNT_LossScaler_GetState_Args, extension_start) == 8);
 static_assert(offsetof(MNT_LossScaler_GetState_Args, scaler) == 16);
 static_assert(offsetof(MNT_LossScaler_GetState_Args, state) == 24);
-static_assert(sizeof(MNT_LossScaler_SetState_Args) == 56);
+static_assert(offsetof(MNT_LossScaler_GetState_Args, hysteresis_tracker) == 56);
+static_assert(offsetof(MNT_LossScaler_GetState_Args, plugin_state) == 64);
+static_assert(offsetof(MNT_LossScaler_GetState_Args, plugin_state_size) == 72);
+static_assert(sizeof(MNT_LossScaler_SetState_Args) == 80);
 static_assert(offsetof(MNT_LossScaler_SetState_Args, struct_size) == 0);
 static_assert(offsetof(MNT_LossScaler_SetState_Args, extension_start) == 8);
 static_assert(offsetof(MNT_LossScaler_SetState_Args, scaler) == 16);
 static_assert(offsetof(MNT_LossScaler_SetState_Args, state) == 24);
+static_assert(offsetof(MNT_LossScaler_SetState_Args, hysteresis_tracker) == 56);
+static_assert(offsetof(MNT_LossScaler_SetState_Args, plugin_state) == 64);
+static_assert(offsetof(MNT_LossScaler_SetState_Args, plugin_state_size) == 72);
 static_assert(sizeof(MNT_LossScaler_Update_Args) == 40);
 static_assert(offsetof(MNT_LossScaler_Update_Args, struct_size) == 0);
 static_assert(offsetof(MNT_LossScaler_Update_Args, extension_start) == 8);
@@ -304,7 +314,7 @@ static_assert(offsetof(MNT_LossScaler_Update_Args, scaler) == 16);
 static_assert(offsetof(MNT_LossScaler_Update_Args, found_inf) == 24);
 static_assert(offsetof(MNT_LossScaler_Update_Args, skip_step) == 28);
 static_assert(offsetof(MNT_LossScaler_Update_Args, new_scale) == 32);
-static_assert(sizeof(MNT_Precision_Api) == 80);
+static_assert(sizeof(MNT_Precision_Api) == 88);
 static_assert(offsetof(MNT_Precision_Api, struct_size) == 0);
 static_assert(offsetof(MNT_Precision_Api, extension_start) == 8);
 static_assert(offsetof(MNT_Precision_Api, Precision_GetPolicy) == 16);
@@ -315,6 +325,18 @@ static_assert(offsetof(MNT_Precision_Api, LossScaler_Destroy) == 48);
 static_assert(offsetof(MNT_Precision_Api, LossScaler_GetState) == 56);
 static_assert(offsetof(MNT_Precision_Api, LossScaler_SetState) == 64);
 static_assert(offsetof(MNT_Precision_Api, LossScaler_Update) == 72);
+static_assert(offsetof(MNT_Precision_Api, LossScaler_GetRecipe) == 80);
+static_assert(sizeof(MNT_LossScaler_GetRecipe_Args) == 72);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, struct_size) == 0);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, extension_start) == 8);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, scaler) == 16);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, recipe) == 24);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, growth_factor) == 32);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, backoff_factor) == 40);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, growth_interval) == 48);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, hysteresis) == 56);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, min_scale) == 60);
+static_assert(offsetof(MNT_LossScaler_GetRecipe_Args, max_scale) == 64);
 
 // ---- mnt_model.h -------------------------------------------------
 static_assert(sizeof(MNT_DataSpec) == 80);
@@ -492,6 +514,8 @@ static_assert(MNT_OP_CLASS_EMBEDDING == 8, "MNT_OP_CLASS_EMBEDDING");
 static_assert(MNT_LOSS_SCALING_NONE == 0, "MNT_LOSS_SCALING_NONE");
 static_assert(MNT_LOSS_SCALING_DYNAMIC == 1, "MNT_LOSS_SCALING_DYNAMIC");
 static_assert(MNT_LOSS_SCALING_STATIC == 2, "MNT_LOSS_SCALING_STATIC");
+static_assert(MNT_LOSS_SCALE_RECIPE_NONE == 0, "MNT_LOSS_SCALE_RECIPE_NONE");
+static_assert(MNT_LOSS_SCALE_RECIPE_DYNAMIC == 1, "MNT_LOSS_SCALE_RECIPE_DYNAMIC");
 static_assert(MNT_PARAM_INIT_INVALID == 0, "MNT_PARAM_INIT_INVALID");
 static_assert(MNT_PARAM_INIT_ZEROS == 1, "MNT_PARAM_INIT_ZEROS");
 static_assert(MNT_PARAM_INIT_ONES == 2, "MNT_PARAM_INIT_ONES");
@@ -528,7 +552,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
@@ -550,13 +575,15 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Precision_GetPolicy_Args_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Precision_GetOpClassPolicy_Args_STRUCT_SIZE, 36),
       MNT_EXPECT_SIZE(MNT_Precision_GetMemoryPlan_Args_STRUCT_SIZE, 40),
-      MNT_EXPECT_SIZE(MNT_LossScaler_Create_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_LossScaler_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_LossScaler_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_LossScalerState_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_LossScaler_GetState_Args_STRUCT_SIZE, 56),
-      MNT_EXPECT_SIZE(MNT_LossScaler_SetState_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_LossScaler_GetState_Args_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_LossScaler_SetState_Args_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_Update_Args_STRUCT_SIZE, 36),
-      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE_1_0, 80),
+      MNT_EXPECT_SIZE(MNT_LossScaler_GetRecipe_Args_STRUCT_SIZE, 68),
       MNT_EXPECT_SIZE(MNT_DataSpec_STRUCT_SIZE, 76),
       MNT_EXPECT_SIZE(MNT_ModelPrecision_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 160),
@@ -592,9 +619,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
 }
 
-TEST(AbiLayoutTest, VersionIs14) {
+TEST(AbiLayoutTest, VersionIs15) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 4);
+  EXPECT_EQ(MNT_ABI_MINOR, 5);
 }
 
 }  // namespace

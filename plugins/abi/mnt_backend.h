@@ -202,7 +202,17 @@ typedef enum MNT_Op {
    * growth_interval, scale *= growth_factor unless that would overflow fp32
    * (the scale never becomes inf) and tracker = 0. Products are taken in
    * double and rounded to fp32 once. A single scalar: backends may run it
-   * as one thread. Params: MNT_AmpUpdateScaleParams. */
+   * as one thread. Params: MNT_AmpUpdateScaleParams.
+   * Since 1.5 the whole dynamic recipe of mnt_precision.h
+   * (MNT_LossScaler_GetRecipe; formula in plugins/sdk/loss_scale_math.h):
+   * the params gain hysteresis, min_scale and max_scale, and an optional
+   * out[3] hysteresis_tracker I32 [1] (overflows in a row that did not back
+   * off), read and updated in place. found_inf non-zero: tracker = 0, and
+   * when hysteresis_tracker + 1 < hysteresis it is incremented and the
+   * scale kept; otherwise scale = max(scale * backoff_factor, min_scale).
+   * Clean: hysteresis_tracker = 0, and a growth is capped at max_scale when
+   * max_scale > 0. out[3] is required when hysteresis > 1. A 1.4 caller's
+   * params (struct_size 20) mean hysteresis 1, no floor, no ceiling. */
   MNT_OP_AMP_UPDATE_SCALE = 29,
   /* The clip_grad_norm_ multiplier from a squared global norm, on the device.
    * in[0] norm_squared F32 [1] (GLOBAL_NORM_SQUARED's output); optional in[1]
@@ -366,14 +376,20 @@ typedef struct MNT_BatchNormParams {
   MNT_STRUCT_SIZE(MNT_BatchNormParams, accumulate)
 
 /* Since 1.4: MNT_OP_AMP_UPDATE_SCALE. GradScaler's defaults are 2, 0.5,
- * 2000. */
+ * 2000 (and, since 1.5, hysteresis 1, no floor, no ceiling). */
 typedef struct MNT_AmpUpdateScaleParams {
   size_t struct_size;
   float growth_factor;     /* > 1 */
   float backoff_factor;    /* in (0, 1) */
   int32_t growth_interval; /* >= 1 clean steps before growing */
+  /* Since 1.5 (absent in a 1.4 caller's struct: 1, 0, 0). */
+  int32_t hysteresis; /* overflows in a row before a backoff; 0 means 1 */
+  float min_scale;    /* >= 0, finite: backoffs stop here (0: no floor) */
+  float max_scale;    /* 0: no ceiling; else finite and >= min_scale */
 } MNT_AmpUpdateScaleParams;
 #define MNT_AmpUpdateScaleParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AmpUpdateScaleParams, max_scale)
+#define MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4 \
   MNT_STRUCT_SIZE(MNT_AmpUpdateScaleParams, growth_interval)
 
 /* Since 1.4: MNT_OP_CLIP_COEFFICIENT. */

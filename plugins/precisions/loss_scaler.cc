@@ -8,22 +8,6 @@
 namespace mnt::precision {
 namespace {
 
-// Doubles at or above this round to +inf when stored as float (FLT_MAX plus
-// half an ulp; the tie rounds to the even neighbour, 2^128, i.e. inf).
-constexpr double kFloatOverflowThreshold = 0x1.ffffffp+127;
-
-// torch computes scale * factor in double (the factors are doubles) and
-// stores it in the float scale; we check the range before converting so the
-// conversion is always defined.
-bool ScaledFitsInFloat(float scale, double factor, float* out) {
-  const double v = static_cast<double>(scale) * factor;
-  if (!std::isfinite(v) || std::fabs(v) >= kFloatOverflowThreshold) {
-    return false;
-  }
-  *out = static_cast<float>(v);
-  return std::isfinite(*out);
-}
-
 const char* ModeName(MNT_LossScaling mode) {
   switch (mode) {
     case MNT_LOSS_SCALING_DYNAMIC: return "dynamic";
@@ -32,9 +16,67 @@ const char* ModeName(MNT_LossScaling mode) {
   }
 }
 
+// The plugin's own options (--precision_options): hysteresis, min_scale,
+// max_scale for a precision with loss scaling; none otherwise.
+sdk::Status ParsePrecisionOptions(const char* text, const char* precision_name,
+                                  bool supports_loss_scaling,
+                                  LossScalerConfig* config) {
+  const std::string context = std::string(precision_name) + " precision options";
+  sdk::Options opts;
+  MNT_RETURN_IF_ERROR(sdk::Options::Parse(text, context.c_str(), &opts));
+  if (!supports_loss_scaling) {
+    if (sdk::Status s = opts.CheckKnown({}); !s.ok()) {
+      return sdk::InvalidArgument(sdk::Format(
+          "%s: %s takes no precision options (got '%s'); hysteresis, "
+          "min_scale and max_scale are fp16's",
+          context.c_str(), precision_name, text));
+    }
+    return sdk::Status::Ok();
+  }
+  MNT_RETURN_IF_ERROR(opts.CheckKnown({"hysteresis", "min_scale", "max_scale"}));
+  long long hysteresis = config->hysteresis;
+  MNT_RETURN_IF_ERROR(opts.GetInt("hysteresis", &hysteresis));
+  double min_scale = config->min_scale, max_scale = 0;
+  MNT_RETURN_IF_ERROR(opts.GetDouble("min_scale", &min_scale));
+  MNT_RETURN_IF_ERROR(opts.GetDouble("max_scale", &max_scale));
+  if (hysteresis < 1 || hysteresis > 1000000) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: hysteresis=%lld must be in [1, 1000000] (1 backs off on every "
+        "overflow)", context.c_str(), hysteresis));
+  }
+  if (!(min_scale >= 0) || min_scale >= kFloatOverflowThreshold) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: min_scale=%g must be >= 0 and finite in fp32", context.c_str(),
+        min_scale));
+  }
+  if (opts.Has("max_scale") &&
+      (!(max_scale > 0) || max_scale >= kFloatOverflowThreshold ||
+       max_scale < min_scale)) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: max_scale=%g must be finite in fp32 and >= min_scale=%g",
+        context.c_str(), max_scale, min_scale));
+  }
+  config->hysteresis = static_cast<int32_t>(hysteresis);
+  config->min_scale = static_cast<float>(min_scale);
+  config->max_scale = static_cast<float>(max_scale);
+  return sdk::Status::Ok();
+}
+
 }  // namespace
 
+LossScaleRecipeParams LossScalerConfig::recipe() const {
+  LossScaleRecipeParams p;
+  p.growth_factor = growth_factor;
+  p.backoff_factor = backoff_factor;
+  p.growth_interval = growth_interval;
+  p.hysteresis = hysteresis;
+  p.min_scale = min_scale;
+  p.max_scale = max_scale;
+  return p;
+}
+
 sdk::Status ParseLossScalerConfig(const char* options,
+                                  const char* precision_options,
                                   const char* precision_name,
                                   MNT_LossScaling default_mode,
                                   bool supports_loss_scaling,
@@ -111,6 +153,17 @@ sdk::Status ParseLossScalerConfig(const char* options,
         init_scale));
   }
   config.growth_interval = growth_interval;
+  MNT_RETURN_IF_ERROR(ParsePrecisionOptions(precision_options, precision_name,
+                                            supports_loss_scaling, &config));
+  if (config.mode == MNT_LOSS_SCALING_DYNAMIC &&
+      (config.init_scale < config.min_scale ||
+       (config.max_scale > 0 && config.init_scale > config.max_scale))) {
+    return sdk::InvalidArgument(sdk::Format(
+        "%s: init_scale=%g is outside [min_scale, max_scale] = [%g, %g]",
+        context.c_str(), static_cast<double>(config.init_scale),
+        static_cast<double>(config.min_scale),
+        static_cast<double>(config.max_scale)));
+  }
   *out = config;
   return sdk::Status::Ok();
 }
@@ -135,26 +188,9 @@ UpdateResult LossScaler::Update(bool found_inf) {
       if (found_inf) {
         result.skip_step = true;
         ++state_.skipped_steps;
-        float backed_off;
-        // A backoff in (0,1) never overflows; it may underflow to 0 after
-        // ~150 consecutive infs, which torch allows as well.
-        if (ScaledFitsInFloat(state_.scale, config_.backoff_factor,
-                              &backed_off)) {
-          state_.scale = backed_off;
-        }
-        state_.growth_tracker = 0;
-      } else {
-        const int64_t successful = state_.growth_tracker + 1;
-        if (successful == config_.growth_interval) {
-          float grown;
-          if (ScaledFitsInFloat(state_.scale, config_.growth_factor, &grown)) {
-            state_.scale = grown;
-          }
-          state_.growth_tracker = 0;
-        } else {
-          state_.growth_tracker = successful;
-        }
       }
+      UpdateLossScale(found_inf, config_.recipe(), &state_.scale,
+                      &state_.growth_tracker, &state_.hysteresis_tracker);
       break;
   }
   result.new_scale = state_.scale;
@@ -182,6 +218,16 @@ sdk::Status LossScaler::SetState(const LossScalerSnapshot& state) {
         static_cast<long long>(state.growth_tracker),
         static_cast<long long>(max_tracker), ModeName(config_.mode)));
   }
+  const int64_t max_hysteresis =
+      config_.mode == MNT_LOSS_SCALING_DYNAMIC ? config_.hysteresis - 1 : 0;
+  if (state.hysteresis_tracker < 0 || state.hysteresis_tracker > max_hysteresis) {
+    return sdk::InvalidArgument(sdk::Format(
+        "loss scaler state: hysteresis_tracker=%lld is outside [0, %lld] for "
+        "mode=%s, hysteresis=%d",
+        static_cast<long long>(state.hysteresis_tracker),
+        static_cast<long long>(max_hysteresis), ModeName(config_.mode),
+        config_.hysteresis));
+  }
   if (config_.mode == MNT_LOSS_SCALING_NONE && state.scale != 1.0f) {
     return sdk::InvalidArgument(sdk::Format(
         "loss scaler state: scale=%g but mode=none keeps scale 1",
@@ -200,6 +246,12 @@ sdk::Status LossScaler::SetState(const LossScalerSnapshot& state) {
   }
   state_ = state;
   return sdk::Status::Ok();
+}
+
+bool LossScaler::Recipe(LossScaleRecipeParams* out) const {
+  if (config_.mode != MNT_LOSS_SCALING_DYNAMIC) return false;
+  *out = config_.recipe();
+  return true;
 }
 
 }  // namespace mnt::precision

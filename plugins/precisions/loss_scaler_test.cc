@@ -39,19 +39,21 @@ struct TorchReference {
   }
 };
 
-LossScalerConfig MustParse(const char* options, bool fp16 = true) {
+LossScalerConfig MustParse(const char* options, bool fp16 = true,
+                           const char* precision_options = "") {
   LossScalerConfig config;
   sdk::Status s = ParseLossScalerConfig(
-      options, fp16 ? "fp16" : "bf16",
+      options, precision_options, fp16 ? "fp16" : "bf16",
       fp16 ? MNT_LOSS_SCALING_DYNAMIC : MNT_LOSS_SCALING_NONE, fp16, &config);
   EXPECT_TRUE(s.ok()) << s.message();
   return config;
 }
 
-std::string ParseError(const char* options, bool fp16 = true) {
+std::string ParseError(const char* options, bool fp16 = true,
+                       const char* precision_options = "") {
   LossScalerConfig config;
   sdk::Status s = ParseLossScalerConfig(
-      options, fp16 ? "fp16" : "bf16",
+      options, precision_options, fp16 ? "fp16" : "bf16",
       fp16 ? MNT_LOSS_SCALING_DYNAMIC : MNT_LOSS_SCALING_NONE, fp16, &config);
   EXPECT_FALSE(s.ok()) << "options '" << options << "' were accepted";
   EXPECT_EQ(s.code(), MNT_ERROR_INVALID_ARGUMENT);
@@ -126,6 +128,66 @@ TEST(LossScalerConfigTest, Bf16RefusesLossScaling) {
             std::string::npos);
   EXPECT_EQ(MustParse("mode=none", /*fp16=*/false).mode,
             MNT_LOSS_SCALING_NONE);
+}
+
+TEST(LossScalerConfigTest, ParsesAndChecksPrecisionOptions) {
+  LossScalerConfig c = MustParse("", true, "hysteresis=3,min_scale=2,max_scale=1e6");
+  EXPECT_EQ(c.hysteresis, 3);
+  EXPECT_EQ(c.min_scale, 2.0f);
+  EXPECT_EQ(c.max_scale, 1e6f);
+  const LossScalerConfig d = MustParse("");
+  EXPECT_EQ(d.hysteresis, 1);
+  EXPECT_EQ(d.min_scale, 0.0f);
+  EXPECT_EQ(d.max_scale, 0.0f);
+  EXPECT_EQ(ParseError("", true, "hysteresis=0"),
+            "fp16 precision options: hysteresis=0 must be in [1, 1000000] (1 backs "
+            "off on every overflow)");
+  EXPECT_NE(ParseError("", true, "hysteresis=1.5").find("hysteresis"), std::string::npos);
+  EXPECT_NE(ParseError("", true, "min_scale=-1").find("min_scale=-1 must be"),
+            std::string::npos);
+  EXPECT_NE(ParseError("", true, "min_scale=4,max_scale=2").find("max_scale=2 must be"),
+            std::string::npos);
+  EXPECT_NE(ParseError("", true, "max_scale=inf").find("max_scale"), std::string::npos);
+  EXPECT_NE(ParseError("", true, "hysterisis=2").find("unknown key 'hysterisis'"),
+            std::string::npos);
+  EXPECT_NE(ParseError("init_scale=1", true, "min_scale=2").find("outside [min_scale"),
+            std::string::npos);
+  EXPECT_EQ(ParseError("", false, "hysteresis=2"),
+            "bf16 precision options: bf16 takes no precision options (got "
+            "'hysteresis=2'); hysteresis, min_scale and max_scale are fp16's");
+  EXPECT_EQ(MustParse("", false, "").hysteresis, 1);
+}
+
+// DeepSpeed's hysteresis=2 through the scaler: the first overflow of a run is
+// skipped without a backoff, and both are counted as skipped.
+TEST(LossScalerTest, HysteresisSkipsEveryOverflowButBacksOffFromTheSecond) {
+  LossScaler scaler(MustParse("growth_interval=1000", true, "hysteresis=2"));
+  UpdateResult r = scaler.Update(true);
+  EXPECT_TRUE(r.skip_step);
+  EXPECT_EQ(r.new_scale, 65536.0f);
+  EXPECT_EQ(scaler.state().hysteresis_tracker, 1);
+  r = scaler.Update(true);
+  EXPECT_TRUE(r.skip_step);
+  EXPECT_EQ(r.new_scale, 32768.0f);
+  r = scaler.Update(false);
+  EXPECT_FALSE(r.skip_step);
+  EXPECT_EQ(scaler.state().hysteresis_tracker, 0);
+  r = scaler.Update(true);
+  EXPECT_EQ(r.new_scale, 32768.0f);
+  EXPECT_EQ(scaler.state().skipped_steps, 3);
+  LossScaleRecipeParams recipe;
+  ASSERT_TRUE(scaler.Recipe(&recipe));
+  EXPECT_EQ(recipe.hysteresis, 2);
+  EXPECT_EQ(recipe.growth_interval, 1000);
+  // SetState keeps the tracker within [0, hysteresis).
+  LossScalerSnapshot st = scaler.state();
+  st.hysteresis_tracker = 2;
+  EXPECT_FALSE(scaler.SetState(st).ok());
+  st.hysteresis_tracker = 1;
+  EXPECT_TRUE(scaler.SetState(st).ok());
+  // Static and none declare no recipe.
+  EXPECT_FALSE(LossScaler(MustParse("mode=static")).Recipe(&recipe));
+  EXPECT_FALSE(LossScaler(MustParse("mode=none")).Recipe(&recipe));
 }
 
 TEST(LossScalerTest, HandCheckedBackoffAndGrowth) {

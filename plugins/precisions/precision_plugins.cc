@@ -88,8 +88,8 @@ struct Entry {
       const PrecisionPolicy& p = policy();
       LossScalerConfig config;
       MNT_RETURN_IF_ERROR(ParseLossScalerConfig(
-          args->options, p.name, p.default_loss_scaling,
-          p.supports_loss_scaling, &config));
+          args->options, args->precision_options, p.name,
+          p.default_loss_scaling, p.supports_loss_scaling, &config));
       args->scaler = new MNT_LossScaler{LossScaler(config)};
       return Status::Ok();
     });
@@ -113,6 +113,9 @@ MNT_Error* ScalerGetState(MNT_LossScaler_GetState_Args* args) {
     args->state.scale = s.scale;
     args->state.growth_tracker = s.growth_tracker;
     args->state.skipped_steps = s.skipped_steps;
+    args->hysteresis_tracker = s.hysteresis_tracker;
+    args->plugin_state = nullptr;  // the built-in scalers keep no state of their own
+    args->plugin_state_size = 0;
     return Status::Ok();
   });
 }
@@ -126,7 +129,34 @@ MNT_Error* ScalerSetState(MNT_LossScaler_SetState_Args* args) {
     s.scale = args->state.scale;
     s.growth_tracker = args->state.growth_tracker;
     s.skipped_steps = args->state.skipped_steps;
+    s.hysteresis_tracker = args->hysteresis_tracker;
+    if (args->plugin_state != nullptr && args->plugin_state_size != 0) {
+      return sdk::InvalidArgument(sdk::Format(
+          "LossScaler_SetState: plugin_state of %zu bytes, but this scaler "
+          "keeps no state of its own",
+          args->plugin_state_size));
+    }
     return args->scaler->impl.SetState(s);
+  });
+}
+
+MNT_Error* ScalerGetRecipe(MNT_LossScaler_GetRecipe_Args* args) {
+  return sdk::Guard("LossScaler_GetRecipe", [&]() -> Status {
+    MNT_CHECK_ARGS(MNT_LossScaler_GetRecipe_Args, args);
+    MNT_RETURN_IF_ERROR(CheckScaler("LossScaler_GetRecipe", args->scaler));
+    LossScaleRecipeParams r;
+    if (!args->scaler->impl.Recipe(&r)) {
+      args->recipe = MNT_LOSS_SCALE_RECIPE_NONE;
+      return Status::Ok();
+    }
+    args->recipe = MNT_LOSS_SCALE_RECIPE_DYNAMIC;
+    args->growth_factor = r.growth_factor;
+    args->backoff_factor = r.backoff_factor;
+    args->growth_interval = r.growth_interval;
+    args->hysteresis = r.hysteresis;
+    args->min_scale = r.min_scale;
+    args->max_scale = r.max_scale;
+    return Status::Ok();
   });
 }
 
@@ -154,6 +184,7 @@ const MNT_Precision_Api* PrecisionApi() {
       &ScalerGetState,
       &ScalerSetState,
       &ScalerUpdate,
+      &ScalerGetRecipe,
   };
   return &api;
 }

@@ -4,7 +4,9 @@
 // and optimizer state untouched — with the scale kept on the device (ABI 1.4,
 // --device_loss_scaling=on) and on the host (off); both paths give the same
 // bits.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,34 @@ std::vector<float> GradScalerScales(const std::vector<bool>& found_inf,
       if (std::isfinite(grown)) scale = grown;
       tracker = 0;
     }
+  }
+  return used;
+}
+
+// DeepSpeed's DynamicLossScaler.update_scale with consecutive_hysteresis=True
+// and min_loss_scale, written out independently in DeepSpeed's own terms
+// (cur_hysteresis counts down from `hysteresis`; last_overflow_iter drives
+// growth). The scale each step uses.
+std::vector<float> DeepSpeedScales(const std::vector<bool>& found_inf, float init,
+                                   int hysteresis, int window, float min_scale) {
+  std::vector<float> used;
+  float cur_scale = init;
+  int cur_hysteresis = hysteresis;
+  int64_t cur_iter = 0, last_overflow_iter = -1;
+  for (bool overflow : found_inf) {
+    used.push_back(cur_scale);
+    if (overflow) {
+      if (hysteresis == 1 || cur_hysteresis == 1) {
+        cur_scale = std::max(cur_scale / 2.0f, min_scale);
+      } else {
+        cur_hysteresis -= 1;
+      }
+      last_overflow_iter = cur_iter;
+    } else {
+      cur_hysteresis = hysteresis;  // consecutive_hysteresis
+      if ((cur_iter - last_overflow_iter) % window == 0) cur_scale *= 2.0f;
+    }
+    ++cur_iter;
   }
   return used;
 }
@@ -124,6 +154,61 @@ TEST_P(LossScalingTest, SkippedStepLeavesWeightsAndOptimizerStateUntouched) {
   }
   EXPECT_EQ(b->loss_scale(), std::ldexp(1.0f, 57));  // three backoffs
   EXPECT_EQ(b->loss_scale_skipped_steps(), 3);
+}
+
+// --precision_options=hysteresis=2,min_scale=...: the first overflow of a run
+// is skipped without a backoff, later ones in the run back off, never below
+// the floor; the device and host paths give DeepSpeed's sequence (and so the
+// same bits as each other).
+TEST_P(LossScalingTest, HysteresisFromPrecisionOptionsFollowsDeepSpeed) {
+  TrainConfig c = Fp16Config();
+  c.set_steps(60);
+  c.set_eval_every(0);
+  c.set_precision_options("hysteresis=2,min_scale=1024");
+  c.mutable_loss_scale()->set_init_scale(std::ldexp(1.0, 40));
+  c.mutable_loss_scale()->set_growth_interval(4);
+  PluginRegistry registry(InTreePluginDirs());
+  auto trainer = MakeTrainer(c, &registry);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ExpectPath(**trainer);
+  EXPECT_NE((*trainer)->loss_scaling_description().find(
+                GetParam() == "on" ? "on the device" : "on the host"),
+            std::string::npos)
+      << (*trainer)->loss_scaling_description();
+  RecordingSink sink;
+  ASSERT_TRUE((*trainer)->Train(&sink).ok());
+  std::vector<bool> skipped;
+  std::vector<float> scales;
+  for (const StepMetrics& m : sink.steps) {
+    skipped.push_back(m.skipped);
+    scales.push_back(static_cast<float>(m.loss_scale));
+  }
+  ASSERT_TRUE(skipped[0] && skipped[1]);
+  EXPECT_EQ(scales[1], scales[0]) << "the first overflow must not back off";
+  EXPECT_EQ(scales[2], scales[0] / 2) << "the second in a row backs off";
+  EXPECT_EQ(scales, DeepSpeedScales(skipped, std::ldexp(1.0f, 40), 2, 4, 1024.0f));
+  int runs_of_one = 0;  // isolated overflows: skipped, never backed off
+  for (size_t i = 1; i + 1 < skipped.size(); ++i) {
+    runs_of_one += skipped[i] && !skipped[i - 1] && !skipped[i + 1];
+  }
+  EXPECT_GT(runs_of_one, 0) << "growth every 4 steps should overflow now and then";
+}
+
+TEST(LossScalingTest, BadPrecisionOptionsAreRefusedInOneLine) {
+  PluginRegistry registry(InTreePluginDirs());
+  TrainConfig c = TestConfig("fp16");
+  c.set_precision_options("hysteresis=0");
+  auto t = MakeTrainer(c, &registry);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "precision 'fp16' loss scaling: fp16 precision options: hysteresis=0 must "
+            "be in [1, 1000000] (1 backs off on every overflow)");
+  c = TestConfig("bf16");
+  c.set_precision_options("hysteresis=2");
+  t = MakeTrainer(c, &registry);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("bf16 takes no precision options"), std::string::npos)
+      << t.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceAndHost, LossScalingTest, ::testing::Values("on", "off"));

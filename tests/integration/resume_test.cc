@@ -26,13 +26,18 @@ std::vector<double> Losses(const RecordingSink& s) {
 
 class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
-// "fp16_device" / "fp16_host": fp16 with --device_loss_scaling=on / off.
+// "fp16_device" / "fp16_host": fp16 with --device_loss_scaling=on / off;
+// "fp16_hysteresis_device" / "_host": with --precision_options=hysteresis=3,
+// so the hysteresis tracker must cross the checkpoint too.
 TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
   const std::string param = GetParam();
   const bool fp16 = param.rfind("fp16", 0) == 0;
   TrainConfig c = TestConfig(fp16 ? "fp16" : param);
   if (fp16) {
-    c.set_device_loss_scaling(param == "fp16_device" ? "on" : "off");
+    c.set_device_loss_scaling(param.find("device") != std::string::npos ? "on" : "off");
+    if (param.find("hysteresis") != std::string::npos) {
+      c.set_precision_options("hysteresis=3");
+    }
     // Overflows early on, and growth across the interruption.
     c.mutable_loss_scale()->set_init_scale(1 << 30);
     c.mutable_loss_scale()->set_growth_interval(5);
@@ -72,11 +77,22 @@ TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
     // Exact equality: the same bits, not merely close.
     EXPECT_EQ(resumed[i], expected[i]) << "step " << i + 1;
   }
+  // The scale each step used, and which steps were skipped, too.
+  std::vector<StepMetrics> steps = first.steps;
+  steps.insert(steps.end(), second.steps.begin(), second.steps.end());
+  int skipped = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(steps[i].loss_scale, full.steps[i].loss_scale) << "step " << i + 1;
+    EXPECT_EQ(steps[i].skipped, full.steps[i].skipped) << "step " << i + 1;
+    skipped += steps[i].skipped;
+  }
+  if (fp16) EXPECT_GT(skipped, 1) << "the run should overflow early";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPrecisions, ResumeTest,
                          ::testing::Values("fp32", "tf32", "bf16", "fp16_device",
-                                           "fp16_host"));
+                                           "fp16_host", "fp16_hysteresis_device",
+                                           "fp16_hysteresis_host"));
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

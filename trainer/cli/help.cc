@@ -29,7 +29,7 @@ const std::vector<Topic>& Topics() {
   static const auto* const topics = new std::vector<Topic>{
       {"Model, precision, device",
        {"model", "model_options", "gradient_checkpointing", "precision", "bf16", "fp16",
-        "tf32", "device", "backend_options"}},
+        "tf32", "precision_options", "device", "backend_options"}},
       {"Data",
        {"dataset", "train_shards", "val_shards", "vocab_size", "text_path",
         "train_images", "train_labels", "test_images", "test_labels", "seq_len",

@@ -122,6 +122,9 @@ int Run(int argc, char** argv) {
                                  config->model(), " (", (*trainer)->num_parameters(),
                                  " parameters)"));
   console.OnMessage(data->description);
+  if (!(*trainer)->loss_scaling_description().empty()) {
+    console.OnMessage((*trainer)->loss_scaling_description());
+  }
   if (!defaults.empty()) {
     console.OnMessage(absl::StrCat("defaults for ", config->model(), " on ", *device,
                                    ": ", absl::StrJoin(defaults, " ")));

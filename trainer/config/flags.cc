@@ -26,6 +26,8 @@ ABSL_FLAG(bool, gradient_checkpointing, false, "Recompute each transformer block
 ABSL_FLAG(std::string, precision, "auto", "fp32|tf32|bf16|fp16|auto");
 ABSL_FLAG(std::string, device, "auto", "cpu|cuda|auto");
 ABSL_FLAG(std::string, backend_options, "", "Options for the backend plugin");
+ABSL_FLAG(std::string, precision_options, "",
+          "Options for the precision plugin, e.g. hysteresis=2,min_scale=1 (fp16)");
 
 ABSL_FLAG(std::string, dataset, "fortunes", "fortunes|shards|text|digits|idx");
 ABSL_FLAG(std::string, train_shards, "", "Glob of llm.c token shards (--dataset=shards)");
@@ -119,6 +121,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(precision, c->set_precision(v)),
       MNT_BIND(device, c->set_device(v)),
       MNT_BIND(backend_options, c->set_backend_options(v)),
+      MNT_BIND(precision_options, c->set_precision_options(v)),
       MNT_BIND(dataset, c->mutable_data()->set_dataset(v)),
       MNT_BIND(train_images, c->mutable_data()->set_train_images(v)),
       MNT_BIND(train_labels, c->mutable_data()->set_train_labels(v)),

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "plugins/backends/common/step_math.h"
+#include "plugins/sdk/loss_scale_math.h"
 #include "plugins/sdk/tensor.h"
 #include "plugins/sdk/absl/status.h"
 
@@ -22,6 +22,7 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
   for (auto [buf, bytes] :
        {std::pair{&d->scale_, sizeof(float)},
         {&d->growth_tracker_, sizeof(int32_t)},
+        {&d->hysteresis_tracker_, sizeof(int32_t)},
         {&d->skipped_, sizeof(float)},
         {&d->loss_micro_, sizeof(float) * context.micro_batches}}) {
     if (auto s = sdk::ToAbsl(client.Allocate(bytes, MNT_MEMORY_DATA, buf)); !s.ok())
@@ -63,9 +64,10 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
   in.insert(in.end(), grads.begin(), grads.end());
   out.insert(out.end(), grads.begin(), grads.end());
   if (auto s = run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out, nullptr); !s.ok()) return s;
-  if (auto s = run(MNT_OP_AMP_UPDATE_SCALE, {F32Scalar(sc.found_inf)},
-                   {F32Scalar(scale_), I32Scalar(growth_tracker_), F32Scalar(sc.inv_scale)},
-                   &amp_);
+  std::vector<MNT_Tensor> amp_out{F32Scalar(scale_), I32Scalar(growth_tracker_),
+                                  F32Scalar(sc.inv_scale)};
+  if (with_hysteresis()) amp_out.push_back(I32Scalar(hysteresis_tracker_));
+  if (auto s = run(MNT_OP_AMP_UPDATE_SCALE, {F32Scalar(sc.found_inf)}, amp_out, &amp_);
       !s.ok())
     return s;
   host_scale_valid_ = false;
@@ -123,14 +125,23 @@ absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
   if (!scale.ok()) return scale.status();
   auto tracker = ReadScalar<int32_t>(client, growth_tracker_.data());
   if (!tracker.ok()) return tracker.status();
+  int32_t hysteresis = 0;
+  if (with_hysteresis()) {
+    auto h = ReadScalar<int32_t>(client, hysteresis_tracker_.data());
+    if (!h.ok()) return h.status();
+    hysteresis = *h;
+  }
   auto skipped = ReadScalar<float>(client, skipped_.data());
   if (!skipped.ok()) return skipped.status();
   const int64_t total_skipped = skipped_synced_ + std::llround(*skipped);
-  MNT_LossScalerState st{};
-  st.scale = *scale;
-  st.growth_tracker = *tracker;
-  st.skipped_steps = total_skipped;
-  if (auto s = sdk::ToAbsl(c_.scaler->SetState(st)); !s.ok())
+  sdk::LossScalerFullState st;
+  st.state.scale = *scale;
+  st.state.growth_tracker = *tracker;
+  st.state.skipped_steps = total_skipped;
+  st.hysteresis_tracker = hysteresis;
+  // The plugin's own state is its business: the device never touches it.
+  if (auto s = sdk::ToAbsl(c_.scaler->SetFullState(st, /*with_plugin_state=*/false));
+      !s.ok())
     return absl::Status(s.code(), absl::StrCat("device loss scaling: ", s.message()));
   if (auto s = WriteScalar<float>(client, skipped_.data(), 0.0f); !s.ok()) return s;
   skipped_synced_ = total_skipped;
@@ -154,20 +165,27 @@ absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
 
 // Plugin -> device: at start-up and after a checkpoint restore.
 absl::Status DeviceLossScaling::SyncFromPlugin() {
-  MNT_LossScalerState st{};
-  if (auto s = sdk::ToAbsl(c_.scaler->GetState(&st)); !s.ok()) return s;
+  sdk::LossScalerFullState full;
+  if (auto s = sdk::ToAbsl(c_.scaler->GetFullState(&full)); !s.ok()) return s;
+  const MNT_LossScalerState& st = full.state;
   const int64_t applied = optimizer_->applied_steps();
+  const int32_t hysteresis = with_hysteresis() ? amp_.hysteresis : 1;
   if (st.growth_tracker < 0 || st.growth_tracker >= amp_.growth_interval ||
+      full.hysteresis_tracker < 0 || full.hysteresis_tracker >= hysteresis ||
       applied >= std::numeric_limits<int32_t>::max()) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "device loss scaling: growth_tracker %d or %d applied steps out of range",
-        st.growth_tracker, applied));
+        "device loss scaling: growth_tracker %d, hysteresis_tracker %d or %d "
+        "applied steps out of range",
+        st.growth_tracker, full.hysteresis_tracker, applied));
   }
   const sdk::BackendClient& client = *c_.client;
   absl::Status s = WriteScalar<float>(client, scale_.data(), st.scale);
   if (s.ok())
     s = WriteScalar<int32_t>(client, growth_tracker_.data(),
                              static_cast<int32_t>(st.growth_tracker));
+  if (s.ok())
+    s = WriteScalar<int32_t>(client, hysteresis_tracker_.data(),
+                             static_cast<int32_t>(full.hysteresis_tracker));
   if (s.ok()) s = WriteScalar<float>(client, c_.scalars->inv_scale.data(), InvScale(st.scale));
   if (s.ok()) s = WriteScalar<float>(client, skipped_.data(), 0.0f);
   if (s.ok() && optimizer_->has_device_step_counters())

@@ -1,8 +1,9 @@
-// Dynamic loss scaling kept on the device (ABI 1.4 ops): the scale (F32),
-// the growth tracker (I32), inv_scale and a skipped-step count live in
-// device memory, and a step issues
+// Dynamic loss scaling kept on the device (ABI 1.4 ops), for a precision
+// plugin whose scaler declares the dynamic recipe (ABI 1.5): the scale (F32),
+// the growth and hysteresis trackers (I32), inv_scale and a skipped-step
+// count live in device memory, and a step issues
 //   FILL found_inf 0, NONFINITE_CHECK_UNSCALE with the device inv_scale,
-//   AMP_UPDATE_SCALE (GradScaler's update; writes the next inv_scale),
+//   AMP_UPDATE_SCALE (the declared recipe; writes the next inv_scale),
 //   ADD found_inf into the skipped count, GLOBAL_NORM_SQUARED,
 //   CLIP_COEFFICIENT (1 on an overflow step),
 // then the optimizer ops skip on found_inf themselves. Each micro-batch's
@@ -51,8 +52,14 @@ class DeviceLossScaling : public LossScaling {
   MNT_AmpUpdateScaleParams amp_;
   Optimizer* optimizer_;
   std::string device_name_;
-  // F32 [1], I32 [1], F32 [1] (skipped since the last sync), F32 [accum].
-  sdk::DeviceBuffer scale_, growth_tracker_, skipped_, loss_micro_;
+  // Whether AMP_UPDATE_SCALE gets the 1.5 params and out[3].
+  bool with_hysteresis() const {
+    return amp_.struct_size >= MNT_AmpUpdateScaleParams_STRUCT_SIZE;
+  }
+
+  // F32 [1], I32 [1], I32 [1], F32 [1] (skipped since the last sync),
+  // F32 [accum].
+  sdk::DeviceBuffer scale_, growth_tracker_, hysteresis_tracker_, skipped_, loss_micro_;
   int64_t skipped_synced_ = 0;  // skipped steps already in the plugin's state
   float host_scale_ = 1.0f;     // the device scale, when host_scale_valid_
   bool host_scale_valid_ = false;

@@ -3,7 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
-#include "plugins/backends/common/step_math.h"
+#include "plugins/backends/common/step_math.h"  // ClipCoefficient
+#include "plugins/sdk/loss_scale_math.h"
 #include "plugins/sdk/tensor.h"
 #include "plugins/sdk/absl/status.h"
 

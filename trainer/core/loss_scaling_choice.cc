@@ -5,34 +5,29 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "plugins/sdk/absl/status.h"
 #include "plugins/sdk/backend_client.h"
-#include "trainer/core/device_formula_probe.h"
+#include "plugins/sdk/loss_scale_math.h"
 #include "trainer/core/device_loss_scaling.h"
 #include "trainer/core/host_loss_scaling.h"
-#include "trainer/core/loss_scale_config.h"
 
 namespace mnt::trainer {
 namespace {
 
-// GradScaler's defaults, which the precision ABI documents for the loss
-// scaler options (mnt_precision.h); a plugin that differs is caught by the
-// start-up probe against the device formula.
-constexpr double kDefaultGrowthFactor = 2.0;
-constexpr double kDefaultBackoffFactor = 0.5;
-constexpr int64_t kDefaultGrowthInterval = 2000;
+std::string RecipeText(const LossScaleRecipeParams& p) {
+  std::string s = absl::StrFormat("growth_factor=%g, backoff_factor=%g, growth_interval=%d",
+                                  p.growth_factor, p.backoff_factor, p.growth_interval);
+  if (p.hysteresis != 1) absl::StrAppendFormat(&s, ", hysteresis=%d", p.hysteresis);
+  if (p.min_scale > 0) absl::StrAppendFormat(&s, ", min_scale=%g", p.min_scale);
+  if (p.max_scale > 0) absl::StrAppendFormat(&s, ", max_scale=%g", p.max_scale);
+  return s;
+}
 
-// Why the device path cannot run this configuration; "" when it can (then
-// `amp` holds its parameters).
-std::string DeviceLossScalingUnavailable(
-    const mantissa::TrainConfig& config, const sdk::BackendInstance& backend,
-    const std::string& device_name, const MNT_Plugin_Api* precision_plugin,
-    const std::string& precision_name, MNT_LossScaling plugin_default,
-    MNT_AmpUpdateScaleParams* amp) {
-  const mantissa::LossScaleConfig& ls = config.loss_scale();
-  if (!LossScalingDynamic(ls, plugin_default)) {
-    return absl::StrCat("precision '", precision_name,
-                        "' does not use dynamic loss scaling");
-  }
+// Why the backend cannot run `recipe`; "" when it can (then `amp` holds it).
+std::string BackendCannotRun(const mantissa::TrainConfig& config,
+                             const sdk::BackendInstance& backend,
+                             const std::string& device_name,
+                             const LossScaleRecipeParams& r, MNT_AmpUpdateScaleParams* amp) {
   for (MNT_Op op : {MNT_OP_AMP_UPDATE_SCALE, MNT_OP_CLIP_COEFFICIENT}) {
     if (!backend.Supports(op)) {
       return absl::StrCat("backend '", device_name, "' does not support ",
@@ -46,44 +41,75 @@ std::string DeviceLossScalingUnavailable(
         "counter needs 1.4",
         device_name, v.major_version, v.minor_version);
   }
-  const double growth = ls.growth_factor() > 0 ? ls.growth_factor() : kDefaultGrowthFactor;
-  const double backoff = ls.backoff_factor() > 0 ? ls.backoff_factor() : kDefaultBackoffFactor;
-  const int64_t interval =
-      ls.growth_interval() > 0 ? ls.growth_interval() : kDefaultGrowthInterval;
-  if (static_cast<double>(static_cast<float>(growth)) != growth ||
-      static_cast<double>(static_cast<float>(backoff)) != backoff) {
+  const bool needs_1_5 = r.hysteresis != 1 || r.min_scale != 0 || r.max_scale != 0;
+  if (needs_1_5 && v.minor_version < 5) {
+    return absl::StrFormat(
+        "backend '%s' is built against ABI %d.%d; AMP_UPDATE_SCALE takes "
+        "hysteresis, min_scale and max_scale since 1.5",
+        device_name, v.major_version, v.minor_version);
+  }
+  if (!ExactInFloat(r.growth_factor) || !ExactInFloat(r.backoff_factor)) {
     return absl::StrFormat(
         "growth_factor=%.17g and backoff_factor=%.17g must be exact in fp32 "
         "(AMP_UPDATE_SCALE takes fp32 factors)",
-        growth, backoff);
+        r.growth_factor, r.backoff_factor);
   }
-  if (interval > std::numeric_limits<int32_t>::max()) {
-    return absl::StrCat("growth_interval=", interval, " does not fit the I32 tracker");
+  if (r.growth_interval > std::numeric_limits<int32_t>::max()) {
+    return absl::StrCat("growth_interval=", r.growth_interval,
+                        " does not fit the I32 tracker");
   }
-  *amp = {MNT_AmpUpdateScaleParams_STRUCT_SIZE, static_cast<float>(growth),
-          static_cast<float>(backoff), static_cast<int32_t>(interval)};
-  return ScalerDisagreesWithDeviceFormula(precision_plugin, precision_name,
-                                          LossScalerOptions(ls), *amp);
+  *amp = {needs_1_5 ? MNT_AmpUpdateScaleParams_STRUCT_SIZE
+                    : MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4,
+          static_cast<float>(r.growth_factor),
+          static_cast<float>(r.backoff_factor),
+          static_cast<int32_t>(r.growth_interval),
+          r.hysteresis,
+          r.min_scale,
+          r.max_scale};
+  return "";
 }
 
 }  // namespace
 
 absl::StatusOr<LossScalingPlan> PlanLossScaling(
     const mantissa::TrainConfig& config, const sdk::BackendInstance& backend,
-    const std::string& device_name, const MNT_Plugin_Api* precision_plugin,
-    const std::string& precision_name, MNT_LossScaling plugin_default) {
+    const std::string& device_name, const sdk::LossScalerClient& scaler,
+    const std::string& precision_name, bool scaling_active) {
   LossScalingPlan plan;
   const std::string& mode = config.device_loss_scaling();
-  if (mode == "off") return plan;
-  const std::string why =
-      DeviceLossScalingUnavailable(config, backend, device_name, precision_plugin,
-                                   precision_name, plugin_default, &plan.amp);
+  if (!scaling_active) {  // nothing to place; nothing to say
+    if (mode != "on") return plan;
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device_loss_scaling=on: precision '", precision_name,
+                     "' does not use dynamic loss scaling (use auto or off)"));
+  }
+  sdk::LossScalerRecipe recipe;
+  if (auto s = sdk::ToAbsl(scaler.GetRecipe(&recipe)); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("precision '", precision_name,
+                                               "' loss scaling: ", s.message()));
+  }
+  std::string why;
+  if (!recipe.declared) {
+    why = absl::StrCat("precision '", precision_name,
+                       "' declares no loss-scale recipe; its LossScaler_Update "
+                       "runs every step");
+  } else if (mode == "off") {
+    why = "--device_loss_scaling=off";
+  } else {
+    why = BackendCannotRun(config, backend, device_name, recipe.params, &plan.amp);
+  }
   if (why.empty()) {
     plan.on_device = true;
-  } else if (mode == "on") {
+    plan.description = absl::StrCat("loss scaling: on the device (precision '",
+                                    precision_name, "' declares the dynamic recipe: ",
+                                    RecipeText(recipe.params), ")");
+    return plan;
+  }
+  if (mode == "on") {
     return absl::FailedPreconditionError(
         absl::StrCat("--device_loss_scaling=on: ", why, " (use auto or off)"));
   }
+  plan.description = absl::StrCat("loss scaling: on the host (", why, ")");
   return plan;  // auto: the device path when it can, else the host path
 }
 

@@ -1,6 +1,7 @@
 // Where a run's loss scaling runs, decided once at start from
-// --device_loss_scaling (auto|on|off) and what the backend and the
-// precision plugin can do, and the LossScaling that does it.
+// --device_loss_scaling (auto|on|off), what the backend can do and what the
+// precision plugin's scaler declares (LossScaler_GetRecipe, ABI 1.5), and
+// the LossScaling that does it.
 #ifndef MANTISSA_TRAINER_CORE_LOSS_SCALING_CHOICE_H_
 #define MANTISSA_TRAINER_CORE_LOSS_SCALING_CHOICE_H_
 
@@ -10,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/loss_scaler_client.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/loss_scaling.h"
 #include "trainer/core/optimizer.h"
@@ -18,19 +20,23 @@ namespace mnt::trainer {
 
 struct LossScalingPlan {
   bool on_device = false;
-  // The scaler's parameters in AMP_UPDATE_SCALE's form (device path only).
+  // The declared recipe in AMP_UPDATE_SCALE's form (device path only).
   MNT_AmpUpdateScaleParams amp{};
+  // One line for the console: where the scaling runs and why.
+  std::string description;
 };
 
-// The device path needs dynamic scaling, a backend with AMP_UPDATE_SCALE and
-// CLIP_COEFFICIENT (and, for AdamW, ABI >= 1.4 for ADAMW_STEP's device step
-// counter), factors exact in fp32, and a precision plugin whose scaler
-// follows that formula (device_formula_probe.h). `auto` (or "") takes it
-// when it can; `on` refuses a run that cannot in one line; `off` never.
+// The device path needs a scaler that declares the dynamic recipe (no
+// probe: a plugin that declares nothing keeps its own LossScaler_Update), a
+// backend with AMP_UPDATE_SCALE and CLIP_COEFFICIENT (ABI 1.5 for hysteresis,
+// a floor or a ceiling; for AdamW, ABI >= 1.4 for ADAMW_STEP's device step
+// counter), factors exact in fp32 and an interval that fits I32. `auto` (or
+// "") takes it when it can; `on` refuses a run that cannot in one line;
+// `off` never. `scaling_active`: the run scales its loss at all.
 absl::StatusOr<LossScalingPlan> PlanLossScaling(
     const mantissa::TrainConfig& config, const sdk::BackendInstance& backend,
-    const std::string& device_name, const MNT_Plugin_Api* precision_plugin,
-    const std::string& precision_name, MNT_LossScaling plugin_default);
+    const std::string& device_name, const sdk::LossScalerClient& scaler,
+    const std::string& precision_name, bool scaling_active);
 
 // The implementation `plan` chose, loaded from the plugin's scaler state.
 // `optimizer` must have been created with skips_on_device = plan.on_device.

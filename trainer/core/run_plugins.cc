@@ -83,7 +83,8 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   if (sdk::Status s = p->precision.GetMemoryPlan(optimizer_state_slots, &p->plan); !s.ok())
     return sdk::ToAbsl(s);
   if (sdk::Status s = sdk::LossScalerClient::Create(
-          (*precision)->api, LossScalerOptions(config.loss_scale()), &p->scaler);
+          (*precision)->api, LossScalerOptions(config.loss_scale()),
+          config.precision_options(), &p->scaler);
       !s.ok()) {
     return Prefixed(s, absl::StrCat("precision '", p->precision_name, "' loss scaling: "));
   }

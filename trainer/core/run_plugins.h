@@ -34,7 +34,7 @@ struct RunPlugins {
   sdk::PrecisionClient precision;
   MNT_Precision_GetPolicy_Args policy{};
   MNT_Precision_GetMemoryPlan_Args plan{};
-  sdk::LossScalerClient scaler;  // from the --loss_scale_* flags
+  sdk::LossScalerClient scaler;  // from --loss_scale_* and --precision_options
   sdk::ModelClient model;
 };
 

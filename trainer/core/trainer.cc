@@ -91,9 +91,10 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
 
   // Where loss scaling runs is decided here, once.
   auto plan = PlanLossScaling(config_, *plugins_->backend, plugins_->device_name,
-                              plugins_->precision.plugin(), plugins_->precision_name,
-                              plugins_->policy.loss_scaling);
+                              plugins_->scaler, plugins_->precision_name,
+                              loss_scaling_active_);
   if (!plan.ok()) return plan.status();
+  loss_scaling_description_ = plan->description;
   auto optimizer = Optimizer::Create(config_.optimizer(), params_.get(), client,
                                      /*skips_on_device=*/plan->on_device);
   if (!optimizer.ok()) return optimizer.status();
@@ -312,5 +313,9 @@ int64_t Trainer::num_parameters() const { return params_->num_parameters(); }
 const std::string& Trainer::precision() const { return plugins_->precision_name; }
 const std::string& Trainer::device() const { return plugins_->device_name; }
 bool Trainer::device_loss_scaling() const { return scaling_->on_device(); }
+
+const std::string& Trainer::loss_scaling_description() const {
+  return loss_scaling_description_;
+}
 
 }  // namespace mnt::trainer

@@ -71,6 +71,9 @@ class Trainer {
   // Whether dynamic loss scaling runs on the device (ABI 1.4 ops; see
   // --device_loss_scaling and docs/architecture.md).
   bool device_loss_scaling() const;
+  // Where loss scaling runs and why, one line ("" when the run does not
+  // scale its loss).
+  const std::string& loss_scaling_description() const;
 
  private:
   Trainer() = default;
@@ -98,6 +101,7 @@ class Trainer {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<TrainingCheckpoint> checkpoint_;
   bool loss_scaling_active_ = false;  // the run scales its loss at all
+  std::string loss_scaling_description_;
 
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)
   PhaseTimes phases_;

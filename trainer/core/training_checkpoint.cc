@@ -50,11 +50,13 @@ absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
   ckpt.set_sampler_epoch(ss.epoch);
   ckpt.set_sampler_cursor(ss.cursor);
 
-  MNT_LossScalerState st{};
-  if (auto s = sdk::ToAbsl(p_.scaler->GetState(&st)); !s.ok()) return s;
-  ckpt.set_loss_scale(st.scale);
-  ckpt.set_loss_scale_growth_tracker(st.growth_tracker);
-  ckpt.set_loss_scale_skipped_steps(st.skipped_steps);
+  sdk::LossScalerFullState st;
+  if (auto s = sdk::ToAbsl(p_.scaler->GetFullState(&st)); !s.ok()) return s;
+  ckpt.set_loss_scale(st.state.scale);
+  ckpt.set_loss_scale_growth_tracker(st.state.growth_tracker);
+  ckpt.set_loss_scale_skipped_steps(st.state.skipped_steps);
+  ckpt.set_loss_scale_hysteresis_tracker(st.hysteresis_tracker);
+  ckpt.set_precision_plugin_state(st.plugin_state);
 
   if (auto s = sdk::ToAbsl(p_.client->Synchronize()); !s.ok()) return s;
   for (const Param& p : p_.params->params()) {
@@ -154,11 +156,17 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   }
   if (auto s = p_.params->SyncWorkingWeights(); !s.ok()) return s;
 
-  MNT_LossScalerState st{};
-  st.scale = ckpt.loss_scale();
-  st.growth_tracker = ckpt.loss_scale_growth_tracker();
-  st.skipped_steps = ckpt.loss_scale_skipped_steps();
-  if (auto s = sdk::ToAbsl(p_.scaler->SetState(st)); !s.ok())
+  sdk::LossScalerFullState st;
+  st.state.scale = ckpt.loss_scale();
+  st.state.growth_tracker = ckpt.loss_scale_growth_tracker();
+  st.state.skipped_steps = ckpt.loss_scale_skipped_steps();
+  st.hysteresis_tracker = ckpt.loss_scale_hysteresis_tracker();
+  st.plugin_state = ckpt.precision_plugin_state();
+  // A checkpoint without plugin bytes (an older one, or a plugin keeping
+  // none) leaves the plugin's own state as created.
+  if (auto s = sdk::ToAbsl(
+          p_.scaler->SetFullState(st, /*with_plugin_state=*/!st.plugin_state.empty()));
+      !s.ok())
     return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
   *p_.sampler = std::move(restored_sampler);
   *step = ckpt.step();

@@ -190,13 +190,13 @@ TEST_F(PluginRegistryTest, RefusesOtherMajorAndNewerMinor) {
   plugin_.abi_version.minor_version = 0;
   EXPECT_EQ(Refusal(),
             "static:fake: plugin built against ABI 2.0, incompatible with this "
-            "trainer's 1.4 (major versions differ); rebuild the plugin against "
+            "trainer's 1.5 (major versions differ); rebuild the plugin against "
             "ABI 1.x");
   plugin_.abi_version.major_version = 1;
-  plugin_.abi_version.minor_version = 5;
+  plugin_.abi_version.minor_version = 6;
   EXPECT_EQ(Refusal(),
-            "static:fake: plugin built against ABI 1.5, newer than this "
-            "trainer's 1.4; upgrade the trainer");
+            "static:fake: plugin built against ABI 1.6, newer than this "
+            "trainer's 1.5; upgrade the trainer");
   plugin_.abi_version.minor_version = 0;  // older minors load
   EXPECT_EQ(Refusal(), "");
 }

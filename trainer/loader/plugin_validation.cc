@@ -14,7 +14,7 @@ namespace {
 // MNT_Backend_Api gained the Event_* calls in 1.1.
 constexpr size_t kPluginApiSize10 = MNT_Plugin_Api_STRUCT_SIZE;
 constexpr size_t kBackendApiSize10 = MNT_Backend_Api_STRUCT_SIZE_1_0;
-constexpr size_t kPrecisionApiSize10 = MNT_Precision_Api_STRUCT_SIZE;
+constexpr size_t kPrecisionApiSize10 = MNT_Precision_Api_STRUCT_SIZE_1_0;
 constexpr size_t kModelApiSize10 = MNT_Model_Api_STRUCT_SIZE;
 // The part of MNT_Plugin_Api every major version keeps: enough to read the
 // version and refuse a plugin we cannot understand.
@@ -26,9 +26,10 @@ constexpr size_t kPluginApiVersionEnd =
 // "MAJOR.MINOR" of the headers this trainer was built with.
 constexpr const char* kAbiVersion =
     MNT_STRINGIFY(MNT_ABI_MAJOR) "." MNT_STRINGIFY(MNT_ABI_MINOR);
-// 1.2, 1.3 and 1.4 appended ops and params structs only (no struct of the
-// API tables grew).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 4,
+// 1.2, 1.3 and 1.4 appended ops and params structs only; 1.5 appended
+// LossScaler_GetRecipe to MNT_Precision_Api (optional, so the required set
+// stays the 1.0 table).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 5,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

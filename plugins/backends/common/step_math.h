@@ -1,7 +1,8 @@
 // Scalar math of one optimizer step, shared by the CPU backend and the CUDA
-// kernels (ABI 1.4): the dynamic loss-scale update (torch's
-// _amp_update_scale_), the clip_grad_norm_ multiplier and AdamW's bias
-// corrections. Products and quotients are taken in double and rounded to fp32
+// kernels (ABI 1.4): the clip_grad_norm_ multiplier and AdamW's bias
+// corrections. The loss-scale update (AMP_UPDATE_SCALE) and InvScale live in
+// the neutral plugins/sdk/loss_scale_math.h, shared with the precision
+// plugins and the trainer. Products and quotients are taken in double and rounded to fp32
 // once, with explicit round-to-nearest multiplies on the device so nvcc
 // cannot fuse them into FMAs: host and device give the same bits.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_STEP_MATH_H_
@@ -12,58 +13,9 @@
 
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/host_device.h"
+#include "plugins/sdk/loss_scale_math.h"
 
 namespace mnt {
-
-// a * b rounded once (never contracted into an FMA with a later add).
-MNT_HOST_DEVICE inline double MulRn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-
-// Doubles at or above this round to +inf as float (FLT_MAX plus half an ulp;
-// the tie goes to the even neighbour 2^128). Same threshold as the precision
-// plugins' host LossScaler.
-constexpr double kFloatOverflowThreshold = 0x1.ffffffp+127;
-
-// (float)(scale * factor) in double, or `scale` unchanged when the product
-// would not be a finite float: the scale never becomes inf.
-MNT_HOST_DEVICE inline float ScaleByFactor(float scale, double factor) {
-  const double v = MulRn(static_cast<double>(scale), factor);
-  if (!(v < kFloatOverflowThreshold && v > -kFloatOverflowThreshold)) {
-    return scale;  // also catches NaN
-  }
-  return static_cast<float>(v);
-}
-
-// One GradScaler.update(): on found_inf back off and reset the tracker;
-// otherwise count a clean step and grow after growth_interval of them.
-MNT_HOST_DEVICE inline void AmpUpdateScale(bool found_inf, float growth_factor,
-                                           float backoff_factor,
-                                           int32_t growth_interval,
-                                           float* scale,
-                                           int32_t* growth_tracker) {
-  if (found_inf) {
-    *scale = ScaleByFactor(*scale, static_cast<double>(backoff_factor));
-    *growth_tracker = 0;
-    return;
-  }
-  const int32_t successful = *growth_tracker + 1;
-  if (successful >= growth_interval) {
-    *scale = ScaleByFactor(*scale, static_cast<double>(growth_factor));
-    *growth_tracker = 0;
-  } else {
-    *growth_tracker = successful;
-  }
-}
-
-// 1/scale in double, then fp32, as GradScaler's unscale does (inf for 0).
-MNT_HOST_DEVICE inline float InvScale(float scale) {
-  return static_cast<float>(1.0 / static_cast<double>(scale));
-}
 
 // torch.nn.utils.clip_grad_norm_'s multiplier from the squared global norm:
 // max_norm / (norm + 1e-6) when norm > max_norm, else 1. 1 without clipping

@@ -17,56 +17,6 @@ uint32_t Seed(const char* test) {
   return seed;
 }
 
-TEST(StepMathTest, AmpUpdateScaleBacksOffGrowsAndCounts) {
-  float scale = 65536.0f;
-  int32_t tracker = 5;
-  AmpUpdateScale(true, 2.0f, 0.5f, 3, &scale, &tracker);
-  EXPECT_EQ(scale, 32768.0f);
-  EXPECT_EQ(tracker, 0);
-  AmpUpdateScale(false, 2.0f, 0.5f, 3, &scale, &tracker);
-  AmpUpdateScale(false, 2.0f, 0.5f, 3, &scale, &tracker);
-  EXPECT_EQ(scale, 32768.0f);
-  EXPECT_EQ(tracker, 2);
-  AmpUpdateScale(false, 2.0f, 0.5f, 3, &scale, &tracker);  // third clean step
-  EXPECT_EQ(scale, 65536.0f);
-  EXPECT_EQ(tracker, 0);
-}
-
-TEST(StepMathTest, AmpUpdateScaleNeverGrowsToInf) {
-  float scale = FLT_MAX / 1.5f;  // *2 overflows fp32
-  int32_t tracker = 0;
-  AmpUpdateScale(false, 2.0f, 0.5f, 1, &scale, &tracker);
-  EXPECT_EQ(scale, FLT_MAX / 1.5f);
-  EXPECT_EQ(tracker, 0);
-  // Just below the rounding threshold still grows to FLT_MAX.
-  scale = 0x1.fffffep+126f;
-  AmpUpdateScale(false, 2.0f, 0.5f, 1, &scale, &tracker);
-  EXPECT_EQ(scale, FLT_MAX);
-}
-
-TEST(StepMathTest, AmpUpdateScaleMatchesFloat64WithOddFactors) {
-  std::mt19937 rng(Seed("AmpUpdateScaleMatchesFloat64WithOddFactors"));
-  std::uniform_real_distribution<float> growth(1.01f, 4.0f), backoff(0.05f, 0.99f);
-  std::uniform_real_distribution<float> log2_scale(-20.0f, 100.0f);
-  for (int i = 0; i < 1000; ++i) {
-    const float g = growth(rng), b = backoff(rng);
-    const float s0 = std::exp2(log2_scale(rng));
-    float s = s0;
-    int32_t t = 0;
-    AmpUpdateScale(true, g, b, 1, &s, &t);
-    EXPECT_EQ(s, static_cast<float>(static_cast<double>(s0) * b));
-    s = s0;
-    AmpUpdateScale(false, g, b, 1, &s, &t);
-    EXPECT_EQ(s, static_cast<float>(static_cast<double>(s0) * g));
-  }
-}
-
-TEST(StepMathTest, InvScaleIsTheRoundedDoubleReciprocal) {
-  EXPECT_EQ(InvScale(65536.0f), 1.0f / 65536.0f);
-  EXPECT_EQ(InvScale(3.0f), static_cast<float>(1.0 / 3.0));
-  EXPECT_TRUE(std::isinf(InvScale(0.0f)));
-}
-
 TEST(StepMathTest, ClipCoefficientMatchesFloat64) {
   std::mt19937 rng(Seed("ClipCoefficientMatchesFloat64"));
   std::uniform_real_distribution<float> u(0.0f, 10.0f);

@@ -1,11 +1,12 @@
 // ABI 1.4 device-side loss scaling on the CPU backend: AMP_UPDATE_SCALE
 // matches the precision plugins' host LossScaler bit for bit over random
-// found_inf sequences, CLIP_COEFFICIENT matches clip_grad_norm_ in float64,
+// found_inf sequences (with 1.5's hysteresis, floor and ceiling too), CLIP_COEFFICIENT matches clip_grad_norm_ in float64,
 // and ADAMW_STEP's device step counter gives the same bits as params->step.
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -84,6 +85,57 @@ TEST_F(LossScalingTest, AmpUpdateScaleMatchesHostLossScalerBitForBit) {
   }
 }
 
+// ABI 1.5: the whole recipe (hysteresis, floor, ceiling) with the 4th output
+// gives the host scaler's bits, parsed from the fp16 plugin's own options.
+TEST_F(LossScalingTest, AmpUpdateScaleWithHysteresisMatchesHostLossScaler) {
+  const char* precision_options[] = {
+      "hysteresis=2", "hysteresis=3,min_scale=4", "max_scale=1e6",
+      "hysteresis=2,min_scale=0.5,max_scale=70000", "min_scale=1e9"};
+  for (int trial = 0; trial < 40; ++trial) {
+    const char* options = precision_options[trial % 5];
+    const std::string scaler_options =
+        std::string("growth_interval=") + std::to_string(1 + rng()() % 4) +
+        (trial % 5 == 4 ? ",init_scale=4e9" : "");
+    precision::LossScalerConfig config;
+    ASSERT_TRUE(precision::ParseLossScalerConfig(scaler_options.c_str(), options, "fp16",
+                                                 MNT_LOSS_SCALING_DYNAMIC, true, &config)
+                    .ok());
+    const double p_inf = (rng()() % 100) / 100.0;
+    SCOPED_TRACE(::testing::Message() << options << " " << scaler_options << " p_inf "
+                                      << p_inf);
+    precision::LossScaler host(config);
+    MNT_Tensor found = Upload({0.0}, MNT_DTYPE_F32, {1});
+    MNT_Tensor scale = Upload({config.init_scale}, MNT_DTYPE_F32, {1});
+    MNT_Tensor tracker = UploadI32({0}, {1});
+    MNT_Tensor hysteresis = UploadI32({0}, {1});
+    MNT_Tensor inv = Empty(MNT_DTYPE_F32, {1});
+    const MNT_AmpUpdateScaleParams p{MNT_AmpUpdateScaleParams_STRUCT_SIZE,
+                                     static_cast<float>(config.growth_factor),
+                                     static_cast<float>(config.backoff_factor),
+                                     static_cast<int32_t>(config.growth_interval),
+                                     config.hysteresis,
+                                     config.min_scale,
+                                     config.max_scale};
+    std::bernoulli_distribution inf(p_inf);
+    int backoffs = 0;
+    for (int step = 0; step < 300; ++step) {
+      const bool found_inf = inf(rng());
+      const float before = ReadF32(scale);
+      WriteF32(found, found_inf ? 1.0f : 0.0f);
+      ASSERT_TRUE(
+          Run(MNT_OP_AMP_UPDATE_SCALE, {found}, {scale, tracker, inv, hysteresis}, &p).ok());
+      const precision::UpdateResult want = host.Update(found_inf);
+      ASSERT_EQ(Bits(ReadF32(scale)), Bits(want.new_scale)) << "step " << step;
+      ASSERT_EQ(ReadI32(tracker), host.state().growth_tracker) << "step " << step;
+      ASSERT_EQ(ReadI32(hysteresis), host.state().hysteresis_tracker) << "step " << step;
+      ASSERT_GE(ReadF32(scale), config.min_scale);
+      if (config.max_scale > 0) ASSERT_LE(ReadF32(scale), config.max_scale);
+      backoffs += ReadF32(scale) < before;
+    }
+    if (p_inf > 0.3) EXPECT_GT(backoffs, 0) << "the trial never backed off";
+  }
+}
+
 TEST_F(LossScalingTest, AmpUpdateScaleRefusesBadParamsAndOperands) {
   MNT_Tensor found = Upload({0.0}, MNT_DTYPE_F32, {1});
   MNT_Tensor scale = Upload({2.0}, MNT_DTYPE_F32, {1});
@@ -108,6 +160,22 @@ TEST_F(LossScalingTest, AmpUpdateScaleRefusesBadParamsAndOperands) {
   s = Run(MNT_OP_AMP_UPDATE_SCALE, {found}, {scale, tracker, inv}, nullptr);
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(Run(MNT_OP_AMP_UPDATE_SCALE, {found}, {scale, tracker, inv}, &p).ok());
+  // 1.5: hysteresis needs its tracker; floor and ceiling must be ordered.
+  p.hysteresis = 2;
+  s = Run(MNT_OP_AMP_UPDATE_SCALE, {found}, {scale, tracker, inv}, &p);
+  EXPECT_EQ(s.message(),
+            "AMP_UPDATE_SCALE: hysteresis 2 needs out[3] hysteresis_tracker I32[1]");
+  p.hysteresis = 1;
+  p.min_scale = 8.0f;
+  p.max_scale = 4.0f;
+  s = Run(MNT_OP_AMP_UPDATE_SCALE, {found}, {scale, tracker, inv}, &p);
+  EXPECT_EQ(s.message(),
+            "AMP_UPDATE_SCALE: max_scale 4 must be 0 (no ceiling) or finite and >= "
+            "min_scale 8");
+  // A 1.4 caller's params (no hysteresis, floor or ceiling) still run.
+  MNT_AmpUpdateScaleParams old = p;
+  old.struct_size = MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4;
+  EXPECT_TRUE(Run(MNT_OP_AMP_UPDATE_SCALE, {found}, {scale, tracker, inv}, &old).ok());
 }
 
 TEST_F(LossScalingTest, ClipCoefficientMatchesFloat64) {

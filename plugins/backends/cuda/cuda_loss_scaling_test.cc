@@ -107,6 +107,39 @@ TEST(CudaLossScalingTest, AmpUpdateScaleMatchesCpuBitForBit) {
   }
 }
 
+// ABI 1.5: hysteresis, floor and ceiling with the 4th output.
+TEST(CudaLossScalingTest, AmpUpdateScaleWithHysteresisMatchesCpuBitForBit) {
+  MNT_SKIP_WITHOUT_GPU();
+  std::mt19937 rng(testing::FreshSeed());
+  DualBackend d;
+  d.Init();
+  for (int trial = 0; trial < 12; ++trial) {
+    const MNT_AmpUpdateScaleParams p{MNT_AmpUpdateScaleParams_STRUCT_SIZE,
+                                     2.0f,
+                                     0.5f,
+                                     static_cast<int32_t>(1 + rng() % 5),
+                                     static_cast<int32_t>(1 + rng() % 4),
+                                     trial % 2 ? 256.0f : 0.0f,
+                                     trial % 3 ? 1048576.0f : 0.0f};
+    auto scale = d.Upload({65536.0f}, MNT_DTYPE_F32, {1});
+    auto tracker = d.UploadI32({0}, {1});
+    auto hysteresis = d.UploadI32({0}, {1});
+    auto inv = d.Poisoned(MNT_DTYPE_F32, {1});
+    std::bernoulli_distribution inf((rng() % 100) / 100.0);
+    for (int step = 0; step < 60; ++step) {
+      auto found = d.Upload({inf(rng) ? 1.0f : 0.0f}, MNT_DTYPE_F32, {1});
+      ASSERT_TRUE(d.RunBoth(MNT_OP_AMP_UPDATE_SCALE, {found.get()},
+                            {scale.get(), tracker.get(), inv.get(), hysteresis.get()}, &p)
+                      .ok());
+      ASSERT_EQ(d.Bytes(*scale, true), d.Bytes(*scale, false)) << trial << "/" << step;
+      ASSERT_EQ(d.Bytes(*tracker, true), d.Bytes(*tracker, false)) << trial << "/" << step;
+      ASSERT_EQ(d.Bytes(*hysteresis, true), d.Bytes(*hysteresis, false))
+          << trial << "/" << step;
+      ASSERT_EQ(d.Bytes(*inv, true), d.Bytes(*inv, false)) << trial << "/" << step;
+    }
+  }
+}
+
 TEST(CudaLossScalingTest, ClipCoefficientMatchesCpuBitForBit) {
   MNT_SKIP_WITHOUT_GPU();
   std::mt19937 rng(testing::FreshSeed());

@@ -1,6 +1,8 @@
-// AMP_UPDATE_SCALE and CLIP_COEFFICIENT (ABI 1.4): single scalars, one
-// thread each, with step_math.h's formulas (the CPU backend's bits), so the
-// loss scale and the clipping factor never leave the device.
+// AMP_UPDATE_SCALE and CLIP_COEFFICIENT (ABI 1.4; the whole dynamic recipe
+// since 1.5): single scalars, one thread each, with the formulas of
+// plugins/sdk/loss_scale_math.h and step_math.h (the CPU backend's and the
+// precision plugins' bits), so the loss scale and the clipping factor never
+// leave the device.
 #include <cuda_runtime.h>
 
 #include "plugins/backends/common/step_math.h"
@@ -12,12 +14,18 @@ using sdk::Status;
 
 namespace {
 
+// hysteresis_tracker NULL: hysteresis is 1, which never reads or moves it.
 __global__ void AmpUpdateScaleKernel(const float* found_inf, float* scale,
-                                     int32_t* tracker, float* inv_scale,
-                                     float growth_factor, float backoff_factor,
-                                     int32_t growth_interval) {
-  AmpUpdateScale(*found_inf != 0.0f, growth_factor, backoff_factor, growth_interval,
-                 scale, tracker);
+                                     int32_t* tracker, int32_t* hysteresis_tracker,
+                                     float* inv_scale, float growth_factor,
+                                     float backoff_factor, int32_t growth_interval,
+                                     int32_t hysteresis, float min_scale,
+                                     float max_scale) {
+  int32_t no_hysteresis = 0;
+  UpdateLossScale(*found_inf != 0.0f, static_cast<double>(growth_factor),
+                  static_cast<double>(backoff_factor), growth_interval, hysteresis,
+                  min_scale, max_scale, scale, tracker,
+                  hysteresis_tracker != nullptr ? hysteresis_tracker : &no_hysteresis);
   *inv_scale = InvScale(*scale);
 }
 
@@ -30,10 +38,12 @@ __global__ void ClipCoefficientKernel(const float* norm_squared, const float* fo
 }  // namespace
 
 Status CudaBackend::AmpUpdateScale(const backend::AmpUpdateScaleCall& a) {
-  AmpUpdateScaleKernel<<<1, 1, 0, stream>>>(a.found_inf.f32(), a.scale.f32(),
-                                            a.growth_tracker.i32(), a.inv_scale.f32(),
-                                            a.growth_factor, a.backoff_factor,
-                                            a.growth_interval);
+  int32_t* hysteresis_tracker =
+      a.hysteresis_tracker.present() ? a.hysteresis_tracker.i32() : nullptr;
+  AmpUpdateScaleKernel<<<1, 1, 0, stream>>>(
+      a.found_inf.f32(), a.scale.f32(), a.growth_tracker.i32(), hysteresis_tracker,
+      a.inv_scale.f32(), a.growth_factor, a.backoff_factor, a.growth_interval,
+      a.hysteresis, a.min_scale, a.max_scale);
   return Launched(a, "amp_update_scale");
 }
 
