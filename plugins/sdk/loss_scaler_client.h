@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "plugins/abi/mnt_common.h"
 #include "plugins/abi/mnt_precision.h"
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/loss_scale_math.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
@@ -167,11 +169,12 @@ class LossScalerClient {
     a.struct_size = MNT_LossScaler_GetRecipe_Args_STRUCT_SIZE;
     a.scaler = scaler_;
     MNT_RETURN_IF_ERROR(StatusFromPluginError(plugin_, api->LossScaler_GetRecipe(&a)));
-    if (a.recipe == MNT_LOSS_SCALE_RECIPE_NONE) return Status::Ok();
-    if (a.recipe != MNT_LOSS_SCALE_RECIPE_DYNAMIC) {
-      return InvalidArgument(Format("LossScaler_GetRecipe: unknown recipe %d",
-                                    static_cast<int>(a.recipe)));
+    const std::optional<MNT_LossScaleRecipe> recipe = ReadEnum(a.recipe);
+    if (!recipe) {
+      return InvalidArgument(
+          Format("LossScaler_GetRecipe: unknown recipe %d", RawEnum(a.recipe)));
     }
+    if (*recipe == MNT_LOSS_SCALE_RECIPE_NONE) return Status::Ok();
     LossScaleRecipeParams& p = out->params;
     p.growth_factor = a.growth_factor;
     p.backoff_factor = a.backoff_factor;
