@@ -148,6 +148,13 @@ MNT_Error* ScalerCreate(MNT_LossScaler_Create_Args* args) {
     MNT_CHECK_ARGS(MNT_LossScaler_Create_Args, args);
     auto scaler = std::make_unique<MNT_LossScaler>();
     MNT_RETURN_IF_ERROR(ParseConfig(args->options, &scaler->config));
+#if MNT_ABI_MINOR >= 5
+    // bf16 has no options of its own (--precision_options): refuse any.
+    mnt::sdk::Options own;
+    MNT_RETURN_IF_ERROR(mnt::sdk::Options::Parse(
+        args->precision_options, "bf16_fp32grad precision options", &own));
+    MNT_RETURN_IF_ERROR(own.CheckKnown({}));
+#endif
     args->scaler = scaler.release();
     return Status::Ok();
   });

@@ -86,7 +86,9 @@ TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
     EXPECT_EQ(steps[i].skipped, full.steps[i].skipped) << "step " << i + 1;
     skipped += steps[i].skipped;
   }
-  if (fp16) EXPECT_GT(skipped, 1) << "the run should overflow early";
+  if (fp16) {
+    EXPECT_GT(skipped, 1) << "the run should overflow early";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPrecisions, ResumeTest,

@@ -58,6 +58,69 @@ train linear fp16_floor 200 70
 train mlp fp16_floor 200 70
 train linear bf16 200 70
 
+# ABI 1.5, the precision plugin's side: its own options (--precision_options),
+# the path its declaration picks (the run says which), its own options
+# refused in one line, and a stop + --resume that continues bit-identically
+# on the host path (where its own floor_hits counter advances and travels in
+# the checkpoint).
+floor_run() {
+  "$sdk/bin/train" --plugin_path="$sdk/lib/mantissa/plugins:$plugins" \
+    --dataset=digits --model=mlp --precision=fp16_floor --progress=plain \
+    --cache_dir="$work/cache" --eval_every=0 "$@"
+}
+floor_run --steps=3 --precision_options=min_scale=2 > "$work/declare.log" 2>&1 \
+  || { cat "$work/declare.log"; fail "recipe=declare run failed"; }
+grep -q "^loss scaling: on the device (precision 'fp16_floor' declares the dynamic recipe: .*min_scale=2" \
+  "$work/declare.log" || { cat "$work/declare.log"; fail "a declared recipe did not take the device path"; }
+floor_run --steps=3 --precision_options=recipe=none > "$work/none.log" 2>&1 \
+  || { cat "$work/none.log"; fail "recipe=none run failed"; }
+grep -q "^loss scaling: on the host (precision 'fp16_floor' declares no loss-scale recipe" \
+  "$work/none.log" || { cat "$work/none.log"; fail "no declaration did not keep the host path"; }
+if floor_run --steps=1 --precision_options=flor=3 > "$work/bad.log" 2>&1; then
+  fail "--precision_options=flor=3 was accepted"
+fi
+grep -q "^mantissa: error: .*unknown key 'flor'" "$work/bad.log" || { cat "$work/bad.log"; fail "bad option not named"; }
+
+# An initial scale that overflows fp16 and a floor of 2^30: the scale backs
+# off to the floor and stays at or above it, on both paths, with the same bits.
+opts=(--init_scale=1e15 --growth_interval=5 --seed=7)
+for path in declare none; do
+  floor_run --steps=40 "${opts[@]}" --precision_options=min_scale=1073741824,max_scale=1e31,recipe=$path \
+    --metrics_jsonl="$work/full_$path.jsonl" > "$work/full_$path.log" 2>&1 \
+    || { cat "$work/full_$path.log"; fail "40-step run ($path) failed"; }
+done
+python3 - "$work/full_declare.jsonl" "$work/full_none.jsonl" <<'PY' || fail "floor runs differ or break the floor"
+import json, sys
+runs = []
+for path in sys.argv[1:]:
+    steps = [r for r in map(json.loads, open(path)) if r.get("type") == "train"]
+    runs.append([(r["step"], r["loss"], r["loss_scale"]) for r in steps])
+assert runs[0] == runs[1], "device and host paths differ"
+scales = [s for _, _, s in runs[0]]
+assert min(scales) >= 1073741824 and 1073741824 in scales, scales
+PY
+# Stop at 20, resume to 40: the same steps as the uninterrupted host-path run.
+rm -rf "$work/ckpt"
+floor_run --steps=20 "${opts[@]}" --precision_options=min_scale=1073741824,max_scale=1e31,recipe=none \
+  --checkpoint_dir="$work/ckpt" --metrics_jsonl="$work/resumed.jsonl" > "$work/first.log" 2>&1 \
+  || { cat "$work/first.log"; fail "first half failed"; }
+floor_run --steps=40 "${opts[@]}" --precision_options=min_scale=1073741824,max_scale=1e31,recipe=none \
+  --checkpoint_dir="$work/ckpt" --resume --metrics_jsonl="$work/resumed.jsonl" > "$work/second.log" 2>&1 \
+  || { cat "$work/second.log"; fail "resumed half failed"; }
+grep -q "^resumed from " "$work/second.log" || fail "the second half did not resume"
+python3 - "$work/full_none.jsonl" "$work/resumed.jsonl" <<'PY' || fail "the resumed run is not bit-identical"
+import json, sys
+def steps(path):
+    last = {}
+    for r in map(json.loads, open(path)):
+        if r.get("type") == "train":
+            last[r["step"]] = (r["loss"], r["loss_scale"], r.get("skipped"))
+    return last
+full, resumed = steps(sys.argv[1]), steps(sys.argv[2])
+assert sorted(full) == list(range(1, 41)) and full == resumed, (full, resumed)
+PY
+echo "ok: fp16_floor's own options, declaration, paths and resume"
+
 # Version skew: the same sources built against an older minor's SDK (1.2)
 # headers load, pass the suite and train in this (newer) host.
 old_version="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' "$old_sdk/plugins/abi/mnt_common.h").$(
@@ -93,6 +156,6 @@ for src in fp16_floor linear_model; do
   fi
   grep '^\[FAIL\]' "$work/broken/$src.txt"
 done
-grep -q '^\[FAIL\] precision/scaler_skip_backoff_growth' "$work/broken/fp16_floor.txt" || fail "backoff bug not named"
+grep -q '^\[FAIL\] precision/scaler_recipe_replay' "$work/broken/fp16_floor.txt" || fail "backoff bug not named"
 grep -q '^\[FAIL\] model/backward_vs_finite_differences' "$work/broken/linear_model.txt" || fail "gradient bug not named"
 echo PASS

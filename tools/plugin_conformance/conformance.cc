@@ -9,7 +9,7 @@ void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
       CheckBackendPlugin(plugin, options, seed, report);
       break;
     case MNT_PLUGIN_KIND_PRECISION:
-      CheckPrecisionPlugin(plugin, seed, report);
+      CheckPrecisionPlugin(plugin, options, seed, report);
       break;
     case MNT_PLUGIN_KIND_MODEL:
       CheckModelPlugin(plugin, options, seed, report);

@@ -8,9 +8,11 @@
 //            inputs (fp32 1e-5, tf32 1e-3, bf16/fp16 1e-2 relative to the
 //            output's magnitude).
 //  precision policy sanity (dtypes, op classes, memory plan consistent) and
-//            the loss-scaler contract: skip on non-finite, backoff, growth,
-//            never inf, state save/restore reproduces the sequence, bad
-//            options and states refused.
+//            the loss-scaler contract: a declared recipe (ABI 1.5) replayed
+//            step by step; without one, skip on non-finite and back off
+//            under overflows; never inf, state (with the plugin's own
+//            bytes) save/restore reproduces the sequence, options reach the
+//            scaler, bad options and states refused.
 //  model     param-spec sanity, forward/backward against central finite
 //            differences (CPU reference backend, fp32), loss_multiplier and
 //            accumulate semantics, and a save/load round trip (params read
@@ -62,14 +64,16 @@ class Report {
 // defaults); the CPU reference always runs with its defaults.
 void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
                         uint64_t seed, Report* report);
-void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
-                          Report* report);
+// `options` are the plugin's own options (LossScaler_Create's
+// precision_options, --precision_options in the trainer).
+void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
+                          uint64_t seed, Report* report);
 // `options` are passed to Model_Create ("" = the plugin's defaults).
 void CheckModelPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
                       uint64_t seed, Report* report);
 
-// Dispatches on plugin->kind; `options` go to Backend_Create or Model_Create
-// (a precision plugin takes none here).
+// Dispatches on plugin->kind; `options` go to Backend_Create, Model_Create
+// or a precision plugin's LossScaler_Create (precision_options).
 void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
                     uint64_t seed, Report* report);
 

@@ -6,7 +6,8 @@
 // one line), loads it as the trainer does, runs the conformance suite for its
 // kind and prints one PASS/FAIL/SKIP line per check and a summary. Exit
 // status: 0 all passed, 1 a check failed or the plugin was refused, 2 usage.
-// --options go to a backend's Backend_Create or a model's Model_Create.
+// --options go to a backend's Backend_Create, a model's Model_Create or a
+// precision plugin's LossScaler_Create (as its precision options).
 #include <cstdio>
 #include <cstdlib>
 #include <random>

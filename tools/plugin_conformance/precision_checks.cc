@@ -1,10 +1,17 @@
 // Conformance checks for precision plugins: policy sanity and the loss-scaler
-// contract (GradScaler semantics).
+// contract. A scaler that declares the dynamic recipe (LossScaler_GetRecipe,
+// ABI 1.5) is replayed step by step against the declaration (the formula of
+// plugins/sdk/loss_scale_math.h); one that declares nothing is held to what
+// every policy must keep: an overflow step is skipped, the scale stays finite
+// and > 0 and a dynamic one backs off under overflows, state (its own bytes
+// too) survives save/restore mid-run, options reach the scaler, bad options
+// are refused.
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "plugins/sdk/loss_scale_math.h"
 #include "plugins/sdk/loss_scaler_client.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/precision_client.h"
@@ -27,9 +34,10 @@ bool IsCompute(MNT_ComputeMode m) {
 // every Update answer must pass (skip_step written, and 0 or 1).
 class Scaler {
  public:
-  explicit Scaler(const MNT_Plugin_Api* p) : p_(p) {}
+  Scaler(const MNT_Plugin_Api* p, std::string precision_options)
+      : p_(p), precision_options_(std::move(precision_options)) {}
   Status Create(const char* options) {
-    return sdk::LossScalerClient::Create(p_, options, &scaler_);
+    return sdk::LossScalerClient::Create(p_, options, precision_options_, &scaler_);
   }
   Status Update(bool found_inf, bool* skip, float* scale) {
     sdk::LossScalerUpdate u;
@@ -44,11 +52,56 @@ class Scaler {
   }
   Status Get(MNT_LossScalerState* st) { return scaler_.GetState(st); }
   Status Set(const MNT_LossScalerState& st) { return scaler_.SetState(st); }
+  Status GetFull(sdk::LossScalerFullState* st) { return scaler_.GetFullState(st); }
+  Status SetFull(const sdk::LossScalerFullState& st) {
+    return scaler_.SetFullState(st, /*with_plugin_state=*/true);
+  }
+  Status Recipe(sdk::LossScalerRecipe* r) { return scaler_.GetRecipe(r); }
 
  private:
   const MNT_Plugin_Api* p_;
+  std::string precision_options_;
   sdk::LossScalerClient scaler_;
 };
+
+bool AtLeast15(const MNT_Plugin_Api* p) {
+  return p->abi_version.major_version > 1 ||
+         (p->abi_version.major_version == 1 && p->abi_version.minor_version >= 5);
+}
+
+// Replays `recipe` from `scaler`'s current state over `found_infs`: every
+// step's skip, scale bits and trackers must be the declaration's.
+std::string ReplayRecipe(Scaler* scaler, const LossScaleRecipeParams& recipe,
+                         const std::vector<bool>& found_infs) {
+  sdk::LossScalerFullState st;
+  Status s = scaler->GetFull(&st);
+  if (!s.ok()) return s.message();
+  float scale = st.state.scale;
+  int64_t growth = st.state.growth_tracker, hysteresis = st.hysteresis_tracker;
+  for (size_t i = 0; i < found_infs.size(); ++i) {
+    bool skip;
+    float got;
+    s = scaler->Update(found_infs[i], &skip, &got);
+    if (!s.ok()) return s.message();
+    UpdateLossScale(found_infs[i], recipe, &scale, &growth, &hysteresis);
+    if (skip != found_infs[i] || got != scale) {
+      return Format("step %zu (found_inf=%d): skip=%d scale=%.9g, the declared "
+                    "recipe gives skip=%d scale=%.9g",
+                    i + 1, static_cast<int>(found_infs[i]), skip, got,
+                    static_cast<int>(found_infs[i]), scale);
+    }
+    s = scaler->GetFull(&st);
+    if (!s.ok()) return s.message();
+    if (st.state.growth_tracker != growth || st.hysteresis_tracker != hysteresis) {
+      return Format("step %zu: growth_tracker %lld, hysteresis_tracker %lld; the "
+                    "declared recipe gives %lld, %lld",
+                    i + 1, static_cast<long long>(st.state.growth_tracker),
+                    static_cast<long long>(st.hysteresis_tracker),
+                    static_cast<long long>(growth), static_cast<long long>(hysteresis));
+    }
+  }
+  return "";
+}
 
 std::string CheckPolicy(const MNT_Precision_GetPolicy_Args& p) {
   if (!IsFloat(p.weight_dtype) || !IsFloat(p.gradient_dtype) ||
@@ -83,8 +136,8 @@ std::string CheckPolicy(const MNT_Precision_GetPolicy_Args& p) {
 
 }  // namespace
 
-void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
-                          Report* r) {
+void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
+                          uint64_t seed, Report* r) {
   const MNT_Precision_Api* api = plugin->precision;
   const sdk::PrecisionClient precision(plugin);
   const std::string n = "precision/";
@@ -150,7 +203,7 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
 
   // --- Loss scaler ---------------------------------------------------------
   {
-    Scaler none(plugin);
+    Scaler none(plugin, options);
     std::string why;
     s = none.Create("mode=none");
     if (!s.ok()) why = "mode=none refused: " + s.message();
@@ -163,15 +216,30 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
     }
     r->Check(n + "scaler_mode_none_is_identity", why);
   }
+  auto refused_in_one_line = [](const Status& st, const char* what) -> std::string {
+    return st.ok() ? Format("'%s' was accepted", what)
+           : st.code() != MNT_ERROR_INVALID_ARGUMENT
+               ? "refused, but not with INVALID_ARGUMENT: " + st.message()
+           : st.message().find('\n') != std::string::npos ? "message is not one line"
+                                                          : "";
+  };
   {
-    Scaler bad(plugin);
+    Scaler bad(plugin, options);
     s = bad.Create("no_such_option=1");
     r->Check(n + "scaler_rejects_unknown_option",
-             s.ok() ? "'no_such_option=1' was accepted"
-             : s.code() != MNT_ERROR_INVALID_ARGUMENT
-                 ? "refused, but not with INVALID_ARGUMENT: " + s.message()
-             : s.message().find('\n') != std::string::npos ? "message is not one line"
-                                                           : "");
+             refused_in_one_line(s, "no_such_option=1"));
+  }
+  if (AtLeast15(plugin)) {  // 1.5: the plugin's own options reach it
+    Scaler bad(plugin, "no_such_precision_option=1");
+    s = bad.Create("");
+    r->Check(n + "rejects_unknown_precision_option",
+             refused_in_one_line(s, "no_such_precision_option=1"));
+    Scaler malformed(plugin, "=,=");
+    s = malformed.Create("");
+    r->Check(n + "rejects_malformed_precision_options", refused_in_one_line(s, "=,="));
+  } else {
+    r->Skip(n + "rejects_unknown_precision_option",
+            "built before ABI 1.5, which added precision options");
   }
   {
     MNT_LossScaler_Destroy_Args a{};
@@ -188,49 +256,79 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
             "the policy's default loss scaling is not DYNAMIC");
     return;
   }
-  Scaler a(plugin);
+  Scaler a(plugin, options);
   s = a.Create(kDyn);
   if (!s.ok()) {
     r->Fail(n + "scaler_create_dynamic", s.message());
     return;
   }
-  {  // Initial state, backoff on overflow, growth after the interval.
+  sdk::LossScalerRecipe recipe;
+  s = a.Recipe(&recipe);
+  if (!s.ok()) {
+    r->Fail(n + "scaler_recipe", s.message());
+    return;
+  }
+  {  // Options reach the scaler: it starts at init_scale=1024 with clean trackers.
     std::string why;
-    MNT_LossScalerState st{};
-    bool skip;
-    float scale;
-    auto step = [&](bool inf, bool want_skip, float want_scale) {
-      if (!why.empty()) return;
-      s = a.Update(inf, &skip, &scale);
-      if (!s.ok()) why = s.message();
-      else if (skip != want_skip || scale != want_scale)
-        why = Format("update(found_inf=%d) gave skip=%d scale=%g, expected "
-                     "skip=%d scale=%g",
-                     inf, skip, scale, want_skip, want_scale);
-    };
-    s = a.Get(&st);
+    sdk::LossScalerFullState st;
+    s = a.GetFull(&st);
     if (!s.ok()) why = s.message();
-    else if (st.scale != 1024.0f || st.growth_tracker != 0 || st.skipped_steps != 0)
-      why = Format("initial state scale=%g tracker=%lld skipped=%lld, expected "
-                   "1024/0/0", st.scale, (long long)st.growth_tracker,
-                   (long long)st.skipped_steps);
-    step(true, true, 512.0f);    // skip + backoff
-    step(false, false, 512.0f);
-    step(false, false, 512.0f);
-    step(false, false, 1024.0f);  // third clean step grows
-    step(false, false, 1024.0f);
-    step(true, true, 512.0f);     // overflow resets the tracker
-    step(false, false, 512.0f);
-    step(false, false, 512.0f);
-    step(false, false, 1024.0f);
-    if (why.empty()) {
-      s = a.Get(&st);
-      if (!s.ok()) why = s.message();
-      else if (st.skipped_steps != 2 || st.growth_tracker != 0)
-        why = Format("after 2 overflows: skipped=%lld tracker=%lld",
-                     (long long)st.skipped_steps, (long long)st.growth_tracker);
+    else if (st.state.scale != 1024.0f || st.state.growth_tracker != 0 ||
+             st.state.skipped_steps != 0 || st.hysteresis_tracker != 0)
+      why = Format("initial state scale=%g tracker=%lld skipped=%lld hysteresis=%lld, "
+                   "expected 1024/0/0/0 from '%s'",
+                   st.state.scale, (long long)st.state.growth_tracker,
+                   (long long)st.state.skipped_steps, (long long)st.hysteresis_tracker,
+                   kDyn);
+    else if (recipe.declared &&
+             (recipe.params.growth_factor != 2.0 || recipe.params.backoff_factor != 0.5 ||
+              recipe.params.growth_interval != 3))
+      why = Format("declared growth_factor=%g backoff_factor=%g growth_interval=%lld, "
+                   "but the options asked for 2, 0.5, 3",
+                   recipe.params.growth_factor, recipe.params.backoff_factor,
+                   (long long)recipe.params.growth_interval);
+    r->Check(n + "scaler_options_reach_it", why);
+  }
+  if (recipe.declared) {
+    // Overflow runs of every length up to 5, clean runs around the interval,
+    // then a random stretch: each step must be the declaration's.
+    std::vector<bool> seq;
+    for (int run = 1; run <= 5; ++run) {
+      seq.insert(seq.end(), run, true);
+      seq.insert(seq.end(), run + 1, false);
     }
-    r->Check(n + "scaler_skip_backoff_growth", why);
+    std::mt19937_64 rng(seed ^ 0x5eedULL);
+    for (int i = 0; i < 200; ++i) seq.push_back(rng() % 3 == 0);
+    r->Check(n + Format("scaler_recipe_replay (hysteresis %d, min_scale %g, max_scale %g)",
+                        recipe.params.hysteresis,
+                        static_cast<double>(recipe.params.min_scale),
+                        static_cast<double>(recipe.params.max_scale)),
+             ReplayRecipe(&a, recipe.params, seq));
+  } else {
+    // No declaration: the contract of any dynamic policy. 64 overflows in a
+    // row must lower the scale (else it is static), every one skipped.
+    std::string why;
+    sdk::LossScalerFullState st;
+    s = a.GetFull(&st);
+    if (!s.ok()) why = s.message();
+    float scale = st.state.scale;
+    for (int i = 0; i < 64 && why.empty(); ++i) {
+      bool skip;
+      s = a.Update(true, &skip, &scale);
+      if (!s.ok()) why = s.message();
+      else if (!skip) why = Format("overflow %d was not skipped", i + 1);
+      else if (!std::isfinite(scale) || !(scale > 0))
+        why = Format("overflow %d: scale %g", i + 1, scale);
+    }
+    if (why.empty() && !(scale < st.state.scale))
+      why = Format("64 overflows in a row left the scale at %g (from %g): a dynamic "
+                   "scaler must back off", scale, st.state.scale);
+    r->Check(n + "scaler_backs_off_under_overflow", why);
+    // Back to the start state for the checks below.
+    if (Status back = a.SetFull(st); !back.ok()) {
+      r->Fail(n + "scaler_state_restore", back.message());
+      return;
+    }
   }
   {  // Random sequence: skip exactly on overflow, scale stays finite > 0,
      // and a second scaler restored from the state replays it identically.
@@ -249,11 +347,11 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
     r->Check(n + "scaler_random_sequence", why);
 
     why.clear();
-    MNT_LossScalerState st{};
-    Scaler b(plugin);
-    s = a.Get(&st);
+    sdk::LossScalerFullState st;
+    Scaler b(plugin, options);
+    s = a.GetFull(&st);
     if (s.ok()) s = b.Create(kDyn);
-    if (s.ok()) s = b.Set(st);
+    if (s.ok()) s = b.SetFull(st);
     if (!s.ok()) why = s.message();
     for (int i = 0; i < 100 && why.empty(); ++i) {
       const bool inf = rng() % 3 == 0;
@@ -266,11 +364,16 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, uint64_t seed,
         why = Format("step %d after restore: original skip=%d scale=%g, "
                      "restored skip=%d scale=%g", i, skip_a, scale_a, skip_b, scale_b);
     }
-    MNT_LossScalerState sa{}, sb{};
-    if (why.empty() && a.Get(&sa).ok() && b.Get(&sb).ok() &&
-        (sa.scale != sb.scale || sa.growth_tracker != sb.growth_tracker ||
-         sa.skipped_steps - st.skipped_steps != sb.skipped_steps - st.skipped_steps)) {
-      why = "final states differ";
+    sdk::LossScalerFullState sa, sb;
+    if (why.empty() && a.GetFull(&sa).ok() && b.GetFull(&sb).ok() &&
+        (sa.state.scale != sb.state.scale ||
+         sa.state.growth_tracker != sb.state.growth_tracker ||
+         sa.state.skipped_steps != sb.state.skipped_steps ||
+         sa.hysteresis_tracker != sb.hysteresis_tracker ||
+         sa.plugin_state != sb.plugin_state)) {
+      why = Format("final states differ (plugin_state %zu vs %zu bytes%s)",
+                   sa.plugin_state.size(), sb.plugin_state.size(),
+                   sa.plugin_state == sb.plugin_state ? "" : ", different");
     }
     r->Check(n + "scaler_state_save_restore", why);
   }

@@ -132,7 +132,9 @@ TEST_F(LossScalingTest, AmpUpdateScaleWithHysteresisMatchesHostLossScaler) {
       if (config.max_scale > 0) ASSERT_LE(ReadF32(scale), config.max_scale);
       backoffs += ReadF32(scale) < before;
     }
-    if (p_inf > 0.3) EXPECT_GT(backoffs, 0) << "the trial never backed off";
+    if (p_inf > 0.3) {
+      EXPECT_GT(backoffs, 0) << "the trial never backed off";
+    }
   }
 }
 
