@@ -19,10 +19,7 @@ namespace mnt::trainer {
 // it pulled in keep in their globals on purpose would otherwise be reported
 // by LeakSanitizer as leaked from an unknown module (seen: two 72704-byte
 // blocks, the size of libstdc++'s emergency exception pool, after the CUDA
-// backend was probed and closed on a machine without a GPU). Still open: a
-// process that loaded the CUDA libraries then fails LeakSanitizer's exit
-// scan another way (its tracer faults, signal 11, on their mappings), so
-// //tests/integration:cli_test (--device=auto) fails under --config=asan.
+// backend was probed and closed on a machine without a GPU).
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr int kPluginDlopenFlags = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
 #else
