@@ -63,7 +63,9 @@ TEST(EmbeddingBucketsTest, SortBitsCoverEveryKeyAndNoMore) {
   for (int64_t vocab = 1; vocab <= 70000; vocab += (vocab < 300 ? 1 : 997)) {
     const int bits = EmbeddingSortBits(vocab);
     EXPECT_GT(int64_t{1} << bits, vocab) << vocab;  // key `vocab` itself fits
-    if (bits > 1) EXPECT_LE(int64_t{1} << (bits - 1), vocab) << vocab;
+    if (bits > 1) {
+      EXPECT_LE(int64_t{1} << (bits - 1), vocab) << vocab;
+    }
   }
   EXPECT_EQ(EmbeddingSortBits(50304), 16);
 }
