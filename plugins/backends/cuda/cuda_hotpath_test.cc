@@ -27,19 +27,8 @@ using testing::Pair;
 
 constexpr MNT_DType kSixteenBit[] = {MNT_DTYPE_F16, MNT_DTYPE_BF16};
 
-class CudaHotPathTest : public ::testing::Test {
+class CudaHotPathTest : public testing::DualBackendTest {
  protected:
-  void SetUp() override {
-    MNT_SKIP_WITHOUT_GPU();
-    rng_.seed(testing::FreshSeed());
-    d_.Init();
-  }
-  std::vector<float> Random(int64_t n, float scale = 1.0f) {
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& e : v) e = dist(rng_);
-    return v;
-  }
   // `typed` (written by the specialised kernel) holds exactly the bits of
   // `wide` (fp32, written by the switching kernel) rounded to typed's dtype.
   void ExpectSameBitsAsRounded(const Pair& typed, const Pair& wide) {
@@ -54,8 +43,6 @@ class CudaHotPathTest : public ::testing::Test {
     // And neither is NaN-poison left unwritten.
     for (float v : d_.Download(wide, true)) ASSERT_FALSE(std::isnan(v));
   }
-  std::mt19937 rng_;
-  DualBackend d_;
 };
 
 TEST_F(CudaHotPathTest, ElementwiseSpecialisedMatchesSwitch) {

@@ -19,26 +19,13 @@ using testing::StorageTolerance;
 
 constexpr MNT_DType kFloatTypes[] = {MNT_DTYPE_F32, MNT_DTYPE_F16, MNT_DTYPE_BF16};
 
-class CudaKernelsTest : public ::testing::Test {
+class CudaKernelsTest : public testing::DualBackendTest {
  protected:
-  void SetUp() override {
-    MNT_SKIP_WITHOUT_GPU();
-    rng_.seed(testing::FreshSeed());
-    d_.Init();
-  }
-  std::vector<float> Random(int64_t n, float scale = 1.0f) {
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& e : v) e = dist(rng_);
-    return v;
-  }
   // Both sides' outputs agree within the output dtype's tolerance.
   void ExpectSame(const Pair& p, double rtol_extra = 0, double atol = 1e-6) {
     const double rtol = std::max(StorageTolerance(p.dtype), rtol_extra);
     EXPECT_TRUE(AllClose(d_.Download(p, true), d_.Download(p, false), rtol, atol));
   }
-  std::mt19937 rng_;
-  DualBackend d_;
 };
 
 TEST_F(CudaKernelsTest, FillAndCast) {

@@ -28,21 +28,11 @@ using testing::StorageTolerance;
 
 constexpr MNT_DType kFloatTypes[] = {MNT_DTYPE_F32, MNT_DTYPE_F16, MNT_DTYPE_BF16};
 
-class CudaLayersTest : public ::testing::Test {
+class CudaLayersTest : public testing::DualBackendTest {
  protected:
-  void SetUp() override {
-    MNT_SKIP_WITHOUT_GPU();
-    rng_.seed(testing::FreshSeed());
-    // The attention cases test the fallback kernels (deterministic, fp32
-    // math); cuDNN SDPA has its own test (cuda_attention_cudnn_test).
-    d_.Init("attention=fallback");
-  }
-  std::vector<float> Random(int64_t n, float scale = 1.0f) {
-    std::normal_distribution<float> dist(0.0f, scale);
-    std::vector<float> v(n);
-    for (float& e : v) e = dist(rng_);
-    return v;
-  }
+  // The attention cases test the fallback kernels (deterministic, fp32
+  // math); cuDNN SDPA has its own test (cuda_attention_cudnn_test).
+  const char* options() const override { return "attention=fallback"; }
   // Element-wise: |got - want| <= atol + rtol |want|, rtol at least the
   // output dtype's rounding.
   void ExpectSame(const Pair& p, double rtol, double atol) {
@@ -57,8 +47,6 @@ class CudaLayersTest : public ::testing::Test {
     for (float v : want) scale = std::max(scale, double(std::fabs(v)));
     EXPECT_TRUE(AllClose(d_.Download(p, true), want, tol, tol * scale));
   }
-  std::mt19937 rng_;
-  DualBackend d_;
 };
 
 // ---- Attention ------------------------------------------------------------------

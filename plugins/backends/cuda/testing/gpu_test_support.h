@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,28 @@ class DualBackend {
 
 // Tolerance for a value stored in `dtype` (its rounding dominates).
 double StorageTolerance(MNT_DType dtype);
+
+// The fixture the kernel tests share: skips without a device, seeds a fresh
+// generator, creates both backends (the cuda one with options()).
+class DualBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MNT_SKIP_WITHOUT_GPU();
+    rng_.seed(FreshSeed());
+    d_.Init(options());
+  }
+  // Backend options for the cuda instance; nullptr = its defaults.
+  virtual const char* options() const { return nullptr; }
+  // n values from N(0, scale^2).
+  std::vector<float> Random(int64_t n, float scale = 1.0f) {
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& e : v) e = dist(rng_);
+    return v;
+  }
+  std::mt19937 rng_;
+  DualBackend d_;
+};
 
 }  // namespace mnt::cuda::testing
 
