@@ -34,9 +34,9 @@ sdk::Status ParsePrecisionOptions(const char* text, const char* precision_name,
     return sdk::Status::Ok();
   }
   MNT_RETURN_IF_ERROR(opts.CheckKnown({"hysteresis", "min_scale", "max_scale"}));
-  long long hysteresis = config->hysteresis;
+  long long hysteresis = config->recipe.hysteresis;
   MNT_RETURN_IF_ERROR(opts.GetInt("hysteresis", &hysteresis));
-  double min_scale = config->min_scale, max_scale = 0;
+  double min_scale = config->recipe.min_scale, max_scale = 0;
   MNT_RETURN_IF_ERROR(opts.GetDouble("min_scale", &min_scale));
   MNT_RETURN_IF_ERROR(opts.GetDouble("max_scale", &max_scale));
   if (hysteresis < 1 || hysteresis > 1000000) {
@@ -56,24 +56,13 @@ sdk::Status ParsePrecisionOptions(const char* text, const char* precision_name,
         "%s: max_scale=%g must be finite in fp32 and >= min_scale=%g",
         context.c_str(), max_scale, min_scale));
   }
-  config->hysteresis = static_cast<int32_t>(hysteresis);
-  config->min_scale = static_cast<float>(min_scale);
-  config->max_scale = static_cast<float>(max_scale);
+  config->recipe.hysteresis = static_cast<int32_t>(hysteresis);
+  config->recipe.min_scale = static_cast<float>(min_scale);
+  config->recipe.max_scale = static_cast<float>(max_scale);
   return sdk::Status::Ok();
 }
 
 }  // namespace
-
-LossScaleRecipeParams LossScalerConfig::recipe() const {
-  LossScaleRecipeParams p;
-  p.growth_factor = growth_factor;
-  p.backoff_factor = backoff_factor;
-  p.growth_interval = growth_interval;
-  p.hysteresis = hysteresis;
-  p.min_scale = min_scale;
-  p.max_scale = max_scale;
-  return p;
-}
 
 sdk::Status ParseLossScalerConfig(const char* options,
                                   const char* precision_options,
@@ -121,9 +110,9 @@ sdk::Status ParseLossScalerConfig(const char* options,
 
   double init_scale = config.init_scale;
   MNT_RETURN_IF_ERROR(opts.GetDouble("init_scale", &init_scale));
-  MNT_RETURN_IF_ERROR(opts.GetDouble("growth_factor", &config.growth_factor));
-  MNT_RETURN_IF_ERROR(opts.GetDouble("backoff_factor", &config.backoff_factor));
-  long long growth_interval = config.growth_interval;
+  MNT_RETURN_IF_ERROR(opts.GetDouble("growth_factor", &config.recipe.growth_factor));
+  MNT_RETURN_IF_ERROR(opts.GetDouble("backoff_factor", &config.recipe.backoff_factor));
+  long long growth_interval = config.recipe.growth_interval;
   MNT_RETURN_IF_ERROR(opts.GetInt("growth_interval", &growth_interval));
 
   if (!(init_scale > 0) || init_scale >= kFloatOverflowThreshold) {
@@ -131,15 +120,15 @@ sdk::Status ParseLossScalerConfig(const char* options,
         "%s: init_scale=%g must be positive and finite in fp32",
         context.c_str(), init_scale));
   }
-  if (!(config.growth_factor > 1)) {
+  if (!(config.recipe.growth_factor > 1)) {
     return sdk::InvalidArgument(sdk::Format(
         "%s: growth_factor=%g must be greater than 1", context.c_str(),
-        config.growth_factor));
+        config.recipe.growth_factor));
   }
-  if (!(config.backoff_factor > 0 && config.backoff_factor < 1)) {
+  if (!(config.recipe.backoff_factor > 0 && config.recipe.backoff_factor < 1)) {
     return sdk::InvalidArgument(sdk::Format(
         "%s: backoff_factor=%g must be in (0, 1)", context.c_str(),
-        config.backoff_factor));
+        config.recipe.backoff_factor));
   }
   if (growth_interval < 1) {
     return sdk::InvalidArgument(sdk::Format(
@@ -152,17 +141,17 @@ sdk::Status ParseLossScalerConfig(const char* options,
         "%s: init_scale=%g underflows to 0 in fp32", context.c_str(),
         init_scale));
   }
-  config.growth_interval = growth_interval;
+  config.recipe.growth_interval = growth_interval;
   MNT_RETURN_IF_ERROR(ParsePrecisionOptions(precision_options, precision_name,
                                             supports_loss_scaling, &config));
   if (config.mode == MNT_LOSS_SCALING_DYNAMIC &&
-      (config.init_scale < config.min_scale ||
-       (config.max_scale > 0 && config.init_scale > config.max_scale))) {
+      (config.init_scale < config.recipe.min_scale ||
+       (config.recipe.max_scale > 0 && config.init_scale > config.recipe.max_scale))) {
     return sdk::InvalidArgument(sdk::Format(
         "%s: init_scale=%g is outside [min_scale, max_scale] = [%g, %g]",
         context.c_str(), static_cast<double>(config.init_scale),
-        static_cast<double>(config.min_scale),
-        static_cast<double>(config.max_scale)));
+        static_cast<double>(config.recipe.min_scale),
+        static_cast<double>(config.recipe.max_scale)));
   }
   *out = config;
   return sdk::Status::Ok();
@@ -189,7 +178,7 @@ UpdateResult LossScaler::Update(bool found_inf) {
         result.skip_step = true;
         ++state_.skipped_steps;
       }
-      UpdateLossScale(found_inf, config_.recipe(), &state_.scale,
+      UpdateLossScale(found_inf, config_.recipe, &state_.scale,
                       &state_.growth_tracker, &state_.hysteresis_tracker);
       break;
   }
@@ -209,7 +198,7 @@ sdk::Status LossScaler::SetState(const LossScalerSnapshot& state) {
         static_cast<long long>(state.skipped_steps)));
   }
   const int64_t max_tracker =
-      config_.mode == MNT_LOSS_SCALING_DYNAMIC ? config_.growth_interval - 1
+      config_.mode == MNT_LOSS_SCALING_DYNAMIC ? config_.recipe.growth_interval - 1
                                                : 0;
   if (state.growth_tracker < 0 || state.growth_tracker > max_tracker) {
     return sdk::InvalidArgument(sdk::Format(
@@ -219,14 +208,14 @@ sdk::Status LossScaler::SetState(const LossScalerSnapshot& state) {
         static_cast<long long>(max_tracker), ModeName(config_.mode)));
   }
   const int64_t max_hysteresis =
-      config_.mode == MNT_LOSS_SCALING_DYNAMIC ? config_.hysteresis - 1 : 0;
+      config_.mode == MNT_LOSS_SCALING_DYNAMIC ? config_.recipe.hysteresis - 1 : 0;
   if (state.hysteresis_tracker < 0 || state.hysteresis_tracker > max_hysteresis) {
     return sdk::InvalidArgument(sdk::Format(
         "loss scaler state: hysteresis_tracker=%lld is outside [0, %lld] for "
         "mode=%s, hysteresis=%d",
         static_cast<long long>(state.hysteresis_tracker),
         static_cast<long long>(max_hysteresis), ModeName(config_.mode),
-        config_.hysteresis));
+        config_.recipe.hysteresis));
   }
   if (config_.mode == MNT_LOSS_SCALING_NONE && state.scale != 1.0f) {
     return sdk::InvalidArgument(sdk::Format(
@@ -250,7 +239,7 @@ sdk::Status LossScaler::SetState(const LossScalerSnapshot& state) {
 
 bool LossScaler::Recipe(LossScaleRecipeParams* out) const {
   if (config_.mode != MNT_LOSS_SCALING_DYNAMIC) return false;
-  *out = config_.recipe();
+  *out = config_.recipe;
   return true;
 }
 

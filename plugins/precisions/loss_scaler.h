@@ -19,14 +19,8 @@ namespace mnt::precision {
 struct LossScalerConfig {
   MNT_LossScaling mode = MNT_LOSS_SCALING_NONE;
   float init_scale = LossScaleRecipeParams::kDefaultInitScale;
-  double growth_factor = LossScaleRecipeParams().growth_factor;
-  double backoff_factor = LossScaleRecipeParams().backoff_factor;
-  int64_t growth_interval = LossScaleRecipeParams().growth_interval;
-  int32_t hysteresis = LossScaleRecipeParams().hysteresis;
-  float min_scale = LossScaleRecipeParams().min_scale;
-  float max_scale = LossScaleRecipeParams().max_scale;  // 0: no ceiling
-
-  LossScaleRecipeParams recipe() const;
+  // The dynamic update's parameters (plugins/sdk/loss_scale_math.h).
+  LossScaleRecipeParams recipe;
 };
 
 // Parses the loss-scaler options "mode=dynamic|static|none,init_scale=..,

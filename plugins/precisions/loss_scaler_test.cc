@@ -65,9 +65,9 @@ TEST(LossScalerConfigTest, DefaultsAreGradScalers) {
   LossScalerConfig c = MustParse("");
   EXPECT_EQ(c.mode, MNT_LOSS_SCALING_DYNAMIC);
   EXPECT_EQ(c.init_scale, 65536.0f);
-  EXPECT_EQ(c.growth_factor, 2.0);
-  EXPECT_EQ(c.backoff_factor, 0.5);
-  EXPECT_EQ(c.growth_interval, 2000);
+  EXPECT_EQ(c.recipe.growth_factor, 2.0);
+  EXPECT_EQ(c.recipe.backoff_factor, 0.5);
+  EXPECT_EQ(c.recipe.growth_interval, 2000);
   EXPECT_EQ(MustParse(nullptr).mode, MNT_LOSS_SCALING_DYNAMIC);
   EXPECT_EQ(MustParse(nullptr, /*fp16=*/false).mode, MNT_LOSS_SCALING_NONE);
 }
@@ -78,9 +78,9 @@ TEST(LossScalerConfigTest, ParsesEveryKey) {
       "growth_interval=7");
   EXPECT_EQ(c.mode, MNT_LOSS_SCALING_STATIC);
   EXPECT_EQ(c.init_scale, 1024.0f);
-  EXPECT_EQ(c.growth_factor, 4.0);
-  EXPECT_EQ(c.backoff_factor, 0.25);
-  EXPECT_EQ(c.growth_interval, 7);
+  EXPECT_EQ(c.recipe.growth_factor, 4.0);
+  EXPECT_EQ(c.recipe.backoff_factor, 0.25);
+  EXPECT_EQ(c.recipe.growth_interval, 7);
   EXPECT_EQ(MustParse("mode=none").mode, MNT_LOSS_SCALING_NONE);
   EXPECT_EQ(MustParse("mode=dynamic").mode, MNT_LOSS_SCALING_DYNAMIC);
 }
@@ -132,13 +132,13 @@ TEST(LossScalerConfigTest, Bf16RefusesLossScaling) {
 
 TEST(LossScalerConfigTest, ParsesAndChecksPrecisionOptions) {
   LossScalerConfig c = MustParse("", true, "hysteresis=3,min_scale=2,max_scale=1e6");
-  EXPECT_EQ(c.hysteresis, 3);
-  EXPECT_EQ(c.min_scale, 2.0f);
-  EXPECT_EQ(c.max_scale, 1e6f);
+  EXPECT_EQ(c.recipe.hysteresis, 3);
+  EXPECT_EQ(c.recipe.min_scale, 2.0f);
+  EXPECT_EQ(c.recipe.max_scale, 1e6f);
   const LossScalerConfig d = MustParse("");
-  EXPECT_EQ(d.hysteresis, 1);
-  EXPECT_EQ(d.min_scale, 0.0f);
-  EXPECT_EQ(d.max_scale, 0.0f);
+  EXPECT_EQ(d.recipe.hysteresis, 1);
+  EXPECT_EQ(d.recipe.min_scale, 0.0f);
+  EXPECT_EQ(d.recipe.max_scale, 0.0f);
   EXPECT_EQ(ParseError("", true, "hysteresis=0"),
             "fp16 precision options: hysteresis=0 must be in [1, 1000000] (1 backs "
             "off on every overflow)");
@@ -155,7 +155,7 @@ TEST(LossScalerConfigTest, ParsesAndChecksPrecisionOptions) {
   EXPECT_EQ(ParseError("", false, "hysteresis=2"),
             "bf16 precision options: bf16 takes no precision options (got "
             "'hysteresis=2'); hysteresis, min_scale and max_scale are fp16's");
-  EXPECT_EQ(MustParse("", false, "").hysteresis, 1);
+  EXPECT_EQ(MustParse("", false, "").recipe.hysteresis, 1);
 }
 
 // DeepSpeed's hysteresis=2 through the scaler: the first overflow of a run is
@@ -248,13 +248,13 @@ TEST(LossScalerTest, RandomPatternsMatchTorchReference) {
     LossScalerConfig config;
     config.mode = MNT_LOSS_SCALING_DYNAMIC;
     config.init_scale = static_cast<float>(std::exp2(init_exp(rng)));
-    config.growth_factor = growth(rng);
-    config.backoff_factor = backoff(rng);
-    config.growth_interval = interval(rng);
+    config.recipe.growth_factor = growth(rng);
+    config.recipe.backoff_factor = backoff(rng);
+    config.recipe.growth_interval = interval(rng);
     const double p_inf = std::uniform_real_distribution<double>(0, 0.5)(rng);
     LossScaler scaler(config);
-    TorchReference ref{config.init_scale, 0, config.growth_factor,
-                       config.backoff_factor, config.growth_interval};
+    TorchReference ref{config.init_scale, 0, config.recipe.growth_factor,
+                       config.recipe.backoff_factor, config.recipe.growth_interval};
     for (int step = 0; step < 300; ++step) {
       const bool inf = std::bernoulli_distribution(p_inf)(rng);
       ref.Update(inf);

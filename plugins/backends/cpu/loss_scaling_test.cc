@@ -51,14 +51,14 @@ TEST_F(LossScalingTest, AmpUpdateScaleMatchesHostLossScalerBitForBit) {
   for (int trial = 0; trial < 40; ++trial) {
     precision::LossScalerConfig config;
     config.mode = MNT_LOSS_SCALING_DYNAMIC;
-    config.growth_factor = growth[rng()() % 4];
-    config.backoff_factor = backoff[rng()() % 4];
-    config.growth_interval = 1 + rng()() % 6;
+    config.recipe.growth_factor = growth[rng()() % 4];
+    config.recipe.backoff_factor = backoff[rng()() % 4];
+    config.recipe.growth_interval = 1 + rng()() % 6;
     config.init_scale = init[rng()() % 5];
     const double p_inf = (rng()() % 100) / 100.0;
     SCOPED_TRACE(::testing::Message()
-                 << "growth " << config.growth_factor << " backoff "
-                 << config.backoff_factor << " interval " << config.growth_interval
+                 << "growth " << config.recipe.growth_factor << " backoff "
+                 << config.recipe.backoff_factor << " interval " << config.recipe.growth_interval
                  << " init " << config.init_scale << " p_inf " << p_inf);
     precision::LossScaler host(config);
 
@@ -67,9 +67,9 @@ TEST_F(LossScalingTest, AmpUpdateScaleMatchesHostLossScalerBitForBit) {
     MNT_Tensor tracker = UploadI32({0}, {1});
     MNT_Tensor inv = Empty(MNT_DTYPE_F32, {1});
     const MNT_AmpUpdateScaleParams p{
-        MNT_AmpUpdateScaleParams_STRUCT_SIZE, static_cast<float>(config.growth_factor),
-        static_cast<float>(config.backoff_factor),
-        static_cast<int32_t>(config.growth_interval)};
+        MNT_AmpUpdateScaleParams_STRUCT_SIZE, static_cast<float>(config.recipe.growth_factor),
+        static_cast<float>(config.recipe.backoff_factor),
+        static_cast<int32_t>(config.recipe.growth_interval)};
     std::bernoulli_distribution inf(p_inf);
     for (int step = 0; step < 300; ++step) {
       const bool found_inf = inf(rng());
@@ -110,12 +110,12 @@ TEST_F(LossScalingTest, AmpUpdateScaleWithHysteresisMatchesHostLossScaler) {
     MNT_Tensor hysteresis = UploadI32({0}, {1});
     MNT_Tensor inv = Empty(MNT_DTYPE_F32, {1});
     const MNT_AmpUpdateScaleParams p{MNT_AmpUpdateScaleParams_STRUCT_SIZE,
-                                     static_cast<float>(config.growth_factor),
-                                     static_cast<float>(config.backoff_factor),
-                                     static_cast<int32_t>(config.growth_interval),
-                                     config.hysteresis,
-                                     config.min_scale,
-                                     config.max_scale};
+                                     static_cast<float>(config.recipe.growth_factor),
+                                     static_cast<float>(config.recipe.backoff_factor),
+                                     static_cast<int32_t>(config.recipe.growth_interval),
+                                     config.recipe.hysteresis,
+                                     config.recipe.min_scale,
+                                     config.recipe.max_scale};
     std::bernoulli_distribution inf(p_inf);
     int backoffs = 0;
     for (int step = 0; step < 300; ++step) {
@@ -128,8 +128,8 @@ TEST_F(LossScalingTest, AmpUpdateScaleWithHysteresisMatchesHostLossScaler) {
       ASSERT_EQ(Bits(ReadF32(scale)), Bits(want.new_scale)) << "step " << step;
       ASSERT_EQ(ReadI32(tracker), host.state().growth_tracker) << "step " << step;
       ASSERT_EQ(ReadI32(hysteresis), host.state().hysteresis_tracker) << "step " << step;
-      ASSERT_GE(ReadF32(scale), config.min_scale);
-      if (config.max_scale > 0) ASSERT_LE(ReadF32(scale), config.max_scale);
+      ASSERT_GE(ReadF32(scale), config.recipe.min_scale);
+      if (config.recipe.max_scale > 0) ASSERT_LE(ReadF32(scale), config.recipe.max_scale);
       backoffs += ReadF32(scale) < before;
     }
     if (p_inf > 0.3) {
