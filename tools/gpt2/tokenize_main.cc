@@ -4,13 +4,12 @@
 // writes <prefix>_val_000.bin (the last val_fraction of the text) and
 // <prefix>_train_000.bin, _001.bin, ... of at most shard_tokens each.
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
+#include "trainer/checkpoint/atomic_file.h"
 #include "trainer/data/token_shards.h"
 
 ABSL_FLAG(std::string, input, "", "Plain text file");
@@ -36,9 +35,12 @@ int main(int argc, char** argv) {
   if (input.empty() || prefix.empty()) return Fail("--input and --output_prefix are required");
   if (!(val >= 0 && val < 1)) return Fail("--val_fraction must be in [0, 1)");
   if (per_shard < 1 || per_shard > 2000000000) return Fail("--shard_tokens must be in [1, 2e9]");
-  std::ifstream in(input, std::ios::binary);
-  if (!in) return Fail(input + ": cannot open");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Each byte becomes an int32 token before the shards are written: 1 GiB of
+  // text is already 5 GiB in memory. Larger corpora: split the text first.
+  constexpr int64_t kMaxInputBytes = int64_t{1} << 30;
+  std::string text;
+  const absl::Status read = mnt::trainer::ReadWholeFile(input, &text, kMaxInputBytes);
+  if (!read.ok()) return Fail(std::string(read.message()));
   if (text.empty()) return Fail(input + ": empty");
   const std::vector<int32_t> tokens = mnt::trainer::ByteTokens(text);
   const size_t n_val = static_cast<size_t>(val * tokens.size());

@@ -17,4 +17,10 @@ done
 [[ -f "$dir/out_train_002.bin" ]] || { echo "expected 3 train shards"; exit 1; }
 if "$tool" --input="$dir/missing.txt" --output_prefix="$dir/x" 2>"$dir/err"; then exit 1; fi
 [[ $(wc -l < "$dir/err") == 1 ]] || { cat "$dir/err"; exit 1; }
+# A directory or device where a text file is expected: one line, nothing written.
+for bad in "$dir" /dev/zero; do
+  if "$tool" --input="$bad" --output_prefix="$dir/bad" 2>"$dir/err"; then exit 1; fi
+  [[ $(wc -l < "$dir/err") == 1 ]] || { cat "$dir/err"; exit 1; }
+  if compgen -G "$dir/bad_*" >/dev/null; then echo "wrote shards for $bad"; exit 1; fi
+done
 echo PASS

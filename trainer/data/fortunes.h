@@ -21,7 +21,8 @@ struct ShardGlobs {
 // Reads the fortune files in `corpus_dir` (entries separated by "%" lines),
 // writes <cache_dir>/fortunes/train_000.bin and val_000.bin (the last
 // `validation_fraction` of the bytes) unless they exist, and returns their
-// paths. A missing corpus is one line naming the package to install.
+// paths. A missing corpus is one line naming the package to install; a
+// corpus file that is not a regular file or is over 64 MiB is refused.
 absl::StatusOr<ShardGlobs> PrepareFortunesShards(const std::string& corpus_dir,
                                                  const std::string& cache_dir,
                                                  double validation_fraction);
