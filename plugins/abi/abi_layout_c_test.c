@@ -133,6 +133,14 @@ _Static_assert(offsetof(MNT_AmpUpdateScaleParams, max_scale) == 28, "MNT_AmpUpda
 _Static_assert(sizeof(MNT_ClipCoefficientParams) == 16, "sizeof MNT_ClipCoefficientParams");
 _Static_assert(offsetof(MNT_ClipCoefficientParams, struct_size) == 0, "MNT_ClipCoefficientParams.struct_size");
 _Static_assert(offsetof(MNT_ClipCoefficientParams, max_norm) == 8, "MNT_ClipCoefficientParams.max_norm");
+_Static_assert(sizeof(MNT_GemmEpilogueParams) == 32, "sizeof MNT_GemmEpilogueParams");
+_Static_assert(offsetof(MNT_GemmEpilogueParams, struct_size) == 0, "MNT_GemmEpilogueParams.struct_size");
+_Static_assert(offsetof(MNT_GemmEpilogueParams, trans_a) == 8, "MNT_GemmEpilogueParams.trans_a");
+_Static_assert(offsetof(MNT_GemmEpilogueParams, trans_b) == 12, "MNT_GemmEpilogueParams.trans_b");
+_Static_assert(offsetof(MNT_GemmEpilogueParams, alpha) == 16, "MNT_GemmEpilogueParams.alpha");
+_Static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20, "MNT_GemmEpilogueParams.beta");
+_Static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24, "MNT_GemmEpilogueParams.compute");
+_Static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28, "MNT_GemmEpilogueParams.accumulate_bias_grad");
 _Static_assert(sizeof(MNT_Backend_Create_Args) == 40, "sizeof MNT_Backend_Create_Args");
 _Static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0, "MNT_Backend_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8, "MNT_Backend_Create_Args.extension_start");
@@ -485,6 +493,10 @@ _Static_assert(MNT_OP_BATCHNORM_FORWARD == 27, "MNT_OP_BATCHNORM_FORWARD");
 _Static_assert(MNT_OP_BATCHNORM_BACKWARD == 28, "MNT_OP_BATCHNORM_BACKWARD");
 _Static_assert(MNT_OP_AMP_UPDATE_SCALE == 29, "MNT_OP_AMP_UPDATE_SCALE");
 _Static_assert(MNT_OP_CLIP_COEFFICIENT == 30, "MNT_OP_CLIP_COEFFICIENT");
+_Static_assert(MNT_OP_GEMM_BIAS_GELU == 31, "MNT_OP_GEMM_BIAS_GELU");
+_Static_assert(MNT_OP_GEMM_DGELU == 32, "MNT_OP_GEMM_DGELU");
+_Static_assert(MNT_OP_GEMM_BIAS_GRAD == 33, "MNT_OP_GEMM_BIAS_GRAD");
+_Static_assert(MNT_OP_FUSED_CLASSIFIER == 34, "MNT_OP_FUSED_CLASSIFIER");
 _Static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 _Static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 _Static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -546,6 +558,7 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
+      MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

@@ -139,6 +139,14 @@ static_assert(offsetof(MNT_AmpUpdateScaleParams, max_scale) == 28);
 static_assert(sizeof(MNT_ClipCoefficientParams) == 16);
 static_assert(offsetof(MNT_ClipCoefficientParams, struct_size) == 0);
 static_assert(offsetof(MNT_ClipCoefficientParams, max_norm) == 8);
+static_assert(sizeof(MNT_GemmEpilogueParams) == 32);
+static_assert(offsetof(MNT_GemmEpilogueParams, struct_size) == 0);
+static_assert(offsetof(MNT_GemmEpilogueParams, trans_a) == 8);
+static_assert(offsetof(MNT_GemmEpilogueParams, trans_b) == 12);
+static_assert(offsetof(MNT_GemmEpilogueParams, alpha) == 16);
+static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20);
+static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24);
+static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28);
 static_assert(sizeof(MNT_Backend_Create_Args) == 40);
 static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8);
@@ -491,6 +499,10 @@ static_assert(MNT_OP_BATCHNORM_FORWARD == 27, "MNT_OP_BATCHNORM_FORWARD");
 static_assert(MNT_OP_BATCHNORM_BACKWARD == 28, "MNT_OP_BATCHNORM_BACKWARD");
 static_assert(MNT_OP_AMP_UPDATE_SCALE == 29, "MNT_OP_AMP_UPDATE_SCALE");
 static_assert(MNT_OP_CLIP_COEFFICIENT == 30, "MNT_OP_CLIP_COEFFICIENT");
+static_assert(MNT_OP_GEMM_BIAS_GELU == 31, "MNT_OP_GEMM_BIAS_GELU");
+static_assert(MNT_OP_GEMM_DGELU == 32, "MNT_OP_GEMM_DGELU");
+static_assert(MNT_OP_GEMM_BIAS_GRAD == 33, "MNT_OP_GEMM_BIAS_GRAD");
+static_assert(MNT_OP_FUSED_CLASSIFIER == 34, "MNT_OP_FUSED_CLASSIFIER");
 static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -555,6 +567,7 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
+      MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),
@@ -619,9 +632,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
 }
 
-TEST(AbiLayoutTest, VersionIs15) {
+TEST(AbiLayoutTest, VersionIs16) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 5);
+  EXPECT_EQ(MNT_ABI_MINOR, 6);
 }
 
 }  // namespace

@@ -222,6 +222,50 @@ typedef enum MNT_Op {
    * anyway). Feed it to the optimizer ops' in[2]. Params:
    * MNT_ClipCoefficientParams. */
   MNT_OP_CLIP_COEFFICIENT = 30,
+  /* --- Since 1.6: fused GEMM epilogues and a fused classifier (cuBLASLt's
+   * epilogues, llm.c's fused_classifier), so a transformer step makes fewer
+   * passes over its activations. Each equals the unfused sequence named in
+   * its comment, up to where that sequence rounds intermediates. --- */
+  /* GEMM + bias + tanh-GELU, saving the pre-activation (cuBLASLt's
+   * EPILOGUE_GELU_AUX_BIAS). in[0] A, in[1] B as MNT_OP_GEMM, in[2] bias [N]
+   * (required); out[0] y [M,N] = gelu_tanh(pre), out[1] pre [M,N] =
+   * alpha * op(A) op(B) + bias, both overwritten. y is the GELU of the fp32
+   * pre-activation (before it is rounded into out[1]'s dtype). Equals GEMM
+   * (with bias) then ACTIVATION_FORWARD(GELU_TANH). Params: MNT_GemmParams
+   * (beta must be 0). */
+  MNT_OP_GEMM_BIAS_GELU = 31,
+  /* GEMM whose result is a GELU output's gradient, times GELU's derivative
+   * at the saved pre-activation (cuBLASLt's EPILOGUE_DGELU, with the bias
+   * gradient EPILOGUE_DGELU_BGRAD). in[0] A, in[1] B as MNT_OP_GEMM, in[2]
+   * pre [M,N] (GEMM_BIAS_GELU's out[1]); out[0] dpre [M,N] =
+   * gelu_tanh'(pre) * alpha * op(A) op(B) (overwritten; must not alias
+   * pre); optional out[1] dbias [N] = sum over the M rows of dpre (the fp32
+   * values, before rounding into out[0]), overwritten or, with
+   * accumulate_bias_grad, added to. Equals GEMM, ACTIVATION_BACKWARD
+   * (GELU_TANH) then BIAS_GRAD. Params: MNT_GemmEpilogueParams (beta must
+   * be 0). */
+  MNT_OP_GEMM_DGELU = 32,
+  /* A weight-gradient GEMM with the bias gradient of its A operand
+   * (cuBLASLt's EPILOGUE_BGRADB; cuBLAS is column-major, so the ABI's
+   * row-major A is cuBLAS's B). in[0] A, in[1] B as MNT_OP_GEMM; out[0]
+   * C [M,N] = alpha * op(A) op(B) + beta * C; out[1] dbias [M] = sum over
+   * the K columns of op(A) (for dW = dYᵀ·X with A = dY, trans_a: db = the
+   * row sums of dY), overwritten or, with accumulate_bias_grad, added to.
+   * Equals GEMM then BIAS_GRAD(dY). Params: MNT_GemmEpilogueParams. */
+  MNT_OP_GEMM_BIAS_GRAD = 33,
+  /* Softmax + cross-entropy + dlogits in one pass over the logits, written
+   * in place (llm.c's fused_classifier): probabilities are never stored.
+   * in[0] targets I32 [B] (a negative target is ignored: loss 0, gradient
+   * 0); optional in[1] loss multiplier F32 [1] on the device, multiplying
+   * the gradient as grad_scale does (a device loss scale, read by no host).
+   * out[0] logits [B,V], read, then overwritten with dlogits = (softmax -
+   * onehot) * grad_scale (* in[1]); columns >= num_classes are padding:
+   * probability 0, gradient 0. out[1] losses F32 [B] (unscaled, as
+   * MNT_OP_CROSS_ENTROPY's); optional out[2] F32 [1] = the mean of out[1]
+   * over the B rows (as MNT_OP_REDUCE MEAN). Equals CROSS_ENTROPY with
+   * out[1] dlogits over the logits' own memory. Params:
+   * MNT_CrossEntropyParams. */
+  MNT_OP_FUSED_CLASSIFIER = 34,
 } MNT_Op;
 
 typedef struct MNT_FillParams {
@@ -399,6 +443,20 @@ typedef struct MNT_ClipCoefficientParams {
 } MNT_ClipCoefficientParams;
 #define MNT_ClipCoefficientParams_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_ClipCoefficientParams, max_norm)
+
+/* Since 1.6: MNT_OP_GEMM_DGELU and MNT_OP_GEMM_BIAS_GRAD (MNT_GemmParams
+ * plus what happens to the bias gradient). */
+typedef struct MNT_GemmEpilogueParams {
+  size_t struct_size;
+  int32_t trans_a;
+  int32_t trans_b;
+  float alpha;
+  float beta;
+  MNT_ComputeMode compute;
+  int32_t accumulate_bias_grad; /* 0: overwrite the bias gradient, 1: add */
+} MNT_GemmEpilogueParams;
+#define MNT_GemmEpilogueParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_GemmEpilogueParams, accumulate_bias_grad)
 
 /* ------------------------------------------------------------------------ */
 /* Calls. Every call takes one Args struct (struct_size and extension chain  */

@@ -44,7 +44,11 @@
   X(BATCHNORM_FORWARD, BatchNormForward)                \
   X(BATCHNORM_BACKWARD, BatchNormBackward)              \
   X(AMP_UPDATE_SCALE, AmpUpdateScale)                   \
-  X(CLIP_COEFFICIENT, ClipCoefficient)
+  X(CLIP_COEFFICIENT, ClipCoefficient)                  \
+  X(GEMM_BIAS_GELU, GemmBiasGelu)                       \
+  X(GEMM_DGELU, GemmDgelu)                              \
+  X(GEMM_BIAS_GRAD, GemmBiasGrad)                       \
+  X(FUSED_CLASSIFIER, FusedClassifier)
 
 namespace mnt::sdk {
 

@@ -25,7 +25,10 @@ using backend::Operand;
 class CpuBackend {
  public:
   static constexpr const char* kName = "cpu";
-  static constexpr bool Supports(MNT_Op) { return true; }
+  static constexpr bool Supports(MNT_Op op) {
+    return op != MNT_OP_GEMM_BIAS_GELU && op != MNT_OP_GEMM_DGELU &&
+           op != MNT_OP_GEMM_BIAS_GRAD && op != MNT_OP_FUSED_CLASSIFIER;
+  }
   using Event = std::chrono::steady_clock::time_point;  // when recorded
 
   // options (docs/performance.md): "threads=N" (the OpenMP pool oneDNN and

@@ -42,7 +42,10 @@ struct ConvAlgoChoice {
 // State is public: the kernel methods of every family file read it.
 struct CudaBackend {
   static constexpr const char* kName = "cuda";
-  static constexpr bool Supports(MNT_Op) { return true; }
+  static constexpr bool Supports(MNT_Op op) {
+    return op != MNT_OP_GEMM_BIAS_GELU && op != MNT_OP_GEMM_DGELU &&
+           op != MNT_OP_GEMM_BIAS_GRAD && op != MNT_OP_FUSED_CLASSIFIER;
+  }
   using Event = cudaEvent_t;
 
   // options: backend_options.h; device_ordinal picks the GPU.

@@ -1,5 +1,6 @@
-// The contract of GEMM (semantics: plugins/abi/mnt_backend.h), checked once
-// for every backend.
+// The contracts of GEMM and its fused-epilogue variants GEMM_BIAS_GELU,
+// GEMM_DGELU and GEMM_BIAS_GRAD (semantics: plugins/abi/mnt_backend.h),
+// checked once for every backend.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_CALLS_GEMM_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_CALLS_GEMM_H_
 
@@ -20,6 +21,38 @@ struct GemmCall : TypedCall {
 };
 
 sdk::Status CheckGemm(const OpCall& call, GemmCall* out);
+
+// What every fused-epilogue GEMM shares: C[M,N] = alpha * op(A) op(B)
+// (+ beta * C where the op allows it) and the params that say how.
+struct GemmProduct {
+  Operand a, b, c;  // c: out[0] (y, dpre or C)
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.0f, beta = 0.0f;
+  MNT_ComputeMode compute = MNT_COMPUTE_F32;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// y = gelu_tanh(pre), pre = alpha * op(A) op(B) + bias.
+struct GemmBiasGeluCall : TypedCall, GemmProduct {
+  Operand bias;  // [N]
+  Operand pre;   // out[1] [M,N]
+};
+sdk::Status CheckGemmBiasGelu(const OpCall& call, GemmBiasGeluCall* out);
+
+// dpre (= c) = gelu_tanh'(pre) * alpha * op(A) op(B); optional dbias [N].
+struct GemmDgeluCall : TypedCall, GemmProduct {
+  Operand pre;    // in[2] [M,N]
+  Operand dbias;  // optional out[1] [N]
+  bool accumulate_bias_grad = false;
+};
+sdk::Status CheckGemmDgelu(const OpCall& call, GemmDgeluCall* out);
+
+// C = alpha * op(A) op(B) + beta * C; dbias [M] = row sums of op(A).
+struct GemmBiasGradCall : TypedCall, GemmProduct {
+  Operand dbias;  // out[1] [M]
+  bool accumulate_bias_grad = false;
+};
+sdk::Status CheckGemmBiasGrad(const OpCall& call, GemmBiasGradCall* out);
 
 }  // namespace mnt::backend
 

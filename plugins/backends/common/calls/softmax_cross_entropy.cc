@@ -89,4 +89,26 @@ Status CheckCountCorrect(const OpCall& call, CountCorrectCall* c) {
   return call.ExpectF32Scalar(c->count);
 }
 
+Status CheckFusedClassifier(const OpCall& call, FusedClassifierCall* c) {
+  c->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 2, 2, 3));
+  const MNT_CrossEntropyParams* p;
+  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
+  MNT_RETURN_IF_ERROR(call.Input(0, "targets", &c->targets));
+  c->multiplier = call.OptionalInput(1, "loss_multiplier");
+  MNT_RETURN_IF_ERROR(call.Output(0, "logits", &c->logits));
+  MNT_RETURN_IF_ERROR(call.Output(1, "losses", &c->losses));
+  c->mean = call.OptionalOutput(2, "mean_loss");
+  MNT_RETURN_IF_ERROR(CheckShapes(call, p->num_classes, c));
+  MNT_RETURN_IF_ERROR(call.ExpectDType(c->losses, MNT_DTYPE_F32));
+  MNT_RETURN_IF_ERROR(call.ExpectDims(
+      c->losses, 1, &c->batch, [&] { return sdk::Format("f32[B=%lld]", (long long)c->batch); }));
+  if (c->multiplier.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(c->multiplier));
+  }
+  if (c->mean.present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(c->mean));
+  c->grad_scale = p->grad_scale;
+  return Status::Ok();
+}
+
 }  // namespace mnt::backend

@@ -1,4 +1,4 @@
-// The contracts of SOFTMAX, CROSS_ENTROPY and COUNT_CORRECT (semantics:
+// The contracts of SOFTMAX, CROSS_ENTROPY, COUNT_CORRECT and FUSED_CLASSIFIER (semantics:
 // plugins/abi/mnt_backend.h), checked once for every backend. Target values
 // live in device memory: their range against num_classes is the kernel's to
 // check (on the CPU before writing anything, on CUDA on the device).
@@ -38,6 +38,15 @@ struct CountCorrectCall : TypedCall, LogitsAndTargets {
   Operand count;
 };
 sdk::Status CheckCountCorrect(const OpCall& call, CountCorrectCall* out);
+
+// logits (out[0], read then overwritten with dlogits) against targets
+// (in[0]); losses F32 [batch]; optional multiplier F32 [1] (in[1]) and mean
+// F32 [1] (out[2]).
+struct FusedClassifierCall : TypedCall, LogitsAndTargets {
+  Operand multiplier, losses, mean;
+  float grad_scale = 1.0f;
+};
+sdk::Status CheckFusedClassifier(const OpCall& call, FusedClassifierCall* out);
 
 }  // namespace mnt::backend
 
