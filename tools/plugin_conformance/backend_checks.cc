@@ -275,6 +275,40 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                        {Random(&rng, MNT_DTYPE_F32, {M, N})}, &gemm[m][tr], gemm_tol[m]});
     }
   }
+  // ABI 1.6 fused epilogues, each mode with both transposes.
+  static MNT_GemmParams gelu_fwd[4][2];
+  static MNT_GemmEpilogueParams epilogue[4][2];
+  for (int m = 0; m < 4; ++m) {
+    for (int tr = 0; tr < 2; ++tr) {
+      gelu_fwd[m][tr] = {MNT_GemmParams_STRUCT_SIZE, tr, 1 - tr, 0.75f, 0.0f, modes[m]};
+      epilogue[m][tr] = {MNT_GemmEpilogueParams_STRUCT_SIZE, tr, 1 - tr, 0.75f, 0.0f,
+                         modes[m], 1};
+      std::vector<int64_t> a = tr ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+      std::vector<int64_t> b = tr ? std::vector<int64_t>{K, N} : std::vector<int64_t>{N, K};
+      cases.push_back({Format("GEMM_BIAS_GELU compute=%d trans_a=%d", modes[m], tr),
+                       MNT_OP_GEMM_BIAS_GELU,
+                       {Random(&rng, MNT_DTYPE_F32, a), Random(&rng, MNT_DTYPE_F32, b),
+                        Random(&rng, MNT_DTYPE_F32, {N})},
+                       {Zeros(MNT_DTYPE_F32, {M, N}), Zeros(MNT_DTYPE_F32, {M, N})},
+                       &gelu_fwd[m][tr], gemm_tol[m]});
+      cases.push_back({Format("GEMM_DGELU +dbias accumulate compute=%d trans_a=%d", modes[m], tr),
+                       MNT_OP_GEMM_DGELU,
+                       {Random(&rng, MNT_DTYPE_F32, a), Random(&rng, MNT_DTYPE_F32, b),
+                        Random(&rng, MNT_DTYPE_F32, {M, N}, -3, 3)},
+                       {Zeros(MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {N})},
+                       &epilogue[m][tr], gemm_tol[m]});
+    }
+  }
+  static MNT_GemmEpilogueParams wgrad[2];
+  for (int acc_bias = 0; acc_bias < 2; ++acc_bias) {
+    // dW [N, K] = dYᵀ [N, M] · X [M, K], db [N] = rows of dY summed.
+    wgrad[acc_bias] = {MNT_GemmEpilogueParams_STRUCT_SIZE, 1, 0, 1.0f,
+                       acc_bias ? 1.0f : 0.0f, MNT_COMPUTE_F32, acc_bias};
+    cases.push_back({Format("GEMM_BIAS_GRAD accumulate=%d", acc_bias), MNT_OP_GEMM_BIAS_GRAD,
+                     {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, K})},
+                     {Random(&rng, MNT_DTYPE_F32, {N, K}), Random(&rng, MNT_DTYPE_F32, {N})},
+                     &wgrad[acc_bias], 1e-5});
+  }
   static MNT_AccumulateParams acc{MNT_AccumulateParams_STRUCT_SIZE, 1};
   cases.push_back({"BIAS_GRAD accumulate", MNT_OP_BIAS_GRAD, {Random(&rng, MNT_DTYPE_F32, {M, N})},
                    {Random(&rng, MNT_DTYPE_F32, {N})}, &acc, 1e-5});
@@ -301,6 +335,16 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
   cases.push_back({"CROSS_ENTROPY with dlogits", MNT_OP_CROSS_ENTROPY,
                    {Random(&rng, MNT_DTYPE_F32, {M, N}, -4, 4), targets},
                    {Zeros(MNT_DTYPE_F32, {M}), Zeros(MNT_DTYPE_F32, {M, N})}, &ce, 1e-5});
+  static MNT_CrossEntropyParams classifier;
+  classifier = {MNT_CrossEntropyParams_STRUCT_SIZE, 0.5f, N};
+  for (MNT_DType t : {MNT_DTYPE_F32, MNT_DTYPE_BF16}) {
+    cases.push_back({Format("FUSED_CLASSIFIER %s, multiplier, mean", sdk::DTypeName(t)),
+                     MNT_OP_FUSED_CLASSIFIER,
+                     {targets, HostTensor{MNT_DTYPE_F32, {1}, {3.0f}}},
+                     {Random(&rng, t, {M, N}, -4, 4), Zeros(MNT_DTYPE_F32, {M}),
+                      Zeros(MNT_DTYPE_F32, {1})},
+                     &classifier, t == MNT_DTYPE_F32 ? 1e-5 : 1e-2});
+  }
   cases.push_back({"COUNT_CORRECT", MNT_OP_COUNT_CORRECT,
                    {Random(&rng, MNT_DTYPE_F32, {M, N}, -4, 4), targets},
                    {Zeros(MNT_DTYPE_F32, {1})}, &ce, 0});

@@ -25,10 +25,7 @@ using backend::Operand;
 class CpuBackend {
  public:
   static constexpr const char* kName = "cpu";
-  static constexpr bool Supports(MNT_Op op) {
-    return op != MNT_OP_GEMM_BIAS_GELU && op != MNT_OP_GEMM_DGELU &&
-           op != MNT_OP_GEMM_BIAS_GRAD && op != MNT_OP_FUSED_CLASSIFIER;
-  }
+  static constexpr bool Supports(MNT_Op) { return true; }
   using Event = std::chrono::steady_clock::time_point;  // when recorded
 
   // options (docs/performance.md): "threads=N" (the OpenMP pool oneDNN and
@@ -54,6 +51,12 @@ class CpuBackend {
   // The reference GEMM: operands rounded to the compute format into fresh
   // fp32 copies, OpenBLAS sgemm (the numerical reference of the GPU tests).
   sdk::Status ReferenceGemm(const backend::GemmCall& call);
+  // A fused-epilogue GEMM's product alpha * op(A) op(B) (+ bias when
+  // present) + beta * c, through Gemm (oneDNN or the reference), into `c`
+  // (any float tensor in this backend's memory or on the host).
+  sdk::Status Product(const backend::OpCall* op, const backend::GemmProduct& g,
+                      const backend::Operand& bias, float beta,
+                      const MNT_Tensor& c);
   // Row-major fp32 C[m,n] = op(A) op(B) + beta C for the convolutions: on
   // oneDNN's sgemm when it is the engine (its threads are the kernels'), else
   // OpenBLAS's.
