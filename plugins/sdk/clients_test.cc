@@ -22,11 +22,13 @@ namespace {
 
 // A plugin table whose errors carry any code; counts Error_Destroy calls.
 int destroyed = 0;
-MNT_ErrorCode fake_code = MNT_ERROR_OK;
+// Kept as the raw int32 a foreign plugin may return: holding -3 in an
+// MNT_ErrorCode variable would itself be undefined (UBSan's enum check).
+int32_t fake_code = MNT_ERROR_OK;
 const char* fake_message = nullptr;
 void FakeDestroy(MNT_Error*) { ++destroyed; }
 const char* FakeMessage(const MNT_Error*) { return fake_message; }
-MNT_ErrorCode FakeCode(const MNT_Error*) { return fake_code; }
+MNT_ErrorCode FakeCode(const MNT_Error*) { return static_cast<MNT_ErrorCode>(fake_code); }
 
 MNT_Plugin_Api FakePlugin() {
   MNT_Plugin_Api p{};
@@ -55,8 +57,7 @@ TEST(PluginErrorTest, AnErrorObjectIsAFailureWhateverCodeItClaims) {
   const MNT_Plugin_Api plugin = FakePlugin();
   MNT_Error* some_error = reinterpret_cast<MNT_Error*>(&destroyed);
   destroyed = 0;
-  for (MNT_ErrorCode code : {MNT_ERROR_OK, static_cast<MNT_ErrorCode>(-3),
-                             static_cast<MNT_ErrorCode>(99)}) {
+  for (int32_t code : {int32_t{MNT_ERROR_OK}, int32_t{-3}, int32_t{99}}) {
     fake_code = code;
     fake_message = nullptr;
     Status s = StatusFromPluginError(&plugin, some_error);

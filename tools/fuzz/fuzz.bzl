@@ -23,4 +23,5 @@ def fuzz_target(name, deps):
         ],
         data = native.glob(["corpus/%s/*" % name, "crashes/%s/*" % name]),
         deps = [":" + name],
+        visibility = ["//tests/sanitized:__pkg__"],
     )
