@@ -534,6 +534,94 @@ def bench_table(ctx):
     return out
 
 
+# The issue's goals (GPT-2 124M, T=1024, B=16 on an H200), each checked
+# against the rows of bench.csv: (name, threshold text, function of the rows
+# giving (figure, passed) or raising KeyError when a row it needs is missing).
+GOAL_BATCH = "16"
+
+
+def _ok(by, fw, prec, ckpt="off", batch=GOAL_BATCH):
+    r = by.get((fw, prec, batch, ckpt))
+    if r is None or r["status"] != "ok":
+        why = "no row" if r is None else f"{r['status']}: {r['note']}"
+        raise KeyError(f"{fw} {prec} B={batch} ckpt={ckpt} {why}")
+    return r
+
+
+def _f(r, key):
+    if r.get(key) in ("", None):
+        raise KeyError(f"{r['framework']} {r['precision']} B={r['batch']} has no {key}")
+    return float(r[key])
+
+
+def _goal_vs_torch(by):
+    m, t = _f(_ok(by, "mantissa", "bf16"), "tokens_per_s"), _f(_ok(by, "pytorch", "bf16"), "tokens_per_s")
+    x = m / t
+    return f"{x:.2f}x ({m:.0f} vs {t:.0f} tokens/s)", x >= 1.1
+
+
+def _goal_mfu(by):
+    r = _ok(by, "mantissa", "bf16")
+    x = _f(r, "mfu_measured")
+    return f"{100 * x:.1f}% of the GEMM rate measured in this run ({_f(r, 'gemm_tflops'):.0f} TFLOP/s)", x >= 0.6
+
+
+def _goal_fp16(by):
+    h, b = _f(_ok(by, "mantissa", "fp16"), "tokens_per_s"), _f(_ok(by, "mantissa", "bf16"), "tokens_per_s")
+    x = h / b
+    return f"fp16 {x:.3f}x of bf16 ({h:.0f} vs {b:.0f} tokens/s)", x >= 0.97
+
+
+def _goal_tf32(by):
+    t, f = _f(_ok(by, "mantissa", "tf32"), "tokens_per_s"), _f(_ok(by, "mantissa", "fp32"), "tokens_per_s")
+    x = t / f
+    return f"{x:.2f}x ({t:.0f} vs {f:.0f} tokens/s)", x >= 3.0
+
+
+def _goal_memory(by):
+    m, t = _f(_ok(by, "mantissa", "bf16"), "peak_mib"), _f(_ok(by, "pytorch", "bf16"), "peak_mib")
+    x = m / t
+    return f"{x:.2f}x ({m:.0f} vs {t:.0f} MiB)", x <= 0.9
+
+
+def _goal_checkpointing(by):
+    on = _f(_ok(by, "mantissa", "bf16", "on"), "ms_per_step")
+    off = _f(_ok(by, "mantissa", "bf16", "off"), "ms_per_step")
+    x = on / off - 1
+    return f"+{100 * x:.1f}% step time ({on:.1f} vs {off:.1f} ms)", x <= 0.3
+
+
+GOALS = [
+    ("bf16 tokens/s vs PyTorch (torch.compile + SDPA + fused AdamW)", ">= 1.1x", _goal_vs_torch),
+    ("bf16 MFU vs the measured GEMM rate", ">= 60%", _goal_mfu),
+    ("fp16 (dynamic scaling) vs bf16 tokens/s", "within 3% (>= 0.97x)", _goal_fp16),
+    ("tf32 vs fp32 tokens/s", ">= 3x", _goal_tf32),
+    ("bf16 peak memory vs PyTorch, same batch", "<= 0.9x", _goal_memory),
+    ("gradient checkpointing cost (bf16)", "<= 30% of step time", _goal_checkpointing),
+]
+
+
+def goal_lines(rows):
+    """The goals as a table, one line each: PASS/FAIL with the figure, or
+    NOT-RUN with the missing row. Counts of each at the end."""
+    by = {(r["framework"], r["precision"], r["batch"], r["ckpt"]): r for r in rows}
+    out = [f"## Goals (GPT-2 124M, B={GOAL_BATCH}, T=1024; issue 15)", "",
+           "| goal | target | result | figure |", "|---|---|---|---|"]
+    counts = {"PASS": 0, "FAIL": 0, "NOT-RUN": 0}
+    for name, target, fn in GOALS:
+        try:
+            figure, passed = fn(by)
+            result = "PASS" if passed else "FAIL"
+        except (KeyError, ValueError, ZeroDivisionError) as e:
+            figure, result = str(e).strip("'\""), "NOT-RUN"
+        counts[result] += 1
+        out.append(f"| {name} | {target} | {result} | {figure} |")
+    # Only the non-zero counts: a run without a GPU says "6 NOT-RUN" and no
+    # word its test would read as a failure.
+    out += ["", "Goals: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + "."]
+    return out
+
+
 def part_cuda_benchmark(ctx):
     timeout = ctx.deadline.left() - 10
     frag = os.path.join(ctx.work, "performance_fragment.md")
@@ -674,6 +762,7 @@ def main(argv):
     # tool's output tail keeps.
     if "bench" in parts or torch is not None:
         summary += [""] + bench_table(ctx)
+        summary += [""] + goal_lines(read_csv(os.path.join(ctx.results, "bench.csv")))
     summary += ["", "Parts done at: " + ", ".join(timeline) + ".",
                 f"Total {time.time() - t0:.0f} s (budget {args.budget:.0f} s). "
                 "Logs: gpu_tests.log, train.log, bench_mantissa.log, bench_torch.log, "

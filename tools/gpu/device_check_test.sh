@@ -30,5 +30,8 @@ rows="$(grep -c '^| \(fp32\|tf32\|bf16\|fp16\) | \(8\|16\) | \(on\|off\) | SKIPP
 grep -q "PyTorch\|pytorch" "$summary" || fail "no PyTorch column"
 n_torch="$(grep -c 'SKIPPED: torch' "$summary")"
 (( n_torch == 16 )) || fail "$n_torch of 16 PyTorch cells say why they were skipped"
+n_goals="$(grep -c '^| .* | NOT-RUN | ' "$summary")"
+(( n_goals == 6 )) || fail "$n_goals of 6 goals NOT-RUN (each with the row it lacks)"
+grep -q '^Goals: 6 NOT-RUN\.$' "$summary" || fail "no goal count line"
 grep -q "libcublasLt.so.13: " "$tmp/results/environment.txt" || fail "environment.txt does not say which cuBLASLt was used"
 echo "PASS: device check ran end to end without a GPU ($files files)"

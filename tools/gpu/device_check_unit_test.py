@@ -108,5 +108,74 @@ class TableTest(unittest.TestCase):
         self.assertIn("bf16=989.4", table)
 
 
+def row(fw, prec, ckpt, tps, ms, mfu, gemm, peak, batch="16", status="ok", note=""):
+    return dict(framework=fw, precision=prec, batch=batch, seq="1024", ckpt=ckpt, status=status,
+                tokens_per_s=str(tps), ms_per_step=str(ms), mfu_measured=str(mfu),
+                mfu_datasheet="", gemm_tflops=str(gemm), datasheet_tflops="", peak_mib=str(peak),
+                note=note)
+
+
+class GoalsTest(unittest.TestCase):
+    def rows(self):
+        # Fixed figures chosen so every goal passes: 1.2x PyTorch, 61% MFU,
+        # fp16 0.98x bf16, tf32 3.5x fp32, 0.8x memory, +25% for checkpointing.
+        return [row("mantissa", "bf16", "off", 240000, 68.27, 0.61, 780, 40000),
+                row("mantissa", "bf16", "on", 192000, 85.33, 0.49, 780, 20000),
+                row("mantissa", "fp16", "off", 235200, 69.66, 0.60, 780, 40000),
+                row("mantissa", "tf32", "off", 70000, 234.0, 0.5, 400, 50000),
+                row("mantissa", "fp32", "off", 20000, 819.2, 0.9, 50, 50000),
+                row("pytorch", "bf16", "off", 200000, 81.92, 0.5, 790, 50000),
+                # Another batch must not be confused with B=16.
+                row("pytorch", "bf16", "off", 1, 1, 0.01, 790, 1, batch="8")]
+
+    def goal(self, lines, name):
+        hits = [l for l in lines if l.startswith("| " + name)]
+        self.assertEqual(len(hits), 1, lines)
+        return hits[0]
+
+    def test_all_pass_with_their_figures(self):
+        lines = dc.goal_lines(self.rows())
+        self.assertIn("| PASS | 1.20x (240000 vs 200000 tokens/s) |",
+                      self.goal(lines, "bf16 tokens/s vs PyTorch"))
+        self.assertIn("| PASS | 61.0% of the GEMM rate measured in this run (780 TFLOP/s) |",
+                      self.goal(lines, "bf16 MFU"))
+        self.assertIn("| PASS | fp16 0.980x of bf16", self.goal(lines, "fp16"))
+        self.assertIn("| PASS | 3.50x (70000 vs 20000 tokens/s) |", self.goal(lines, "tf32"))
+        self.assertIn("| PASS | 0.80x (40000 vs 50000 MiB) |", self.goal(lines, "bf16 peak memory"))
+        self.assertIn("| PASS | +25.0% step time (85.3 vs 68.3 ms) |",
+                      self.goal(lines, "gradient checkpointing"))
+        self.assertEqual(lines[-1], "Goals: 6 PASS.")
+
+    def test_each_threshold_fails_just_past_it(self):
+        rows = self.rows()
+        rows[0]["tokens_per_s"] = "219000"   # 1.095x PyTorch; fp16 now 1.07x of it
+        rows[0]["mfu_measured"] = "0.599"
+        rows[2]["tokens_per_s"] = "212000"   # 0.968x of 219000
+        rows[3]["tokens_per_s"] = "59900"    # 2.995x fp32
+        rows[0]["peak_mib"] = "45001"        # 0.90002x
+        rows[1]["ms_per_step"] = str(68.27 * 1.301)
+        rows[0]["ms_per_step"] = "68.27"
+        lines = dc.goal_lines(rows)
+        for name in ("bf16 tokens/s vs PyTorch", "bf16 MFU", "fp16", "tf32", "bf16 peak memory",
+                     "gradient checkpointing"):
+            self.assertIn("| FAIL | ", self.goal(lines, name))
+        self.assertEqual(lines[-1], "Goals: 6 FAIL.")
+
+    def test_missing_or_failed_rows_are_not_run_with_the_reason(self):
+        rows = [r for r in self.rows() if r["framework"] != "pytorch"]
+        rows[4] = row("mantissa", "fp32", "off", "", "", "", "", "", status="timeout",
+                      note="killed after 45 s")
+        rows[1]["ms_per_step"] = "nan"
+        lines = dc.goal_lines(rows)
+        self.assertIn("| NOT-RUN | pytorch bf16 B=16 ckpt=off no row |",
+                      self.goal(lines, "bf16 tokens/s vs PyTorch"))
+        self.assertIn("| NOT-RUN | mantissa fp32 B=16 ckpt=off timeout: killed after 45 s |",
+                      self.goal(lines, "tf32"))
+        self.assertIn("| PASS |", self.goal(lines, "bf16 MFU"))
+        # A NaN figure never passes.
+        self.assertNotIn("| PASS |", self.goal(lines, "gradient checkpointing"))
+        self.assertEqual(lines[-1], "Goals: 2 PASS, 1 FAIL, 3 NOT-RUN.")
+
+
 if __name__ == "__main__":
     unittest.main()
