@@ -46,7 +46,11 @@ void WriteLine(int fd, const std::string& line) {
 
 [[noreturn]] void ChildProbe(const std::string& path, int fd) {
   WriteLine(fd, "Sdlopen (static initialisers)");
-  void* handle = dlopen(path.c_str(), kDlopenFlags);
+  // A bare file name would make dlopen() search the library path (and miss
+  // the file in the current directory); the loader does the same.
+  const std::string open_path =
+      path.find('/') == std::string::npos ? "./" + path : path;
+  void* handle = dlopen(open_path.c_str(), kDlopenFlags);
   if (handle == nullptr) {
     const char* err = dlerror();
     WriteLine(fd, absl::StrCat("E", path, ": dlopen failed: ",

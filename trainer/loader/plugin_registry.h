@@ -46,7 +46,7 @@ class PluginRegistry {
   PluginRegistry& operator=(const PluginRegistry&) = delete;
 
   // PluginSearchPath (search_path.h): --plugin_path, $MANTISSA_PLUGIN_PATH,
-  // the runfiles, the executable's directory.
+  // the runfiles, the executable's directory, ../lib/mantissa/plugins.
   static std::vector<std::string> DefaultSearchPath(
       const std::string& plugin_path_flag, const std::string& argv0) {
     return PluginSearchPath(plugin_path_flag, argv0);

@@ -78,10 +78,20 @@ std::vector<std::string> PluginSearchPath(const std::string& plugin_path_flag,
         workspace != nullptr && *workspace != '\0' ? workspace : "mantissa");
     for (std::string& d : PluginDirsUnder(root)) dirs.push_back(std::move(d));
   }
+  std::string exe_dir;
   if (!executable.empty()) {
-    dirs.push_back(fs::path(executable).parent_path().string());
+    exe_dir = fs::path(executable).parent_path().string();
   } else if (argv0.find('/') != std::string::npos) {
-    dirs.push_back(fs::path(argv0).parent_path().string());
+    exe_dir = fs::path(argv0).parent_path().string();
+  }
+  if (!exe_dir.empty()) {
+    dirs.push_back(exe_dir);
+    // An installed layout (the SDK bundle): <prefix>/bin/train beside
+    // <prefix>/lib/mantissa/plugins/.
+    std::error_code ec;
+    const fs::path installed =
+        fs::path(exe_dir).parent_path() / "lib" / "mantissa" / "plugins";
+    if (fs::is_directory(installed, ec)) dirs.push_back(installed.string());
   }
   // Keep the first occurrence of each directory.
   std::vector<std::string> unique;

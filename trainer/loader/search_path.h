@@ -10,7 +10,9 @@ namespace mnt::trainer {
 // The directories searched, in order: `plugin_path_flag` (':'-separated),
 // then $MANTISSA_PLUGIN_PATH (':'-separated), then the directories holding
 // mnt_*.so files in the running binary's runfiles, then the directory of
-// the executable. Duplicates and empty entries are dropped.
+// the executable, then <that directory>/../lib/mantissa/plugins when it
+// exists (an installed layout such as the SDK bundle's bin/ and lib/).
+// Duplicates and empty entries are dropped.
 std::vector<std::string> PluginSearchPath(const std::string& plugin_path_flag,
                                           const std::string& argv0);
 
