@@ -17,7 +17,10 @@
 //   * a declaration (LossScaler_GetRecipe): its update is the standard
 //     dynamic recipe with a floor and a ceiling, so the trainer may run it on
 //     the device; recipe=none declares nothing and keeps the host path (the
-//     trainer then calls LossScaler_Update every step, and floor_hits counts).
+//     trainer then calls LossScaler_Update every step, and floor_hits counts;
+//     on the device path LossScaler_Update is not called, the trainer hands
+//     back the recipe's state with plugin_state NULL, and floor_hits keeps
+//     its value).
 // The same file still builds against older SDKs (the #if blocks).
 //
 // Built against the Mantissa SDK bundle only:

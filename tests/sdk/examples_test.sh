@@ -82,11 +82,9 @@ train linear bf16 200 70
 # refused in one line, and a stop + --resume that continues bit-identically
 # on the host path (where its own floor_hits counter advances and travels in
 # the checkpoint).
-floor_run() {
-  "$sdk/bin/train" --plugin_path="$plugins" \
-    --dataset=digits --model=mlp --precision=fp16_floor --progress=plain \
-    --cache_dir="$work/cache" --eval_every=0 "$@"
-}
+floor_cmd=("$sdk/bin/train" --plugin_path="$plugins" --dataset=digits --model=mlp
+           --precision=fp16_floor --progress=plain --cache_dir="$work/cache" --eval_every=0)
+floor_run() { "${floor_cmd[@]}" "$@"; }
 floor_run --steps=3 --precision_options=min_scale=2 > "$work/declare.log" 2>&1 \
   || { cat "$work/declare.log"; fail "recipe=declare run failed"; }
 grep -q "^loss scaling: on the device (precision 'fp16_floor' declares the dynamic recipe: .*min_scale=2" \
@@ -118,16 +116,72 @@ assert runs[0] == runs[1], "device and host paths differ"
 scales = [s for _, _, s in runs[0]]
 assert min(scales) >= 1073741824 and 1073741824 in scales, scales
 PY
-# Stop at 20, resume to 40: the same steps as the uninterrupted host-path run.
-rm -rf "$work/ckpt"
-floor_run --steps=20 "${opts[@]}" --precision_options=min_scale=1073741824,max_scale=1e31,recipe=none \
-  --checkpoint_dir="$work/ckpt" --metrics_jsonl="$work/resumed.jsonl" > "$work/first.log" 2>&1 \
-  || { cat "$work/first.log"; fail "first half failed"; }
-floor_run --steps=40 "${opts[@]}" --precision_options=min_scale=1073741824,max_scale=1e31,recipe=none \
-  --checkpoint_dir="$work/ckpt" --resume --metrics_jsonl="$work/resumed.jsonl" > "$work/second.log" 2>&1 \
-  || { cat "$work/second.log"; fail "resumed half failed"; }
-grep -q "^resumed from " "$work/second.log" || fail "the second half did not resume"
-python3 - "$work/full_none.jsonl" "$work/resumed.jsonl" <<'PY' || fail "the resumed run is not bit-identical"
+# A real kill -9 mid-run (after checkpoint-15) and --resume, on both paths:
+# the final checkpoint is byte-identical to the uninterrupted run's, and so
+# are the steps after the resume. The floor sits where this run overflows
+# now and then (2^18 mostly clean, 2^19 often not), so steps both apply and
+# hit the floor. fp16_floor's own counter (floor_hits, in the checkpoint's
+# precision_plugin_state) counts in LossScaler_Update, which only the host
+# path calls: there it is > 0 when killed and continues across the resume;
+# on the device path the declared recipe runs in MNT_OP_AMP_UPDATE_SCALE,
+# the plugin only receives the recipe's state (SetState with no bytes of its
+# own) and the counter stays at its initial 0, carried unchanged.
+cat > "$work/ckpt_counter.py" <<'PY'
+# fp16_floor's floor_hits from a Mantissa checkpoint: the 20-byte header
+# (magic, version, payload size), then the CheckpointData protobuf, whose
+# field 16 (precision_plugin_state) is fp16_floor's format 1: a version byte
+# and 8 little-endian bytes.
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"MNTCKPT\0", "not a Mantissa checkpoint"
+end = 20 + struct.unpack("<Q", b[12:20])[0]
+def varint(p):
+    v = s = 0
+    while True:
+        c = b[p]; p += 1; v |= (c & 0x7F) << s; s += 7
+        if not c & 0x80: return v, p
+p, state = 20, b""
+while p < end:
+    key, p = varint(p)
+    wire = key & 7
+    if wire == 0: _, p = varint(p)
+    elif wire == 1: p += 8
+    elif wire == 5: p += 4
+    elif wire == 2:
+        n, p = varint(p)
+        if key >> 3 == 16: state = b[p:p + n]
+        p += n
+    else: raise SystemExit("unexpected wire type %d" % wire)
+assert len(state) == 9 and state[0] == 1, "plugin state %r is not fp16_floor's" % state
+print(int.from_bytes(state[1:], "little"))
+PY
+plugin_counter() { python3 "$work/ckpt_counter.py" "$1"; }
+kill_opts=(--steps=40 --checkpoint_every=5 --init_scale=393216 --growth_interval=2 --seed=7)
+for path in declare none; do
+  popt="--precision_options=min_scale=393216,max_scale=1e31,recipe=$path"
+  whole="$work/whole_$path" killed="$work/killed_$path"
+  rm -rf "$whole" "$killed"
+  floor_run "${kill_opts[@]}" "$popt" --checkpoint_dir="$whole" --metrics_jsonl="$whole.jsonl" \
+    > "$whole.log" 2>&1 || { cat "$whole.log"; fail "uninterrupted $path run failed"; }
+  # The trainer itself in the background (not a shell function's subshell),
+  # so $! is the process that gets the SIGKILL.
+  "${floor_cmd[@]}" "${kill_opts[@]}" "$popt" --checkpoint_dir="$killed" > "$killed.first.log" 2>&1 &
+  pid=$!
+  while [[ ! -e "$killed/checkpoint-15" ]] && kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
+  kill -9 "$pid" 2>/dev/null || true
+  status=0
+  wait "$pid" || status=$?
+  (( status == 137 )) || { cat "$killed.first.log"; fail "the $path run was not killed by SIGKILL (exit $status)"; }
+  ! kill -0 "$pid" 2>/dev/null || fail "the killed $path trainer is still running"
+  [[ ! -e "$killed/checkpoint-40" ]] || fail "the $path run finished before the kill"
+  at_kill="$(ls "$killed" | sed -n 's/^checkpoint-//p' | sort -n | tail -1)"
+  hits_at_kill="$(plugin_counter "$killed/latest")"
+  floor_run "${kill_opts[@]}" "$popt" --checkpoint_dir="$killed" --resume --metrics_jsonl="$killed.jsonl" \
+    > "$killed.second.log" 2>&1 || { cat "$killed.second.log"; fail "resuming the killed $path run failed"; }
+  grep -q "^resumed from " "$killed.second.log" || fail "the killed $path run did not resume"
+  cmp "$whole/checkpoint-40" "$killed/checkpoint-40" \
+    || fail "$path: the killed and resumed run's final checkpoint differs from the uninterrupted one"
+  python3 - "$whole.jsonl" "$killed.jsonl" <<'PY' || fail "$path: the resumed steps are not bit-identical"
 import json, sys
 def steps(path):
     last = {}
@@ -135,9 +189,21 @@ def steps(path):
         if r.get("type") == "train":
             last[r["step"]] = (r["loss"], r["loss_scale"], r.get("skipped"))
     return last
-full, resumed = steps(sys.argv[1]), steps(sys.argv[2])
-assert sorted(full) == list(range(1, 41)) and full == resumed, (full, resumed)
+whole, resumed = steps(sys.argv[1]), steps(sys.argv[2])
+assert sorted(whole) == list(range(1, 41)), sorted(whole)
+assert resumed and all(resumed[s] == whole[s] for s in resumed), "a step differs"
+assert max(resumed) == 40 and min(resumed) > 15 and any(v[2] for v in whole.values()) and not all(v[2] for v in whole.values())
 PY
+  hits_final="$(plugin_counter "$whole/checkpoint-40")"
+  if [[ "$path" == none ]]; then
+    (( hits_at_kill > 0 && hits_final > hits_at_kill )) \
+      || fail "host path: floor_hits $hits_at_kill at the kill, $hits_final at the end (want 0 < kill < end)"
+  else
+    (( hits_at_kill == 0 && hits_final == 0 )) \
+      || fail "device path: floor_hits $hits_at_kill / $hits_final (LossScaler_Update is never called there)"
+  fi
+  echo "ok: $path path: kill -9 after checkpoint-$at_kill, resumed to step 40 bit-identically (floor_hits $hits_at_kill -> $hits_final)"
+done
 echo "ok: fp16_floor's own options, declaration, paths and resume"
 
 # Version skew: the same sources built against an older minor's SDK (1.2)

@@ -307,28 +307,32 @@ enum class Verdict { kMatches, kKink, kMismatch };
 
 // Compares the backward gradient `g` of one coordinate with finite
 // differences of the fp32 loss (in float64). Central differences at steps
-// 1e-2 down to 1.25e-3: the gradient matches if it agrees with one of them
-// within tol = 2e-3 + 2e-2 |fd|. A piecewise-smooth loss (ReLU) may have a
-// kink inside an interval, which spoils that central difference; a smaller
-// step shrinks the interval until the kink is outside it. A kink closer to
-// the point than the smallest step shows as one-sided slopes that disagree
-// (right - left > tol / 2); the backward pass must then equal one of them
-// (the side its subgradient picks). A wrong gradient agrees with none: every
-// estimate is within rounding (~1e-4 at the smallest step) of the true slope
-// on a side, and a gradient off by more than tol matches neither side.
+// 1e-2 down to 1e-2 / 32: the gradient matches if it agrees with one of them
+// within tol = 2e-3 + 2e-2 |fd| + 4 ulp(loss) / step (the last term: the fp32
+// loss is rounded at both ends; ~1e-3 at the smallest step for a loss
+// near 2). A piecewise-smooth loss (ReLU; a bias shared by the batch meets
+// many kinks) may have a kink inside an interval, which spoils that central
+// difference; a smaller step shrinks the interval until the kink is outside
+// it. A kink closer to the point than the step shows as one-sided slopes that
+// disagree (|right - left| > tol / 2); the backward pass must then equal one
+// of them (the side its subgradient picks). A wrong gradient agrees with
+// none: every estimate is within rounding of the true slope on a side, and a
+// gradient off by more than tol matches neither side.
 Verdict CompareWithFiniteDifferences(CoordinateLoss* f, double g, double* fd_out,
                                      Status* s) {
   double l0 = 0;
   *s = f->At(0, &l0);
   if (!s->ok()) return Verdict::kMismatch;
-  for (double step = 1e-2; step >= 1.2e-3; step /= 2) {
+  const double ulp = std::abs(l0) * 0x1p-23;
+  for (int halvings = 0; halvings <= 5; ++halvings) {
+    const double step = std::ldexp(1e-2, -halvings);
     double lp = 0, lm = 0;
     *s = f->At(step, &lp);
     if (s->ok()) *s = f->At(-step, &lm);
     if (!s->ok()) return Verdict::kMismatch;
     const double fd = (lp - lm) / (2 * step);
-    const double tol = 2e-3 + 2e-2 * std::abs(fd);
-    if (step == 1e-2) *fd_out = fd;
+    const double tol = 2e-3 + 2e-2 * std::abs(fd) + 4 * ulp / step;
+    if (halvings == 0) *fd_out = fd;
     if (std::abs(g - fd) <= tol) return Verdict::kMatches;
     const double right = (lp - l0) / step, left = (l0 - lm) / step;
     if (std::abs(right - left) > tol / 2 &&
