@@ -7,7 +7,9 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
@@ -71,6 +73,75 @@ TEST(CliTest, DefaultRunTrainsAndWritesMetrics) {
   }
   EXPECT_EQ(train_lines, 60);
   EXPECT_EQ(eval_lines, 2);
+}
+
+// The value of `"key":` in one JSON line, up to the next ',' or '}'.
+std::string JsonField(absl::string_view line, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const size_t at = line.find(k);
+  if (at == absl::string_view::npos) return "";
+  const size_t start = at + k.size();
+  return std::string(line.substr(start, line.find_first_of(",}", start) - start));
+}
+
+// `--precision=fp16 --precision_options=hysteresis=2` as a user types it,
+// with the scale on the device and on the host: an initial scale that
+// overflows fp16 (2^40) makes consecutive overflows; the first overflow of a
+// run (after a clean step, or the run's first step) is skipped without a
+// backoff, the second in a row halves the scale (DeepSpeed's hysteresis:
+// each further one in the same run halves it too, until a clean step resets
+// it); both paths write the same steps (step, loss, scale, skip, grad norm)
+// bit for bit and say which path they took.
+TEST(CliTest, Fp16HysteresisTwoOnTheDeviceAndOnTheHost) {
+  std::vector<std::string> steps[2];
+  for (int on = 0; on < 2; ++on) {
+    const std::string jsonl = TempDir() + "/hysteresis_" + (on ? "on" : "off") + ".jsonl";
+    CliResult r = RunTrain(std::string("--precision=fp16 --precision_options=hysteresis=2 "
+                                       "--device_loss_scaling=") +
+                           (on ? "on" : "off") +
+                           " --init_scale=1099511627776 --growth_interval=3 --steps=40"
+                           " --eval_every=0 --metrics_jsonl=" + jsonl);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(on ? "loss scaling: on the device" : "loss scaling: on the host"),
+              std::string::npos)
+        << r.out;
+    std::vector<double> scale;
+    std::vector<bool> skipped;
+    for (absl::string_view line : absl::StrSplit(Slurp(jsonl), '\n', absl::SkipEmpty())) {
+      if (line.find("\"type\":\"train\"") == absl::string_view::npos) continue;
+      steps[on].push_back(absl::StrCat(JsonField(line, "step"), " ", JsonField(line, "loss"), " ",
+                                       JsonField(line, "loss_scale"), " ",
+                                       JsonField(line, "skipped"), " ",
+                                       JsonField(line, "grad_norm")));
+      scale.push_back(std::strtod(JsonField(line, "loss_scale").c_str(), nullptr));
+      skipped.push_back(JsonField(line, "skipped") == "true");
+    }
+    ASSERT_EQ(scale.size(), 40u);
+    // The scale a step uses, from the step before: an overflow after a clean
+    // step (or at the start) keeps it, one right after an overflow halves it;
+    // a clean step never halves it.
+    int kept = 0, halved = 0;
+    for (size_t i = 1; i < scale.size(); ++i) {
+      if (!skipped[i - 1]) {
+        EXPECT_GE(scale[i], scale[i - 1]) << "step " << i + 1;
+        continue;
+      }
+      const bool second_in_a_row = i >= 2 ? skipped[i - 2] : false;
+      if (i == 1 || !second_in_a_row) {
+        EXPECT_EQ(scale[i], scale[i - 1]) << "step " << i + 1 << ": a first overflow backed off";
+        ++kept;
+      } else {
+        EXPECT_EQ(scale[i], scale[i - 1] / 2) << "step " << i + 1;
+        ++halved;
+      }
+    }
+    EXPECT_TRUE(skipped[0] && skipped[1] && skipped[2]);
+    EXPECT_EQ(scale[1], scale[0]);      // the first overflow: kept
+    EXPECT_EQ(scale[2], scale[0] / 2);  // the second in a row: halved
+    EXPECT_GT(kept, 1) << "no isolated overflow after growth";
+    EXPECT_GT(halved, 5);
+  }
+  EXPECT_EQ(steps[0], steps[1]) << "the device and host paths differ";
 }
 
 TEST(CliTest, BadFlagValues) {
