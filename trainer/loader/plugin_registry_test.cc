@@ -188,15 +188,17 @@ TEST_F(PluginRegistryTest, RefusesTruncatedPluginApi) {
 TEST_F(PluginRegistryTest, RefusesOtherMajorAndNewerMinor) {
   plugin_.abi_version.major_version = 2;
   plugin_.abi_version.minor_version = 0;
+  // The host's version from the header, so an ABI minor bump needs no edit.
+  const std::string host = "1." + std::to_string(MNT_ABI_MINOR);
   EXPECT_EQ(Refusal(),
             "static:fake: plugin built against ABI 2.0, incompatible with this "
-            "trainer's 1.5 (major versions differ); rebuild the plugin against "
+            "trainer's " + host + " (major versions differ); rebuild the plugin against "
             "ABI 1.x");
   plugin_.abi_version.major_version = 1;
-  plugin_.abi_version.minor_version = 6;
+  plugin_.abi_version.minor_version = MNT_ABI_MINOR + 1;
   EXPECT_EQ(Refusal(),
-            "static:fake: plugin built against ABI 1.6, newer than this "
-            "trainer's 1.5; upgrade the trainer");
+            "static:fake: plugin built against ABI 1." + std::to_string(MNT_ABI_MINOR + 1) +
+                ", newer than this trainer's " + host + "; upgrade the trainer");
   plugin_.abi_version.minor_version = 0;  // older minors load
   EXPECT_EQ(Refusal(), "");
 }
