@@ -15,6 +15,7 @@
 #include "plugins/backends/common/backend_plugin.h"
 #include "plugins/backends/common/calls.h"
 #include "plugins/backends/cpu/allocator.h"
+#include "plugins/backends/cpu/onednn_conv.h"
 #include "plugins/backends/cpu/onednn_gemm.h"
 #include "plugins/sdk/status.h"
 
@@ -67,6 +68,8 @@ class CpuBackend {
   HostAllocator allocator_;
   std::string device_name_;
   std::unique_ptr<OneDnnGemm> onednn_gemm_;  // null: the reference GEMM
+  // oneDNN's convolutions, with onednn_gemm_ (null: im2col + Sgemm).
+  std::unique_ptr<OneDnnConv> onednn_conv_;
 };
 
 }  // namespace mnt::cpu

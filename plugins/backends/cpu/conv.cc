@@ -1,6 +1,8 @@
-// 2-D convolution (ABI 1.3), NCHW, as im2col + sgemm per image and group
-// (oneDNN's sgemm, or OpenBLAS's with gemm=reference: CpuBackend::Sgemm). Operands are rounded to the compute format first, exactly as
-// GEMM does, so the fp32 sgemm computes what a tensor core would.
+// 2-D convolution (ABI 1.3), NCHW: oneDNN's convolution primitives when it
+// is the GEMM engine (onednn_conv.cc), else, and for any geometry oneDNN has
+// no primitive for, im2col + sgemm per image and group (the reference path;
+// CpuBackend::Sgemm). Operands are rounded to the compute format first,
+// exactly as GEMM does, so the fp32 sgemm computes what a tensor core would.
 //   forward:        y_g[Kg, PQ]      = w_g[Kg, CgRS] @ col(x_g)[CgRS, PQ]
 //   backward data:  dcol[CgRS, PQ]   = w_g^T @ dy_g, then col2im into dx
 //   backward filter dw_g[Kg, CgRS] (+)= dy_g @ col(x_g)^T
@@ -64,9 +66,33 @@ void Col2ImAdd(const ConvShape& sh, const float* col, int64_t g, float* dx) {
   }
 }
 
+// dbias (+)= the sum of the unrounded dy over images and pixels, in double
+// (a reduction, not a product), channels split over the threads.
+void BiasGradient(const backend::Conv2dBackwardFilterCall& c) {
+  const ConvShape& sh = c.shape;
+  const int64_t pq = sh.pixels();
+  const std::vector<float> raw = ReadF32(*c.dy);
+  std::vector<float> dbv = c.accumulate ? ReadF32(*c.dbias) : std::vector<float>(sh.k, 0.0f);
+#pragma omp parallel for schedule(static) if (sh.n * sh.k * pq > (int64_t{1} << 15))
+  for (int64_t k = 0; k < sh.k; ++k) {
+    double sum = 0.0;
+    for (int64_t n = 0; n < sh.n; ++n) {
+      const float* plane = raw.data() + (n * sh.k + k) * pq;
+      for (int64_t i = 0; i < pq; ++i) sum += plane[i];
+    }
+    dbv[k] += static_cast<float>(sum);
+  }
+  WriteF32(dbv.data(), *c.dbias);
+}
+
 }  // namespace
 
 Status CpuBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
+  if (onednn_conv_ != nullptr) {
+    bool done = false;
+    MNT_RETURN_IF_ERROR(onednn_conv_->Forward(c, &done));
+    if (done) return Status::Ok();
+  }
   const ConvShape& sh = c.shape;
   const std::vector<float> xv = ReadRounded(*c.x, c.params->compute);
   const std::vector<float> wv = ReadRounded(*c.w, c.params->compute);
@@ -98,6 +124,11 @@ Status CpuBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
 }
 
 Status CpuBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c) {
+  if (onednn_conv_ != nullptr) {
+    bool done = false;
+    MNT_RETURN_IF_ERROR(onednn_conv_->BackwardData(c, &done));
+    if (done) return Status::Ok();
+  }
   const ConvShape& sh = c.shape;
   const std::vector<float> dyv = ReadRounded(*c.dy, c.params->compute);
   const std::vector<float> wv = ReadRounded(*c.w, c.params->compute);
@@ -124,6 +155,14 @@ Status CpuBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c) 
 }
 
 Status CpuBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall& c) {
+  if (onednn_conv_ != nullptr) {
+    bool done = false, bias_done = false;
+    MNT_RETURN_IF_ERROR(onednn_conv_->BackwardFilter(c, &done, &bias_done));
+    if (done) {
+      if (c.dbias.present() && !bias_done) BiasGradient(c);
+      return Status::Ok();
+    }
+  }
   const ConvShape& sh = c.shape;
   const std::vector<float> dyv = ReadRounded(*c.dy, c.params->compute);
   const std::vector<float> xv = ReadRounded(*c.x, c.params->compute);
@@ -163,22 +202,7 @@ Status CpuBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall&
     for (size_t i = 0; i < dwv.size(); ++i) dwv[i] += old[i];
   }
   WriteF32(dwv.data(), *c.dw);
-  if (c.dbias.present()) {
-    // Unrounded dy, summed in double: a reduction, not a product.
-    const std::vector<float> raw = ReadF32(*c.dy);
-    std::vector<float> dbv = c.accumulate
-                                 ? ReadF32(*c.dbias)
-                                 : std::vector<float>(sh.k, 0.0f);
-    for (int64_t k = 0; k < sh.k; ++k) {
-      double sum = 0.0;
-      for (int64_t n = 0; n < sh.n; ++n) {
-        const float* plane = raw.data() + (n * sh.k + k) * pq;
-        for (int64_t i = 0; i < pq; ++i) sum += plane[i];
-      }
-      dbv[k] += static_cast<float>(sum);
-    }
-    WriteF32(dbv.data(), *c.dbias);
-  }
+  if (c.dbias.present()) BiasGradient(c);
   return Status::Ok();
 }
 

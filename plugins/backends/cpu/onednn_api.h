@@ -25,6 +25,11 @@ namespace mnt::cpu::onednn {
   X(dnnl_memory_set_data_handle)            \
   X(dnnl_memory_destroy)                    \
   X(dnnl_matmul_desc_init)                  \
+  X(dnnl_dilated_convolution_forward_desc_init) \
+  X(dnnl_dilated_convolution_backward_data_desc_init) \
+  X(dnnl_dilated_convolution_backward_weights_desc_init) \
+  X(dnnl_memory_desc_equal)                 \
+  X(dnnl_reorder_primitive_desc_create)     \
   X(dnnl_primitive_attr_create)             \
   X(dnnl_primitive_attr_destroy)            \
   X(dnnl_primitive_attr_set_output_scales)  \

@@ -108,6 +108,9 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
   auto backend = std::make_unique<CpuBackend>();
   std::string gemm_name;
   MNT_RETURN_IF_ERROR(ChooseGemm(options, &backend->onednn_gemm_, &gemm_name));
+  if (backend->onednn_gemm_ != nullptr) {
+    MNT_RETURN_IF_ERROR(OneDnnConv::Create(backend->onednn_gemm_->api(), &backend->onednn_conv_));
+  }
   // oneDNN and the kernels share libgomp's pool, sized by the calling
   // thread's setting. The reference GEMM's OpenBLAS has a pool of its own,
   // and libgomp's idle workers spin while OpenBLAS's work (a CNN ran 5x
