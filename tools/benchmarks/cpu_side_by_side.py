@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Mantissa's CPU backend and PyTorch eager on the CPU, side by side in one run.
 
-For each workload and precision, the two frameworks train the same GPT-2
-shaped model on the same shapes, one after the other, and the pair is
-repeated (interleaved: mantissa, pytorch, mantissa, pytorch, ...), so a
-change in the machine's load hits both alike. Prints the load average before
-every repeat, the median tokens/s of each side and the ratio Mantissa /
-PyTorch, and the GEMM peak Mantissa's benchmark measured (its MFU column).
+For each workload and precision, the two frameworks train the same model
+on the same shapes, one after the other, and the pair is repeated
+(interleaved: mantissa, pytorch, mantissa, pytorch, ...), so a change in the
+machine's load hits both alike. Prints the load average before every repeat,
+the median rate of each side (samples/s for the MLP, tokens/s for the GPTs)
+and the ratio Mantissa / PyTorch, Mantissa's MFU against the GEMM peak its
+benchmark measured on oneDNN, and (--scaling) Mantissa's speed-up from 1 to
+--threads threads on one workload in fp32.
 
   tools/bazel run //tools/benchmarks:cpu_side_by_side -- \
       --python=$HOME/torchenv/bin/python --threads=2 --repeats=3
@@ -16,7 +18,10 @@ PyTorch is optional (never installed by tools/bazel, never run in CI):
 Without it the PyTorch column says "skipped".
 
 Workloads (docs/performance.md):
-  gpt2-tiny  2 layers, 4 heads, d64, T64, batch 16
+  mlp        64-1024-1024-10 (ReLU) on digits, batch 256 (precision_benchmark
+             and mlp_torch_bench.py)
+  gpt2-tiny  2 layers, 4 heads, d64, T64, batch 16 (gpt2_benchmark and
+             gpt2_torch_bench.py, as the two below)
   gpt-8      8 layers, 8 heads, d512, T256, batch 8
 """
 import argparse
@@ -27,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 
+MLP = ("mlp", "hidden=1024:1024", 256)  # name, model options, batch
 WORKLOADS = {
     # name: (layers, heads, dim, seq, batch)
     "gpt2-tiny": (2, 4, 64, 64, 16),
@@ -46,13 +52,43 @@ def runfile(rel):
 
 
 def tokens_per_s(csv_path, framework, precision):
+    """(tokens/s, GEMM peak TFLOP/s, MFU against it) of a gpt2 CSV row."""
     if not os.path.exists(csv_path):
         return None
     with open(csv_path) as f:
         for row in csv.DictReader(f):
             if (row["framework"] == framework and row["precision"] == precision
                     and row["status"] == "ok"):
-                return float(row["tokens_per_s"]), row.get("gemm_tflops", "")
+                return (float(row["tokens_per_s"]), row.get("gemm_tflops", ""),
+                        row.get("mfu_measured", ""))
+    return None
+
+
+def mantissa_mlp(bench, prec, steps, env, log):
+    """Samples/s of precision_benchmark's row for `prec` (its stdout table)."""
+    r = subprocess.run([bench, f"--bench_model_options={MLP[1]}",
+                        f"--bench_batch_size={MLP[2]}", f"--bench_steps={steps}",
+                        f"--bench_precisions={prec}"], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    log.write(f"{bench} {prec}\n" + r.stdout + "\n")
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if r.returncode == 0 and len(f) > 1 and f[0] == prec:
+            return float(f[1])
+    return None
+
+
+def torch_mlp(python, script, prec, steps, warmup, env, log):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.csv")
+        run([python, script, f"--hidden={MLP[1].split('=')[1]}", f"--batch={MLP[2]}",
+             f"--steps={steps}", f"--warmup={warmup}", f"--precisions={prec}",
+             f"--csv={out}"], env, log)
+        if os.path.exists(out):
+            with open(out) as f:
+                for row in csv.DictReader(f):
+                    if row["precision"] == prec and row["status"] == "ok":
+                        return float(row["samples_per_s"])
     return None
 
 
@@ -66,21 +102,39 @@ def run(cmd, env, log):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--python", default="python3", help="a Python with torch; '' = skip")
-    p.add_argument("--workloads", default="gpt2-tiny,gpt-8")
+    p.add_argument("--workloads", default="mlp,gpt2-tiny,gpt-8")
     p.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=10, help="timed steps of a GPT row")
+    p.add_argument("--mlp_steps", type=int, default=100, help="steps of an MLP row")
+    p.add_argument("--scaling", default="gpt-8",
+                   help="workload also run on 1 thread in fp32 ('' = none)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--log", default="", help="full output of every run (default: a temp file)")
     a = p.parse_args()
 
     bench = runfile("tools/benchmarks/gpt2_benchmark")
+    mlp_bench = runfile("tools/benchmarks/precision_benchmark")
     torch_script = runfile("tools/benchmarks/gpt2_torch_bench.py")
-    if not bench:
-        print("mantissa: error: gpt2_benchmark not found; run through tools/bazel run")
+    torch_mlp_script = runfile("tools/benchmarks/mlp_torch_bench.py")
+    if not bench or not mlp_bench:
+        print("mantissa: error: gpt2_benchmark or precision_benchmark not found; "
+              "run through tools/bazel run")
         return 1
+    for w in a.workloads.split(","):
+        if w != MLP[0] and w not in WORKLOADS:
+            print(f"mantissa: error: --workloads: unknown workload '{w}' "
+                  f"(expected {MLP[0]}, {', '.join(WORKLOADS)})")
+            return 1
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    # The benchmarks find their plugins in the runfiles tree; bazel builds
+    # none of their own for data dependencies, so point them at ours.
+    d = os.path.dirname(os.path.abspath(__file__))
+    while d != "/" and not d.endswith(".runfiles"):
+        d = os.path.dirname(d)
+    if "RUNFILES_DIR" not in env and d.endswith(".runfiles"):
+        env["RUNFILES_DIR"] = d
     log_path = a.log or tempfile.mkstemp(prefix="cpu_side_by_side_", suffix=".log")[1]
     with open("/proc/cpuinfo") as f:
         model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
@@ -90,6 +144,8 @@ def main():
     # with ONEDNN_VERBOSE=1 (its per-call lines would slow the timed runs).
     kernels = set()
     for w in a.workloads.split(","):
+        if w == MLP[0]:
+            continue  # its GEMMs are the GPTs' kernels
         layers, heads, dim, seq, batch = WORKLOADS[w]
         for prec in a.precisions.split(","):
             r = subprocess.run(
@@ -106,15 +162,30 @@ def main():
                     kernels.add(f"{prec} {f[3]}: {f[4]}")
     print("oneDNN kernels: " + ("; ".join(sorted(kernels)) if kernels else
                                 "none (gemm=reference, or oneDNN not loaded)"))
-    results = {}  # (workload, precision, framework) -> [tokens/s]
+    results = {}  # (workload, precision, framework) -> [samples/s or tokens/s]
     peaks = {}
+    mfus = {}  # (workload, precision) -> [Mantissa MFU against its measured GEMM peak]
     with open(log_path, "w") as log:
         for rep in range(a.repeats):
             print("repeat %d: load average %.2f %.2f %.2f" % ((rep + 1,) + os.getloadavg()),
                   flush=True)
             for w in a.workloads.split(","):
+                if w == MLP[0]:
+                    for prec in a.precisions.split(","):
+                        got = mantissa_mlp(mlp_bench, prec, a.mlp_steps, env, log)
+                        if got:
+                            results.setdefault((w, prec, "mantissa"), []).append(got)
+                        if a.python and torch_mlp_script:
+                            got = torch_mlp(a.python, torch_mlp_script, prec, a.mlp_steps,
+                                            5, env, log)
+                            if got:
+                                results.setdefault((w, prec, "pytorch"), []).append(got)
+                    continue
                 layers, heads, dim, seq, batch = WORKLOADS[w]
+                threads = [a.threads] + ([1] if w == a.scaling and a.threads > 1 else [])
                 for prec in a.precisions.split(","):
+                  for n in threads if prec == "fp32" else [a.threads]:
+                    run_env = dict(env, OMP_NUM_THREADS=str(n))
                     with tempfile.TemporaryDirectory() as tmp:
                         out = os.path.join(tmp, "rows.csv")
                         run([bench, f"--bench_model_options=n_layer={layers},n_head={heads},"
@@ -122,11 +193,16 @@ def main():
                              f"--bench_seq_len={seq}", f"--bench_batches={batch}",
                              "--bench_checkpointing=off", f"--bench_precisions={prec}",
                              f"--bench_steps={a.steps}", f"--bench_warmup_steps={a.warmup}",
-                             "--bench_python=", f"--bench_csv={out}"], env, log)
+                             "--bench_python=", f"--bench_csv={out}"], run_env, log)
                         got = tokens_per_s(out, "mantissa", prec)
+                        if got and n != a.threads:
+                            results.setdefault((w, prec, "mantissa1"), []).append(got[0])
+                            continue  # the 1-thread run has no PyTorch partner
                         if got:
                             results.setdefault((w, prec, "mantissa"), []).append(got[0])
                             peaks[prec] = got[1]
+                            if got[2]:
+                                mfus.setdefault((w, prec), []).append(float(got[2]))
                         if a.python and torch_script:
                             run([a.python, torch_script, f"--layers={layers}",
                                  f"--heads={heads}", f"--dim={dim}", f"--seq={seq}",
@@ -139,19 +215,29 @@ def main():
                                 results.setdefault((w, prec, "pytorch"), []).append(got[0])
     print("load average after: %.2f %.2f %.2f" % os.getloadavg())
     print()
-    print("| workload | precision | Mantissa tokens/s | PyTorch tokens/s | Mantissa / PyTorch |")
-    print("|---|---|---|---|---|")
+    print("| workload | precision | unit | Mantissa | PyTorch | Mantissa / PyTorch "
+          "| Mantissa MFU (measured peak) |")
+    print("|---|---|---|---|---|---|---|")
     for w in a.workloads.split(","):
+        unit = "samples/s" if w == MLP[0] else "tokens/s"
         for prec in a.precisions.split(","):
             m = results.get((w, prec, "mantissa"))
             t = results.get((w, prec, "pytorch"))
             ms = "%.0f" % statistics.median(m) if m else "failed (see log)"
             ts = "%.0f" % statistics.median(t) if t else "skipped"
             ratio = ("%.2fx" % (statistics.median(m) / statistics.median(t))) if m and t else "-"
-            print(f"| {w} | {prec} | {ms} | {ts} | {ratio} |")
+            mfu = mfus.get((w, prec))
+            mfu_s = "%.0f%%" % (100 * statistics.median(mfu)) if mfu else "-"
+            print(f"| {w} | {prec} | {unit} | {ms} | {ts} | {ratio} | {mfu_s} |")
     if peaks:
-        print("\nMantissa's measured GEMM peak (1024^3, TFLOP/s): " +
+        print("\nMantissa's measured GEMM peak (1024^3 on oneDNN, TFLOP/s): " +
               ", ".join(f"{k} {v}" for k, v in peaks.items()))
+    one = results.get((a.scaling, "fp32", "mantissa1"))
+    many = results.get((a.scaling, "fp32", "mantissa"))
+    if one and many:
+        print("Mantissa %s fp32: %d threads %.0f tokens/s, 1 thread %.0f tokens/s: %.2fx" %
+              (a.scaling, a.threads, statistics.median(many), statistics.median(one),
+               statistics.median(many) / statistics.median(one)))
     return 0
 
 
