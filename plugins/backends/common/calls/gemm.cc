@@ -10,8 +10,10 @@ namespace mnt::backend {
 
 namespace {
 
-// A known, valid compute mode.
-sdk::Status CheckCompute(const OpCall& call, MNT_ComputeMode raw,
+// A known, valid compute mode. `raw` is the params field itself, taken by
+// reference: copying an unchecked value into an MNT_ComputeMode is already
+// undefined behaviour (UBSan's enum check) when the caller sent garbage.
+sdk::Status CheckCompute(const OpCall& call, const MNT_ComputeMode& raw,
                          MNT_ComputeMode* out) {
   const std::optional<MNT_ComputeMode> compute = sdk::ReadEnum(raw);
   if (!compute || *compute == MNT_COMPUTE_INVALID) {
@@ -55,7 +57,7 @@ sdk::Status CheckProductShapes(const OpCall& call, bool ta, bool tb,
 
 // The product part of a fused-epilogue GEMM from its params' fields.
 sdk::Status CheckProduct(const OpCall& call, int32_t trans_a, int32_t trans_b,
-                         float alpha, float beta, MNT_ComputeMode compute,
+                         float alpha, float beta, const MNT_ComputeMode& compute,
                          const char* c_name, bool beta_allowed,
                          GemmProduct* g) {
   MNT_RETURN_IF_ERROR(CheckCompute(call, compute, &g->compute));
