@@ -243,7 +243,7 @@ Status CnnNetwork::Backward(const models::BackwardCall& call) {
   MNT_RETURN_IF_ERROR(ops.CrossEntropyBackward(
       activations_.View(logits_, {batch, classes_}),
       workspace_.View(saved_targets_, {batch}), classes_,
-      call.loss_multiplier / static_cast<float>(batch),
+      models::MeanLossGradScale(call.loss_multiplier, call.loss_multiplier_device, batch),
       workspace_.View(losses_, {batch}), dlogits));
   MNT_RETURN_IF_ERROR(ops.LinearBackward(
       activations_.View(pooled_, {batch, width}), p[h], dlogits, g[h], g[h + 1],

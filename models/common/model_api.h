@@ -135,7 +135,11 @@ class ModelApi {
   static MNT_Error* Backward(MNT_Model_Backward_Args* args) {
     const std::string call = Call("Model_Backward");
     return sdk::Guard(call.c_str(), [&]() -> Status {
-      MNT_CHECK_ARGS(MNT_Model_Backward_Args, args);
+      // A 1.0-1.5 host passes no device loss multiplier (the shorter struct).
+      if (args == nullptr) return sdk::InvalidArgument("MNT_Model_Backward_Args: args is NULL");
+      MNT_RETURN_IF_ERROR(sdk::CheckStructSize("MNT_Model_Backward_Args",
+                                               MNT_Model_Backward_Args_STRUCT_SIZE_1_5,
+                                               args->struct_size));
       MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
       BackwardCall call;
       call.params = args->params;
@@ -144,6 +148,9 @@ class ModelApi {
       call.num_grads = args->num_grads;
       call.loss_multiplier = args->loss_multiplier;
       call.accumulate = args->accumulate != 0;
+      if (MNT_HAS_FIELD(args, MNT_Model_Backward_Args, loss_multiplier_device)) {
+        call.loss_multiplier_device = args->loss_multiplier_device;
+      }
       return NetworkOf(args->model)->Backward(call);
     });
   }

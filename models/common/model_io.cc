@@ -98,6 +98,14 @@ Status ModelIo::CheckBackward(const BackwardCall& call,
                                   call.num_params, weight_dtype_));
   MNT_RETURN_IF_ERROR(CheckParams("Backward", "grads", call.grads,
                                   call.num_grads, gradient_dtype_));
+  if (const MNT_Tensor* d = call.loss_multiplier_device; d != nullptr) {
+    if (d->dtype != MNT_DTYPE_F32 || d->rank != 1 || d->dims[0] != 1 || d->data == nullptr) {
+      return sdk::InvalidArgument(sdk::Format(
+          "%s Backward: loss_multiplier_device is %s, expected f32[1] on the device",
+          model_.c_str(), sdk::Describe(*d).c_str()));
+    }
+    return Status::Ok();
+  }
   if (!std::isfinite(call.loss_multiplier)) {
     return sdk::InvalidArgument(sdk::Format(
         "%s Backward: loss_multiplier is %g, expected a finite number",

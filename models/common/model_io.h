@@ -34,6 +34,9 @@ struct BackwardCall {
   size_t num_grads = 0;
   float loss_multiplier = 1.0f;
   bool accumulate = false;
+  // Since ABI 1.6: F32 [1] on the device replacing loss_multiplier; NULL
+  // when the host passed a float.
+  const MNT_Tensor* loss_multiplier_device = nullptr;
 };
 
 // One example as a model's Forward takes it.
@@ -65,7 +68,8 @@ class ModelIo {
   // on success *batch is B.
   sdk::Status CheckForward(const ForwardCall& call, int64_t* batch) const;
   // A training Forward came first (saved_batch > 0), params and grads have
-  // the spec shapes, the loss multiplier is finite.
+  // the spec shapes, the loss multiplier is finite (a device one is F32 [1];
+  // its value is not read).
   sdk::Status CheckBackward(const BackwardCall& call,
                             int64_t saved_batch) const;
 

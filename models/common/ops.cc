@@ -315,13 +315,27 @@ Status Ops::CrossEntropyLoss(const MNT_Tensor& logits,
   return Run(MNT_OP_COUNT_CORRECT, {logits, targets}, {*correct_out}, &ce);
 }
 
+GradScale MeanLossGradScale(float loss_multiplier, const MNT_Tensor* loss_multiplier_device,
+                            int64_t count) {
+  const float inverse = 1.0f / static_cast<float>(count);
+  if (loss_multiplier_device != nullptr) return GradScale{inverse, loss_multiplier_device};
+  return GradScale{loss_multiplier * inverse, nullptr};
+}
+
 Status Ops::CrossEntropyBackward(const MNT_Tensor& logits,
                                  const MNT_Tensor& targets,
-                                 int64_t num_classes, float grad_scale,
+                                 int64_t num_classes, GradScale grad_scale,
                                  const MNT_Tensor& losses,
                                  const MNT_Tensor& dlogits) const {
-  const MNT_CrossEntropyParams ce = CrossEntropyParams(grad_scale, num_classes);
-  return Run(MNT_OP_CROSS_ENTROPY, {logits, targets}, {losses, dlogits}, &ce);
+  if (grad_scale.device != nullptr && client_.plugin()->abi_version.minor_version < 6) {
+    float m = 0;
+    MNT_RETURN_IF_ERROR(client_.ToHost(&m, grad_scale.device->data, sizeof(float)));
+    grad_scale = GradScale{m * grad_scale.host, nullptr};
+  }
+  const MNT_CrossEntropyParams ce = CrossEntropyParams(grad_scale.host, num_classes);
+  std::vector<MNT_Tensor> inputs{logits, targets};
+  if (grad_scale.device != nullptr) inputs.push_back(*grad_scale.device);
+  return Run(MNT_OP_CROSS_ENTROPY, inputs, {losses, dlogits}, &ce);
 }
 
 }  // namespace mnt::models

@@ -83,6 +83,21 @@ struct BatchNormStats {
   MNT_Tensor saved_mean, saved_invstd;
 };
 
+// What dlogits are multiplied by: `host`, times the F32 [1] `device` value
+// when given (a model's device loss multiplier, ABI 1.6). Either way the
+// kernel applies the one fp32 product device[0] * host, so a multiplier m
+// gives the same bits as a float or as a tensor holding m.
+struct GradScale {
+  float host = 1.0f;
+  const MNT_Tensor* device = nullptr;
+};
+
+// The scale for the gradient of the mean over `count` rows times the
+// Backward's loss multiplier: m * (1/count), with m on the host or on the
+// device (then formed by the kernel).
+GradScale MeanLossGradScale(float loss_multiplier, const MNT_Tensor* loss_multiplier_device,
+                            int64_t count);
+
 class Ops {
  public:
   Ops() = default;
@@ -206,9 +221,12 @@ class Ops {
                                const MNT_Tensor& loss_out,
                                const OptionalTensor& correct_out) const;
   // dlogits = (softmax - onehot) * grad_scale (losses are rewritten too).
+  // A device scale goes to the kernel as CROSS_ENTROPY's in[2]; a backend
+  // older than ABI 1.6 takes none, so for it the value is read to the host
+  // (a sync, the price of the old backend).
   sdk::Status CrossEntropyBackward(const MNT_Tensor& logits,
                                    const MNT_Tensor& targets,
-                                   int64_t num_classes, float grad_scale,
+                                   int64_t num_classes, GradScale grad_scale,
                                    const MNT_Tensor& losses,
                                    const MNT_Tensor& dlogits) const;
 

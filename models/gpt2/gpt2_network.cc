@@ -303,7 +303,7 @@ Status Gpt2Network::Backward(const models::BackwardCall& call) {
   const MNT_Tensor dlogits = Rows(dlogits_, n, padded_vocab_);
   MNT_RETURN_IF_ERROR(ops.CrossEntropyBackward(
       Logits(batch), workspace_.View(targets_, {n}), vocab_,
-      call.loss_multiplier / static_cast<float>(n),
+      models::MeanLossGradScale(call.loss_multiplier, call.loss_multiplier_device, n),
       workspace_.View(losses_, {n}), dlogits));
   // Tied head: logits = lnf @ wteᵀ.
   const models::LayerNormOutput lnf = FinalNorm(n);

@@ -165,7 +165,8 @@ Status MlpNetwork::Backward(const models::BackwardCall& call) {
   int current = 0;  // grad_buffer_ holding the gradient w.r.t. z_k
   MNT_RETURN_IF_ERROR(ops.CrossEntropyBackward(
       Rows(logits_, batch, classes), workspace_.View(saved_targets_, {batch}),
-      classes, call.loss_multiplier / static_cast<float>(batch),
+      classes,
+      models::MeanLossGradScale(call.loss_multiplier, call.loss_multiplier_device, batch),
       workspace_.View(losses_, {batch}),
       Rows(grad_buffer_[current], batch, classes)));
 

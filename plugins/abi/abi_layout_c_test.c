@@ -395,7 +395,7 @@ _Static_assert(offsetof(MNT_Model_Forward_Args, targets) == 48, "MNT_Model_Forwa
 _Static_assert(offsetof(MNT_Model_Forward_Args, training) == 56, "MNT_Model_Forward_Args.training");
 _Static_assert(offsetof(MNT_Model_Forward_Args, loss_out) == 64, "MNT_Model_Forward_Args.loss_out");
 _Static_assert(offsetof(MNT_Model_Forward_Args, correct_out) == 72, "MNT_Model_Forward_Args.correct_out");
-_Static_assert(sizeof(MNT_Model_Backward_Args) == 64, "sizeof MNT_Model_Backward_Args");
+_Static_assert(sizeof(MNT_Model_Backward_Args) == 72, "sizeof MNT_Model_Backward_Args");
 _Static_assert(offsetof(MNT_Model_Backward_Args, struct_size) == 0, "MNT_Model_Backward_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_Backward_Args, extension_start) == 8, "MNT_Model_Backward_Args.extension_start");
 _Static_assert(offsetof(MNT_Model_Backward_Args, model) == 16, "MNT_Model_Backward_Args.model");
@@ -405,6 +405,7 @@ _Static_assert(offsetof(MNT_Model_Backward_Args, grads) == 40, "MNT_Model_Backwa
 _Static_assert(offsetof(MNT_Model_Backward_Args, num_grads) == 48, "MNT_Model_Backward_Args.num_grads");
 _Static_assert(offsetof(MNT_Model_Backward_Args, loss_multiplier) == 56, "MNT_Model_Backward_Args.loss_multiplier");
 _Static_assert(offsetof(MNT_Model_Backward_Args, accumulate) == 60, "MNT_Model_Backward_Args.accumulate");
+_Static_assert(offsetof(MNT_Model_Backward_Args, loss_multiplier_device) == 64, "MNT_Model_Backward_Args.loss_multiplier_device");
 _Static_assert(sizeof(MNT_Model_Api) == 64, "sizeof MNT_Model_Api");
 _Static_assert(offsetof(MNT_Model_Api, struct_size) == 0, "MNT_Model_Api.struct_size");
 _Static_assert(offsetof(MNT_Model_Api, extension_start) == 8, "MNT_Model_Api.extension_start");
@@ -595,7 +596,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 80),
-      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_5, 64),
       MNT_EXPECT_SIZE(MNT_Model_Api_STRUCT_SIZE, 64),
   };
   int failures = 0;

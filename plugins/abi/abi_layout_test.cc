@@ -401,7 +401,7 @@ static_assert(offsetof(MNT_Model_Forward_Args, targets) == 48);
 static_assert(offsetof(MNT_Model_Forward_Args, training) == 56);
 static_assert(offsetof(MNT_Model_Forward_Args, loss_out) == 64);
 static_assert(offsetof(MNT_Model_Forward_Args, correct_out) == 72);
-static_assert(sizeof(MNT_Model_Backward_Args) == 64);
+static_assert(sizeof(MNT_Model_Backward_Args) == 72);
 static_assert(offsetof(MNT_Model_Backward_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Backward_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Model_Backward_Args, model) == 16);
@@ -411,6 +411,7 @@ static_assert(offsetof(MNT_Model_Backward_Args, grads) == 40);
 static_assert(offsetof(MNT_Model_Backward_Args, num_grads) == 48);
 static_assert(offsetof(MNT_Model_Backward_Args, loss_multiplier) == 56);
 static_assert(offsetof(MNT_Model_Backward_Args, accumulate) == 60);
+static_assert(offsetof(MNT_Model_Backward_Args, loss_multiplier_device) == 64);  // 1.6
 static_assert(sizeof(MNT_Model_Api) == 64);
 static_assert(offsetof(MNT_Model_Api, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Api, extension_start) == 8);
@@ -604,7 +605,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 80),
-      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_5, 64),
       MNT_EXPECT_SIZE(MNT_Model_Api_STRUCT_SIZE, 64),
   };
   for (const ExpectedSize& s : kSizes) {

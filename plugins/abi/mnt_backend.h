@@ -77,7 +77,11 @@ typedef enum MNT_Op {
    * in[1] targets I32 [B] (a negative target is ignored: loss 0, grad 0).
    * out[0] losses F32 [B]; optional out[1] dlogits [B,V] =
    * (softmax - onehot) * grad_scale. Classes >= num_classes are padding:
-   * probability 0, gradient 0. Params: MNT_CrossEntropyParams. */
+   * probability 0, gradient 0. Params: MNT_CrossEntropyParams.
+   * Since 1.6: optional in[2] grad multiplier F32 [1] on the device; when
+   * given, dlogits = (softmax - onehot) * s with s = in[2][0] * grad_scale
+   * rounded once to fp32 (a model's device loss multiplier; see
+   * MNT_Model_Backward_Args). A 1.5 backend refuses a third input. */
   MNT_OP_CROSS_ENTROPY = 9,
   /* Layer norm over the last dim C. in[0] x [N,C], in[1] weight [C],
    * in[2] bias [C]; out[0] y [N,C], out[1] mean F32 [N], out[2] rstd F32 [N].

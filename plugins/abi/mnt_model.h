@@ -128,7 +128,17 @@ typedef MNT_Error* MNT_Model_Forward(MNT_Model_Forward_Args* args);
 /* Back-propagates the last training Forward. The gradient of the mean loss
  * times `loss_multiplier` (loss scale / accumulation steps) is written to
  * `grads` (dtype gradient_dtype, spec order), or added to them when
- * accumulate=1. */
+ * accumulate=1.
+ *
+ * Since 1.6: `loss_multiplier_device`, when not NULL, is an F32 [1] tensor
+ * in the backend's memory holding the multiplier; it replaces
+ * `loss_multiplier` (then ignored), so a host with the loss scale on the
+ * device never reads it back. The model must not read it on the host
+ * either, except to serve a backend older than 1.6 (whose CROSS_ENTROPY
+ * takes no device multiplier). The gradients are the same bits as with
+ * `loss_multiplier` set to that value. A host passes it only to models
+ * whose MNT_Plugin_Api minor is >= 6: an older model would not see the
+ * field and use `loss_multiplier`. Borrowed for the call. */
 typedef struct MNT_Model_Backward_Args {
   size_t struct_size;
   MNT_Extension_Base* extension_start;
@@ -139,8 +149,12 @@ typedef struct MNT_Model_Backward_Args {
   size_t num_grads;
   float loss_multiplier;
   int32_t accumulate;
+  const MNT_Tensor* loss_multiplier_device; /* since 1.6; NULL allowed */
 } MNT_Model_Backward_Args;
 #define MNT_Model_Backward_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Model_Backward_Args, loss_multiplier_device)
+/* What a 1.0-1.5 host sends and a 1.0-1.5 model reads. */
+#define MNT_Model_Backward_Args_STRUCT_SIZE_1_5 \
   MNT_STRUCT_SIZE(MNT_Model_Backward_Args, accumulate)
 typedef MNT_Error* MNT_Model_Backward(MNT_Model_Backward_Args* args);
 

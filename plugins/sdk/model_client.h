@@ -83,6 +83,7 @@ class ModelClient {
 
   bool empty() const { return model_ == nullptr; }
   const MNT_Plugin_Api* plugin() const { return plugin_; }
+  MNT_Model* get() const { return model_; }  // borrowed, for raw ABI calls
 
   Status ParamCount(int64_t* count) const {
     MNT_Model_GetParamCount_Args a{};
@@ -141,13 +142,39 @@ class ModelClient {
     return StatusFromPluginError(plugin_, plugin_->model->Model_Forward(&a));
   }
 
+  // Whether Backward can take the loss multiplier as a device tensor (the
+  // model was built against ABI >= 1.6; an older one would not see it).
+  bool TakesDeviceLossMultiplier() const {
+    return plugin_ != nullptr && plugin_->abi_version.minor_version >= 6;
+  }
+
   // Gradients of the last training Forward's loss times `loss_multiplier`,
   // written to `grads` or, with `accumulate`, added to them.
   Status Backward(const std::vector<MNT_Tensor>& params,
                   const std::vector<MNT_Tensor>& grads, float loss_multiplier,
                   bool accumulate) const {
+    return Backward(params, grads, loss_multiplier, nullptr, accumulate);
+  }
+
+  // The same with the multiplier as an F32 [1] device tensor (ABI 1.6);
+  // NULL: `loss_multiplier`. A model older than 1.6 gets the 1.5 struct
+  // and is refused a device multiplier (FailedPrecondition): ask
+  // TakesDeviceLossMultiplier() first.
+  Status Backward(const std::vector<MNT_Tensor>& params,
+                  const std::vector<MNT_Tensor>& grads, float loss_multiplier,
+                  const MNT_Tensor* loss_multiplier_device, bool accumulate) const {
     MNT_Model_Backward_Args a{};
-    a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
+    if (TakesDeviceLossMultiplier()) {
+      a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
+      a.loss_multiplier_device = loss_multiplier_device;
+    } else if (loss_multiplier_device != nullptr) {
+      return FailedPrecondition(Format(
+          "model plugin '%s' is built against ABI 1.%d, which takes the loss "
+          "multiplier as a host float only (a device multiplier needs 1.6)",
+          plugin_->name, plugin_->abi_version.minor_version));
+    } else {
+      a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE_1_5;
+    }
     a.model = model_;
     a.params = params.data();
     a.num_params = params.size();

@@ -6,6 +6,8 @@
 // loss_multiplier/accumulate contract and a save/load round trip.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <set>
@@ -246,6 +248,20 @@ class ModelHarness {
     return client_.Synchronize();
   }
 
+  // The same with the multiplier as an F32 [1] device tensor (ABI 1.6) and
+  // a NaN host float, which the model must ignore.
+  Status BackwardWithDeviceMultiplier(float multiplier, bool accumulate) {
+    sdk::DeviceBuffer m;
+    MNT_RETURN_IF_ERROR(client_.Allocate(sizeof(float), MNT_MEMORY_DATA, &m));
+    MNT_RETURN_IF_ERROR(client_.ToDevice(m.data(), &multiplier, sizeof(float)));
+    const int64_t one = 1;
+    const MNT_Tensor t = sdk::MakeTensor(m.data(), MNT_DTYPE_F32, 1, &one);
+    MNT_RETURN_IF_ERROR(model_.Backward(param_views_, grad_views_,
+                                        std::numeric_limits<float>::quiet_NaN(), &t,
+                                        accumulate));
+    return client_.Synchronize();
+  }
+
   const std::vector<Spec>& specs() const { return specs_; }
   const std::vector<std::vector<float>>& host_params() const { return host_params_; }
   const MNT_Plugin_Api* plugin() const { return plugin_; }
@@ -442,6 +458,28 @@ void CheckModelOnData(ModelHarness& h, const std::string& options, uint64_t seed
       }
     }
     r->Check(n + "loss_multiplier_and_accumulate", why);
+  }
+  if (h.plugin()->abi_version.minor_version >= 6) {
+    // ABI 1.6: the multiplier as a device tensor gives the same bits as the
+    // float (a value that is no power of two, so a different rounding of
+    // multiplier / batch would show).
+    std::string why;
+    const float m = 2.7182817f;
+    std::vector<std::vector<float>> host, device;
+    s = h.Forward(true, &loss);
+    if (s.ok()) s = h.Backward(m, false);
+    if (s.ok()) s = h.DownloadGrads(&host);
+    if (s.ok()) s = h.Forward(true, &loss);
+    if (s.ok()) s = h.BackwardWithDeviceMultiplier(m, false);
+    if (s.ok()) s = h.DownloadGrads(&device);
+    if (!s.ok()) why = s.message();
+    for (size_t i = 0; i < host.size() && why.empty(); ++i) {
+      if (std::memcmp(host[i].data(), device[i].data(), host[i].size() * sizeof(float)) != 0)
+        why = Format("%s: gradients differ between loss_multiplier %.9g and the same "
+                     "value as loss_multiplier_device", h.specs()[i].name.c_str(), m);
+    }
+    if (why.empty() && host.empty()) why = "no gradients";
+    r->Check(n + "loss_multiplier_device_same_bits", why);
   }
   {  // Save/load: params read back through the backend, loaded into a fresh
      // model instance, give the identical training loss (the parameters are

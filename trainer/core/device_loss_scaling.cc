@@ -24,7 +24,8 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
         {&d->growth_tracker_, sizeof(int32_t)},
         {&d->hysteresis_tracker_, sizeof(int32_t)},
         {&d->skipped_, sizeof(float)},
-        {&d->loss_micro_, sizeof(float) * context.micro_batches}}) {
+        {&d->loss_micro_, sizeof(float) * context.micro_batches},
+        {&d->loss_multiplier_, sizeof(float)}}) {
     if (auto s = sdk::ToAbsl(client.Allocate(bytes, MNT_MEMORY_DATA, buf)); !s.ok())
       return s;
   }
@@ -32,8 +33,9 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
   return d;
 }
 
-// Model_Backward takes the loss multiplier as a host float, so the device
-// scale is read once per step (cached when a report already read it).
+// For a model that takes the loss multiplier as a host float (ABI < 1.6),
+// and for reported steps: the device scale is read (cached when a report
+// or a sync already read it).
 absl::StatusOr<float> DeviceLossScaling::StepScale() {
   if (!host_scale_valid_) {
     auto scale = ReadScalar<float>(*c_.client, scale_.data());
@@ -42,6 +44,20 @@ absl::StatusOr<float> DeviceLossScaling::StepScale() {
     host_scale_valid_ = true;
   }
   return host_scale_;
+}
+
+// No read: the scale itself, or scale * (1/micro_batches) formed by ADD
+// (alpha * in[0], one fp32 product as the host path's
+// scale * (1.0f / micro_batches)).
+absl::StatusOr<MNT_Tensor> DeviceLossScaling::DeviceLossMultiplier() {
+  if (c_.micro_batches == 1) return F32Scalar(scale_);
+  const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE,
+                          1.0f / static_cast<float>(c_.micro_batches), 0.0f};
+  if (auto s = sdk::ToAbsl(c_.client->Run(MNT_OP_ADD, {F32Scalar(scale_)},
+                                          {F32Scalar(loss_multiplier_)}, &add));
+      !s.ok())
+    return s;
+  return F32Scalar(loss_multiplier_);
 }
 
 // Each micro-batch's loss stays in its slot until a report reads them.

@@ -34,6 +34,7 @@ class DeviceLossScaling : public LossScaling {
 
   bool on_device() const override { return true; }
   absl::StatusOr<float> StepScale() override;
+  absl::StatusOr<MNT_Tensor> DeviceLossMultiplier() override;
   MNT_Tensor LossOutput(int64_t micro) const override;
   absl::StatusOr<double> MicroBatchLoss(int64_t) override { return 0.0; }
   absl::StatusOr<OptimizerGate> UnscaleUpdateAndClip(
@@ -60,6 +61,8 @@ class DeviceLossScaling : public LossScaling {
   // F32 [1], I32 [1], I32 [1], F32 [1] (skipped since the last sync),
   // F32 [accum].
   sdk::DeviceBuffer scale_, growth_tracker_, hysteresis_tracker_, skipped_, loss_micro_;
+  // scale * (1 / micro_batches) when there are several; else scale_ serves.
+  sdk::DeviceBuffer loss_multiplier_;
   int64_t skipped_synced_ = 0;  // skipped steps already in the plugin's state
   float host_scale_ = 1.0f;     // the device scale, when host_scale_valid_
   bool host_scale_valid_ = false;

@@ -57,8 +57,17 @@ class LossScaling {
   virtual bool on_device() const = 0;
 
   // The scale this step's backward multiplies the loss by (1 when the run
-  // does not scale). Model_Backward takes it as a host float.
+  // does not scale), on the host. On the device path this is a read (a
+  // sync) unless cached: the step asks only when a model takes the
+  // multiplier as a host float or a report wants the scale.
   virtual absl::StatusOr<float> StepScale() = 0;
+
+  // Device path only: an F32 [1] device tensor holding this step's loss
+  // multiplier, scale * (1 / micro_batches) (the same fp32 product the host
+  // path forms), for a model that takes it on the device (ABI 1.6).
+  virtual absl::StatusOr<MNT_Tensor> DeviceLossMultiplier() {
+    return absl::FailedPreconditionError("the loss scale is not on the device");
+  }
 
   // Where micro-batch `micro`'s forward writes its mean loss (F32 [1]).
   virtual MNT_Tensor LossOutput(int64_t micro) const = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,8 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
                               loss_scaling_active_);
   if (!plan.ok()) return plan.status();
   loss_scaling_description_ = plan->description;
+  // ABI 1.6: the device scale goes to the model as a tensor (no per-step read).
+  device_loss_multiplier_ = plan->on_device && plugins_->model.TakesDeviceLossMultiplier();
   auto optimizer = Optimizer::Create(config_.optimizer(), params_.get(), client,
                                      /*skips_on_device=*/plan->on_device);
   if (!optimizer.ok()) return optimizer.status();
@@ -127,13 +130,27 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::TrainStep(StepMetrics* metrics) {
+absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   const int64_t accum = MicroBatches(config_);
   const int64_t batch = config_.batch_size();
   const sdk::ModelClient& model = plugins_->model;
-  auto scale = scaling_->StepScale();
-  if (!scale.ok()) return scale.status();
-  metrics->loss_scale = *scale;
+  // The loss multiplier: scale * (1/accum), as one fp32 product on either
+  // side. With the scale on the device and a model that takes it there (ABI
+  // 1.6), nothing is read back unless this step is reported.
+  float scale = 1.0f;
+  std::optional<MNT_Tensor> device_multiplier;
+  if (device_loss_multiplier_) {
+    auto m = scaling_->DeviceLossMultiplier();
+    if (!m.ok()) return m.status();
+    device_multiplier = *m;
+  }
+  if (!device_multiplier.has_value() || report) {
+    auto s = scaling_->StepScale();
+    if (!s.ok()) return s.status();
+    scale = *s;
+  }
+  metrics->loss_scale = scale;
+  const float multiplier = scale * (1.0f / static_cast<float>(accum));
 
   const std::vector<MNT_Tensor> weights = params_->WeightTensors();
   const std::vector<MNT_Tensor> grads = params_->GradTensors();
@@ -160,8 +177,9 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
     // fp32 grads accumulate in place; 16-bit grads are per micro-batch and
     // summed into the fp32 master gradients.
     const bool accumulate = !params_->mixed() && micro > 0;
-    if (auto s = sdk::ToAbsl(model.Backward(weights, grads, *scale / static_cast<float>(accum),
-                                             accumulate));
+    if (auto s = sdk::ToAbsl(model.Backward(
+            weights, grads, multiplier,
+            device_multiplier.has_value() ? &*device_multiplier : nullptr, accumulate));
         !s.ok())
       return Prefixed(s, "model backward: ");
     if (auto s = params_->AccumulateMasterGradients(micro); !s.ok()) return s;
@@ -171,7 +189,7 @@ absl::Status Trainer::TrainStep(StepMetrics* metrics) {
 
   Stopwatch phase;
   metrics->lr = LearningRateAt(config_, step_);
-  auto gate = scaling_->UnscaleUpdateAndClip(*scale, params_->OptimizerGradTensors(), metrics);
+  auto gate = scaling_->UnscaleUpdateAndClip(scale, params_->OptimizerGradTensors(), metrics);
   if (!gate.ok()) return gate.status();
   if (gate->run_optimizer) {
     if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier); !s.ok())
@@ -196,7 +214,9 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
                   loss_scaling_active_ && config_.loss_scale().mode() == "static");
   while (step_ < last_step) {
     StepMetrics m;
-    if (auto s = TrainStep(&m); !s.ok()) return Prefixed(s, absl::StrCat("step ", step_ + 1, ": "));
+    const bool will_report = sink != nullptr && sink->NeedsStepMetrics(step_ + 1, total);
+    if (auto s = TrainStep(will_report, &m); !s.ok())
+      return Prefixed(s, absl::StrCat("step ", step_ + 1, ": "));
     m.step = step_;
     m.total_steps = total;
     meter.OnStep(&m);

@@ -80,7 +80,9 @@ class Trainer {
 
   absl::Status Init(std::unique_ptr<BatchSource> train_data,
                     std::unique_ptr<BatchSource> eval_data);
-  absl::Status TrainStep(StepMetrics* metrics);
+  // `report`: a sink will get this step's metrics (so reading the device
+  // loss scale is allowed).
+  absl::Status TrainStep(bool report, StepMetrics* metrics);
   // Evaluates and checkpoints when step_ is due (or `last`); adds the time
   // it took to *seconds.
   absl::Status EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink, double* seconds);
@@ -101,6 +103,8 @@ class Trainer {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<TrainingCheckpoint> checkpoint_;
   bool loss_scaling_active_ = false;  // the run scales its loss at all
+  // The scale is on the device and the model takes it there (ABI 1.6).
+  bool device_loss_multiplier_ = false;
   std::string loss_scaling_description_;
 
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)

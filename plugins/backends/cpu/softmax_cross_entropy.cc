@@ -67,6 +67,9 @@ Status CpuBackend::Softmax(const backend::SoftmaxCall& c) {
 Status CpuBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
   MNT_RETURN_IF_ERROR(CheckTargets(c, c));
   const int32_t* target = c.targets.i32();
+  // One fp32 product, as the CUDA kernel forms it.
+  const float grad_scale =
+      c.grad_multiplier.present() ? *c.grad_multiplier.f32() * c.grad_scale : c.grad_scale;
   const std::vector<float> x = ReadF32(*c.logits);
   std::vector<float> loss(c.batch, 0.0f);
   std::vector<float> grad(c.dlogits.present() ? x.size() : 0, 0.0f);
@@ -85,7 +88,7 @@ Status CpuBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
     if (c.dlogits.present()) {
       float* g = grad.data() + r * c.width;  // padding columns stay 0
       for (int64_t j = 0; j < c.classes; ++j) {
-        g[j] = (probs[j] - (j == t ? 1.0f : 0.0f)) * c.grad_scale;
+        g[j] = (probs[j] - (j == t ? 1.0f : 0.0f)) * grad_scale;
       }
     }
   }

@@ -102,6 +102,46 @@ TEST_F(SoftmaxCrossEntropyTest, LossesAndGradient) {
   }
 }
 
+// ABI 1.6: a device grad multiplier m scales dlogits by the fp32 product
+// m * grad_scale, the same bits as that product passed as grad_scale; the
+// losses do not change; a multiplier that is not F32 [1] is refused.
+TEST_F(SoftmaxCrossEntropyTest, DeviceGradMultiplierIsOneProductWithGradScale) {
+  const int64_t classes = 10;
+  const float m = static_cast<float>(Random(1, 100, 70000)[0]);  // not a power of two
+  const float grad_scale = 1.0f / 3.0f;
+  for (MNT_DType dtype : FloatDTypes()) {
+    SCOPED_TRACE(sdk::DTypeName(dtype));
+    MNT_Tensor tx = Upload(Stored(Random(kB * kV, -3, 3), dtype), dtype, {kB, kV});
+    std::vector<int32_t> t(kB);
+    for (int64_t r = 0; r < kB; ++r) t[r] = static_cast<int32_t>(rng()() % classes);
+    t[4] = -1;
+    MNT_Tensor tt = UploadI32(t, {kB});
+    MNT_Tensor tm = Upload({m}, MNT_DTYPE_F32, {1});
+    MNT_Tensor loss_host = Empty(MNT_DTYPE_F32, {kB}), loss_dev = Empty(MNT_DTYPE_F32, {kB});
+    MNT_Tensor d_host = Empty(dtype, {kB, kV}), d_dev = Empty(dtype, {kB, kV});
+    const MNT_CrossEntropyParams host{MNT_CrossEntropyParams_STRUCT_SIZE, m * grad_scale, classes};
+    const MNT_CrossEntropyParams dev{MNT_CrossEntropyParams_STRUCT_SIZE, grad_scale, classes};
+    ASSERT_TRUE(Run(MNT_OP_CROSS_ENTROPY, {tx, tt}, {loss_host, d_host}, &host).ok());
+    const sdk::Status s = Run(MNT_OP_CROSS_ENTROPY, {tx, tt, tm}, {loss_dev, d_dev}, &dev);
+    ASSERT_TRUE(s.ok()) << s.message();
+    const std::vector<double> a = Download(d_host), b = Download(d_dev);
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(Download(loss_host), Download(loss_dev));
+    double largest = 0;
+    for (double v : b) largest = std::max(largest, std::abs(v));
+    EXPECT_GT(largest, 0.0);  // the comparison saw gradients, not zeros
+  }
+  MNT_Tensor tx = Upload(Random(kB * kV), MNT_DTYPE_F32, {kB, kV});
+  MNT_Tensor tt = UploadI32(std::vector<int32_t>(kB, 1), {kB});
+  const MNT_CrossEntropyParams p{MNT_CrossEntropyParams_STRUCT_SIZE, 1.0f, 0};
+  for (MNT_Tensor bad : {Upload({1.0, 2.0}, MNT_DTYPE_F32, {2}), Upload({1.0}, MNT_DTYPE_BF16, {1})}) {
+    const sdk::Status s = Run(MNT_OP_CROSS_ENTROPY, {tx, tt, bad},
+                              {Empty(MNT_DTYPE_F32, {kB}), Empty(MNT_DTYPE_F32, {kB, kV})}, &p);
+    EXPECT_EQ(s.code(), MNT_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(s.message().find("grad_multiplier"), std::string::npos) << s.message();
+  }
+}
+
 TEST_F(SoftmaxCrossEntropyTest, LossWithoutGradientAndBadTargets) {
   MNT_Tensor tx = Upload(Random(kB * kV), MNT_DTYPE_F32, {kB, kV});
   std::vector<int32_t> t(kB, 1);

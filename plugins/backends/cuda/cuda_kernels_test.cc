@@ -91,6 +91,22 @@ TEST_F(CudaKernelsTest, SoftmaxCrossEntropyCountCorrect) {
                     .ok());
     ExpectSame(*losses, 1e-5, 1e-6);
     ExpectSame(*dlogits, 1e-5, 1e-7);
+    // ABI 1.6: the device grad multiplier; on cuda the same bits as the
+    // product passed as grad_scale, and close to the CPU backend.
+    auto multiplier = d_.Upload({6147.0f / 3.0f}, MNT_DTYPE_F32, {1});
+    auto dlogits_m = d_.Poisoned(t, {batch, width});
+    ASSERT_TRUE(d_.RunBoth(MNT_OP_CROSS_ENTROPY,
+                           {logits.get(), targets.get(), multiplier.get()},
+                           {losses.get(), dlogits_m.get()}, &p)
+                    .ok());
+    ExpectSame(*dlogits_m, 1e-5, 1e-7 * 6147.0);
+    const float product = (6147.0f / 3.0f) * 0.125f;
+    const MNT_CrossEntropyParams folded{MNT_CrossEntropyParams_STRUCT_SIZE, product, classes};
+    auto dlogits_f = d_.Poisoned(t, {batch, width});
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_CROSS_ENTROPY, {logits.get(), targets.get()},
+                           {losses.get(), dlogits_f.get()}, &folded)
+                    .ok());
+    EXPECT_EQ(d_.Bytes(*dlogits_m, true), d_.Bytes(*dlogits_f, true));
     auto count = d_.Poisoned(MNT_DTYPE_F32, {1});
     ASSERT_TRUE(d_.RunBoth(MNT_OP_COUNT_CORRECT, {logits.get(), targets.get()},
                            {count.get()}, &p)

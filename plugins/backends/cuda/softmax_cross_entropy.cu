@@ -54,8 +54,11 @@ template <typename S>
 __global__ void CrossEntropyKernel(DevTensor logits, const int32_t* targets,
                                    float* losses, DevTensor dlogits,
                                    int64_t batch, int64_t width,
-                                   int64_t classes, float grad_scale,
-                                   unsigned* error_word) {
+                                   int64_t classes, float host_grad_scale,
+                                   const float* grad_multiplier, unsigned* error_word) {
+  // One fp32 product, as the CPU backend forms it (ABI 1.6's device multiplier).
+  const float grad_scale =
+      grad_multiplier != nullptr ? *grad_multiplier * host_grad_scale : host_grad_scale;
   for (int64_t r = blockIdx.x; r < batch; r += gridDim.x) {
     const int64_t base = r * width;
     const int32_t t = targets[r];
@@ -137,7 +140,9 @@ Status CudaBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
       WithStorage(CommonDType({logits.dtype, dlogits.dtype}), [&](auto storage) {
         return Launch(CrossEntropyKernel<decltype(storage)>, RowGrid(c.batch), kThreads, 0,
                       stream, logits, c.targets.i32(), c.losses.f32(), dlogits, c.batch,
-                      c.width, c.classes, c.grad_scale, errors.word());
+                      c.width, c.classes, c.grad_scale,
+                      c.grad_multiplier.present() ? c.grad_multiplier.f32() : nullptr,
+                      errors.word());
       });
   return Launched(c, err, "cross_entropy");
 }

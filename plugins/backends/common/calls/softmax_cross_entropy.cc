@@ -61,12 +61,16 @@ Status CheckSoftmax(const OpCall& call, SoftmaxCall* c) {
 
 Status CheckCrossEntropy(const OpCall& call, CrossEntropyCall* c) {
   c->op = &call;
-  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 2, 1, 2));
+  MNT_RETURN_IF_ERROR(call.CheckCounts(2, 3, 1, 2));
   const MNT_CrossEntropyParams* p;
   MNT_RETURN_IF_ERROR(ReadParams(call, &p));
   MNT_RETURN_IF_ERROR(GetLogitsAndTargets(call, c));
   MNT_RETURN_IF_ERROR(call.Output(0, "losses", &c->losses));
   c->dlogits = call.OptionalOutput(1, "dlogits");
+  c->grad_multiplier = call.OptionalInput(2, "grad_multiplier");
+  if (c->grad_multiplier.present()) {
+    MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(c->grad_multiplier));
+  }
   MNT_RETURN_IF_ERROR(CheckShapes(call, p->num_classes, c));
   MNT_RETURN_IF_ERROR(call.ExpectDType(c->losses, MNT_DTYPE_F32));
   MNT_RETURN_IF_ERROR(call.ExpectDims(

@@ -26,9 +26,12 @@ struct LogitsAndTargets {
   int64_t batch = 0, width = 0, classes = 0;
 };
 
-// losses F32 [batch]; optional dlogits [batch, width] scaled by grad_scale.
+// losses F32 [batch]; optional dlogits [batch, width] scaled by grad_scale,
+// times the optional device grad_multiplier F32 [1] (since ABI 1.6; the
+// kernel forms the fp32 product grad_multiplier[0] * grad_scale once).
 struct CrossEntropyCall : TypedCall, LogitsAndTargets {
   Operand losses, dlogits;
+  Operand grad_multiplier;
   float grad_scale = 1.0f;
 };
 sdk::Status CheckCrossEntropy(const OpCall& call, CrossEntropyCall* out);

@@ -1,0 +1,264 @@
+// ABI 1.6's device loss multiplier (MNT_Model_Backward_Args.
+// loss_multiplier_device) across versions, with the in-tree MLP on the CPU
+// backend:
+//  * a model that says it is 1.5 gets the 1.5 struct and the host float, and
+//    the SDK refuses to hand it a device multiplier it would not see;
+//  * a 1.6 model gives the same bits with the multiplier as a float, as a
+//    device tensor, from a 1.5 host (the shorter struct), and on a backend
+//    that says it is 1.5 (which refuses CROSS_ENTROPY's third input, so the
+//    model reads the multiplier to the host itself).
+// The batch (6) and the multiplier are no powers of two, so a different
+// rounding of multiplier / batch would show in the bits.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "models/mlp/mlp_model.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/backends/cpu/cpu_backend.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/model_client.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt {
+namespace {
+
+constexpr int64_t kFeatures = 7, kClasses = 5, kBatch = 6;
+
+// --- A 1.5 model: the MLP with its version set back and its Backward
+// recording the struct_size it was handed. ---
+size_t g_last_backward_struct_size = 0;
+MNT_Model_Api g_model_api_1_5;
+MNT_Plugin_Api g_model_plugin_1_5;
+
+MNT_Error* RecordingBackward(MNT_Model_Backward_Args* args) {
+  g_last_backward_struct_size = args->struct_size;
+  return mlp::MlpPluginApi()->model->Model_Backward(args);
+}
+
+const MNT_Plugin_Api* MlpAs15() {
+  g_model_plugin_1_5 = *mlp::MlpPluginApi();
+  g_model_plugin_1_5.abi_version.minor_version = 5;
+  g_model_api_1_5 = *g_model_plugin_1_5.model;
+  g_model_api_1_5.Model_Backward = RecordingBackward;
+  g_model_plugin_1_5.model = &g_model_api_1_5;
+  return &g_model_plugin_1_5;
+}
+
+// --- A 1.5 backend: the CPU backend with its version set back and, as a
+// 1.5 backend's common checks do, refusing a third CROSS_ENTROPY input. ---
+MNT_Backend_Api g_backend_api_1_5;
+MNT_Plugin_Api g_backend_plugin_1_5;
+int g_cross_entropy_calls = 0;
+
+MNT_Error* RunAs15(MNT_Backend_Run_Args* args) {
+  if (args->op == MNT_OP_CROSS_ENTROPY) {
+    ++g_cross_entropy_calls;
+    EXPECT_EQ(args->num_inputs, 2u) << "a 1.5 backend got CROSS_ENTROPY's 1.6 input";
+  }
+  return cpu::CpuBackendPluginApi()->backend->Backend_Run(args);
+}
+
+const MNT_Plugin_Api* CpuAs15() {
+  g_backend_plugin_1_5 = *cpu::CpuBackendPluginApi();
+  g_backend_plugin_1_5.abi_version.minor_version = 5;
+  g_backend_api_1_5 = *g_backend_plugin_1_5.backend;
+  g_backend_api_1_5.Backend_Run = RunAs15;
+  g_backend_plugin_1_5.backend = &g_backend_api_1_5;
+  return &g_backend_plugin_1_5;
+}
+
+using Grads = std::vector<std::vector<float>>;
+
+// One MLP instance on one backend instance, fp32, with random parameters,
+// inputs and targets (the same for every instance made with one seed).
+class Harness {
+ public:
+  Harness(const MNT_Plugin_Api* backend, const MNT_Plugin_Api* model, uint32_t seed) {
+    std::mt19937 rng(seed);
+    Check(sdk::BackendInstance::Create(backend, "threads=1", &backend_));
+    client_ = backend_->client();
+    sdk::ModelSetup setup;
+    setup.options = "hidden=9";
+    setup.backend = &backend_->client();
+    setup.data_spec.input_dtype = MNT_DTYPE_F32;
+    setup.data_spec.input_rank = 1;
+    setup.data_spec.input_dims[0] = kFeatures;
+    setup.data_spec.num_classes = kClasses;
+    setup.data_spec.targets_per_example = 1;
+    setup.precision.weight_dtype = MNT_DTYPE_F32;
+    setup.precision.gradient_dtype = MNT_DTYPE_F32;
+    setup.precision.activation_dtype = MNT_DTYPE_F32;
+    setup.precision.matmul_compute = MNT_COMPUTE_F32;
+    setup.max_batch_size = kBatch;
+    Check(sdk::ModelClient::Create(model, setup, &model_));
+    int64_t n = 0;
+    Check(model_.ParamCount(&n));
+    std::normal_distribution<float> normal(0.0f, 0.5f);
+    for (int64_t i = 0; i < n; ++i) {
+      sdk::ParamSpec spec;
+      Check(model_.GetParamSpec(i, &spec));
+      int64_t count = 1;
+      for (int64_t d : spec.dims) count *= d;
+      std::vector<float> values(static_cast<size_t>(count));
+      for (float& v : values) v = normal(rng);
+      params_.push_back(Upload(values, spec.dims));
+      grads_.push_back(Upload(std::vector<float>(values.size(), 0.0f), spec.dims));
+    }
+    std::vector<float> x(kFeatures * kBatch);
+    for (float& v : x) v = normal(rng);
+    inputs_ = Upload(x, {kBatch, kFeatures});
+    std::vector<int32_t> t(kBatch);
+    for (int32_t& v : t) v = static_cast<int32_t>(rng() % kClasses);
+    buffers_.push_back(std::make_unique<sdk::DeviceBuffer>());
+    Check(client_.Allocate(sizeof(int32_t) * kBatch, MNT_MEMORY_DATA, buffers_.back().get()));
+    Check(client_.ToDevice(buffers_.back()->data(), t.data(), sizeof(int32_t) * kBatch));
+    targets_ = sdk::MakeTensor(buffers_.back()->data(), MNT_DTYPE_I32, {kBatch});
+    loss_ = Upload({0.0f}, {1});
+  }
+  ~Harness() {
+    model_.Reset();  // before the memory and the backend instance
+    buffers_.clear();
+  }
+
+  MNT_Tensor Upload(const std::vector<float>& values, const std::vector<int64_t>& dims) {
+    buffers_.push_back(std::make_unique<sdk::DeviceBuffer>());
+    Check(client_.Allocate(values.size() * sizeof(float), MNT_MEMORY_DATA,
+                           buffers_.back().get()));
+    Check(client_.ToDevice(buffers_.back()->data(), values.data(), values.size() * sizeof(float)));
+    return sdk::MakeTensor(buffers_.back()->data(), MNT_DTYPE_F32,
+                           static_cast<int32_t>(dims.size()), dims.data());
+  }
+
+  void Forward() { Check(model_.Forward(params_, inputs_, targets_, true, loss_)); }
+
+  Grads Download() {
+    Check(client_.Synchronize());
+    Grads out;
+    for (const MNT_Tensor& g : grads_) {
+      std::vector<float> v(static_cast<size_t>(sdk::NumElements(g)));
+      Check(client_.ToHost(v.data(), g.data, v.size() * sizeof(float)));
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
+
+  // Model_Backward as a host of `struct_size` (1.5 or 1.6) sends it.
+  sdk::Status RawBackward(size_t struct_size, float host, const MNT_Tensor* device) {
+    MNT_Model_Backward_Args a{};
+    a.struct_size = struct_size;
+    a.model = model_.get();
+    a.params = params_.data();
+    a.num_params = params_.size();
+    a.grads = grads_.data();
+    a.num_grads = grads_.size();
+    a.loss_multiplier = host;
+    a.loss_multiplier_device = device;
+    return sdk::StatusFromPluginError(model_.plugin(), model_.plugin()->model->Model_Backward(&a));
+  }
+
+  sdk::ModelClient& model() { return model_; }
+  std::vector<MNT_Tensor>& params() { return params_; }
+  std::vector<MNT_Tensor>& grads() { return grads_; }
+
+ private:
+  static void Check(const sdk::Status& s) { ASSERT_TRUE(s.ok()) << s.message(); }
+
+  std::unique_ptr<sdk::BackendInstance> backend_;
+  sdk::BackendClient client_;
+  sdk::ModelClient model_;
+  std::vector<std::unique_ptr<sdk::DeviceBuffer>> buffers_;
+  std::vector<MNT_Tensor> params_, grads_;
+  MNT_Tensor inputs_{}, targets_{}, loss_{};
+};
+
+constexpr float kMultiplier = 1536.75f;  // scale 6147 / 4 micro-batches
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+bool SameBits(const Grads& a, const Grads& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].size() != b[i].size() ||
+        std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0)
+      return false;
+  }
+  return true;
+}
+
+bool AnyNonZero(const Grads& g) {
+  for (const auto& v : g)
+    for (float x : v)
+      if (x != 0.0f) return true;
+  return false;
+}
+
+Grads HostFloatGrads() {
+  Harness h(cpu::CpuBackendPluginApi(), mlp::MlpPluginApi(), 7);
+  h.Forward();
+  EXPECT_TRUE(h.model().Backward(h.params(), h.grads(), kMultiplier, false).ok());
+  return h.Download();
+}
+
+TEST(ModelSkewTest, A15ModelGetsThe15StructAndTheHostFloat) {
+  Harness h(cpu::CpuBackendPluginApi(), MlpAs15(), 7);
+  EXPECT_FALSE(h.model().TakesDeviceLossMultiplier());
+  h.Forward();
+  g_last_backward_struct_size = 0;
+  const sdk::Status s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_5});
+  const Grads g = h.Download();
+  EXPECT_TRUE(AnyNonZero(g));
+  EXPECT_TRUE(SameBits(g, HostFloatGrads()));
+
+  // A device multiplier it would never see is refused, not silently dropped.
+  const MNT_Tensor m = h.Upload({kMultiplier}, {1});
+  const sdk::Status refused = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
+  EXPECT_EQ(refused.code(), MNT_ERROR_FAILED_PRECONDITION);
+  EXPECT_NE(refused.message().find("ABI 1.5"), std::string::npos) << refused.message();
+}
+
+TEST(ModelSkewTest, DeviceMultiplierGivesTheSameBitsAsTheHostFloat) {
+  const Grads want = HostFloatGrads();
+  ASSERT_TRUE(AnyNonZero(want));
+  Harness h(cpu::CpuBackendPluginApi(), mlp::MlpPluginApi(), 7);
+  EXPECT_TRUE(h.model().TakesDeviceLossMultiplier());
+  const MNT_Tensor m = h.Upload({kMultiplier}, {1});
+  h.Forward();
+  // The host float is NaN: the model must not look at it.
+  const sdk::Status s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(SameBits(h.Download(), want));
+
+  // A 1.6 model called by a 1.5 host (the shorter struct): the host float.
+  h.Forward();
+  ASSERT_TRUE(h.RawBackward(MNT_Model_Backward_Args_STRUCT_SIZE_1_5, kMultiplier, nullptr).ok());
+  EXPECT_TRUE(SameBits(h.Download(), want));
+
+  // Not F32 [1]: refused in one line.
+  const MNT_Tensor two = h.Upload({1.0f, 2.0f}, {2});
+  const sdk::Status bad = h.model().Backward(h.params(), h.grads(), 1.0f, &two, false);
+  EXPECT_EQ(bad.code(), MNT_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(bad.message().find("loss_multiplier_device"), std::string::npos) << bad.message();
+}
+
+TEST(ModelSkewTest, A16ModelOnA15BackendReadsTheMultiplierItself) {
+  const Grads want = HostFloatGrads();
+  Harness h(CpuAs15(), mlp::MlpPluginApi(), 7);
+  const MNT_Tensor m = h.Upload({kMultiplier}, {1});
+  h.Forward();
+  g_cross_entropy_calls = 0;
+  const sdk::Status s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_GT(g_cross_entropy_calls, 0);
+  EXPECT_TRUE(SameBits(h.Download(), want));
+}
+
+}  // namespace
+}  // namespace mnt
