@@ -18,7 +18,7 @@ sdk::Status ParseCudaBackendOptions(const char* text, CudaBackendOptions* out) {
   constexpr char kContext[] = "cuda backend options";
   sdk::Options options;
   MNT_RETURN_IF_ERROR(sdk::Options::Parse(text, kContext, &options));
-  MNT_RETURN_IF_ERROR(options.CheckKnown({"attention"}));
+  MNT_RETURN_IF_ERROR(options.CheckKnown({"attention", "cuda_graphs"}));
   CudaBackendOptions parsed;
   if (options.Has("attention")) {
     std::string value;
@@ -34,6 +34,15 @@ sdk::Status ParseCudaBackendOptions(const char* text, CudaBackendOptions* out) {
           "%s: attention='%s' is not one of auto, cudnn, fallback", kContext,
           value.c_str()));
     }
+  }
+  if (options.Has("cuda_graphs")) {
+    std::string value;
+    MNT_RETURN_IF_ERROR(options.GetString("cuda_graphs", &value));
+    if (value != "on" && value != "off") {
+      return sdk::InvalidArgument(sdk::Format(
+          "%s: cuda_graphs='%s' is not one of on, off", kContext, value.c_str()));
+    }
+    parsed.cuda_graphs = value == "on";
   }
   *out = parsed;
   return sdk::Status::Ok();

@@ -9,6 +9,12 @@
 //     fallback: always the fallback kernels (deterministic).
 //   fp32 (or mixed) storage always runs the fallback kernels: cuDNN's SDPA
 //   has no fp32 path.
+//   cuda_graphs=on|off (default on)
+//     Whether the backend may capture a training step into a CUDA graph
+//     and replay it (issue 15). Parsed and validated only so far: nothing
+//     is captured yet, since no ABI call marks a step's boundaries (the
+//     planned design is in docs/performance.md, "CUDA graphs"); both values
+//     launch every op as it comes.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_OPTIONS_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_OPTIONS_H_
 
@@ -22,6 +28,7 @@ const char* AttentionImplName(AttentionImpl impl);
 
 struct CudaBackendOptions {
   AttentionImpl attention = AttentionImpl::kAuto;
+  bool cuda_graphs = true;
 };
 
 // NULL or "" gives the defaults; an unknown key or value is one-line

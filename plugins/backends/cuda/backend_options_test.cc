@@ -30,6 +30,19 @@ TEST(CudaBackendOptionsTest, ParsesEveryAttentionValue) {
   EXPECT_STREQ(AttentionImplName(AttentionImpl::kAuto), "auto");
 }
 
+TEST(CudaBackendOptionsTest, CudaGraphsOnByDefaultAndSwitchable) {
+  CudaBackendOptions o;
+  o.cuda_graphs = false;  // proves the parser overwrites it
+  ASSERT_TRUE(ParseCudaBackendOptions("", &o).ok());
+  EXPECT_TRUE(o.cuda_graphs);
+  ASSERT_TRUE(ParseCudaBackendOptions("cuda_graphs=off", &o).ok());
+  EXPECT_FALSE(o.cuda_graphs);
+  EXPECT_EQ(o.attention, AttentionImpl::kAuto);
+  ASSERT_TRUE(ParseCudaBackendOptions("attention=fallback, cuda_graphs = on", &o).ok());
+  EXPECT_TRUE(o.cuda_graphs);
+  EXPECT_EQ(o.attention, AttentionImpl::kFallback);
+}
+
 void ExpectOneLineError(const char* text, const std::string& needle) {
   CudaBackendOptions o;
   o.attention = AttentionImpl::kCudnn;
@@ -45,7 +58,11 @@ TEST(CudaBackendOptionsTest, BadValuesAreOneLineErrors) {
   ExpectOneLineError("attention=flash", "attention='flash' is not one of auto, cudnn, fallback");
   ExpectOneLineError("attention=", "attention='' is not one of");
   ExpectOneLineError("attention=CUDNN", "'CUDNN'");
-  ExpectOneLineError("atention=cudnn", "unknown key 'atention' (known: attention)");
+  ExpectOneLineError("atention=cudnn", "unknown key 'atention' (known: attention, cuda_graphs)");
+  ExpectOneLineError("cuda_graphs=yes", "cuda_graphs='yes' is not one of on, off");
+  ExpectOneLineError("cuda_graphs=ON", "'ON'");
+  ExpectOneLineError("cuda_graphs=", "cuda_graphs='' is not one of on, off");
+  ExpectOneLineError("cuda_graphs=on,cuda_graphs=off", "given twice");
   ExpectOneLineError("attention=cudnn,attention=auto", "given twice");
   ExpectOneLineError("attention", "expected key=value");
 }
