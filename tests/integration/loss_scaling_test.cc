@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -217,9 +218,14 @@ INSTANTIATE_TEST_SUITE_P(DeviceAndHost, LossScalingTest, ::testing::Values("on",
 // state agree bit for bit between the two paths, through injected overflows
 // (2^40 overflows fp16 at once), growth, clipping and accumulation.
 TEST(DeviceLossScalingTest, DeviceAndHostPathsAreBitIdentical) {
-  for (const char* optimizer : {"adamw", "sgd"}) {
-    SCOPED_TRACE(optimizer);
+  // AdamW with GradScaler's recipe, AdamW with --precision_options=
+  // hysteresis=2 (the hysteresis tracker on the device), SGD.
+  for (const auto& [optimizer, precision_options] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"adamw", ""}, {"adamw", "hysteresis=2"}, {"sgd", ""}}) {
+    SCOPED_TRACE(optimizer + " " + precision_options);
     TrainConfig c = TestConfig("fp16");
+    c.set_precision_options(precision_options);
     c.set_steps(60);
     c.set_grad_accum_steps(2);
     c.set_eval_every(0);
@@ -236,7 +242,8 @@ TEST(DeviceLossScalingTest, DeviceAndHostPathsAreBitIdentical) {
       ASSERT_TRUE(t.ok()) << t.status();
       ASSERT_EQ((*t)->device_loss_scaling(), on == 1);
       ASSERT_TRUE((*t)->Train(&sinks[on]).ok());
-      ckpts[on] = TempDir() + "/bit_identical_" + optimizer + (on ? "_on" : "_off") + ".ckpt";
+      ckpts[on] = TempDir() + "/bit_identical_" + optimizer + (precision_options.empty() ? "" : "_h2") +
+                  (on ? "_on" : "_off") + ".ckpt";
       ASSERT_TRUE((*t)->SaveCheckpoint(ckpts[on]).ok());
     }
     ASSERT_EQ(sinks[0].steps.size(), 60u);
@@ -261,6 +268,7 @@ TEST(DeviceLossScalingTest, DeviceAndHostPathsAreBitIdentical) {
     EXPECT_EQ(a->loss_scale(), b->loss_scale());
     EXPECT_EQ(a->loss_scale_growth_tracker(), b->loss_scale_growth_tracker());
     EXPECT_EQ(a->loss_scale_skipped_steps(), b->loss_scale_skipped_steps());
+    EXPECT_EQ(a->loss_scale_hysteresis_tracker(), b->loss_scale_hysteresis_tracker());
     EXPECT_EQ(a->metadata().at("applied_steps"), b->metadata().at("applied_steps"));
     ASSERT_EQ(a->tensors_size(), b->tensors_size());
     for (int i = 0; i < a->tensors_size(); ++i) {
