@@ -8,6 +8,7 @@
 
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/gelu_vector.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
 namespace mnt::cpu {
@@ -87,8 +88,8 @@ Status CpuBackend::GemmBiasGelu(const backend::GemmBiasGeluCall& c) {
   const int64_t count = c.m * c.n;
   const float* p = pre.data();
   float* yv = y.data();
-#pragma omp parallel for schedule(static) if (count > kParallelEpilogue)
-  for (int64_t i = 0; i < count; ++i) yv[i] = GeluTanh(p[i]);
+#pragma omp parallel for simd schedule(static) if (count > kParallelEpilogue)
+  for (int64_t i = 0; i < count; ++i) yv[i] = GeluTanhVector(p[i]);
   WriteF32(pre.data(), *c.pre);
   WriteF32(y.data(), *c.c);
   return Status::Ok();
@@ -102,8 +103,8 @@ Status CpuBackend::GemmDgelu(const backend::GemmDgeluCall& c) {
   const int64_t count = c.m * c.n;
   const float* p = pre.data();
   float* dv = d.data();
-#pragma omp parallel for schedule(static) if (count > kParallelEpilogue)
-  for (int64_t i = 0; i < count; ++i) dv[i] = GeluTanhBackward(p[i], dv[i]);
+#pragma omp parallel for simd schedule(static) if (count > kParallelEpilogue)
+  for (int64_t i = 0; i < count; ++i) dv[i] = GeluTanhBackwardVector(p[i], dv[i]);
   if (c.dbias.present()) {
     WriteColumnSums(d.data(), c.m, c.n, *c.dbias, c.accumulate_bias_grad);
   }
