@@ -12,6 +12,7 @@
 #ifndef MANTISSA_PLUGINS_BACKENDS_CPU_GELU_VECTOR_H_
 #define MANTISSA_PLUGINS_BACKENDS_CPU_GELU_VECTOR_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -21,8 +22,8 @@ namespace mnt::cpu {
 
 // exp(v) for v clamped to [-87, 88] (NaN stays NaN through the clamp).
 inline float ExpClamped(float v) {
-  v = v > 88.0f ? 88.0f : v;
-  v = v < -87.0f ? -87.0f : v;
+  // std::min(v, c) is (c < v ? c : v): a NaN v is kept (one minss/maxss).
+  v = std::max(std::min(v, 88.0f), -87.0f);
   // n = round(v / ln2) by the 1.5 * 2^23 trick (no rounding instruction needed).
   constexpr float kShift = 12582912.0f;
   const float t = v * 1.44269504088896341f + kShift;
