@@ -38,11 +38,12 @@ inline float ExpClamped(float v) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  int32_t ti;
+  // 2^n, n in [-126, 127], from t's low mantissa bits; unsigned, so a NaN's
+  // bits wrap instead of overflowing (the result is NaN through p anyway).
+  uint32_t ti, kbits;
   std::memcpy(&ti, &t, sizeof ti);
-  int32_t kbits;
   std::memcpy(&kbits, &kShift, sizeof kbits);
-  const int32_t bits = (ti - kbits + 127) << 23;  // 2^n, n in [-126, 127]
+  const uint32_t bits = (ti - kbits + 127u) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
