@@ -93,6 +93,7 @@ Status CheckCreateArgs(
   setup.max_batch = args.max_batch_size;
   MNT_RETURN_IF_ERROR(Ops::Create(setup.client, setup.precision.matmul_compute,
                                   req.ops, model, req.ops_note, &setup.ops));
+  MNT_RETURN_IF_ERROR(setup.ops.AskOptional(req.optional_ops));
   *out = std::move(setup);
   return Status::Ok();
 }

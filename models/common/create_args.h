@@ -23,6 +23,8 @@ struct ModelRequirements {
   std::string name;         // "gpt2": starts every message ("gpt2: ...")
   std::vector<MNT_Op> ops;  // every op its Forward and Backward launch
   std::string ops_note;     // after "does not support X", e.g. " (ABI 1.2)"
+  // Fused ops the facade uses where the backend supports them (ABI 1.6+).
+  std::vector<MNT_Op> optional_ops = {};
 };
 
 // A model being created: checked create args and the facade over them.

@@ -90,6 +90,24 @@ Status Ops::Create(const sdk::BackendClient& client,
   return Status::Ok();
 }
 
+Status Ops::AskOptional(const std::vector<MNT_Op>& ops) {
+  // A backend built against an older minor never heard of these ops.
+  if (client_.plugin()->abi_version.minor_version < 6) return Status::Ok();
+  for (MNT_Op op : ops) {
+    MNT_Backend_GetOpSupport_Args s{};
+    s.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+    s.backend = client_.backend();
+    s.op = op;
+    MNT_RETURN_IF_ERROR(sdk::StatusFromPluginError(
+        client_.plugin(), client_.api()->Backend_GetOpSupport(&s)));
+    if (!s.supported) continue;
+    const size_t index = static_cast<size_t>(op);
+    if (supported_.size() <= index) supported_.resize(index + 1);
+    supported_[index] = true;
+  }
+  return Status::Ok();
+}
+
 bool Ops::Supports(MNT_Op op) const {
   const size_t index = static_cast<size_t>(op);
   return index < supported_.size() && supported_[index];
@@ -206,6 +224,37 @@ Status Ops::LayerNormBackward(const MNT_Tensor& dy, const MNT_Tensor& x,
   const MNT_LayerNormParams p = LayerNormParams(epsilon, accumulate);
   return Run(MNT_OP_LAYERNORM_BACKWARD,
              {dy, x, weight, saved.mean, saved.rstd}, {dx, dweight, dbias}, &p);
+}
+
+Status Ops::ResidualLayerNorm(const MNT_Tensor& a, const MNT_Tensor& b,
+                              const MNT_Tensor& weight, const MNT_Tensor& bias,
+                              const MNT_Tensor& sum, const LayerNormOutput& out,
+                              float epsilon) const {
+  const MNT_LayerNormParams p = LayerNormParams(epsilon, false);
+  if (Supports(MNT_OP_RESIDUAL_LAYERNORM_FORWARD)) {
+    return Run(MNT_OP_RESIDUAL_LAYERNORM_FORWARD, {a, b, weight, bias},
+               {sum, out.y, out.mean, out.rstd}, &p);
+  }
+  MNT_RETURN_IF_ERROR(Add(a, b, sum));
+  return LayerNorm(sum, weight, bias, out, epsilon);
+}
+
+Status Ops::LayerNormBackwardAdd(const MNT_Tensor& dy, const MNT_Tensor& x,
+                                 const MNT_Tensor& weight,
+                                 const LayerNormOutput& saved,
+                                 const MNT_Tensor& scratch,
+                                 const MNT_Tensor& dresidual,
+                                 const MNT_Tensor& dweight, const MNT_Tensor& dbias,
+                                 bool accumulate, float epsilon) const {
+  if (Supports(MNT_OP_RESIDUAL_LAYERNORM_BACKWARD)) {
+    const MNT_LayerNormParams p = LayerNormParams(epsilon, accumulate);
+    return Run(MNT_OP_RESIDUAL_LAYERNORM_BACKWARD,
+               {dy, x, weight, saved.mean, saved.rstd, dresidual},
+               {dresidual, dweight, dbias}, &p);
+  }
+  MNT_RETURN_IF_ERROR(LayerNormBackward(dy, x, weight, saved, scratch, dweight,
+                                        dbias, accumulate, epsilon));
+  return Add(dresidual, scratch, dresidual);
 }
 
 Status Ops::CausalSelfAttention(const MNT_Tensor& qkv, int64_t batch,

@@ -111,7 +111,13 @@ class Ops {
                             const std::string& model, const std::string& note,
                             Ops* out);
 
-  // The backend's answer for an op asked about in Create; false otherwise.
+  // Asks the backend about fused ops a model can do without (ABI 1.6 and
+  // later): each one supported is used by the facade calls below, the others
+  // (and every op of a backend built against an older minor) are not.
+  sdk::Status AskOptional(const std::vector<MNT_Op>& ops);
+
+  // The backend's answer for an op asked about in Create or AskOptional;
+  // false otherwise.
   bool Supports(MNT_Op op) const;
   const sdk::BackendClient& client() const { return client_; }
 
@@ -166,6 +172,25 @@ class Ops {
                                 const MNT_Tensor& dx, const MNT_Tensor& dweight,
                                 const MNT_Tensor& dbias, bool accumulate,
                                 float epsilon = kLayerNormEpsilon) const;
+  // sum = a + b (rounded into sum's dtype; sum may be a or b), then the
+  // layer norm of sum into out: RESIDUAL_LAYERNORM_FORWARD where supported,
+  // else ADD and LAYERNORM_FORWARD (the same bits).
+  sdk::Status ResidualLayerNorm(const MNT_Tensor& a, const MNT_Tensor& b,
+                                const MNT_Tensor& weight, const MNT_Tensor& bias,
+                                const MNT_Tensor& sum, const LayerNormOutput& out,
+                                float epsilon = kLayerNormEpsilon) const;
+  // dresidual += the layer norm's input gradient (x: the norm's input):
+  // RESIDUAL_LAYERNORM_BACKWARD where supported (one rounding), else
+  // LAYERNORM_BACKWARD into `scratch` (x's shape) and ADD. dweight and dbias
+  // as LayerNormBackward.
+  sdk::Status LayerNormBackwardAdd(const MNT_Tensor& dy, const MNT_Tensor& x,
+                                   const MNT_Tensor& weight,
+                                   const LayerNormOutput& saved,
+                                   const MNT_Tensor& scratch,
+                                   const MNT_Tensor& dresidual,
+                                   const MNT_Tensor& dweight, const MNT_Tensor& dbias,
+                                   bool accumulate,
+                                   float epsilon = kLayerNormEpsilon) const;
   // Causal multi-head self-attention over `batch` sequences: qkv [B*T, 3C]
   // (rows packed q|k|v) -> y [B*T, C], with lse F32 [B, H, T] saved for
   // the backward.

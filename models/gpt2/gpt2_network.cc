@@ -99,7 +99,10 @@ Status Gpt2Network::Init(const MNT_Model_Create_Args& args) {
         MNT_OP_EMBEDDING_FORWARD, MNT_OP_EMBEDDING_BACKWARD, MNT_OP_REDUCE,
         MNT_OP_COUNT_CORRECT, MNT_OP_ATTENTION_FORWARD,
         MNT_OP_ATTENTION_BACKWARD},
-       " (ABI 1.2)"},
+       " (ABI 1.2)",
+       config_.fused ? std::vector<MNT_Op>{MNT_OP_RESIDUAL_LAYERNORM_FORWARD,
+                                           MNT_OP_RESIDUAL_LAYERNORM_BACKWARD}
+                     : std::vector<MNT_Op>{}},
       args, [this](const MNT_DataSpec& d) { return CheckData(d); }, &setup_));
   models::ExampleShape example;
   example.noun = "sequences";
@@ -207,9 +210,8 @@ Status Gpt2Network::BlockForward(const BlockParams& w, const MNT_Tensor& x,
       ops.CausalSelfAttention(a.qkv, batch, config_.n_head, a.atty, a.lse));
   MNT_RETURN_IF_ERROR(
       ops.Linear(a.atty, w.attprojw, w.attprojb, a.res2, kOutIn));
-  MNT_RETURN_IF_ERROR(ops.Add(a.res2, x, a.res2));
-  // y = res2 + fcproj(gelu(fc(ln2(res2)))).
-  MNT_RETURN_IF_ERROR(ops.LayerNorm(a.res2, w.ln2w, w.ln2b, a.ln2));
+  // y = res2 + fcproj(gelu(fc(ln2(res2)))); the residual add and ln2 fused.
+  MNT_RETURN_IF_ERROR(ops.ResidualLayerNorm(a.res2, x, w.ln2w, w.ln2b, a.res2, a.ln2));
   MNT_RETURN_IF_ERROR(ops.Linear(a.ln2.y, w.fcw, w.fcb, a.fch, kOutIn));
   MNT_RETURN_IF_ERROR(ops.Activation(MNT_ACTIVATION_GELU_TANH, a.fch, a.fchg));
   if (!y) return Status::Ok();  // recomputing: the block's output is kept
@@ -273,9 +275,8 @@ Status Gpt2Network::BlockBackward(const BlockParams& w, const BlockParams& dw,
       ops.ActivationBackward(MNT_ACTIVATION_GELU_TANH, a.fch, dbig, dbig));
   MNT_RETURN_IF_ERROR(ops.LinearBackward(a.ln2.y, w.fcw, dbig, dw.fcw, dw.fcb,
                                          dtmp, accumulate, kOutIn));
-  MNT_RETURN_IF_ERROR(ops.LayerNormBackward(dtmp, a.res2, w.ln2w, a.ln2, dtmp2,
-                                            dw.ln2w, dw.ln2b, accumulate));
-  MNT_RETURN_IF_ERROR(ops.Add(dres, dtmp2, dres));
+  MNT_RETURN_IF_ERROR(ops.LayerNormBackwardAdd(dtmp, a.res2, w.ln2w, a.ln2, dtmp2,
+                                               dres, dw.ln2w, dw.ln2b, accumulate));
 
   // Attention: res2 = x + attproj(attention(qkv(ln1(x)))).
   MNT_RETURN_IF_ERROR(ops.LinearBackward(a.atty, w.attprojw, dres, dw.attprojw,
@@ -284,9 +285,8 @@ Status Gpt2Network::BlockBackward(const BlockParams& w, const BlockParams& dw,
       dtmp, a.qkv, a.atty, a.lse, batch, config_.n_head, dqkv));
   MNT_RETURN_IF_ERROR(ops.LinearBackward(a.ln1.y, w.qkvw, dqkv, dw.qkvw,
                                          dw.qkvb, dtmp, accumulate, kOutIn));
-  MNT_RETURN_IF_ERROR(ops.LayerNormBackward(dtmp, x, w.ln1w, a.ln1, dtmp2,
-                                            dw.ln1w, dw.ln1b, accumulate));
-  return ops.Add(dres, dtmp2, dres);
+  return ops.LayerNormBackwardAdd(dtmp, x, w.ln1w, a.ln1, dtmp2, dres, dw.ln1w,
+                                  dw.ln1b, accumulate);
 }
 
 Status Gpt2Network::Backward(const models::BackwardCall& call) {

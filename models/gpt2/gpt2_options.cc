@@ -26,7 +26,7 @@ sdk::Status ParseGpt2Options(const char* text, Gpt2Config* out) {
   sdk::Options opts;
   MNT_RETURN_IF_ERROR(sdk::Options::Parse(text, "gpt2 options", &opts));
   MNT_RETURN_IF_ERROR(opts.CheckKnown({"preset", "n_layer", "n_head", "d_model",
-                                       "seq_len", "vocab", "checkpointing"}));
+                                       "seq_len", "vocab", "checkpointing", "fused"}));
   Gpt2Config c;
   MNT_RETURN_IF_ERROR(opts.GetString("preset", &c.preset));
   if (c.preset == "gpt2-tiny") {
@@ -46,6 +46,9 @@ sdk::Status ParseGpt2Options(const char* text, Gpt2Config* out) {
   int64_t ckpt = 0;
   MNT_RETURN_IF_ERROR(GetBounded(opts, "checkpointing", 0, 1, &ckpt));
   c.checkpointing = ckpt != 0;
+  int64_t fused = 1;
+  MNT_RETURN_IF_ERROR(GetBounded(opts, "fused", 0, 1, &fused));
+  c.fused = fused != 0;
   if (c.d_model % c.n_head != 0) {
     return sdk::InvalidArgument(sdk::Format(
         "gpt2 options: d_model=%lld does not divide by n_head=%lld",

@@ -11,6 +11,9 @@
 //                                block's input and recompute the block in
 //                                Backward (trainer flag
 //                                --gradient_checkpointing sets it)
+//   fused=0|1                    1 (default): fused kernels (residual add +
+//                                layer norm) where the backend supports them;
+//                                0: the separate ops
 #ifndef MANTISSA_MODELS_GPT2_GPT2_OPTIONS_H_
 #define MANTISSA_MODELS_GPT2_GPT2_OPTIONS_H_
 
@@ -29,6 +32,7 @@ struct Gpt2Config {
   int64_t seq_len = 64;
   int64_t vocab = 0;  // 0: take it from the data spec
   bool checkpointing = false;
+  bool fused = true;
 
   int64_t head_dim() const { return d_model / n_head; }
 };

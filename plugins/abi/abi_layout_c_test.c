@@ -141,6 +141,26 @@ _Static_assert(offsetof(MNT_GemmEpilogueParams, alpha) == 16, "MNT_GemmEpilogueP
 _Static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20, "MNT_GemmEpilogueParams.beta");
 _Static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24, "MNT_GemmEpilogueParams.compute");
 _Static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28, "MNT_GemmEpilogueParams.accumulate_bias_grad");
+_Static_assert(sizeof(MNT_MultiAdamWParams) == 64, "sizeof MNT_MultiAdamWParams");
+_Static_assert(offsetof(MNT_MultiAdamWParams, struct_size) == 0, "MNT_MultiAdamWParams.struct_size");
+_Static_assert(offsetof(MNT_MultiAdamWParams, lr) == 8, "MNT_MultiAdamWParams.lr");
+_Static_assert(offsetof(MNT_MultiAdamWParams, beta1) == 12, "MNT_MultiAdamWParams.beta1");
+_Static_assert(offsetof(MNT_MultiAdamWParams, beta2) == 16, "MNT_MultiAdamWParams.beta2");
+_Static_assert(offsetof(MNT_MultiAdamWParams, epsilon) == 20, "MNT_MultiAdamWParams.epsilon");
+_Static_assert(offsetof(MNT_MultiAdamWParams, weight_decay) == 24, "MNT_MultiAdamWParams.weight_decay");
+_Static_assert(offsetof(MNT_MultiAdamWParams, step) == 32, "MNT_MultiAdamWParams.step");
+_Static_assert(offsetof(MNT_MultiAdamWParams, num_tensors) == 40, "MNT_MultiAdamWParams.num_tensors");
+_Static_assert(offsetof(MNT_MultiAdamWParams, lr_scales) == 48, "MNT_MultiAdamWParams.lr_scales");
+_Static_assert(offsetof(MNT_MultiAdamWParams, weight_decays) == 56, "MNT_MultiAdamWParams.weight_decays");
+_Static_assert(sizeof(MNT_MultiSgdParams) == 48, "sizeof MNT_MultiSgdParams");
+_Static_assert(offsetof(MNT_MultiSgdParams, struct_size) == 0, "MNT_MultiSgdParams.struct_size");
+_Static_assert(offsetof(MNT_MultiSgdParams, lr) == 8, "MNT_MultiSgdParams.lr");
+_Static_assert(offsetof(MNT_MultiSgdParams, momentum) == 12, "MNT_MultiSgdParams.momentum");
+_Static_assert(offsetof(MNT_MultiSgdParams, weight_decay) == 16, "MNT_MultiSgdParams.weight_decay");
+_Static_assert(offsetof(MNT_MultiSgdParams, nesterov) == 20, "MNT_MultiSgdParams.nesterov");
+_Static_assert(offsetof(MNT_MultiSgdParams, num_tensors) == 24, "MNT_MultiSgdParams.num_tensors");
+_Static_assert(offsetof(MNT_MultiSgdParams, lr_scales) == 32, "MNT_MultiSgdParams.lr_scales");
+_Static_assert(offsetof(MNT_MultiSgdParams, weight_decays) == 40, "MNT_MultiSgdParams.weight_decays");
 _Static_assert(sizeof(MNT_Backend_Create_Args) == 40, "sizeof MNT_Backend_Create_Args");
 _Static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0, "MNT_Backend_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8, "MNT_Backend_Create_Args.extension_start");
@@ -498,6 +518,10 @@ _Static_assert(MNT_OP_GEMM_BIAS_GELU == 31, "MNT_OP_GEMM_BIAS_GELU");
 _Static_assert(MNT_OP_GEMM_DGELU == 32, "MNT_OP_GEMM_DGELU");
 _Static_assert(MNT_OP_GEMM_BIAS_GRAD == 33, "MNT_OP_GEMM_BIAS_GRAD");
 _Static_assert(MNT_OP_FUSED_CLASSIFIER == 34, "MNT_OP_FUSED_CLASSIFIER");
+_Static_assert(MNT_OP_RESIDUAL_LAYERNORM_FORWARD == 35, "MNT_OP_RESIDUAL_LAYERNORM_FORWARD");
+_Static_assert(MNT_OP_RESIDUAL_LAYERNORM_BACKWARD == 36, "MNT_OP_RESIDUAL_LAYERNORM_BACKWARD");
+_Static_assert(MNT_OP_MULTI_ADAMW_STEP == 37, "MNT_OP_MULTI_ADAMW_STEP");
+_Static_assert(MNT_OP_MULTI_SGD_STEP == 38, "MNT_OP_MULTI_SGD_STEP");
 _Static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 _Static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 _Static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -560,6 +584,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 48),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

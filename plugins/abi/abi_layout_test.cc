@@ -147,6 +147,27 @@ static_assert(offsetof(MNT_GemmEpilogueParams, alpha) == 16);
 static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20);
 static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24);
 static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28);
+// Since 1.6.
+static_assert(sizeof(MNT_MultiAdamWParams) == 64);
+static_assert(offsetof(MNT_MultiAdamWParams, struct_size) == 0);
+static_assert(offsetof(MNT_MultiAdamWParams, lr) == 8);
+static_assert(offsetof(MNT_MultiAdamWParams, beta1) == 12);
+static_assert(offsetof(MNT_MultiAdamWParams, beta2) == 16);
+static_assert(offsetof(MNT_MultiAdamWParams, epsilon) == 20);
+static_assert(offsetof(MNT_MultiAdamWParams, weight_decay) == 24);
+static_assert(offsetof(MNT_MultiAdamWParams, step) == 32);
+static_assert(offsetof(MNT_MultiAdamWParams, num_tensors) == 40);
+static_assert(offsetof(MNT_MultiAdamWParams, lr_scales) == 48);
+static_assert(offsetof(MNT_MultiAdamWParams, weight_decays) == 56);
+static_assert(sizeof(MNT_MultiSgdParams) == 48);
+static_assert(offsetof(MNT_MultiSgdParams, struct_size) == 0);
+static_assert(offsetof(MNT_MultiSgdParams, lr) == 8);
+static_assert(offsetof(MNT_MultiSgdParams, momentum) == 12);
+static_assert(offsetof(MNT_MultiSgdParams, weight_decay) == 16);
+static_assert(offsetof(MNT_MultiSgdParams, nesterov) == 20);
+static_assert(offsetof(MNT_MultiSgdParams, num_tensors) == 24);
+static_assert(offsetof(MNT_MultiSgdParams, lr_scales) == 32);
+static_assert(offsetof(MNT_MultiSgdParams, weight_decays) == 40);
 static_assert(sizeof(MNT_Backend_Create_Args) == 40);
 static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8);
@@ -504,6 +525,10 @@ static_assert(MNT_OP_GEMM_BIAS_GELU == 31, "MNT_OP_GEMM_BIAS_GELU");
 static_assert(MNT_OP_GEMM_DGELU == 32, "MNT_OP_GEMM_DGELU");
 static_assert(MNT_OP_GEMM_BIAS_GRAD == 33, "MNT_OP_GEMM_BIAS_GRAD");
 static_assert(MNT_OP_FUSED_CLASSIFIER == 34, "MNT_OP_FUSED_CLASSIFIER");
+static_assert(MNT_OP_RESIDUAL_LAYERNORM_FORWARD == 35, "MNT_OP_RESIDUAL_LAYERNORM_FORWARD");
+static_assert(MNT_OP_RESIDUAL_LAYERNORM_BACKWARD == 36, "MNT_OP_RESIDUAL_LAYERNORM_BACKWARD");
+static_assert(MNT_OP_MULTI_ADAMW_STEP == 37, "MNT_OP_MULTI_ADAMW_STEP");
+static_assert(MNT_OP_MULTI_SGD_STEP == 38, "MNT_OP_MULTI_SGD_STEP");
 static_assert(MNT_ACTIVATION_INVALID == 0, "MNT_ACTIVATION_INVALID");
 static_assert(MNT_ACTIVATION_IDENTITY == 1, "MNT_ACTIVATION_IDENTITY");
 static_assert(MNT_ACTIVATION_RELU == 2, "MNT_ACTIVATION_RELU");
@@ -569,6 +594,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 48),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

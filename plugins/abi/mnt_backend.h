@@ -270,6 +270,41 @@ typedef enum MNT_Op {
    * out[1] dlogits over the logits' own memory. Params:
    * MNT_CrossEntropyParams. */
   MNT_OP_FUSED_CLASSIFIER = 34,
+  /* --- Also since 1.6: fused residual add + layer norm and multi-tensor
+   * optimizer steps. --- */
+  /* Residual add + layer norm in one pass (llm.c's fused_residual_forward).
+   * in[0] x [N,C], in[1] r [N,C], in[2] weight [C], in[3] bias [C];
+   * out[0] sum [N,C] = x + r rounded to its dtype (may alias in[0] or in[1]);
+   * out[1] y [N,C] = layer norm of the rounded sum, out[2] mean F32 [N],
+   * out[3] rstd F32 [N], exactly as ADD then LAYERNORM_FORWARD would give
+   * (within the rounding of the sum). Params: MNT_LayerNormParams. */
+  MNT_OP_RESIDUAL_LAYERNORM_FORWARD = 35,
+  /* The backward of a layer norm whose input feeds a residual stream.
+   * in[0] dy [N,C], in[1] sum [N,C] (the layer norm's input), in[2] weight
+   * [C], in[3] mean F32 [N], in[4] rstd F32 [N], optional in[5] dsum [N,C]
+   * (the gradient reaching the sum from its other consumers). out[0] dx
+   * [N,C] = dsum + LAYERNORM_BACKWARD's dx, rounded once: the gradient of
+   * both addends x and r (may alias in[5]); out[1] dweight [C], out[2]
+   * dbias [C] (accumulated when params->accumulate).
+   * Params: MNT_LayerNormParams. */
+  MNT_OP_RESIDUAL_LAYERNORM_BACKWARD = 36,
+  /* ADAMW_STEP over a table of n parameter tensors in one launch; per
+   * element the same bits as n ADAMW_STEP calls. in[0] optional found_inf
+   * F32 [1] (non-zero: the whole op is a no-op), in[1] optional grad
+   * multiplier F32 [1]; for tensor i: in[2+2i] grad (any float dtype),
+   * in[3+2i] step counter I32 [1] (optional, as ADAMW_STEP's in[3]; given
+   * for every tensor or for none). out[4i] master F32, out[4i+1] m F32,
+   * out[4i+2] v F32 (updated in place), out[4i+3] optional working copy.
+   * Exactly 2 + 2n inputs and 4n outputs (absent ones with data NULL).
+   * Params: MNT_MultiAdamWParams (per-tensor lr scale and weight decay). */
+  MNT_OP_MULTI_ADAMW_STEP = 37,
+  /* SGD_STEP over a table of n parameter tensors in one launch; per element
+   * the same bits as n SGD_STEP calls. in[0] optional found_inf, in[1]
+   * optional grad multiplier (as SGD_STEP); in[2+i] grad of tensor i.
+   * out[3i] master F32, out[3i+1] momentum F32 (required when momentum !=
+   * 0), out[3i+2] optional working copy. Exactly 2 + n inputs and 3n
+   * outputs. Params: MNT_MultiSgdParams. */
+  MNT_OP_MULTI_SGD_STEP = 38,
 } MNT_Op;
 
 typedef struct MNT_FillParams {
@@ -461,6 +496,39 @@ typedef struct MNT_GemmEpilogueParams {
 } MNT_GemmEpilogueParams;
 #define MNT_GemmEpilogueParams_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_GemmEpilogueParams, accumulate_bias_grad)
+/* Since 1.6: MNT_OP_MULTI_ADAMW_STEP. Tensor i steps as ADAMW_STEP with
+ * lr_i = lr * lr_scales[i] (an fp32 product; lr itself when lr_scales is
+ * NULL) and weight_decay_i = weight_decays[i] (weight_decay when NULL). The
+ * arrays are borrowed for the call and hold num_tensors values. */
+typedef struct MNT_MultiAdamWParams {
+  size_t struct_size;
+  float lr;
+  float beta1;
+  float beta2;
+  float epsilon;
+  float weight_decay;           /* every tensor's, unless weight_decays */
+  int64_t step;                 /* 1-based; ignored with step counters */
+  int64_t num_tensors;          /* n >= 1 */
+  const float* lr_scales;       /* optional [n] */
+  const float* weight_decays;   /* optional [n] */
+} MNT_MultiAdamWParams;
+#define MNT_MultiAdamWParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, weight_decays)
+
+/* Since 1.6: MNT_OP_MULTI_SGD_STEP; lr_scales and weight_decays as in
+ * MNT_MultiAdamWParams. */
+typedef struct MNT_MultiSgdParams {
+  size_t struct_size;
+  float lr;
+  float momentum;
+  float weight_decay; /* coupled L2, every tensor's unless weight_decays */
+  int32_t nesterov;
+  int64_t num_tensors;        /* n >= 1 */
+  const float* lr_scales;     /* optional [n] */
+  const float* weight_decays; /* optional [n] */
+} MNT_MultiSgdParams;
+#define MNT_MultiSgdParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_MultiSgdParams, weight_decays)
 
 /* ------------------------------------------------------------------------ */
 /* Calls. Every call takes one Args struct (struct_size and extension chain  */

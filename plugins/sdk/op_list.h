@@ -48,7 +48,11 @@
   X(GEMM_BIAS_GELU, GemmBiasGelu)                       \
   X(GEMM_DGELU, GemmDgelu)                              \
   X(GEMM_BIAS_GRAD, GemmBiasGrad)                       \
-  X(FUSED_CLASSIFIER, FusedClassifier)
+  X(FUSED_CLASSIFIER, FusedClassifier)                  \
+  X(RESIDUAL_LAYERNORM_FORWARD, ResidualLayerNormForward) \
+  X(RESIDUAL_LAYERNORM_BACKWARD, ResidualLayerNormBackward) \
+  X(MULTI_ADAMW_STEP, MultiAdamWStep)                   \
+  X(MULTI_SGD_STEP, MultiSgdStep)
 
 namespace mnt::sdk {
 

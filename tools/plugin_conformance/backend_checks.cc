@@ -387,6 +387,60 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                     Random(&rng, MNT_DTYPE_F32, {K})},
                    {Zeros(MNT_DTYPE_F32, {M, K}), Zeros(MNT_DTYPE_F32, {M}), Zeros(MNT_DTYPE_F32, {M})},
                    &ln, 1e-5});
+  // ABI 1.6: the fused residual layer norm and the multi-tensor steps.
+  static MNT_LayerNormParams ln_acc{MNT_LayerNormParams_STRUCT_SIZE, 1e-5f, 1};
+  cases.push_back({"RESIDUAL_LAYERNORM_FORWARD bf16", MNT_OP_RESIDUAL_LAYERNORM_FORWARD,
+                   {Random(&rng, MNT_DTYPE_BF16, {M, K}), Random(&rng, MNT_DTYPE_BF16, {M, K}),
+                    Random(&rng, MNT_DTYPE_BF16, {K}), Random(&rng, MNT_DTYPE_BF16, {K})},
+                   {Zeros(MNT_DTYPE_BF16, {M, K}), Zeros(MNT_DTYPE_BF16, {M, K}),
+                    Zeros(MNT_DTYPE_F32, {M}), Zeros(MNT_DTYPE_F32, {M})},
+                   &ln, 1e-2});
+  {
+    // mean/rstd of a real forward, so the backward sees consistent statistics.
+    HostTensor x = Random(&rng, MNT_DTYPE_F32, {M, K}), w = Random(&rng, MNT_DTYPE_F32, {K});
+    std::vector<HostTensor> stats = {Zeros(MNT_DTYPE_F32, {M, K}), Zeros(MNT_DTYPE_F32, {M}),
+                                     Zeros(MNT_DTYPE_F32, {M})};
+    s = ref.Run(MNT_OP_LAYERNORM_FORWARD, {x, w, Random(&rng, MNT_DTYPE_F32, {K})}, &stats, &ln);
+    if (s.ok()) {
+      cases.push_back({"RESIDUAL_LAYERNORM_BACKWARD +dsum accumulate",
+                       MNT_OP_RESIDUAL_LAYERNORM_BACKWARD,
+                       {Random(&rng, MNT_DTYPE_F32, {M, K}), x, w, stats[1], stats[2],
+                        Random(&rng, MNT_DTYPE_F32, {M, K})},
+                       {Zeros(MNT_DTYPE_F32, {M, K}), Random(&rng, MNT_DTYPE_F32, {K}),
+                        Random(&rng, MNT_DTYPE_F32, {K})},
+                       &ln_acc, 1e-5});
+    }
+  }
+  static const float lr_scales[2] = {1.0f, 0.5f}, weight_decays[2] = {0.01f, 0.0f};
+  static MNT_MultiAdamWParams multi_adamw{MNT_MultiAdamWParams_STRUCT_SIZE, 1e-2f, 0.9f, 0.999f,
+                                          1e-8f, 0.0f, 1, 2, lr_scales, weight_decays};
+  {
+    HostTensor found{MNT_DTYPE_F32, {1}, {0.0f}}, mult{MNT_DTYPE_F32, {1}, {0.5f}};
+    HostTensor counter{MNT_DTYPE_I32, {1}, {2.0f}};
+    std::vector<HostTensor> out;
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{M, N}, std::vector<int64_t>{K}}) {
+      out.push_back(Random(&rng, MNT_DTYPE_F32, dims));
+      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, -0.1, 0.1));
+      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, 0.01, 0.1));
+      out.push_back(Zeros(MNT_DTYPE_BF16, dims));
+    }
+    cases.push_back({"MULTI_ADAMW_STEP 2 tensors, step counters", MNT_OP_MULTI_ADAMW_STEP,
+                     {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}), counter,
+                      Random(&rng, MNT_DTYPE_BF16, {K}), counter},
+                     out, &multi_adamw, 1e-5});
+  }
+  static MNT_MultiSgdParams multi_sgd{MNT_MultiSgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 1,
+                                      2, lr_scales, weight_decays};
+  {
+    HostTensor found{MNT_DTYPE_F32, {1}, {0.0f}}, mult{MNT_DTYPE_F32, {1}, {0.5f}};
+    cases.push_back({"MULTI_SGD_STEP 2 tensors nesterov", MNT_OP_MULTI_SGD_STEP,
+                     {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}),
+                      Random(&rng, MNT_DTYPE_F16, {K})},
+                     {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}),
+                      Zeros(MNT_DTYPE_BF16, {M, N}), Random(&rng, MNT_DTYPE_F32, {K}),
+                      Random(&rng, MNT_DTYPE_F32, {K}), Zeros(MNT_DTYPE_BF16, {K})},
+                     &multi_sgd, 1e-5});
+  }
 
   for (Case& c : cases) {
     const std::string name = n + "op " + c.name;

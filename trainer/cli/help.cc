@@ -37,7 +37,7 @@ const std::vector<Topic>& Topics() {
       {"Optimization",
        {"steps", "batch_size", "grad_accum_steps", "gradient_accumulation_steps",
         "optimizer", "lr", "weight_decay", "beta1", "beta2", "eps", "momentum",
-        "nesterov", "schedule", "lr_scheduler", "warmup_steps", "warmup_ratio",
+        "nesterov", "multi_tensor_optimizer", "schedule", "lr_scheduler", "warmup_steps", "warmup_ratio",
         "min_lr_ratio", "clip_grad_norm", "max_grad_norm", "seed"}},
       {"Loss scaling (fp16)",
        {"loss_scale_mode", "init_scale", "growth_factor", "backoff_factor",

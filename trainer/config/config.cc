@@ -131,6 +131,10 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
   if (s.ok()) s = CheckRange("beta2", o.beta2(), 0, false, 1, true);
   if (s.ok()) s = CheckRange("eps", o.eps(), 0, true, kInf, false);
   if (s.ok()) s = CheckRange("momentum", o.momentum(), 0, false, 1, true);
+  // "" (a config file written before the field existed) means auto.
+  if (s.ok() && !o.multi_tensor_optimizer().empty()) {
+    s = CheckOneOf("multi_tensor_optimizer", o.multi_tensor_optimizer(), {"auto", "off"});
+  }
   if (!s.ok()) return s;
   if (o.nesterov() && (o.name() != "sgd" || o.momentum() <= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -193,6 +197,7 @@ TrainConfig DefaultTrainConfig() {
   o->set_eps(1e-8);
   o->set_momentum(0.9);
   o->set_nesterov(false);
+  o->set_multi_tensor_optimizer("auto");
   ScheduleConfig* sc = c.mutable_schedule();
   sc->set_kind("cosine");
   sc->set_warmup_steps(30);

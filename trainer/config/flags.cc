@@ -54,6 +54,9 @@ ABSL_FLAG(double, beta2, 0.999, "Adam beta2");
 ABSL_FLAG(double, eps, 1e-8, "Adam epsilon");
 ABSL_FLAG(double, momentum, 0.9, "SGD momentum");
 ABSL_FLAG(bool, nesterov, false, "SGD Nesterov momentum");
+ABSL_FLAG(std::string, multi_tensor_optimizer, "auto",
+          "auto|off: one multi-tensor optimizer op per step where the backend supports it "
+          "(the same bits as one op per tensor)");
 
 ABSL_FLAG(std::string, schedule, "cosine", "cosine|linear|constant (after warmup)");
 ABSL_FLAG(int64_t, warmup_steps, 30, "Linear warmup steps");
@@ -146,6 +149,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(eps, c->mutable_optimizer()->set_eps(v)),
       MNT_BIND(momentum, c->mutable_optimizer()->set_momentum(v)),
       MNT_BIND(nesterov, c->mutable_optimizer()->set_nesterov(v)),
+      MNT_BIND(multi_tensor_optimizer, c->mutable_optimizer()->set_multi_tensor_optimizer(v)),
       MNT_BIND(schedule, c->mutable_schedule()->set_kind(v)),
       MNT_BIND(warmup_steps, c->mutable_schedule()->set_warmup_steps(v)),
       MNT_BIND(warmup_ratio, c->mutable_schedule()->set_warmup_ratio(v)),

@@ -4,6 +4,7 @@
 
 #include "trainer/core/device_scalars.h"
 #include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/tensor.h"
 
 namespace mnt::trainer {
 namespace {
@@ -18,22 +19,30 @@ int Optimizer::StateSlots(const mantissa::OptimizerConfig& config) {
   return IsAdam(config) ? 2 : 1;
 }
 
+bool Optimizer::UsesMultiTensor(const mantissa::OptimizerConfig& config,
+                                const sdk::BackendInstance& backend) {
+  if (config.multi_tensor_optimizer() == "off") return false;
+  if (backend.plugin()->abi_version.minor_version < 6) return false;
+  return backend.Supports(IsAdam(config) ? MNT_OP_MULTI_ADAMW_STEP : MNT_OP_MULTI_SGD_STEP);
+}
+
 Optimizer::Optimizer(const mantissa::OptimizerConfig& config,
                      ParameterStore* params, const sdk::BackendClient& client,
-                     bool skips_on_device)
+                     bool skips_on_device, bool multi_tensor)
     : config_(config),
       adam_(IsAdam(config)),
       params_(params),
       client_(client),
       skips_on_device_(skips_on_device),
       device_step_counters_(skips_on_device && IsAdam(config) &&
-                            !params->params().empty()) {}
+                            !params->params().empty()),
+      multi_tensor_(multi_tensor && !params->params().empty()) {}
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
     const mantissa::OptimizerConfig& config, ParameterStore* params,
-    const sdk::BackendClient& client, bool skips_on_device) {
+    const sdk::BackendClient& client, bool skips_on_device, bool multi_tensor) {
   std::unique_ptr<Optimizer> o(
-      new Optimizer(config, params, client, skips_on_device));
+      new Optimizer(config, params, client, skips_on_device, multi_tensor));
   if (!o->device_step_counters_) return o;
   for (Param& p : params->params()) {
     if (auto s = sdk::ToAbsl(client.Allocate(
@@ -44,8 +53,51 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
   return o;
 }
 
+sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
+                                       const MNT_Tensor& multiplier) {
+  // The operands in the single-tensor loop's order, with absent ones as
+  // NULL tensors so every tensor keeps its fixed stride.
+  const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  std::vector<MNT_Tensor> in{found_inf, multiplier}, out;
+  std::vector<float> weight_decays;
+  for (const Param& p : params_->params()) {
+    in.push_back(params_->OptimizerGrad(p));
+    if (adam_) in.push_back(device_step_counters_ ? I32Scalar(p.step_counter) : absent);
+    out.push_back(params_->MasterWeights(p));
+    out.push_back(p.Tensor(p.state1, MNT_DTYPE_F32));
+    if (adam_) out.push_back(p.Tensor(p.state2, MNT_DTYPE_F32));
+    out.push_back(params_->mixed() ? params_->WorkingWeights(p) : absent);
+    weight_decays.push_back(p.weight_decay ? static_cast<float>(config_.weight_decay()) : 0.0f);
+  }
+  const int64_t n = static_cast<int64_t>(weight_decays.size());
+  if (adam_) {
+    const MNT_MultiAdamWParams a{MNT_MultiAdamWParams_STRUCT_SIZE,
+                                 lr,
+                                 static_cast<float>(config_.beta1()),
+                                 static_cast<float>(config_.beta2()),
+                                 static_cast<float>(config_.eps()),
+                                 0.0f,
+                                 applied_steps_ + 1,
+                                 n,
+                                 nullptr,
+                                 weight_decays.data()};
+    return client_.Run(MNT_OP_MULTI_ADAMW_STEP, in, out, &a);
+  }
+  const MNT_MultiSgdParams a{MNT_MultiSgdParams_STRUCT_SIZE, lr,
+                             static_cast<float>(config_.momentum()), 0.0f,
+                             config_.nesterov() ? 1 : 0, n, nullptr, weight_decays.data()};
+  return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
+}
+
 absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                              const MNT_Tensor& multiplier) {
+  if (multi_tensor_) {
+    if (auto s = MultiTensorStep(static_cast<float>(lr), found_inf, multiplier); !s.ok()) {
+      return sdk::ToAbsl(s);
+    }
+    if (!skips_on_device_) ++applied_steps_;
+    return absl::OkStatus();
+  }
   for (const Param& p : params_->params()) {
     std::vector<MNT_Tensor> in{params_->OptimizerGrad(p), found_inf, multiplier};
     if (device_step_counters_) in.push_back(I32Scalar(p.step_counter));

@@ -1,6 +1,9 @@
 // The optimizer step: AdamW or SGD (momentum, Nesterov) over every
 // parameter, one backend op per tensor that updates the fp32 master and the
-// optimizer state and, in mixed precision, writes the rounded working copy.
+// optimizer state and, in mixed precision, writes the rounded working copy;
+// or, where the backend supports it (ABI 1.6, --multi_tensor_optimizer=auto),
+// one MULTI_ADAMW_STEP / MULTI_SGD_STEP over the whole parameter table, with
+// the same bits.
 #ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 #define MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 
@@ -11,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/backend_instance.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/parameters.h"
 
@@ -25,9 +29,17 @@ class Optimizer {
   // and the optimizer kernels skip an overflow step themselves; AdamW then
   // counts its applied steps on the device too (one I32 counter per tensor,
   // ADAMW_STEP in[3], ABI 1.4), allocated here.
+  // `multi_tensor`: one multi-tensor op per step (UsesMultiTensor).
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(
       const mantissa::OptimizerConfig& config, ParameterStore* params,
-      const sdk::BackendClient& client, bool skips_on_device);
+      const sdk::BackendClient& client, bool skips_on_device,
+      bool multi_tensor = false);
+
+  // Whether a step is one multi-tensor op: --multi_tensor_optimizer=auto and
+  // a backend built against ABI >= 1.6 that reports the op supported.
+  static bool UsesMultiTensor(const mantissa::OptimizerConfig& config,
+                              const sdk::BackendInstance& backend);
+  bool multi_tensor() const { return multi_tensor_; }
 
   // One step with learning rate `lr` on the gradients times `multiplier`
   // (F32 [1], the clip factor). `found_inf` is F32 [1] when the kernels skip
@@ -49,7 +61,10 @@ class Optimizer {
 
  private:
   Optimizer(const mantissa::OptimizerConfig& config, ParameterStore* params,
-            const sdk::BackendClient& client, bool skips_on_device);
+            const sdk::BackendClient& client, bool skips_on_device, bool multi_tensor);
+  // The whole table in one MULTI_ADAMW_STEP / MULTI_SGD_STEP.
+  sdk::Status MultiTensorStep(float lr, const MNT_Tensor& found_inf,
+                              const MNT_Tensor& multiplier);
 
   const mantissa::OptimizerConfig config_;
   const bool adam_;
@@ -57,6 +72,7 @@ class Optimizer {
   const sdk::BackendClient& client_;
   const bool skips_on_device_;
   const bool device_step_counters_;
+  const bool multi_tensor_;
   int64_t applied_steps_ = 0;
 };
 

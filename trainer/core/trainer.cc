@@ -98,8 +98,9 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   loss_scaling_description_ = plan->description;
   // ABI 1.6: the device scale goes to the model as a tensor (no per-step read).
   device_loss_multiplier_ = plan->on_device && plugins_->model.TakesDeviceLossMultiplier();
-  auto optimizer = Optimizer::Create(config_.optimizer(), params_.get(), client,
-                                     /*skips_on_device=*/plan->on_device);
+  auto optimizer = Optimizer::Create(
+      config_.optimizer(), params_.get(), client, /*skips_on_device=*/plan->on_device,
+      Optimizer::UsesMultiTensor(config_.optimizer(), *plugins_->backend));
   if (!optimizer.ok()) return optimizer.status();
   optimizer_ = std::move(*optimizer);
   LossScalingContext context;

@@ -1,6 +1,8 @@
 // SGD (momentum, coupled weight decay, nesterov) and AdamW steps on fp32
 // master weights, per element as torch.optim does (formulas in
-// plugins/backends/common/elementwise_math.h and step_math.h).
+// plugins/backends/common/elementwise_math.h and step_math.h); since ABI 1.6
+// also over a table of tensors in one call (MULTI_SGD_STEP, MULTI_ADAMW_STEP),
+// each tensor updated by the single-tensor code path, so the bits are the same.
 #include <cstdint>
 #include <vector>
 
@@ -36,19 +38,53 @@ std::vector<float> ScaledGradient(const backend::StepInputs& s) {
   return g;
 }
 
+// A multi-tensor step's found_inf and multiplier as the single-tensor
+// kernels read them.
+backend::StepInputs TableInputs(const Operand& found_inf, const Operand& multiplier,
+                                const backend::MultiStepTensor& t) {
+  backend::StepInputs s;
+  s.grad = t.grad;
+  s.found_inf = found_inf;
+  s.multiplier = multiplier;
+  s.n = t.n;
+  return s;
+}
+
+// The applied-step counter's next 1-based step, or an error naming it.
+Status NextStep(const backend::TypedCall& call, const Operand& counter, int64_t* step) {
+  const int32_t applied = *counter.i32();
+  if (applied < 0 || applied == INT32_MAX) {
+    return call.Invalid(sdk::Format("%s holds %d, expected 0..%d applied steps",
+                                    counter.label.c_str(), applied, INT32_MAX - 1));
+  }
+  *step = int64_t{applied} + 1;
+  return Status::Ok();
+}
+
+void SgdTensor(const backend::StepInputs& s, const SgdCoefficients& c, float* w,
+               float* buf, const Operand& working) {
+  const std::vector<float> g = ScaledGradient(s);
+#pragma omp parallel for schedule(static) if (s.n > kParallelElements)
+  for (int64_t i = 0; i < s.n; ++i) {
+    float unused = 0.0f;
+    SgdUpdate(c, g[i], &w[i], buf ? &buf[i] : &unused);
+  }
+  if (working.present()) WriteF32(w, *working);
+}
+
+void AdamWTensor(const backend::StepInputs& s, const AdamWCoefficients& c, float* w,
+                 float* m, float* v, const Operand& working) {
+  const std::vector<float> g = ScaledGradient(s);
+#pragma omp parallel for schedule(static) if (s.n > kParallelElements)
+  for (int64_t i = 0; i < s.n; ++i) AdamWUpdate(c, g[i], &w[i], &m[i], &v[i]);
+  if (working.present()) WriteF32(w, *working);
+}
+
 }  // namespace
 
 Status CpuBackend::SgdStep(const backend::SgdStepCall& s) {
   if (SkipStep(s)) return Status::Ok();  // overflow step: state stays bit-identical
-  const std::vector<float> g = ScaledGradient(s);
-  float* w = s.master.f32();
-  float* buf = s.momentum.f32();  // nullptr without momentum
-#pragma omp parallel for schedule(static) if (s.n > kParallelElements)
-  for (int64_t i = 0; i < s.n; ++i) {
-    float unused = 0.0f;
-    SgdUpdate(s.coefficients, g[i], &w[i], buf ? &buf[i] : &unused);
-  }
-  if (s.working.present()) WriteF32(w, *s.working);
+  SgdTensor(s, s.coefficients, s.master.f32(), s.momentum.f32(), s.working);
   return Status::Ok();
 }
 
@@ -56,26 +92,41 @@ Status CpuBackend::AdamWStep(const backend::AdamWStepCall& a) {
   const MNT_AdamWParams* p = a.params;
   // ABI 1.4: the applied-step counter on the device replaces params->step.
   int64_t step = p->step;
-  if (a.step_counter.present()) {
-    const int32_t applied = *a.step_counter.i32();
-    if (applied < 0 || applied == INT32_MAX) {
-      return a.Invalid(sdk::Format("%s holds %d, expected 0..%d applied steps",
-                                   a.step_counter.label.c_str(), applied,
-                                   INT32_MAX - 1));
-    }
-    step = int64_t{applied} + 1;
-  }
+  if (a.step_counter.present()) MNT_RETURN_IF_ERROR(NextStep(a, a.step_counter, &step));
   if (SkipStep(a)) return Status::Ok();  // the counter stays as it is, too
-  const std::vector<float> g = ScaledGradient(a);
   const AdamWCoefficients c = AdamWCoefficientsForStep(
       p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay, step);
-  float* w = a.master.f32();
-  float* m = a.m.f32();
-  float* v = a.v.f32();
-#pragma omp parallel for schedule(static) if (a.n > kParallelElements)
-  for (int64_t i = 0; i < a.n; ++i) AdamWUpdate(c, g[i], &w[i], &m[i], &v[i]);
-  if (a.working.present()) WriteF32(w, *a.working);
+  AdamWTensor(a, c, a.master.f32(), a.m.f32(), a.v.f32(), a.working);
   if (a.step_counter.present()) *a.step_counter.i32() += 1;
+  return Status::Ok();
+}
+
+Status CpuBackend::MultiSgdStep(const backend::MultiSgdStepCall& s) {
+  if (s.found_inf.present() && *s.found_inf.f32() != 0.0f) return Status::Ok();
+  for (const backend::MultiStepTensor& t : s.tensors) {
+    const SgdCoefficients c{t.lr, s.momentum, t.weight_decay, s.nesterov};
+    SgdTensor(TableInputs(s.found_inf, s.multiplier, t), c, t.master.f32(),
+              t.state1.f32(), t.working);
+  }
+  return Status::Ok();
+}
+
+Status CpuBackend::MultiAdamWStep(const backend::MultiAdamWStepCall& a) {
+  const MNT_MultiAdamWParams* p = a.params;
+  // Every counter is checked before anything is written.
+  std::vector<int64_t> steps(a.tensors.size(), p->step);
+  for (size_t i = 0; i < a.tensors.size() && a.step_counters; ++i) {
+    MNT_RETURN_IF_ERROR(NextStep(a, a.tensors[i].step_counter, &steps[i]));
+  }
+  if (a.found_inf.present() && *a.found_inf.f32() != 0.0f) return Status::Ok();
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const backend::MultiStepTensor& t = a.tensors[i];
+    const AdamWCoefficients c = AdamWCoefficientsForStep(
+        t.lr, p->beta1, p->beta2, p->epsilon, t.weight_decay, steps[i]);
+    AdamWTensor(TableInputs(a.found_inf, a.multiplier, t), c, t.master.f32(),
+                t.state1.f32(), t.state2.f32(), t.working);
+    if (a.step_counters) *t.step_counter.i32() += 1;
+  }
   return Status::Ok();
 }
 

@@ -2,10 +2,15 @@
 // the rounded working copy) with torch.optim's per-element formulas
 // (common/elementwise_math.h, step_math.h). found_inf, the gradient
 // multiplier and AdamW's step counter are read on the device, so a step
-// needs no host sync. The kernels are compiled per storage type of the
+// needs no host sync. Since ABI 1.6 MULTI_SGD_STEP / MULTI_ADAMW_STEP run
+// the same per-group code over a table of tensors uploaded to the device,
+// in one launch (plus one tiny launch that advances AdamW's step counters
+// after every block has read them). The kernels are compiled per storage type of the
 // gradient and the working copy (when they share one) and chosen per launch;
 // they read and write 4 elements at a time (16-byte loads when aligned).
 #include <cuda_runtime.h>
+
+#include <vector>
 
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/step_math.h"
@@ -52,11 +57,48 @@ __device__ inline float Multiplier(const StepBuffers& b) {
 // The fp32 state arrays as DevTensors, for the 4-element loads/stores.
 __device__ inline DevTensor F32(float* p) { return DevTensor{p, MNT_DTYPE_F32}; }
 
-// Each thread updates groups of 4 consecutive elements (grid-stride): one
-// 16-byte load/store per fp32 array and one 8-byte (16-bit storage) per
-// gradient / working copy group when `vec` (every pointer 16-byte aligned),
-// element by element otherwise and for the tail. Same per-element formulas
-// in the same order: the same bits either way.
+// One group of up to 4 consecutive elements from element i: one 16-byte
+// load/store per fp32 array and one 8-byte (16-bit storage) per gradient /
+// working copy group when `vec` (every pointer 16-byte aligned), element by
+// element otherwise and for the tail. Same per-element formulas in the same
+// order: the same bits either way, and in the single- and multi-tensor ops.
+template <typename S>
+__device__ inline void SgdGroup(const StepBuffers& b, const SgdCoefficients& c, bool vec,
+                                float mult, int64_t i) {
+  const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
+  float g[4], w[4], mom[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  Load4<S>(b.grad, i, count, vec, g);
+  Load4<F32Storage>(F32(b.master), i, count, vec, w);
+  if (b.state1 != nullptr) Load4<F32Storage>(F32(b.state1), i, count, vec, mom);
+  for (int k = 0; k < count; ++k) {
+    if (mult != 1.0f) g[k] *= mult;
+    SgdUpdate(c, g[k], &w[k], &mom[k]);
+  }
+  Store4<F32Storage>(F32(b.master), i, count, vec, w);
+  if (b.state1 != nullptr) Store4<F32Storage>(F32(b.state1), i, count, vec, mom);
+  if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
+}
+
+template <typename S>
+__device__ inline void AdamWGroup(const StepBuffers& b, const AdamWCoefficients& c, bool vec,
+                                  float mult, int64_t i) {
+  const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
+  float g[4], w[4], m[4], v[4];
+  Load4<S>(b.grad, i, count, vec, g);
+  Load4<F32Storage>(F32(b.master), i, count, vec, w);
+  Load4<F32Storage>(F32(b.state1), i, count, vec, m);
+  Load4<F32Storage>(F32(b.state2), i, count, vec, v);
+  for (int k = 0; k < count; ++k) {
+    if (mult != 1.0f) g[k] *= mult;
+    AdamWUpdate(c, g[k], &w[k], &m[k], &v[k]);
+  }
+  Store4<F32Storage>(F32(b.master), i, count, vec, w);
+  Store4<F32Storage>(F32(b.state1), i, count, vec, m);
+  Store4<F32Storage>(F32(b.state2), i, count, vec, v);
+  if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
+}
+
+// Each thread updates groups of 4 consecutive elements (grid-stride).
 template <typename S>
 __global__ void SgdKernel(StepBuffers b, SgdCoefficients c, bool vec) {
   if (SkipStep(b)) return;  // overflow step: state stays bit-identical
@@ -64,19 +106,23 @@ __global__ void SgdKernel(StepBuffers b, SgdCoefficients c, bool vec) {
   const int64_t stride = 4ll * gridDim.x * blockDim.x;
   for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
        i < b.n; i += stride) {
-    const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
-    float g[4], w[4], mom[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    Load4<S>(b.grad, i, count, vec, g);
-    Load4<F32Storage>(F32(b.master), i, count, vec, w);
-    if (b.state1 != nullptr) Load4<F32Storage>(F32(b.state1), i, count, vec, mom);
-    for (int k = 0; k < count; ++k) {
-      if (mult != 1.0f) g[k] *= mult;
-      SgdUpdate(c, g[k], &w[k], &mom[k]);
-    }
-    Store4<F32Storage>(F32(b.master), i, count, vec, w);
-    if (b.state1 != nullptr) Store4<F32Storage>(F32(b.state1), i, count, vec, mom);
-    if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
+    SgdGroup<S>(b, c, vec, mult, i);
   }
+}
+
+// AdamW's coefficients for this block: from counter + 1 on the device when
+// the tensor has a step counter (thread 0 derives them for the block), else
+// the host's. Every thread of the block must call it (barrier).
+__device__ inline AdamWCoefficients BlockAdamWCoefficients(const StepBuffers& b,
+                                                           const AdamWCoefficients& host_c) {
+  __shared__ AdamWCoefficients shared_c;
+  if (b.step_counter == nullptr) return host_c;
+  if (threadIdx.x == 0) {
+    shared_c = AdamWCoefficientsForStep(host_c.lr, host_c.beta1, host_c.beta2, host_c.epsilon,
+                                        host_c.weight_decay, int64_t{*b.step_counter} + 1);
+  }
+  __syncthreads();
+  return shared_c;
 }
 
 // With b.step_counter, every block derives the bias corrections from
@@ -84,35 +130,70 @@ __global__ void SgdKernel(StepBuffers b, SgdCoefficients c, bool vec) {
 template <typename S>
 __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c, bool vec) {
   if (SkipStep(b)) return;  // uniform across the grid: no thread reaches the barrier
-  __shared__ AdamWCoefficients shared_c;
-  if (b.step_counter != nullptr) {
-    if (threadIdx.x == 0) {
-      shared_c = AdamWCoefficientsForStep(host_c.lr, host_c.beta1, host_c.beta2,
-                                          host_c.epsilon, host_c.weight_decay,
-                                          int64_t{*b.step_counter} + 1);
-    }
-    __syncthreads();
-  }
-  const AdamWCoefficients c = b.step_counter != nullptr ? shared_c : host_c;
+  const AdamWCoefficients c = BlockAdamWCoefficients(b, host_c);
   const float mult = Multiplier(b);
   const int64_t stride = 4ll * gridDim.x * blockDim.x;
   for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
        i < b.n; i += stride) {
-    const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
-    float g[4], w[4], m[4], v[4];
-    Load4<S>(b.grad, i, count, vec, g);
-    Load4<F32Storage>(F32(b.master), i, count, vec, w);
-    Load4<F32Storage>(F32(b.state1), i, count, vec, m);
-    Load4<F32Storage>(F32(b.state2), i, count, vec, v);
-    for (int k = 0; k < count; ++k) {
-      if (mult != 1.0f) g[k] *= mult;
-      AdamWUpdate(c, g[k], &w[k], &m[k], &v[k]);
-    }
-    Store4<F32Storage>(F32(b.master), i, count, vec, w);
-    Store4<F32Storage>(F32(b.state1), i, count, vec, m);
-    Store4<F32Storage>(F32(b.state2), i, count, vec, v);
-    if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
+    AdamWGroup<S>(b, c, vec, mult, i);
   }
+}
+
+// One tensor of a multi-tensor step as the kernel reads it from the device
+// table: its buffers, its coefficients (lr and weight decay resolved by the
+// contract check; AdamW's bias corrections for the host step), whether its
+// pointers allow vector loads, and the first block of the launch it owns.
+struct TableEntry {
+  StepBuffers b;
+  SgdCoefficients sgd;
+  AdamWCoefficients adamw;
+  int32_t vec = 0;
+  int64_t first_block = 0;
+};
+
+// Elements one block of the multi-tensor kernel updates.
+constexpr int64_t kGroupsPerThread = 4;
+constexpr int64_t kTableBlockElements = 4 * kThreads * kGroupsPerThread;
+
+// The entry owning this block: the last whose first_block <= blockIdx.x.
+__device__ inline const TableEntry& OwnEntry(const TableEntry* table, int64_t count) {
+  int64_t lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (table[mid].first_block <= static_cast<int64_t>(blockIdx.x)) lo = mid; else hi = mid - 1;
+  }
+  return table[lo];
+}
+
+// Every block updates kTableBlockElements elements of one tensor.
+template <typename S, bool kAdamW>
+__global__ void MultiStepKernel(const TableEntry* table, int64_t count, const float* found_inf,
+                                const float* multiplier) {
+  if (found_inf != nullptr && *found_inf != 0.0f) return;  // uniform: skip the step
+  const TableEntry& e = OwnEntry(table, count);
+  StepBuffers b = e.b;
+  const float mult = multiplier != nullptr ? *multiplier : 1.0f;
+  const int64_t begin = (static_cast<int64_t>(blockIdx.x) - e.first_block) * kTableBlockElements;
+  const int64_t end = begin + kTableBlockElements < b.n ? begin + kTableBlockElements : b.n;
+  if constexpr (kAdamW) {
+    const AdamWCoefficients c = BlockAdamWCoefficients(b, e.adamw);
+    for (int64_t i = begin + 4 * threadIdx.x; i < end; i += 4 * blockDim.x) {
+      AdamWGroup<S>(b, c, e.vec != 0, mult, i);
+    }
+  } else {
+    for (int64_t i = begin + 4 * threadIdx.x; i < end; i += 4 * blockDim.x) {
+      SgdGroup<S>(b, e.sgd, e.vec != 0, mult, i);
+    }
+  }
+}
+
+// Advances every table entry's step counter on an applied step (after every
+// block of the update has read them: stream order).
+__global__ void CountAppliedStepsKernel(const TableEntry* table, int64_t count,
+                                        const float* found_inf) {
+  if (found_inf != nullptr && *found_inf != 0.0f) return;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < count && table[i].b.step_counter != nullptr) *table[i].b.step_counter += 1;
 }
 
 // Every buffer a step kernel touches is 16-byte aligned (absent ones are).
@@ -169,6 +250,91 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
   return Launched(a, Launch(CountAppliedStepKernel, 1, 1, 0, stream, b.step_counter,
                             b.found_inf),
                   "adamw_count_applied_step");
+}
+
+namespace {
+
+// The device table of a multi-tensor step, uploaded on the stream, and the
+// launch over it: one block per kTableBlockElements of each tensor.
+template <bool kAdamW, typename Call>
+Status RunTable(CudaBackend& be, const Call& call, std::vector<TableEntry>& table,
+                const char* kernel) {
+  int64_t blocks = 0;
+  std::vector<MNT_DType> dtypes;
+  for (TableEntry& e : table) {
+    e.first_block = blocks;
+    blocks += (e.b.n + kTableBlockElements - 1) / kTableBlockElements;
+    e.vec = StepVectorizable(e.b) ? 1 : 0;
+  }
+  if (blocks == 0) return Status::Ok();
+  if (blocks > int64_t{0x7fffffff}) return call.Invalid("the table has too many elements");
+  // One storage type when every gradient and working copy share a dtype.
+  MNT_DType common = MNT_DTYPE_INVALID;
+  bool mixed = false;
+  for (const TableEntry& e : table) {
+    for (MNT_DType d : {e.b.grad.dtype, e.b.working.dtype}) {
+      if (d == MNT_DTYPE_INVALID) continue;
+      if (common == MNT_DTYPE_INVALID) common = d; else if (d != common) mixed = true;
+    }
+  }
+  Scratch device_table(be);
+  const size_t bytes = sizeof(TableEntry) * table.size();
+  MNT_RETURN_IF_ERROR(device_table.Allocate(bytes));
+  MNT_RETURN_IF_ERROR(be.staging.Upload(device_table.data(), table.data(), bytes, be.stream));
+  const TableEntry* dev = static_cast<const TableEntry*>(device_table.data());
+  const int64_t count = static_cast<int64_t>(table.size());
+  const float* found_inf = call.found_inf.f32();
+  const float* multiplier = call.multiplier.f32();
+  const cudaError_t err = WithStorage(mixed ? MNT_DTYPE_INVALID : common, [&](auto storage) {
+    return Launch(MultiStepKernel<decltype(storage), kAdamW>, static_cast<unsigned>(blocks),
+                  kThreads, 0, be.stream, dev, count, found_inf, multiplier);
+  });
+  MNT_RETURN_IF_ERROR(Launched(call, err, kernel));
+  if constexpr (kAdamW) {
+    if (!call.step_counters) return Status::Ok();
+    return Launched(call,
+                    Launch(CountAppliedStepsKernel, GridFor(count, kThreads), kThreads, 0,
+                           be.stream, dev, count, found_inf),
+                    "multi_adamw_count_applied_steps");
+  }
+  return Status::Ok();
+}
+
+StepBuffers TableBuffers(const backend::MultiStepTensor& t) {
+  StepBuffers b;
+  b.grad = Dev(t.grad);
+  b.master = t.master.f32();
+  b.state1 = t.state1.f32();
+  b.state2 = t.state2.f32();
+  b.working = Dev(t.working);
+  b.n = t.n;
+  b.step_counter = t.step_counter.i32();
+  return b;
+}
+
+}  // namespace
+
+Status CudaBackend::MultiSgdStep(const backend::MultiSgdStepCall& s) {
+  std::vector<TableEntry> table(s.tensors.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const backend::MultiStepTensor& t = s.tensors[i];
+    table[i].b = TableBuffers(t);
+    table[i].sgd = SgdCoefficients{t.lr, s.momentum, t.weight_decay, s.nesterov};
+  }
+  return RunTable<false>(*this, s, table, "multi_sgd_step");
+}
+
+Status CudaBackend::MultiAdamWStep(const backend::MultiAdamWStepCall& a) {
+  const MNT_MultiAdamWParams* p = a.params;
+  std::vector<TableEntry> table(a.tensors.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const backend::MultiStepTensor& t = a.tensors[i];
+    table[i].b = TableBuffers(t);
+    // With device counters the kernel derives the bias corrections itself.
+    table[i].adamw = AdamWCoefficientsForStep(t.lr, p->beta1, p->beta2, p->epsilon,
+                                              t.weight_decay, a.step_counters ? 1 : p->step);
+  }
+  return RunTable<true>(*this, a, table, "multi_adamw_step");
 }
 
 }  // namespace mnt::cuda

@@ -85,4 +85,59 @@ Status CheckLayerNormBackward(const OpCall& call, LayerNormBackwardCall* l) {
   return CheckNotEmpty(call, l->x, l->c);
 }
 
+Status CheckResidualLayerNormForward(const OpCall& call,
+                                     ResidualLayerNormForwardCall* l) {
+  l->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(4, 4, 4, 4));
+  const MNT_LayerNormParams* p;
+  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
+  l->epsilon = p->epsilon;
+  MNT_RETURN_IF_ERROR(call.Input(0, "x", &l->x));
+  MNT_RETURN_IF_ERROR(call.Input(1, "r", &l->r));
+  MNT_RETURN_IF_ERROR(call.Input(2, "weight", &l->weight));
+  MNT_RETURN_IF_ERROR(call.Input(3, "bias", &l->bias));
+  MNT_RETURN_IF_ERROR(call.Output(0, "sum", &l->sum));
+  MNT_RETURN_IF_ERROR(call.Output(1, "y", &l->y));
+  MNT_RETURN_IF_ERROR(call.Output(2, "mean", &l->mean));
+  MNT_RETURN_IF_ERROR(call.Output(3, "rstd", &l->rstd));
+  MNT_RETURN_IF_ERROR(CheckX(call, l->x, &l->rows, &l->c));
+  for (const Operand* t : {&l->r, &l->sum, &l->y}) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloatLike(*t, l->x));
+  }
+  MNT_RETURN_IF_ERROR(CheckRowVector(call, l->weight, l->c));
+  MNT_RETURN_IF_ERROR(CheckRowVector(call, l->bias, l->c));
+  MNT_RETURN_IF_ERROR(CheckStats(call, l->mean, l->rows));
+  MNT_RETURN_IF_ERROR(CheckStats(call, l->rstd, l->rows));
+  return CheckNotEmpty(call, l->x, l->c);
+}
+
+Status CheckResidualLayerNormBackward(const OpCall& call,
+                                      ResidualLayerNormBackwardCall* l) {
+  l->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(5, 6, 3, 3));
+  const MNT_LayerNormParams* p;
+  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
+  l->accumulate = p->accumulate != 0;
+  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &l->dy));
+  MNT_RETURN_IF_ERROR(call.Input(1, "sum", &l->x));
+  MNT_RETURN_IF_ERROR(call.Input(2, "weight", &l->weight));
+  MNT_RETURN_IF_ERROR(call.Input(3, "mean", &l->mean));
+  MNT_RETURN_IF_ERROR(call.Input(4, "rstd", &l->rstd));
+  l->dsum = call.OptionalInput(5, "dsum");
+  MNT_RETURN_IF_ERROR(call.Output(0, "dx", &l->dx));
+  MNT_RETURN_IF_ERROR(call.Output(1, "dweight", &l->dweight));
+  MNT_RETURN_IF_ERROR(call.Output(2, "dbias", &l->dbias));
+  MNT_RETURN_IF_ERROR(CheckX(call, l->x, &l->rows, &l->c));
+  for (const Operand* t : {&l->dy, &l->dx}) {
+    MNT_RETURN_IF_ERROR(call.ExpectFloatLike(*t, l->x));
+  }
+  if (l->dsum.present()) MNT_RETURN_IF_ERROR(call.ExpectFloatLike(l->dsum, l->x));
+  for (const Operand* t : {&l->weight, &l->dweight, &l->dbias}) {
+    MNT_RETURN_IF_ERROR(CheckRowVector(call, *t, l->c));
+  }
+  MNT_RETURN_IF_ERROR(CheckStats(call, l->mean, l->rows));
+  MNT_RETURN_IF_ERROR(CheckStats(call, l->rstd, l->rows));
+  return CheckNotEmpty(call, l->x, l->c);
+}
+
 }  // namespace mnt::backend

@@ -1,4 +1,5 @@
-// The contracts of LAYERNORM_FORWARD/BACKWARD (semantics:
+// The contracts of LAYERNORM_FORWARD/BACKWARD and (1.6) RESIDUAL_LAYERNORM_
+// FORWARD/BACKWARD (semantics:
 // plugins/abi/mnt_backend.h), checked once for every backend. x is viewed as
 // [rows, c], normalised over its last dimension c (> 0).
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_CALLS_LAYERNORM_H_
@@ -27,6 +28,26 @@ struct LayerNormBackwardCall : TypedCall {
   bool accumulate = false;
 };
 sdk::Status CheckLayerNormBackward(const OpCall& call, LayerNormBackwardCall* out);
+
+// Since 1.6. sum = x + r (rounded to sum's dtype), then the layer norm of
+// the rounded sum as LayerNormForwardCall: y, mean, rstd.
+struct ResidualLayerNormForwardCall : TypedCall {
+  Operand x, r, weight, bias, sum, y, mean, rstd;
+  int64_t rows = 0, c = 0;
+  float epsilon = 0.0f;
+};
+sdk::Status CheckResidualLayerNormForward(const OpCall& call,
+                                          ResidualLayerNormForwardCall* out);
+
+// Since 1.6. dx = (dsum when given) + the layer norm's input gradient,
+// rounded once (dx may alias dsum); dweight and dbias as LayerNormBackwardCall.
+struct ResidualLayerNormBackwardCall : TypedCall {
+  Operand dy, x, weight, mean, rstd, dsum, dx, dweight, dbias;
+  int64_t rows = 0, c = 0;
+  bool accumulate = false;
+};
+sdk::Status CheckResidualLayerNormBackward(const OpCall& call,
+                                           ResidualLayerNormBackwardCall* out);
 
 }  // namespace mnt::backend
 

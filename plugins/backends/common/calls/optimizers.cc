@@ -33,6 +33,39 @@ Status CheckWorkingCopy(const OpCall& call, const Operand& t, int64_t n) {
       t, n, [&] { return sdk::Format("%lld elements like in[0] grad", (long long)n); });
 }
 
+// found_inf in[0] and the multiplier in[1] of a multi-tensor step.
+Status CheckMultiScalars(const OpCall& call, Operand* found_inf, Operand* multiplier) {
+  *found_inf = call.OptionalInput(0, "found_inf");
+  if (found_inf->present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(*found_inf));
+  *multiplier = call.OptionalInput(1, "grad_multiplier");
+  if (multiplier->present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(*multiplier));
+  return Status::Ok();
+}
+
+// num_tensors >= 1 and the exact operand counts it implies.
+Status CheckTable(const OpCall& call, int64_t num_tensors, size_t inputs_per_tensor,
+                  size_t outputs_per_tensor) {
+  if (num_tensors < 1 || num_tensors > (int64_t{1} << 24)) {
+    return call.Invalid(sdk::Format("num_tensors %lld must be 1..%lld",
+                                    (long long)num_tensors, (long long)(int64_t{1} << 24)));
+  }
+  const size_t n = static_cast<size_t>(num_tensors);
+  return call.CheckCounts(2 + inputs_per_tensor * n, 2 + inputs_per_tensor * n,
+                          outputs_per_tensor * n, outputs_per_tensor * n);
+}
+
+// The grad of table entry t (in[index]) and its resolved lr and weight decay.
+Status CheckTableEntry(const OpCall& call, size_t index, size_t i, float lr,
+                       const float* lr_scales, float weight_decay,
+                       const float* weight_decays, MultiStepTensor* t) {
+  MNT_RETURN_IF_ERROR(call.Input(index, "grad", &t->grad));
+  MNT_RETURN_IF_ERROR(call.ExpectFloat(t->grad));
+  t->n = sdk::NumElements(*t->grad);
+  t->lr = lr_scales != nullptr ? lr * lr_scales[i] : lr;
+  t->weight_decay = weight_decays != nullptr ? weight_decays[i] : weight_decay;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckSgdStep(const OpCall& call, SgdStepCall* s) {
@@ -78,6 +111,71 @@ Status CheckAdamWStep(const OpCall& call, AdamWStepCall* a) {
   }
   a->working = call.OptionalOutput(3, "working_copy");
   return CheckWorkingCopy(call, a->working, a->n);
+}
+
+Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
+  a->op = &call;
+  MNT_RETURN_IF_ERROR(call.Params("MNT_MultiAdamWParams",
+                                  MNT_MultiAdamWParams_STRUCT_SIZE, false, &a->params));
+  const MNT_MultiAdamWParams* p = a->params;
+  MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 2, 4));
+  MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &a->found_inf, &a->multiplier));
+  a->tensors.resize(static_cast<size_t>(p->num_tensors));
+  for (size_t i = 0; i < a->tensors.size(); ++i) {
+    MultiStepTensor& t = a->tensors[i];
+    MNT_RETURN_IF_ERROR(CheckTableEntry(call, 2 + 2 * i, i, p->lr, p->lr_scales,
+                                        p->weight_decay, p->weight_decays, &t));
+    t.step_counter = call.OptionalInput(3 + 2 * i, "step_counter");
+    if (i == 0) a->step_counters = t.step_counter.present();
+    if (t.step_counter.present() != a->step_counters) {
+      return call.Invalid(t.step_counter.label +
+                          (a->step_counters ? " is missing" : " is given") +
+                          ", but step counters are given for every tensor or for none");
+    }
+    if (t.step_counter.present()) MNT_RETURN_IF_ERROR(call.ExpectI32Scalar(t.step_counter));
+    MNT_RETURN_IF_ERROR(call.Output(4 * i, "master", &t.master));
+    MNT_RETURN_IF_ERROR(call.Output(4 * i + 1, "m", &t.state1));
+    MNT_RETURN_IF_ERROR(call.Output(4 * i + 2, "v", &t.state2));
+    for (const Operand* o : {&t.master, &t.state1, &t.state2}) {
+      MNT_RETURN_IF_ERROR(CheckState(call, *o, t.n));
+    }
+    t.working = call.OptionalOutput(4 * i + 3, "working_copy");
+    MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, t.working, t.n));
+  }
+  if (!a->step_counters && p->step < 1) {
+    return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)", (long long)p->step));
+  }
+  return Status::Ok();
+}
+
+Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* s) {
+  s->op = &call;
+  MNT_RETURN_IF_ERROR(
+      call.Params("MNT_MultiSgdParams", MNT_MultiSgdParams_STRUCT_SIZE, false, &s->params));
+  const MNT_MultiSgdParams* p = s->params;
+  MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 1, 3));
+  MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &s->found_inf, &s->multiplier));
+  s->momentum = p->momentum;
+  s->nesterov = p->nesterov != 0;
+  s->tensors.resize(static_cast<size_t>(p->num_tensors));
+  for (size_t i = 0; i < s->tensors.size(); ++i) {
+    MultiStepTensor& t = s->tensors[i];
+    MNT_RETURN_IF_ERROR(CheckTableEntry(call, 2 + i, i, p->lr, p->lr_scales,
+                                        p->weight_decay, p->weight_decays, &t));
+    MNT_RETURN_IF_ERROR(call.Output(3 * i, "master", &t.master));
+    MNT_RETURN_IF_ERROR(CheckState(call, t.master, t.n));
+    if (p->momentum != 0.0f) {
+      t.state1 = call.OptionalOutput(3 * i + 1, "momentum");
+      if (!t.state1.present()) {
+        return call.Invalid(t.state1.label + " is missing but momentum is " +
+                            sdk::Format("%g", p->momentum));
+      }
+      MNT_RETURN_IF_ERROR(CheckState(call, t.state1, t.n));
+    }
+    t.working = call.OptionalOutput(3 * i + 2, "working_copy");
+    MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, t.working, t.n));
+  }
+  return Status::Ok();
 }
 
 }  // namespace mnt::backend

@@ -1,4 +1,5 @@
-// The contracts of SGD_STEP and ADAMW_STEP (semantics:
+// The contracts of SGD_STEP, ADAMW_STEP and (1.6) their multi-tensor forms
+// MULTI_SGD_STEP, MULTI_ADAMW_STEP (semantics:
 // plugins/abi/mnt_backend.h), checked once for every backend. found_inf, the
 // gradient multiplier and AdamW's step counter live in device memory: the
 // kernels read them (the CPU on the host, CUDA on the device, so an fp16 step
@@ -7,6 +8,7 @@
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_CALLS_OPTIMIZERS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/common/elementwise_math.h"
@@ -41,6 +43,38 @@ struct AdamWStepCall : TypedCall, StepInputs {
   Operand master, m, v, working;
 };
 sdk::Status CheckAdamWStep(const OpCall& call, AdamWStepCall* out);
+
+// Since 1.6: one tensor of a MULTI_ADAMW_STEP / MULTI_SGD_STEP table, with
+// its own lr (lr * lr_scales[i], an fp32 product) and weight decay resolved
+// here, so a kernel reads only the table. state1/state2: AdamW's m and v,
+// SGD's momentum (absent when momentum is 0) and nothing.
+struct MultiStepTensor {
+  Operand grad, step_counter, master, state1, state2, working;
+  int64_t n = 0;
+  float lr = 0.0f;
+  float weight_decay = 0.0f;
+};
+
+// found_inf and the multiplier as StepInputs (grad unused, n 0); one entry
+// per tensor. With step counters (every tensor has one) bias correction uses
+// each counter + 1, else params->step.
+struct MultiAdamWStepCall : TypedCall {
+  const MNT_MultiAdamWParams* params = nullptr;
+  Operand found_inf, multiplier;
+  std::vector<MultiStepTensor> tensors;
+  bool step_counters = false;
+};
+sdk::Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* out);
+
+struct MultiSgdStepCall : TypedCall {
+  const MNT_MultiSgdParams* params = nullptr;
+  Operand found_inf, multiplier;
+  std::vector<MultiStepTensor> tensors;
+  // Tensor i's coefficients: these with tensors[i].lr and .weight_decay.
+  float momentum = 0.0f;
+  bool nesterov = false;
+};
+sdk::Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* out);
 
 }  // namespace mnt::backend
 
