@@ -236,24 +236,41 @@ Status LinearModel::Backward(const MNT_Model_Backward_Args& a) {
                                    a.num_params, precision_.weight_dtype));
   MNT_RETURN_IF_ERROR(CheckTensors("Backward", "grads", a.grads, a.num_grads,
                                    precision_.gradient_dtype));
-  if (!std::isfinite(a.loss_multiplier)) {
+  // ABI 1.6: the multiplier may come as an F32 [1] device tensor instead
+  // (a device loss scale nobody reads back); it then replaces the float.
+  const MNT_Tensor* device_multiplier = nullptr;
+#ifdef MNT_Model_Backward_Args_STRUCT_SIZE_1_5
+  if (MNT_HAS_FIELD(&a, MNT_Model_Backward_Args, loss_multiplier_device))
+    device_multiplier = a.loss_multiplier_device;
+#endif
+  if (device_multiplier == nullptr && !std::isfinite(a.loss_multiplier)) {
     return InvalidArgument("linear Backward: loss_multiplier is not finite");
   }
   const int64_t batch = saved_batch_;
   const MNT_DType act = precision_.activation_dtype;
   const MNT_Tensor dlogits = View(dlogits_, act, batch, classes_);
 
-  // d(mean loss)/dlogits * multiplier = (softmax - onehot) * multiplier / B.
+  // d(mean loss)/dlogits * multiplier = (softmax - onehot) * multiplier / B,
+  // with the scale formed as multiplier * (1/B) either way: a device
+  // multiplier goes to CROSS_ENTROPY as in[2] (ABI 1.6), which multiplies it
+  // by grad_scale, so both give the same bits. A backend older than 1.6
+  // takes no in[2]: the value is read to the host for it.
+  const float inverse = 1.0f / static_cast<float>(batch);
+  float multiplier = a.loss_multiplier;
+  if (device_multiplier != nullptr && client_.plugin()->abi_version.minor_version < 6) {
+    MNT_RETURN_IF_ERROR(client_.ToHost(&multiplier, device_multiplier->data, sizeof(float)));
+    device_multiplier = nullptr;
+  }
   MNT_CrossEntropyParams ce{};
   ce.struct_size = MNT_CrossEntropyParams_STRUCT_SIZE;
-  ce.grad_scale = a.loss_multiplier / static_cast<float>(batch);
+  ce.grad_scale = device_multiplier != nullptr ? inverse : multiplier * inverse;
   ce.num_classes = classes_;
+  std::vector<MNT_Tensor> ce_inputs{View(logits_, act, batch, classes_),
+                                    mnt::sdk::MakeTensor(targets_.data(), MNT_DTYPE_I32, {batch})};
+  if (device_multiplier != nullptr) ce_inputs.push_back(*device_multiplier);
   MNT_RETURN_IF_ERROR(client_.Run(
-      MNT_OP_CROSS_ENTROPY,
-      {View(logits_, act, batch, classes_),
-       mnt::sdk::MakeTensor(targets_.data(), MNT_DTYPE_I32, {batch})},
-      {mnt::sdk::MakeTensor(losses_.data(), MNT_DTYPE_F32, {batch}), dlogits},
-      &ce));
+      MNT_OP_CROSS_ENTROPY, ce_inputs,
+      {mnt::sdk::MakeTensor(losses_.data(), MNT_DTYPE_F32, {batch}), dlogits}, &ce));
   // dW = x^T dlogits, db = column sums of dlogits.
   MNT_GemmParams gemm{};
   gemm.struct_size = MNT_GemmParams_STRUCT_SIZE;
@@ -344,7 +361,16 @@ MNT_Error* Forward(MNT_Model_Forward_Args* args) {
 
 MNT_Error* Backward(MNT_Model_Backward_Args* args) {
   return mnt::sdk::Guard("linear Model_Backward", [&]() -> Status {
+#ifdef MNT_Model_Backward_Args_STRUCT_SIZE_1_5
+    // ABI 1.6 appended loss_multiplier_device: a 1.0-1.5 host passes the
+    // shorter struct, which is still a whole call.
+    if (args == nullptr) return InvalidArgument("MNT_Model_Backward_Args: args is NULL");
+    MNT_RETURN_IF_ERROR(mnt::sdk::CheckStructSize("MNT_Model_Backward_Args",
+                                                  MNT_Model_Backward_Args_STRUCT_SIZE_1_5,
+                                                  args->struct_size));
+#else
     MNT_CHECK_ARGS(MNT_Model_Backward_Args, args);
+#endif
     MNT_RETURN_IF_ERROR(CheckModel("Model_Backward", args->model));
     return args->model->impl.Backward(*args);
   });

@@ -234,7 +234,7 @@ echo "ok: plugins built against ABI $old_version run in the $(pkg-config --modve
 mkdir -p "$work/broken"
 sed 's/static_cast<double>(s.scale) \* c.backoff_factor/static_cast<double>(s.scale)/' \
   "$work/src/precision_plugin/fp16_floor.cc" > "$work/broken/fp16_floor.cc"
-sed 's|a.loss_multiplier / static_cast<float>(batch)|a.loss_multiplier / static_cast<float>(batch + 1)|' \
+sed 's|1.0f / static_cast<float>(batch);|1.0f / static_cast<float>(batch + 1);|' \
   "$work/src/model_plugin/linear_model.cc" > "$work/broken/linear_model.cc"
 ! cmp -s "$work/broken/fp16_floor.cc" "$work/src/precision_plugin/fp16_floor.cc" || fail "sed did not inject the scaler bug"
 ! cmp -s "$work/broken/linear_model.cc" "$work/src/model_plugin/linear_model.cc" || fail "sed did not inject the gradient bug"
