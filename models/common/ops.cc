@@ -157,12 +157,67 @@ Status Ops::Linear(const MNT_Tensor& x, const MNT_Tensor& w,
   return Gemm(x, w, b, y, false, layout == WeightLayout::kOutIn, false);
 }
 
+MNT_GemmEpilogueParams Ops::EpilogueParams(bool trans_a, bool trans_b,
+                                           float beta,
+                                           bool accumulate_bias_grad) const {
+  MNT_GemmEpilogueParams p{};
+  p.struct_size = MNT_GemmEpilogueParams_STRUCT_SIZE;
+  p.trans_a = trans_a ? 1 : 0;
+  p.trans_b = trans_b ? 1 : 0;
+  p.alpha = 1.0f;
+  p.beta = beta;
+  p.compute = matmul_compute_;
+  p.accumulate_bias_grad = accumulate_bias_grad ? 1 : 0;
+  return p;
+}
+
+Status Ops::LinearGelu(const MNT_Tensor& x, const MNT_Tensor& w,
+                       const MNT_Tensor& b, const MNT_Tensor& pre,
+                       const MNT_Tensor& y, WeightLayout layout) const {
+  if (!Supports(MNT_OP_GEMM_BIAS_GELU)) {
+    MNT_RETURN_IF_ERROR(Linear(x, w, b, pre, layout));
+    return Activation(MNT_ACTIVATION_GELU_TANH, pre, y);
+  }
+  MNT_GemmParams p{};
+  p.struct_size = MNT_GemmParams_STRUCT_SIZE;
+  p.trans_b = layout == WeightLayout::kOutIn ? 1 : 0;
+  p.alpha = 1.0f;
+  p.compute = matmul_compute_;
+  return Run(MNT_OP_GEMM_BIAS_GELU, {x, w, b}, {y, pre}, &p);
+}
+
+Status Ops::LinearBackwardThroughGelu(const MNT_Tensor& dy, const MNT_Tensor& w,
+                                      const MNT_Tensor& pre,
+                                      const MNT_Tensor& dpre,
+                                      const MNT_Tensor& db, bool accumulate,
+                                      WeightLayout layout) const {
+  // dx = dy·W for [out, in] weights, dy·Wᵀ for [in, out].
+  const bool trans_w = layout == WeightLayout::kInOut;
+  if (!Supports(MNT_OP_GEMM_DGELU)) {
+    MNT_RETURN_IF_ERROR(Gemm(dy, w, std::nullopt, dpre, false, trans_w, false));
+    MNT_RETURN_IF_ERROR(
+        ActivationBackward(MNT_ACTIVATION_GELU_TANH, pre, dpre, dpre));
+    const MNT_AccumulateParams p = AccumulateParams(accumulate);
+    return Run(MNT_OP_BIAS_GRAD, {dpre}, {db}, &p);
+  }
+  const MNT_GemmEpilogueParams p = EpilogueParams(false, trans_w, 0.0f, accumulate);
+  return Run(MNT_OP_GEMM_DGELU, {dy, w, pre}, {dpre, db}, &p);
+}
+
 Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
                            const MNT_Tensor& dy, const MNT_Tensor& dw,
                            const OptionalTensor& db, const OptionalTensor& dx,
                            bool accumulate, WeightLayout layout) const {
   const bool out_in = layout == WeightLayout::kOutIn;
   // dW [out, in] = dyᵀ·x, or [in, out] = xᵀ·dy.
+  if (out_in && db && Supports(MNT_OP_GEMM_BIAS_GRAD)) {
+    // db = the rows of dy summed = the bias gradient of GEMM's A (dy).
+    const MNT_GemmEpilogueParams p =
+        EpilogueParams(true, false, accumulate ? 1.0f : 0.0f, accumulate);
+    MNT_RETURN_IF_ERROR(Run(MNT_OP_GEMM_BIAS_GRAD, {dy, x}, {dw, *db}, &p));
+    if (!dx) return Status::Ok();
+    return Gemm(dy, w, std::nullopt, *dx, false, false, false);
+  }
   if (out_in) {
     MNT_RETURN_IF_ERROR(Gemm(dy, x, std::nullopt, dw, true, false, accumulate));
   } else {
@@ -385,6 +440,19 @@ Status Ops::CrossEntropyBackward(const MNT_Tensor& logits,
   std::vector<MNT_Tensor> inputs{logits, targets};
   if (grad_scale.device != nullptr) inputs.push_back(*grad_scale.device);
   return Run(MNT_OP_CROSS_ENTROPY, inputs, {losses, dlogits}, &ce);
+}
+
+Status Ops::Scale(const MNT_Tensor& x, float alpha, const MNT_Tensor& out) const {
+  const MNT_AddParams p{MNT_AddParams_STRUCT_SIZE, alpha, 0.0f};
+  return Run(MNT_OP_ADD, {x}, {out}, &p);
+}
+
+Status Ops::CrossEntropyBackwardInPlace(const MNT_Tensor& logits,
+                                        const MNT_Tensor& targets,
+                                        int64_t num_classes, float grad_scale,
+                                        const MNT_Tensor& losses) const {
+  const MNT_CrossEntropyParams ce = CrossEntropyParams(grad_scale, num_classes);
+  return Run(MNT_OP_FUSED_CLASSIFIER, {targets}, {logits, losses}, &ce);
 }
 
 }  // namespace mnt::models

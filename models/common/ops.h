@@ -134,14 +134,31 @@ class Ops {
   sdk::Status Linear(const MNT_Tensor& x, const MNT_Tensor& w,
                      const OptionalTensor& b, const MNT_Tensor& y,
                      WeightLayout layout) const;
+  // y = gelu_tanh(pre), pre = x·Wᵀ + b (or x·W + b), both kept for the
+  // backward: GEMM_BIAS_GELU when supported, else Linear then ACTIVATION.
+  sdk::Status LinearGelu(const MNT_Tensor& x, const MNT_Tensor& w,
+                         const MNT_Tensor& b, const MNT_Tensor& pre,
+                         const MNT_Tensor& y, WeightLayout layout) const;
   // Gradients of Linear from dy, in this order: dW (GEMM), db (BIAS_GRAD)
   // when given, dx (GEMM, overwritten) when given. dW and db are added to
-  // when `accumulate`.
+  // when `accumulate`. With an [out, in] weight and db, dW and db come from
+  // one GEMM_BIAS_GRAD where supported.
   sdk::Status LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
                              const MNT_Tensor& dy, const MNT_Tensor& dw,
                              const OptionalTensor& db,
                              const OptionalTensor& dx, bool accumulate,
                              WeightLayout layout) const;
+  // The input gradient of a Linear layer whose input was gelu_tanh(pre),
+  // taken through the GELU: dpre = gelu'(pre) * (dy·W) (dy·Wᵀ for [in, out]
+  // weights), overwritten, and its bias gradient db (+)= the column sums of
+  // dpre. GEMM_DGELU when supported, else GEMM, ACTIVATION_BACKWARD,
+  // BIAS_GRAD.
+  sdk::Status LinearBackwardThroughGelu(const MNT_Tensor& dy,
+                                        const MNT_Tensor& w,
+                                        const MNT_Tensor& pre,
+                                        const MNT_Tensor& dpre,
+                                        const MNT_Tensor& db, bool accumulate,
+                                        WeightLayout layout) const;
   // y = act(x); y may be x.
   sdk::Status Activation(MNT_Activation act, const MNT_Tensor& x,
                          const MNT_Tensor& y) const;
@@ -149,6 +166,8 @@ class Ops {
   sdk::Status ActivationBackward(MNT_Activation act, const MNT_Tensor& x,
                                  const MNT_Tensor& dy,
                                  const MNT_Tensor& dx) const;
+  // out = alpha * x, rounded once into out's dtype; out may be x (ADD).
+  sdk::Status Scale(const MNT_Tensor& x, float alpha, const MNT_Tensor& out) const;
   // out = a + b, rounded once into out's dtype; out may be a or b (the
   // residual add, and gradient accumulation across dtypes).
   sdk::Status Add(const MNT_Tensor& a, const MNT_Tensor& b,
@@ -254,6 +273,13 @@ class Ops {
                                    int64_t num_classes, GradScale grad_scale,
                                    const MNT_Tensor& losses,
                                    const MNT_Tensor& dlogits) const;
+  // The same written over the logits themselves (FUSED_CLASSIFIER: one
+  // pass, no dlogits buffer). Only where Supports(MNT_OP_FUSED_CLASSIFIER);
+  // `logits` then holds dlogits.
+  sdk::Status CrossEntropyBackwardInPlace(const MNT_Tensor& logits,
+                                          const MNT_Tensor& targets,
+                                          int64_t num_classes, float grad_scale,
+                                          const MNT_Tensor& losses) const;
 
  private:
   sdk::Status Run(MNT_Op op, const std::vector<MNT_Tensor>& inputs,
@@ -262,6 +288,8 @@ class Ops {
   sdk::Status Gemm(const MNT_Tensor& a, const MNT_Tensor& b,
                    const OptionalTensor& bias, const MNT_Tensor& c,
                    bool trans_a, bool trans_b, bool accumulate) const;
+  MNT_GemmEpilogueParams EpilogueParams(bool trans_a, bool trans_b, float beta,
+                                        bool accumulate_bias_grad) const;
   MNT_Conv2dParams ConvParams(const Conv2dSpec& spec, bool accumulate) const;
 
   sdk::BackendClient client_;

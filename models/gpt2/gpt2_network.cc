@@ -101,7 +101,10 @@ Status Gpt2Network::Init(const MNT_Model_Create_Args& args) {
         MNT_OP_ATTENTION_BACKWARD},
        " (ABI 1.2)",
        config_.fused ? std::vector<MNT_Op>{MNT_OP_RESIDUAL_LAYERNORM_FORWARD,
-                                           MNT_OP_RESIDUAL_LAYERNORM_BACKWARD}
+                                           MNT_OP_RESIDUAL_LAYERNORM_BACKWARD,
+                                           MNT_OP_GEMM_BIAS_GELU, MNT_OP_GEMM_DGELU,
+                                           MNT_OP_GEMM_BIAS_GRAD,
+                                           MNT_OP_FUSED_CLASSIFIER}
                      : std::vector<MNT_Op>{}},
       args, [this](const MNT_DataSpec& d) { return CheckData(d); }, &setup_));
   models::ExampleShape example;
@@ -160,6 +163,8 @@ void Gpt2Network::PlanActivations() {
   meanf_ = a.Reserve(f32, n);
   rstdf_ = a.Reserve(f32, n);
   logits_ = a.Reserve(act, n * padded_vocab_);
+  // Kept with the fused classifier too: a device loss multiplier takes
+  // CROSS_ENTROPY into this buffer.
   dlogits_ = a.Reserve(act, n * padded_vocab_);
   dres_ = a.Reserve(act, n * C);
   dtmp_ = a.Reserve(act, n * C);
@@ -210,10 +215,10 @@ Status Gpt2Network::BlockForward(const BlockParams& w, const MNT_Tensor& x,
       ops.CausalSelfAttention(a.qkv, batch, config_.n_head, a.atty, a.lse));
   MNT_RETURN_IF_ERROR(
       ops.Linear(a.atty, w.attprojw, w.attprojb, a.res2, kOutIn));
-  // y = res2 + fcproj(gelu(fc(ln2(res2)))); the residual add and ln2 fused.
+  // y = res2 + fcproj(gelu(fc(ln2(res2)))); the residual add and ln2 fused,
+  // fc's bias and GELU in its GEMM's epilogue.
   MNT_RETURN_IF_ERROR(ops.ResidualLayerNorm(a.res2, x, w.ln2w, w.ln2b, a.res2, a.ln2));
-  MNT_RETURN_IF_ERROR(ops.Linear(a.ln2.y, w.fcw, w.fcb, a.fch, kOutIn));
-  MNT_RETURN_IF_ERROR(ops.Activation(MNT_ACTIVATION_GELU_TANH, a.fch, a.fchg));
+  MNT_RETURN_IF_ERROR(ops.LinearGelu(a.ln2.y, w.fcw, w.fcb, a.fch, a.fchg, kOutIn));
   if (!y) return Status::Ok();  // recomputing: the block's output is kept
   MNT_RETURN_IF_ERROR(ops.Linear(a.fchg, w.fcprojw, w.fcprojb, *y, kOutIn));
   return ops.Add(*y, a.res2, *y);
@@ -221,6 +226,8 @@ Status Gpt2Network::BlockForward(const BlockParams& w, const MNT_Tensor& x,
 
 Status Gpt2Network::Forward(const models::ForwardCall& call) {
   saved_batch_ = 0;
+  dlogits_in_logits_ = false;
+  dlogits_in_buffer_ = false;
   int64_t batch = 0;
   MNT_RETURN_IF_ERROR(io_.CheckForward(call, &batch));
   const models::Ops& ops = setup_.ops;
@@ -269,12 +276,15 @@ Status Gpt2Network::BlockBackward(const BlockParams& w, const BlockParams& dw,
                    dqkv = Rows(dqkv_, n, 3 * C);
 
   // MLP: y = res2 + fcproj(gelu(fc(ln2(res2)))).
+  // fcproj's weight and bias gradients; its input gradient goes straight
+  // through the GELU into dbig = d(fc output), with fc's bias gradient.
   MNT_RETURN_IF_ERROR(ops.LinearBackward(a.fchg, w.fcprojw, dres, dw.fcprojw,
-                                         dw.fcprojb, dbig, accumulate, kOutIn));
-  MNT_RETURN_IF_ERROR(
-      ops.ActivationBackward(MNT_ACTIVATION_GELU_TANH, a.fch, dbig, dbig));
-  MNT_RETURN_IF_ERROR(ops.LinearBackward(a.ln2.y, w.fcw, dbig, dw.fcw, dw.fcb,
-                                         dtmp, accumulate, kOutIn));
+                                         dw.fcprojb, std::nullopt, accumulate,
+                                         kOutIn));
+  MNT_RETURN_IF_ERROR(ops.LinearBackwardThroughGelu(dres, w.fcprojw, a.fch, dbig,
+                                                    dw.fcb, accumulate, kOutIn));
+  MNT_RETURN_IF_ERROR(ops.LinearBackward(a.ln2.y, w.fcw, dbig, dw.fcw,
+                                         std::nullopt, dtmp, accumulate, kOutIn));
   MNT_RETURN_IF_ERROR(ops.LayerNormBackwardAdd(dtmp, a.res2, w.ln2w, a.ln2, dtmp2,
                                                dres, dw.ln2w, dw.ln2b, accumulate));
 
@@ -299,12 +309,47 @@ Status Gpt2Network::Backward(const models::BackwardCall& call) {
   const MNT_Tensor ids = workspace_.View(ids_, {n});
   const MNT_Tensor dres = Rows(dres_, n, C), dlnf = Rows(dtmp_, n, C);
 
-  // dlogits = (softmax - onehot) * multiplier / (B*T).
-  const MNT_Tensor dlogits = Rows(dlogits_, n, padded_vocab_);
-  MNT_RETURN_IF_ERROR(ops.CrossEntropyBackward(
-      Logits(batch), workspace_.View(targets_, {n}), vocab_,
-      models::MeanLossGradScale(call.loss_multiplier, call.loss_multiplier_device, n),
-      workspace_.View(losses_, {n}), dlogits));
+  // dlogits = (softmax - onehot) * multiplier / (B*T): with a host
+  // multiplier over the logits themselves where the backend fuses the
+  // classifier; with a device multiplier (ABI 1.6 sync-free step) through
+  // CROSS_ENTROPY into dlogits, so a second Backward of the same Forward
+  // never needs the multiplier on the host.
+  const models::GradScale grad_scale =
+      models::MeanLossGradScale(call.loss_multiplier, call.loss_multiplier_device, n);
+  const MNT_Tensor targets = workspace_.View(targets_, {n});
+  const MNT_Tensor losses = workspace_.View(losses_, {n});
+  MNT_Tensor dlogits = Logits(batch);
+  if (ops.Supports(MNT_OP_FUSED_CLASSIFIER) && grad_scale.device == nullptr &&
+      !dlogits_in_buffer_) {
+    if (!dlogits_in_logits_) {
+      MNT_RETURN_IF_ERROR(ops.CrossEntropyBackwardInPlace(dlogits, targets, vocab_,
+                                                          grad_scale.host, losses));
+      dlogits_in_logits_ = true;
+      dlogits_scale_ = grad_scale.host;
+    } else if (grad_scale.host != dlogits_scale_) {
+      // Another Backward of the same Forward: the logits are gone, but
+      // dlogits are linear in the scale.
+      if (dlogits_scale_ == 0.0f) {
+        return sdk::FailedPrecondition(
+            "gpt2: a second Backward after one with loss_multiplier 0 needs a "
+            "new Forward (the fused classifier wrote its gradient over the "
+            "logits)");
+      }
+      MNT_RETURN_IF_ERROR(ops.Scale(dlogits, grad_scale.host / dlogits_scale_, dlogits));
+      dlogits_scale_ = grad_scale.host;
+    }
+  } else {
+    if (dlogits_in_logits_) {
+      return sdk::FailedPrecondition(
+          "gpt2: a Backward with a device loss multiplier after one with a host "
+          "multiplier needs a new Forward (the fused classifier wrote its "
+          "gradient over the logits)");
+    }
+    dlogits_in_buffer_ = true;
+    dlogits = Rows(dlogits_, n, padded_vocab_);
+    MNT_RETURN_IF_ERROR(ops.CrossEntropyBackward(Logits(batch), targets, vocab_,
+                                                 grad_scale, losses, dlogits));
+  }
   // Tied head: logits = lnf @ wteᵀ.
   const models::LayerNormOutput lnf = FinalNorm(n);
   MNT_RETURN_IF_ERROR(ops.LinearBackward(lnf.y, p[kWte], dlogits, g[kWte],

@@ -1,6 +1,8 @@
 // Mantissa GPT-2 model: the network (parameter specs, forward, backward),
 // written against the op facade (models/common/ops.h), so it runs on any
-// backend with the ABI 1.2 attention ops.
+// backend with the ABI 1.2 attention ops, and uses the ABI 1.6 fused ops
+// (GELU/dGELU/bias-gradient GEMM epilogues, the in-place classifier) where
+// the backend supports them (option fused=0 turns them off).
 //
 // Parameters follow llm.c's order and layout, with the per-layer tensors
 // stacked along a leading [L] dimension so a checkpoint is the parameters
@@ -60,7 +62,8 @@ class Gpt2Network {
   sdk::Status Backward(const models::BackwardCall& call);
 
   // The logits [batch*T, Vp] (activation dtype) of the last Forward; for
-  // sampling tools that link the model directly.
+  // sampling tools that link the model directly. After a Backward on a
+  // backend with the fused classifier they hold dlogits instead.
   MNT_Tensor Logits(int64_t batch) const;
 
  private:
@@ -127,6 +130,11 @@ class Gpt2Network {
   models::DeviceArena workspace_;
   Slot losses_, ids_, targets_, positions_;
   int64_t saved_batch_ = 0;  // sequences of the last training Forward
+  // With the fused classifier: the logits already hold dlogits (a Backward
+  // of this Forward ran), scaled by dlogits_scale_.
+  bool dlogits_in_logits_ = false;
+  float dlogits_scale_ = 0.0f;
+  bool dlogits_in_buffer_ = false;  // a Backward of this Forward used dlogits_
 };
 
 }  // namespace mnt::gpt2

@@ -193,7 +193,8 @@ class Gpt2Test : public ::testing::Test {
   // Forward (+ Backward) in `dtype`; returns the loss, fills grads (f64).
   double Run(const std::vector<std::vector<double>>& params, MNT_DType dtype,
              const std::vector<int>& ids, const std::vector<int>& targets,
-             std::vector<std::vector<double>>* grads, int backward_calls = 1) {
+             std::vector<std::vector<double>>* grads, int backward_calls = 1,
+             std::vector<float> loss_multipliers = {1.0f, 1.0f}) {
     std::vector<MNT_Tensor> p, g;
     const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -220,7 +221,7 @@ class Gpt2Test : public ::testing::Test {
       b.num_params = p.size();
       b.grads = g.data();
       b.num_grads = g.size();
-      b.loss_multiplier = 1.0f;
+      b.loss_multiplier = loss_multipliers[k % 2];
       b.accumulate = k > 0;
       EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Backward(&b)), "");
     }
@@ -345,12 +346,49 @@ TEST_F(Gpt2Test, ReducedPrecisionsStayWithinStatedTolerances) {
   }
 }
 
+// The fused ops (ABI 1.6: GEMM with GELU, dGELU and bias-gradient
+// epilogues, the in-place classifier; the CPU backend supports all) against
+// the plain sequence (fused=0) on the same weights and batch. fp32 keeps
+// every intermediate in fp32 either way: 1e-6 on the loss and the relative
+// L2 of every gradient. fp16 rounds the pre-activation before the GELU only
+// on the plain path: 1e-2 on the loss, 2e-2 on gradients (the storage
+// dtype's tolerance). Backward runs twice with different multipliers
+// (accumulating), which the fused path must serve from dlogits it wrote
+// over the logits.
+TEST_F(Gpt2Test, FusedOpsGiveThePlainLossAndGradients) {
+  struct Mode { MNT_DType dtype; MNT_ComputeMode compute; double loss_tol, grad_tol; };
+  for (const Mode& m : {Mode{MNT_DTYPE_F32, MNT_COMPUTE_F32, 1e-6, 1e-6},
+                        Mode{MNT_DTYPE_F16, MNT_COMPUTE_F16, 1e-2, 2e-2}}) {
+    for (bool checkpointing : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << sdk::DTypeName(m.dtype) << " checkpointing "
+                                        << checkpointing);
+      auto params = RandomParams();
+      for (auto& t : params) for (double& v : t) v = StoreAs(m.dtype, v);
+      const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+      const std::string options =
+          std::string(kOptions) + (checkpointing ? ",checkpointing=1" : "");
+      std::vector<std::vector<double>> fused, plain;
+      ASSERT_EQ(CreateModel(options.c_str(), Spec(), Precision(m.dtype, m.compute)), "");
+      const double fused_loss = Run(params, m.dtype, ids, targets, &fused, 2, {1.0f, 0.5f});
+      ASSERT_EQ(CreateModel((options + ",fused=0").c_str(), Spec(),
+                            Precision(m.dtype, m.compute)), "");
+      const double plain_loss = Run(params, m.dtype, ids, targets, &plain, 2, {1.0f, 0.5f});
+      ASSERT_TRUE(std::isfinite(fused_loss));
+      EXPECT_NEAR(fused_loss, plain_loss, m.loss_tol * std::fabs(plain_loss));
+      for (size_t k = 0; k < fused.size(); ++k) {
+        EXPECT_LT(RelativeL2(fused[k], plain[k]), m.grad_tol) << k;
+      }
+    }
+  }
+}
+
 TEST_F(Gpt2Test, BadOptionsAndDataAreOneLine) {
   const auto f32 = Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32);
   EXPECT_EQ(CreateModel("preset=gpt3", Spec(), f32),
             "gpt2 options: unknown preset 'gpt3' (known: gpt2-124m, gpt2-tiny)");
   EXPECT_EQ(CreateModel("d_model=10,n_head=4", Spec(), f32),
             "gpt2 options: d_model=10 does not divide by n_head=4");
+  EXPECT_EQ(CreateModel("fused=2", Spec(), f32), "gpt2 options: fused=2, expected 0..1");
   EXPECT_EQ(CreateModel("seq_len=4", Spec(), f32),
             "gpt2: the data's sequence length 5 is outside 1..4 (the model's "
             "seq_len option)");

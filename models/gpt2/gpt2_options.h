@@ -11,9 +11,11 @@
 //                                block's input and recompute the block in
 //                                Backward (trainer flag
 //                                --gradient_checkpointing sets it)
-//   fused=0|1                    1 (default): fused kernels (residual add +
-//                                layer norm) where the backend supports them;
-//                                0: the separate ops
+//   fused=0|1                    1 (default): the backend's fused ops (ABI
+//                                1.6: residual add + layer norm, GEMM with
+//                                GELU / dGELU / bias-gradient epilogues, the
+//                                in-place classifier) where it supports
+//                                them; 0: the plain ops everywhere
 #ifndef MANTISSA_MODELS_GPT2_GPT2_OPTIONS_H_
 #define MANTISSA_MODELS_GPT2_GPT2_OPTIONS_H_
 

@@ -9,18 +9,19 @@
 #include <cmath>
 
 #include "plugins/backends/common/host_device.h"
+#include "plugins/backends/common/tensor_access.h"
 
 namespace mnt {
 
 // A running (max, sum of exp(x - max)) over part of a row. Starts at
 // (-inf, 0): the first finite element replaces the max without a NaN from
 // exp(-inf - -inf).
-struct SoftmaxStats {
+struct RunningSoftmax {
   float max;
   float sum;
 };
 
-MNT_HOST_DEVICE inline SoftmaxStats SoftmaxStatsEmpty() {
+MNT_HOST_DEVICE inline RunningSoftmax SoftmaxStatsEmpty() {
   return {-INFINITY, 0.0f};
 }
 
@@ -30,14 +31,14 @@ MNT_HOST_DEVICE inline float RescaleSum(float sum, float from, float to) {
 }
 
 // Adds one element to the running stats.
-MNT_HOST_DEVICE inline SoftmaxStats SoftmaxStatsAdd(SoftmaxStats s, float x) {
+MNT_HOST_DEVICE inline RunningSoftmax SoftmaxStatsAdd(RunningSoftmax s, float x) {
   if (x > s.max) return {x, RescaleSum(s.sum, s.max, x) + 1.0f};
   return {s.max, s.sum + expf(x - s.max)};
 }
 
 // Merges the stats of two parts of a row (a tree reduction's step).
-MNT_HOST_DEVICE inline SoftmaxStats SoftmaxStatsMerge(SoftmaxStats a,
-                                                      SoftmaxStats b) {
+MNT_HOST_DEVICE inline RunningSoftmax SoftmaxStatsMerge(RunningSoftmax a,
+                                                      RunningSoftmax b) {
   const float max = a.max > b.max ? a.max : b.max;
   return {max, RescaleSum(a.sum, a.max, max) + RescaleSum(b.sum, b.max, max)};
 }
@@ -48,13 +49,7 @@ MNT_HOST_DEVICE inline float ClassifierLoss(float target_logit, float max,
   return log_sum - (target_logit - max);
 }
 
-// d loss / d x_j times `scale`: (softmax_j - [j == target]) * scale, with
-// softmax_j = exp(x_j - max) * inv_sum.
-MNT_HOST_DEVICE inline float ClassifierGrad(float x, float max, float inv_sum,
-                                            bool is_target, float scale) {
-  const float p = expf(x - max) * inv_sum;
-  return (p - (is_target ? 1.0f : 0.0f)) * scale;
-}
+// Each element's gradient is tensor_access.h's CrossEntropyGradient.
 
 }  // namespace mnt
 

@@ -31,22 +31,22 @@ TEST(ClassifierMathTest, OnlineStatsMatchTwoPassSoftmax) {
       double sum = 0.0;
       for (float e : x) sum += std::exp(e - max);
       // Sequential, and split in two halves merged (a tree reduction's step).
-      SoftmaxStats seq = SoftmaxStatsEmpty(), lo = SoftmaxStatsEmpty(),
+      RunningSoftmax seq = SoftmaxStatsEmpty(), lo = SoftmaxStatsEmpty(),
                    hi = SoftmaxStatsEmpty();
       for (int i = 0; i < n; ++i) {
         seq = SoftmaxStatsAdd(seq, x[i]);
         if (i < n / 2) lo = SoftmaxStatsAdd(lo, x[i]);
         else hi = SoftmaxStatsAdd(hi, x[i]);
       }
-      const SoftmaxStats merged = SoftmaxStatsMerge(lo, hi);
-      for (const SoftmaxStats& s : {seq, merged}) {
+      const RunningSoftmax merged = SoftmaxStatsMerge(lo, hi);
+      for (const RunningSoftmax& s : {seq, merged}) {
         EXPECT_EQ(s.max, static_cast<float>(max));
         EXPECT_NEAR(s.sum, sum, 1e-5 * sum) << n << " " << spread;
       }
       // Merging with an empty part changes nothing (a thread with no
       // elements), in either order.
-      const SoftmaxStats e1 = SoftmaxStatsMerge(seq, SoftmaxStatsEmpty());
-      const SoftmaxStats e2 = SoftmaxStatsMerge(SoftmaxStatsEmpty(), seq);
+      const RunningSoftmax e1 = SoftmaxStatsMerge(seq, SoftmaxStatsEmpty());
+      const RunningSoftmax e2 = SoftmaxStatsMerge(SoftmaxStatsEmpty(), seq);
       EXPECT_EQ(e1.max, seq.max);
       EXPECT_EQ(e1.sum, seq.sum);
       EXPECT_EQ(e2.max, seq.max);
@@ -60,7 +60,7 @@ TEST(ClassifierMathTest, LossAndGradientMatchFloat64) {
   const int n = 50, target = static_cast<int>(rng() % n);
   const float scale = 0.375f;
   const std::vector<float> x = RandomRow(rng, n, 8.0f);
-  SoftmaxStats s = SoftmaxStatsEmpty();
+  RunningSoftmax s = SoftmaxStatsEmpty();
   for (float e : x) s = SoftmaxStatsAdd(s, e);
   double max = x[0], sum = 0.0;
   for (float e : x) max = std::max<double>(max, e);
@@ -70,7 +70,7 @@ TEST(ClassifierMathTest, LossAndGradientMatchFloat64) {
               1e-5 * std::fabs(want_loss) + 1e-6);
   double grad_sum = 0.0;
   for (int j = 0; j < n; ++j) {
-    const float g = ClassifierGrad(x[j], s.max, 1.0f / s.sum, j == target, scale);
+    const float g = CrossEntropyGradient(x[j], s.max, 1.0f / s.sum, j == target, scale);
     ASSERT_TRUE(std::isfinite(g));
     const double want = (std::exp(x[j] - max) / sum - (j == target)) * scale;
     EXPECT_NEAR(g, want, 1e-5 * scale) << j;

@@ -140,7 +140,7 @@ Status CpuBackend::FusedClassifier(const backend::FusedClassifierCall& c) {
       const float inv = static_cast<float>(1.0 / sum);
       loss[r] = ClassifierLoss(x[t], max, static_cast<float>(std::log(sum)));
       for (int64_t j = 0; j < c.classes; ++j) {
-        x[j] = ClassifierGrad(x[j], max, inv, j == t, scale);
+        x[j] = CrossEntropyGradient(x[j], max, inv, j == t, scale);
       }
       for (int64_t j = c.classes; j < c.width; ++j) x[j] = 0.0f;  // padding
     }

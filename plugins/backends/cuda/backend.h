@@ -42,12 +42,7 @@ struct ConvAlgoChoice {
 // State is public: the kernel methods of every family file read it.
 struct CudaBackend {
   static constexpr const char* kName = "cuda";
-  // The ABI 1.6 epilogue GEMMs and fused classifier have no CUDA kernels
-  // yet (the fused residual layer norm and multi-tensor steps do).
-  static constexpr bool Supports(MNT_Op op) {
-    return op != MNT_OP_GEMM_BIAS_GELU && op != MNT_OP_GEMM_DGELU &&
-           op != MNT_OP_GEMM_BIAS_GRAD && op != MNT_OP_FUSED_CLASSIFIER;
-  }
+  static constexpr bool Supports(MNT_Op) { return true; }
   using Event = cudaEvent_t;
 
   // options: backend_options.h; device_ordinal picks the GPU.

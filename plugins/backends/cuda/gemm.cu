@@ -79,7 +79,7 @@ struct PreferenceHolder {
 // Error messages name the failing call; nothing is formatted unless one
 // fails.
 Status CreatePlan(cublasLtHandle_t lt, const GemmPlanKey& key, void* bias,
-                  GemmPlan* plan) {
+                  void* aux, GemmPlan* plan) {
   const auto compute = static_cast<cublasComputeType_t>(key.compute);
   MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F),
                              "GEMM: cublasLtMatmulDescCreate");
@@ -104,6 +104,23 @@ Status CreatePlan(cublasLtHandle_t lt, const GemmPlanKey& key, void* bias,
         cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                        &bias_type, sizeof(bias_type)),
         "GEMM: cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+  }
+  if (aux != nullptr) {
+    // The pre-activation as cuBLASLt sees it: column-major [n, m], ld n.
+    const int64_t aux_ld = key.n;
+    const cudaDataType_t aux_type = CudaType(static_cast<MNT_DType>(key.aux_dtype));
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                       &aux, sizeof(aux)),
+        "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                       &aux_ld, sizeof(aux_ld)),
+        "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                                       &aux_type, sizeof(aux_type)),
+        "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_DATA_TYPE)");
   }
   MNT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
@@ -155,12 +172,46 @@ Status CreatePlan(cublasLtHandle_t lt, const GemmPlanKey& key, void* bias,
 }
 
 // `src` copied into scratch as `to`, values rounded to `mode`.
-Status Stage(CudaBackend& b, const backend::GemmCall& call, const Operand& src,
+Status Stage(CudaBackend& b, const backend::TypedCall& call, const Operand& src,
              MNT_DType to, MNT_ComputeMode mode, Scratch* scratch, DevTensor* out) {
   const int64_t n = sdk::NumElements(*src);
   MNT_RETURN_IF_ERROR(scratch->Allocate(static_cast<size_t>(n) * sdk::DTypeSize(to)));
   *out = DevTensor{scratch->data(), to};
   return Launched(call, LaunchConvert(b.stream, Dev(src), *out, n, mode), "stage_operand");
+}
+
+// How cuBLASLt reads A and B for a compute mode, and its compute type.
+struct OperandFormat {
+  MNT_DType op_type;
+  cublasComputeType_t compute;
+};
+OperandFormat ChooseOperandFormat(MNT_DType a, MNT_DType b, MNT_ComputeMode mode) {
+  if (mode == MNT_COMPUTE_BF16) return {MNT_DTYPE_BF16, CUBLAS_COMPUTE_32F};
+  if (mode == MNT_COMPUTE_F16) return {MNT_DTYPE_F16, CUBLAS_COMPUTE_32F};
+  // 16-bit values are exact in fp32 and in tf32.
+  if (a == b && a != MNT_DTYPE_F32) return {a, CUBLAS_COMPUTE_32F};
+  return {MNT_DTYPE_F32,
+          mode == MNT_COMPUTE_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+}
+
+// A and B as cuBLASLt reads them: the tensors themselves, or scratch copies
+// rounded to the compute format.
+Status StageOperands(CudaBackend& b, const backend::TypedCall& call, const Operand& a,
+                     const Operand& bm, const OperandFormat& format,
+                     MNT_ComputeMode mode, Scratch* a_scratch, Scratch* b_scratch,
+                     DevTensor* a_dev, DevTensor* b_dev) {
+  const MNT_DType op_type = format.op_type;
+  // TF32: the tensor cores round.
+  const MNT_ComputeMode stage_mode = op_type == MNT_DTYPE_F32 ? MNT_COMPUTE_F32 : mode;
+  *a_dev = Dev(a);
+  *b_dev = Dev(bm);
+  if (a->dtype != op_type) {
+    MNT_RETURN_IF_ERROR(Stage(b, call, a, op_type, stage_mode, a_scratch, a_dev));
+  }
+  if (bm->dtype != op_type) {
+    MNT_RETURN_IF_ERROR(Stage(b, call, bm, op_type, stage_mode, b_scratch, b_dev));
+  }
+  return Status::Ok();
 }
 
 Status EnsureWorkspace(CudaBackend& b) {
@@ -232,28 +283,13 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
   }
 
   // Operand format and cuBLAS compute type.
-  MNT_DType op_type;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  if (mode == MNT_COMPUTE_BF16) {
-    op_type = MNT_DTYPE_BF16;
-  } else if (mode == MNT_COMPUTE_F16) {
-    op_type = MNT_DTYPE_F16;
-  } else if (a->dtype == bm->dtype && a->dtype != MNT_DTYPE_F32) {
-    op_type = a->dtype;  // 16-bit values are exact in fp32 and in tf32
-  } else {
-    op_type = MNT_DTYPE_F32;
-    if (mode == MNT_COMPUTE_TF32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-  }
-  const MNT_ComputeMode stage_mode =
-      op_type == MNT_DTYPE_F32 ? MNT_COMPUTE_F32 : mode;  // TF32: tensor cores round
+  const OperandFormat format = ChooseOperandFormat(a->dtype, bm->dtype, mode);
+  const MNT_DType op_type = format.op_type;
+  const cublasComputeType_t compute = format.compute;
   Scratch a_scratch(*this), b_scratch(*this), d_scratch(*this), bias_scratch(*this);
-  DevTensor a_dev = Dev(a), b_dev = Dev(bm);
-  if (a->dtype != op_type) {
-    MNT_RETURN_IF_ERROR(Stage(*this, g, a, op_type, stage_mode, &a_scratch, &a_dev));
-  }
-  if (bm->dtype != op_type) {
-    MNT_RETURN_IF_ERROR(Stage(*this, g, bm, op_type, stage_mode, &b_scratch, &b_dev));
-  }
+  DevTensor a_dev, b_dev;
+  MNT_RETURN_IF_ERROR(
+      StageOperands(*this, g, a, bm, format, mode, &a_scratch, &b_scratch, &a_dev, &b_dev));
 
   // Output: C itself when cuBLASLt supports the combination, else fp32 scratch.
   bool direct = c->dtype == MNT_DTYPE_F32 || c->dtype == op_type;
@@ -296,7 +332,7 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
   GemmPlan* plan = gemm->plans.Find(key);
   if (plan == nullptr) {
     GemmPlan fresh;
-    MNT_RETURN_IF_ERROR(CreatePlan(gemm->lt, key, bias_dev.data, &fresh));
+    MNT_RETURN_IF_ERROR(CreatePlan(gemm->lt, key, bias_dev.data, nullptr, &fresh));
     plan = gemm->plans.Insert(key, std::move(fresh));
   }
   if (!plan->algo.has_value()) {
@@ -325,6 +361,91 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
         g, LaunchConvert(stream, d_dev, Dev(c), m * n, MNT_COMPUTE_F32),
         "store_c"));
   }
+  return Status::Ok();
+}
+
+Status MatmulWithEpilogue(CudaBackend& be, const backend::TypedCall& call,
+                          const backend::GemmProduct& g, float beta,
+                          const MatmulEpilogue& ep, bool* done) {
+  *done = false;
+  const int64_t m = g.m, n = g.n, k = g.k;
+  if (m == 0 || n == 0 || k == 0) return Status::Ok();  // the unfused path
+  const OperandFormat format = ChooseOperandFormat(g.a->dtype, g.b->dtype, g.compute);
+  const DevTensor d_dev = Dev(g.c);
+  // cuBLASLt writes D, the aux matrix and the bias gradient in D's type,
+  // which must be fp32 or the operands' type; everything 16-byte aligned.
+  if (d_dev.dtype != MNT_DTYPE_F32 && d_dev.dtype != format.op_type) return Status::Ok();
+  if (ep.aux.data != nullptr &&
+      (ep.aux.dtype != d_dev.dtype || n % 8 != 0 || !Aligned16(ep.aux.data))) {
+    return Status::Ok();
+  }
+  if (ep.bias.data != nullptr &&
+      (ep.bias.dtype != d_dev.dtype || !Aligned16(ep.bias.data))) {
+    return Status::Ok();
+  }
+  // A bias read by the forward epilogue must be exact in the compute format,
+  // as GEMM stages it otherwise.
+  if (ep.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+      !RoundingIsIdentity(ep.bias.dtype, g.compute)) {
+    return Status::Ok();
+  }
+  if (!Aligned16(d_dev.data)) return Status::Ok();
+
+  Scratch a_scratch(be), b_scratch(be);
+  DevTensor a_dev, b_dev;
+  MNT_RETURN_IF_ERROR(StageOperands(be, call, g.a, g.b, format, g.compute, &a_scratch,
+                                    &b_scratch, &a_dev, &b_dev));
+  MNT_RETURN_IF_ERROR(EnsureWorkspace(be));
+  GemmPlanKey key;
+  key.m = m;
+  key.n = n;
+  key.k = k;
+  key.trans_a = g.trans_a;
+  key.trans_b = g.trans_b;
+  key.operand_dtype = format.op_type;
+  key.output_dtype = d_dev.dtype;
+  key.bias_dtype = ep.bias.data != nullptr ? ep.bias.dtype : MNT_DTYPE_INVALID;
+  key.compute = static_cast<int32_t>(format.compute);
+  key.epilogue = static_cast<int32_t>(ep.epilogue);
+  key.aux_dtype = ep.aux.data != nullptr ? ep.aux.dtype : MNT_DTYPE_INVALID;
+  key.align_a = PointerAlignment(b_dev.data);
+  key.align_b = PointerAlignment(a_dev.data);
+  key.align_c = PointerAlignment(d_dev.data);
+  key.align_bias = ep.bias.data != nullptr ? PointerAlignment(ep.bias.data) : 0;
+  key.align_aux = ep.aux.data != nullptr ? PointerAlignment(ep.aux.data) : 0;
+  GemmPlan* plan = be.gemm->plans.Find(key);
+  if (plan == nullptr) {
+    // A configuration cuBLASLt refuses outright (an attribute or epilogue
+    // it rejects for these types) is cached as "no algorithm" too: the
+    // unfused sequence computes the same result.
+    GemmPlan fresh;
+    if (!CreatePlan(be.gemm->lt, key, ep.bias.data, ep.aux.data, &fresh).ok()) {
+      fresh = GemmPlan();
+    }
+    plan = be.gemm->plans.Insert(key, std::move(fresh));
+  }
+  if (!plan->algo.has_value()) return Status::Ok();  // cached "no algorithm"
+  // The per-call pointers; their alignments are the key's.
+  if (ep.bias.data != nullptr) {
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                       &ep.bias.data, sizeof(ep.bias.data)),
+        "GEMM: cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
+  if (ep.aux.data != nullptr) {
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                       &ep.aux.data, sizeof(ep.aux.data)),
+        "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+  }
+  const float alpha = g.alpha;
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmul(be.gemm->lt, plan->op, &alpha, b_dev.data, plan->a, a_dev.data,
+                     plan->b, &beta, d_dev.data, plan->c, d_dev.data, plan->c,
+                     &*plan->algo, be.gemm->workspace, GemmState::kWorkspaceBytes,
+                     be.stream),
+      "GEMM: cublasLtMatmul");
+  *done = true;
   return Status::Ok();
 }
 

@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 
+#include "plugins/backends/common/calls.h"
 #include "plugins/backends/cuda/gemm_plan_key.h"
+#include "plugins/backends/cuda/launch.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
@@ -56,6 +58,28 @@ struct GemmState {
 
 // The state with a fresh cuBLASLt handle.
 sdk::Status CreateGemmState(std::unique_ptr<GemmState>* out);
+
+struct CudaBackend;  // backend.h
+
+// A cuBLASLt epilogue beyond GEMM's bias: GELU_AUX_BIAS (bias in, aux the
+// pre-activation out), DGELU / DGELU_BGRAD (aux in, bias the gradient out),
+// BGRADB (bias the gradient out). Absent tensors have data NULL.
+struct MatmulEpilogue {
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  DevTensor bias;
+  DevTensor aux;
+};
+
+// D = alpha * op(A) op(B) + beta * D with `ep`, D being g.c, written in
+// place by one cublasLtMatmul (cached plan, as GEMM's). Sets *done false and
+// issues nothing when this configuration cannot take the epilogue (D, aux
+// or bias in a dtype cuBLASLt will not write for these operands, aux's
+// leading dimension not a multiple of 8, a pointer under 16-byte alignment,
+// no algorithm from the heuristic); the caller then runs the unfused
+// sequence.
+sdk::Status MatmulWithEpilogue(CudaBackend& b, const backend::TypedCall& call,
+                               const backend::GemmProduct& g, float beta,
+                               const MatmulEpilogue& ep, bool* done);
 
 }  // namespace mnt::cuda
 

@@ -36,16 +36,20 @@ struct GemmPlanKey {
   int32_t bias_dtype = 0;     // 0 (MNT_DTYPE_INVALID) without a bias
   int32_t compute = 0;        // cublasComputeType_t
   int32_t epilogue = 0;       // cublasLtEpilogue_t
+  // The GELU epilogues' auxiliary matrix (the pre-activation): 0 without.
+  int32_t aux_dtype = 0;
   // Pointer alignments the heuristic was told about (cuBLASLt's A is our B).
   // The bias's is in the key too: the heuristic reads the bias pointer, so
   // an algorithm chosen for one bias alignment is never used with a smaller.
   uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0;
+  uint32_t align_aux = 0;
 
   friend bool operator==(const GemmPlanKey& x, const GemmPlanKey& y) {
     return x.m == y.m && x.n == y.n && x.k == y.k && x.trans_a == y.trans_a &&
            x.trans_b == y.trans_b && x.operand_dtype == y.operand_dtype &&
            x.output_dtype == y.output_dtype && x.bias_dtype == y.bias_dtype &&
            x.compute == y.compute && x.epilogue == y.epilogue &&
+           x.aux_dtype == y.aux_dtype && x.align_aux == y.align_aux &&
            x.align_a == y.align_a && x.align_b == y.align_b &&
            x.align_c == y.align_c && x.align_bias == y.align_bias;
   }
@@ -73,9 +77,10 @@ struct GemmPlanKeyHash {
     mix(pair(key.trans_a, key.trans_b));
     mix(pair(key.operand_dtype, key.output_dtype));
     mix(pair(key.bias_dtype, key.compute));
-    mix(pair(key.epilogue, 0));
+    mix(pair(key.epilogue, key.aux_dtype));
     mix(pair(static_cast<int32_t>(key.align_a), static_cast<int32_t>(key.align_b)));
     mix(pair(static_cast<int32_t>(key.align_c), static_cast<int32_t>(key.align_bias)));
+    mix(static_cast<uint64_t>(key.align_aux));
     return static_cast<size_t>(h);
   }
 };

@@ -1,10 +1,12 @@
-// SOFTMAX, fused CROSS_ENTROPY (+ gradient) and COUNT_CORRECT: one block
-// per row; row sums accumulate in double, like the CPU reference. A target
+// SOFTMAX, fused CROSS_ENTROPY (+ gradient), COUNT_CORRECT and
+// FUSED_CLASSIFIER (in place over the logits): one block per row; row sums
+// accumulate in double, like the CPU reference. A target
 // >= num_classes cannot be checked on the host without a round trip: the
 // kernel writes a NaN loss and flags the device error word.
 #include <cuda_runtime.h>
 #include <math.h>
 
+#include "plugins/backends/common/classifier_math.h"
 #include "plugins/backends/common/tensor_access.h"
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/device_math.cuh"
@@ -86,6 +88,55 @@ __global__ void CrossEntropyKernel(DevTensor logits, const int32_t* targets,
   }
 }
 
+// FUSED_CLASSIFIER: one block per row. Each thread keeps the online (max,
+// sum) of its strided elements (classifier_math.h) in one read of the row;
+// the block takes the max, then sums each thread's rescaled sum in double
+// (fixed order); a second pass overwrites every element with its gradient.
+template <typename S>
+__global__ void FusedClassifierKernel(DevTensor logits, const int32_t* targets,
+                                      const float* multiplier, float* losses,
+                                      int64_t batch, int64_t width, int64_t classes,
+                                      float grad_scale, unsigned* error_word) {
+  const float scale = multiplier != nullptr ? grad_scale * *multiplier : grad_scale;
+  for (int64_t r = blockIdx.x; r < batch; r += gridDim.x) {
+    const int64_t base = r * width;
+    const int32_t t = targets[r];
+    if (t < 0 || t >= classes) {  // ignored row (or a bad target): zeros
+      if (t >= classes && threadIdx.x == 0) atomicOr(error_word, kErrorCrossEntropyTarget);
+      if (threadIdx.x == 0) losses[r] = t < 0 ? 0.0f : NAN;
+      for (int64_t j = threadIdx.x; j < width; j += blockDim.x) Store<S>(logits, base + j, 0.0f);
+      continue;
+    }
+    RunningSoftmax mine = SoftmaxStatsEmpty();
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+      mine = SoftmaxStatsAdd(mine, Load<S>(logits, base + j));
+    }
+    const float max = BlockReduce(mine.max, NanMaxOp(), -INFINITY);
+    const double sum = BlockReduce(
+        static_cast<double>(RescaleSum(mine.sum, mine.max, max)), SumOp(), 0.0);
+    const float target_logit = Load<S>(logits, base + t);
+    __syncthreads();  // every thread has read the target before it is overwritten
+    if (threadIdx.x == 0) {
+      losses[r] = ClassifierLoss(target_logit, max, static_cast<float>(log(sum)));
+    }
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+      const float g = j < classes ? CrossEntropyGradient(Load<S>(logits, base + j), max, inv_sum,
+                                                   j == t, scale)
+                                  : 0.0f;  // padding columns
+      Store<S>(logits, base + j, g);
+    }
+  }
+}
+
+// mean = sum of losses / batch, one block, double in a fixed order.
+__global__ void MeanLossKernel(const float* losses, int64_t batch, float* mean) {
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) sum += losses[i];
+  sum = BlockReduce(sum, SumOp(), 0.0);
+  if (threadIdx.x == 0) *mean = static_cast<float>(sum / static_cast<double>(batch));
+}
+
 // One block; a warp per row finds the first maximum; integer counting is
 // order-independent, so the shared atomic stays deterministic.
 template <typename S>
@@ -154,6 +205,23 @@ Status CudaBackend::CountCorrect(const backend::CountCorrectCall& c) {
                   c.targets.i32(), c.count.f32(), c.batch, c.width, c.classes);
   });
   return Launched(c, err, "count_correct");
+}
+
+Status CudaBackend::FusedClassifier(const backend::FusedClassifierCall& c) {
+  if (c.batch > 0) {
+    const DevTensor logits = Dev(c.logits);
+    const cudaError_t err = WithStorage(logits.dtype, [&](auto storage) {
+      return Launch(FusedClassifierKernel<decltype(storage)>, RowGrid(c.batch), kThreads, 0,
+                    stream, logits, c.targets.i32(), c.multiplier.f32(), c.losses.f32(),
+                    c.batch, c.width, c.classes, c.grad_scale, errors.word());
+    });
+    MNT_RETURN_IF_ERROR(Launched(c, err, "fused_classifier"));
+  }
+  if (!c.mean.present()) return Status::Ok();
+  return Launched(c,
+                  Launch(MeanLossKernel, 1, 1024, 0, stream, c.losses.f32(), c.batch,
+                         c.mean.f32()),
+                  "fused_classifier_mean");
 }
 
 }  // namespace mnt::cuda
