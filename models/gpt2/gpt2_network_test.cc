@@ -289,35 +289,6 @@ TEST_F(Gpt2Test, CheckpointingIsBitIdenticalAndAccumulateAdds) {
   }
 }
 
-// fused=1 (the default: RESIDUAL_LAYERNORM_FORWARD/BACKWARD, which the CPU
-// backend supports) against fused=0 (ADD, LAYERNORM_FORWARD/BACKWARD): the
-// forward gives the same bits (the norm reads the stored sum either way);
-// the backward rounds the residual gradient once instead of twice, so the
-// gradients agree within fp32's 1e-5 and, in 16-bit storage, 1e-2 (relative
-// L2 over each tensor).
-TEST_F(Gpt2Test, FusedResidualLayerNormMatchesSeparateOps) {
-  struct Mode { MNT_DType dtype; MNT_ComputeMode compute; double grad_tol; };
-  for (const Mode& m : {Mode{MNT_DTYPE_F32, MNT_COMPUTE_F32, 1e-5},
-                        Mode{MNT_DTYPE_BF16, MNT_COMPUTE_BF16, 1e-2},
-                        Mode{MNT_DTYPE_F16, MNT_COMPUTE_F16, 1e-2}}) {
-    SCOPED_TRACE(sdk::DTypeName(m.dtype));
-    auto params = RandomParams();
-    for (auto& t : params) for (double& v : t) v = StoreAs(m.dtype, v);
-    const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
-    std::vector<std::vector<double>> fused, separate;
-    ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(m.dtype, m.compute)), "");
-    const double fused_loss = Run(params, m.dtype, ids, targets, &fused);
-    ASSERT_EQ(CreateModel((std::string(kOptions) + ",fused=0").c_str(), Spec(),
-                          Precision(m.dtype, m.compute)), "");
-    const double separate_loss = Run(params, m.dtype, ids, targets, &separate);
-    EXPECT_TRUE(std::isfinite(fused_loss));
-    EXPECT_EQ(fused_loss, separate_loss);
-    for (size_t k = 0; k < fused.size(); ++k) {
-      EXPECT_LT(RelativeL2(fused[k], separate[k]), m.grad_tol) << k;
-    }
-  }
-}
-
 // tf32: operands keep 10 mantissa bits (2^-11 relative), so 1e-3 on the
 // loss and 2e-2 on whole-tensor gradients (measured up to ~1.1%). bf16/fp16: every activation and
 // gradient is stored in 16 bits (bf16 2^-9, fp16 2^-12 relative per
@@ -346,19 +317,25 @@ TEST_F(Gpt2Test, ReducedPrecisionsStayWithinStatedTolerances) {
   }
 }
 
-// The fused ops (ABI 1.6: GEMM with GELU, dGELU and bias-gradient
-// epilogues, the in-place classifier; the CPU backend supports all) against
-// the plain sequence (fused=0) on the same weights and batch. fp32 keeps
-// every intermediate in fp32 either way: 1e-6 on the loss and the relative
-// L2 of every gradient. fp16 rounds the pre-activation before the GELU only
-// on the plain path: 1e-2 on the loss, 2e-2 on gradients (the storage
-// dtype's tolerance). Backward runs twice with different multipliers
-// (accumulating), which the fused path must serve from dlogits it wrote
-// over the logits.
+// The fused ops (ABI 1.6: residual add + layer norm forward/backward, GEMM
+// with GELU, dGELU and bias-gradient epilogues, the in-place classifier; the
+// CPU backend supports all) against the plain sequence (fused=0) on the same
+// weights and batch. fp32 keeps every intermediate in fp32 either way: 1e-6
+// on the loss and the relative L2 of every gradient (the fused layer-norm
+// backward rounds the residual gradient once instead of twice; residual_
+// layernorm_test checks the op's own bits). In 16-bit storage the plain path
+// rounds the pre-activation before the GELU and the residual gradient twice,
+// so the two paths are two roundings of the same math: 1e-2 on the loss;
+// gradients 2e-2 (fp16) and 1e-1 (bf16: 8 fewer mantissa bits; measured up
+// to 5.2% on this 8-wide model, whose bf16 gradients are ~13% from fp32's,
+// see ReducedPrecisionsStayWithinStatedTolerances). Backward runs twice with
+// different multipliers (accumulating), which the fused path must serve from
+// dlogits it wrote over the logits.
 TEST_F(Gpt2Test, FusedOpsGiveThePlainLossAndGradients) {
   struct Mode { MNT_DType dtype; MNT_ComputeMode compute; double loss_tol, grad_tol; };
   for (const Mode& m : {Mode{MNT_DTYPE_F32, MNT_COMPUTE_F32, 1e-6, 1e-6},
-                        Mode{MNT_DTYPE_F16, MNT_COMPUTE_F16, 1e-2, 2e-2}}) {
+                        Mode{MNT_DTYPE_F16, MNT_COMPUTE_F16, 1e-2, 2e-2},
+                        Mode{MNT_DTYPE_BF16, MNT_COMPUTE_BF16, 1e-2, 1e-1}}) {
     for (bool checkpointing : {false, true}) {
       SCOPED_TRACE(::testing::Message() << sdk::DTypeName(m.dtype) << " checkpointing "
                                         << checkpointing);
