@@ -129,7 +129,9 @@ TEST_F(LossScalingTest, AmpUpdateScaleWithHysteresisMatchesHostLossScaler) {
       ASSERT_EQ(ReadI32(tracker), host.state().growth_tracker) << "step " << step;
       ASSERT_EQ(ReadI32(hysteresis), host.state().hysteresis_tracker) << "step " << step;
       ASSERT_GE(ReadF32(scale), config.recipe.min_scale);
-      if (config.recipe.max_scale > 0) ASSERT_LE(ReadF32(scale), config.recipe.max_scale);
+      if (config.recipe.max_scale > 0) {
+        ASSERT_LE(ReadF32(scale), config.recipe.max_scale);
+      }
       backoffs += ReadF32(scale) < before;
     }
     if (p_inf > 0.3) {
