@@ -55,29 +55,12 @@ void WriteColumnSums(const float* v, int64_t rows, int64_t cols,
 
 Status CpuBackend::Product(const backend::OpCall* op,
                            const backend::GemmProduct& g,
-                          const backend::Operand& bias, float beta,
-                          const MNT_Tensor& c) {
-  MNT_GemmParams params{};
-  params.struct_size = MNT_GemmParams_STRUCT_SIZE;
-  params.trans_a = g.trans_a ? 1 : 0;
-  params.trans_b = g.trans_b ? 1 : 0;
-  params.alpha = g.alpha;
-  params.beta = beta;
-  params.compute = g.compute;
-  backend::GemmCall call;
-  call.op = op;
-  call.params = &params;
-  call.a = g.a;
-  call.b = g.b;
-  call.bias = bias;
-  call.c = g.c;
-  call.c.tensor = &c;
-  call.trans_a = g.trans_a;
-  call.trans_b = g.trans_b;
-  call.m = g.m;
-  call.n = g.n;
-  call.k = g.k;
-  return Gemm(call);
+                           const backend::Operand& bias, float beta,
+                           const MNT_Tensor& c) {
+  backend::Operand out = g.c;
+  out.tensor = &c;
+  MNT_GemmParams params;
+  return Gemm(backend::PlainGemmOf(op, g, bias, beta, out, &params));
 }
 
 Status CpuBackend::GemmBiasGelu(const backend::GemmBiasGeluCall& c) {

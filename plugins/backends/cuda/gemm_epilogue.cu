@@ -73,26 +73,8 @@ Status ColumnSums(CudaBackend& b, const backend::TypedCall& call, DevTensor x,
 Status PlainGemm(CudaBackend& b, const backend::TypedCall& call,
                  const backend::GemmProduct& g, const Operand& bias, float beta,
                  const Operand& out) {
-  MNT_GemmParams params{};
-  params.struct_size = MNT_GemmParams_STRUCT_SIZE;
-  params.trans_a = g.trans_a ? 1 : 0;
-  params.trans_b = g.trans_b ? 1 : 0;
-  params.alpha = g.alpha;
-  params.beta = beta;
-  params.compute = g.compute;
-  backend::GemmCall gemm;
-  gemm.op = call.op;
-  gemm.params = &params;
-  gemm.a = g.a;
-  gemm.b = g.b;
-  gemm.bias = bias;
-  gemm.c = out;
-  gemm.trans_a = g.trans_a;
-  gemm.trans_b = g.trans_b;
-  gemm.m = g.m;
-  gemm.n = g.n;
-  gemm.k = g.k;
-  return b.Gemm(gemm);
+  MNT_GemmParams params;
+  return b.Gemm(backend::PlainGemmOf(call.op, g, bias, beta, out, &params));
 }
 
 }  // namespace

@@ -154,4 +154,28 @@ sdk::Status CheckGemmBiasGrad(const OpCall& call, GemmBiasGradCall* g) {
   return sdk::Status::Ok();
 }
 
+GemmCall PlainGemmOf(const OpCall* op, const GemmProduct& g, const Operand& bias,
+                     float beta, const Operand& out, MNT_GemmParams* params) {
+  *params = MNT_GemmParams{};
+  params->struct_size = MNT_GemmParams_STRUCT_SIZE;
+  params->trans_a = g.trans_a ? 1 : 0;
+  params->trans_b = g.trans_b ? 1 : 0;
+  params->alpha = g.alpha;
+  params->beta = beta;
+  params->compute = g.compute;
+  GemmCall gemm;
+  gemm.op = op;
+  gemm.params = params;
+  gemm.a = g.a;
+  gemm.b = g.b;
+  gemm.bias = bias;
+  gemm.c = out;
+  gemm.trans_a = g.trans_a;
+  gemm.trans_b = g.trans_b;
+  gemm.m = g.m;
+  gemm.n = g.n;
+  gemm.k = g.k;
+  return gemm;
+}
+
 }  // namespace mnt::backend

@@ -32,6 +32,12 @@ struct GemmProduct {
   int64_t m = 0, n = 0, k = 0;
 };
 
+// The plain GEMM of a fused op's product, the unfused path's first step:
+// alpha * op(A) op(B) (+ bias when present) (+ beta * out) into `out`.
+// The returned call points at *params, which must outlive it.
+GemmCall PlainGemmOf(const OpCall* op, const GemmProduct& g, const Operand& bias,
+                     float beta, const Operand& out, MNT_GemmParams* params);
+
 // y = gelu_tanh(pre), pre = alpha * op(A) op(B) + bias.
 struct GemmBiasGeluCall : TypedCall, GemmProduct {
   Operand bias;  // [N]
