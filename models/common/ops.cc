@@ -63,6 +63,22 @@ Pool2dSpec Pool2dSpec::GlobalAverage(int64_t height, int64_t width) {
   return s;
 }
 
+Status Ops::Ask(MNT_Op op, bool* supported) {
+  MNT_Backend_GetOpSupport_Args s{};
+  s.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+  s.backend = client_.backend();
+  s.op = op;
+  MNT_RETURN_IF_ERROR(sdk::StatusFromPluginError(
+      client_.plugin(), client_.api()->Backend_GetOpSupport(&s)));
+  *supported = s.supported != 0;
+  if (*supported) {
+    const size_t index = static_cast<size_t>(op);
+    if (supported_.size() <= index) supported_.resize(index + 1);
+    supported_[index] = true;
+  }
+  return Status::Ok();
+}
+
 Status Ops::Create(const sdk::BackendClient& client,
                    MNT_ComputeMode matmul_compute,
                    const std::vector<MNT_Op>& required, const std::string& model,
@@ -71,20 +87,13 @@ Status Ops::Create(const sdk::BackendClient& client,
   ops.client_ = client;
   ops.matmul_compute_ = matmul_compute;
   for (MNT_Op op : required) {
-    MNT_Backend_GetOpSupport_Args s{};
-    s.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
-    s.backend = client.backend();
-    s.op = op;
-    MNT_RETURN_IF_ERROR(sdk::StatusFromPluginError(
-        client.plugin(), client.api()->Backend_GetOpSupport(&s)));
-    if (!s.supported) {
+    bool supported = false;
+    MNT_RETURN_IF_ERROR(ops.Ask(op, &supported));
+    if (!supported) {
       return sdk::Unimplemented(sdk::Format(
           "%s: backend '%s' does not support %s%s", model.c_str(),
           client.plugin()->name, sdk::OpName(op), note.c_str()));
     }
-    const size_t index = static_cast<size_t>(op);
-    if (ops.supported_.size() <= index) ops.supported_.resize(index + 1);
-    ops.supported_[index] = true;
   }
   *out = std::move(ops);
   return Status::Ok();
@@ -94,16 +103,8 @@ Status Ops::AskOptional(const std::vector<MNT_Op>& ops) {
   // A backend built against an older minor never heard of these ops.
   if (client_.plugin()->abi_version.minor_version < 6) return Status::Ok();
   for (MNT_Op op : ops) {
-    MNT_Backend_GetOpSupport_Args s{};
-    s.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
-    s.backend = client_.backend();
-    s.op = op;
-    MNT_RETURN_IF_ERROR(sdk::StatusFromPluginError(
-        client_.plugin(), client_.api()->Backend_GetOpSupport(&s)));
-    if (!s.supported) continue;
-    const size_t index = static_cast<size_t>(op);
-    if (supported_.size() <= index) supported_.resize(index + 1);
-    supported_[index] = true;
+    bool supported = false;
+    MNT_RETURN_IF_ERROR(Ask(op, &supported));
   }
   return Status::Ok();
 }

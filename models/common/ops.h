@@ -282,6 +282,8 @@ class Ops {
                                           const MNT_Tensor& losses) const;
 
  private:
+  // Backend_GetOpSupport for `op`; a supported op is remembered for Supports().
+  sdk::Status Ask(MNT_Op op, bool* supported);
   sdk::Status Run(MNT_Op op, const std::vector<MNT_Tensor>& inputs,
                   const std::vector<MNT_Tensor>& outputs,
                   const void* params = nullptr) const;
