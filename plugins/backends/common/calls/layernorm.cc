@@ -59,14 +59,16 @@ Status CheckLayerNormForward(const OpCall& call, LayerNormForwardCall* l) {
   return CheckNotEmpty(call, l->x, l->c);
 }
 
-Status CheckLayerNormBackward(const OpCall& call, LayerNormBackwardCall* l) {
-  l->op = &call;
-  MNT_RETURN_IF_ERROR(call.CheckCounts(5, 5, 3, 3));
+namespace {
+
+// in[0..4] and out[0..2] of both backward ops; `x_name` names in[1].
+Status CheckBackwardOperands(const OpCall& call, const char* x_name,
+                             LayerNormBackwardCall* l) {
   const MNT_LayerNormParams* p;
   MNT_RETURN_IF_ERROR(ReadParams(call, &p));
   l->accumulate = p->accumulate != 0;
   MNT_RETURN_IF_ERROR(call.Input(0, "dy", &l->dy));
-  MNT_RETURN_IF_ERROR(call.Input(1, "x", &l->x));
+  MNT_RETURN_IF_ERROR(call.Input(1, x_name, &l->x));
   MNT_RETURN_IF_ERROR(call.Input(2, "weight", &l->weight));
   MNT_RETURN_IF_ERROR(call.Input(3, "mean", &l->mean));
   MNT_RETURN_IF_ERROR(call.Input(4, "rstd", &l->rstd));
@@ -83,6 +85,14 @@ Status CheckLayerNormBackward(const OpCall& call, LayerNormBackwardCall* l) {
   MNT_RETURN_IF_ERROR(CheckStats(call, l->mean, l->rows));
   MNT_RETURN_IF_ERROR(CheckStats(call, l->rstd, l->rows));
   return CheckNotEmpty(call, l->x, l->c);
+}
+
+}  // namespace
+
+Status CheckLayerNormBackward(const OpCall& call, LayerNormBackwardCall* l) {
+  l->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(5, 5, 3, 3));
+  return CheckBackwardOperands(call, "x", l);
 }
 
 Status CheckResidualLayerNormForward(const OpCall& call,
@@ -115,29 +125,10 @@ Status CheckResidualLayerNormBackward(const OpCall& call,
                                       ResidualLayerNormBackwardCall* l) {
   l->op = &call;
   MNT_RETURN_IF_ERROR(call.CheckCounts(5, 6, 3, 3));
-  const MNT_LayerNormParams* p;
-  MNT_RETURN_IF_ERROR(ReadParams(call, &p));
-  l->accumulate = p->accumulate != 0;
-  MNT_RETURN_IF_ERROR(call.Input(0, "dy", &l->dy));
-  MNT_RETURN_IF_ERROR(call.Input(1, "sum", &l->x));
-  MNT_RETURN_IF_ERROR(call.Input(2, "weight", &l->weight));
-  MNT_RETURN_IF_ERROR(call.Input(3, "mean", &l->mean));
-  MNT_RETURN_IF_ERROR(call.Input(4, "rstd", &l->rstd));
+  MNT_RETURN_IF_ERROR(CheckBackwardOperands(call, "sum", l));
   l->dsum = call.OptionalInput(5, "dsum");
-  MNT_RETURN_IF_ERROR(call.Output(0, "dx", &l->dx));
-  MNT_RETURN_IF_ERROR(call.Output(1, "dweight", &l->dweight));
-  MNT_RETURN_IF_ERROR(call.Output(2, "dbias", &l->dbias));
-  MNT_RETURN_IF_ERROR(CheckX(call, l->x, &l->rows, &l->c));
-  for (const Operand* t : {&l->dy, &l->dx}) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloatLike(*t, l->x));
-  }
-  if (l->dsum.present()) MNT_RETURN_IF_ERROR(call.ExpectFloatLike(l->dsum, l->x));
-  for (const Operand* t : {&l->weight, &l->dweight, &l->dbias}) {
-    MNT_RETURN_IF_ERROR(CheckRowVector(call, *t, l->c));
-  }
-  MNT_RETURN_IF_ERROR(CheckStats(call, l->mean, l->rows));
-  MNT_RETURN_IF_ERROR(CheckStats(call, l->rstd, l->rows));
-  return CheckNotEmpty(call, l->x, l->c);
+  if (l->dsum.present()) return call.ExpectFloatLike(l->dsum, l->x);
+  return Status::Ok();
 }
 
 }  // namespace mnt::backend

@@ -41,10 +41,9 @@ sdk::Status CheckResidualLayerNormForward(const OpCall& call,
 
 // Since 1.6. dx = (dsum when given) + the layer norm's input gradient,
 // rounded once (dx may alias dsum); dweight and dbias as LayerNormBackwardCall.
-struct ResidualLayerNormBackwardCall : TypedCall {
-  Operand dy, x, weight, mean, rstd, dsum, dx, dweight, dbias;
-  int64_t rows = 0, c = 0;
-  bool accumulate = false;
+// in[1] is the stored sum (x here).
+struct ResidualLayerNormBackwardCall : LayerNormBackwardCall {
+  Operand dsum;  // in[5], optional
 };
 sdk::Status CheckResidualLayerNormBackward(const OpCall& call,
                                            ResidualLayerNormBackwardCall* out);
