@@ -1,8 +1,11 @@
 #include "plugins/backends/cpu/tensor_io.h"
 
+#include <omp.h>
+
 #include <cstring>
 
 #include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/cpu/convert_arrays.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cpu {
@@ -11,6 +14,22 @@ namespace {
 
 // Below this many elements a conversion is not worth waking the threads.
 constexpr int64_t kParallelElements = int64_t{1} << 15;
+
+// convert(begin, end) over [0, n): one contiguous slice per thread for large
+// arrays. The conversions are elementwise, so slicing changes no bits.
+template <typename Convert>
+void InSlices(int64_t n, Convert convert) {
+  if (n <= kParallelElements) {
+    if (n > 0) convert(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    if (end > begin) convert(begin, end);
+  }
+}
 
 }  // namespace
 
@@ -28,14 +47,12 @@ void ReadF32(const MNT_Tensor& t, float* dst) {
       break;
     case MNT_DTYPE_F16: {
       const uint16_t* src = static_cast<const uint16_t*>(t.data);
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-      for (int64_t i = 0; i < n; ++i) dst[i] = HalfBitsToFloat(src[i]);
+      InSlices(n, [&](int64_t b, int64_t e) { HalfToFloatArray(src + b, e - b, dst + b); });
       break;
     }
     case MNT_DTYPE_BF16: {
       const uint16_t* src = static_cast<const uint16_t*>(t.data);
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16BitsToFloat(src[i]);
+      InSlices(n, [&](int64_t b, int64_t e) { Bf16ToFloatArray(src + b, e - b, dst + b); });
       break;
     }
     default:
@@ -51,10 +68,9 @@ std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode) {
 
 void ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode, float* dst) {
   ReadF32(t, dst);
-  if (mode == MNT_COMPUTE_F32) return;
-  const int64_t n = sdk::NumElements(t);
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-  for (int64_t i = 0; i < n; ++i) dst[i] = RoundToCompute(dst[i], mode);
+  if (StorageIsExactIn(t.dtype, mode)) return;
+  InSlices(sdk::NumElements(t),
+           [&](int64_t b, int64_t e) { RoundArrayToCompute(dst + b, e - b, mode); });
 }
 
 void ReadBf16(const MNT_Tensor& t, uint16_t* dst) {
@@ -65,8 +81,7 @@ void ReadBf16(const MNT_Tensor& t, uint16_t* dst) {
       break;
     case MNT_DTYPE_F32: {
       const float* src = static_cast<const float*>(t.data);
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
+      InSlices(n, [&](int64_t b, int64_t e) { FloatToBf16Array(src + b, e - b, dst + b); });
       break;
     }
     case MNT_DTYPE_F16: {
@@ -85,16 +100,12 @@ void ReadF32Range(const MNT_Tensor& t, int64_t offset, int64_t n, float* dst) {
     case MNT_DTYPE_F32:
       std::memcpy(dst, static_cast<const float*>(t.data) + offset, n * sizeof(float));
       break;
-    case MNT_DTYPE_F16: {
-      const uint16_t* src = static_cast<const uint16_t*>(t.data) + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = HalfBitsToFloat(src[i]);
+    case MNT_DTYPE_F16:
+      HalfToFloatArray(static_cast<const uint16_t*>(t.data) + offset, n, dst);
       break;
-    }
-    case MNT_DTYPE_BF16: {
-      const uint16_t* src = static_cast<const uint16_t*>(t.data) + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16BitsToFloat(src[i]);
+    case MNT_DTYPE_BF16:
+      Bf16ToFloatArray(static_cast<const uint16_t*>(t.data) + offset, n, dst);
       break;
-    }
     default:
       break;
   }
@@ -105,16 +116,12 @@ void WriteF32Range(const float* src, const MNT_Tensor& t, int64_t offset, int64_
     case MNT_DTYPE_F32:
       std::memcpy(static_cast<float*>(t.data) + offset, src, n * sizeof(float));
       break;
-    case MNT_DTYPE_F16: {
-      uint16_t* dst = static_cast<uint16_t*>(t.data) + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalfBits(src[i]);
+    case MNT_DTYPE_F16:
+      FloatToHalfArray(src, n, static_cast<uint16_t*>(t.data) + offset);
       break;
-    }
-    case MNT_DTYPE_BF16: {
-      uint16_t* dst = static_cast<uint16_t*>(t.data) + offset;
-      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
+    case MNT_DTYPE_BF16:
+      FloatToBf16Array(src, n, static_cast<uint16_t*>(t.data) + offset);
       break;
-    }
     default:
       break;
   }
@@ -128,14 +135,12 @@ void WriteF32(const float* src, const MNT_Tensor& t) {
       break;
     case MNT_DTYPE_F16: {
       uint16_t* dst = static_cast<uint16_t*>(t.data);
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalfBits(src[i]);
+      InSlices(n, [&](int64_t b, int64_t e) { FloatToHalfArray(src + b, e - b, dst + b); });
       break;
     }
     case MNT_DTYPE_BF16: {
       uint16_t* dst = static_cast<uint16_t*>(t.data);
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
+      InSlices(n, [&](int64_t b, int64_t e) { FloatToBf16Array(src + b, e - b, dst + b); });
       break;
     }
     default:
