@@ -1,8 +1,9 @@
 // The float storage dtypes as types, so that a kernel can be compiled once
 // per storage type (F32Storage, F16Storage, Bf16Storage) and chosen once per
 // launch, instead of switching on the dtype for every element it reads.
-// AnyStorage keeps the run-time switch for launches whose operands differ in
-// dtype. Every type loads and stores with tensor_access.h's conversions, so
+// Operands in two dtypes (fp32 master gradients and a bf16 working copy)
+// take a pair of types (WithStoragePair); AnyStorage keeps the run-time
+// switch only for what fits neither. Every type loads and stores with tensor_access.h's conversions, so
 // a specialised kernel writes exactly the bits the switching one writes
 // (storage_types_test.cc checks it on the CPU).
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_STORAGE_TYPES_H_
@@ -88,6 +89,30 @@ decltype(auto) WithStorage(MNT_DType dtype, F&& f) {
     case MNT_DTYPE_F16: return f(F16Storage{});
     case MNT_DTYPE_BF16: return f(Bf16Storage{});
     default: return f(AnyStorage{});
+  }
+}
+
+// f(A{}, B{}) for two operand groups whose dtypes may differ (an fp32
+// master gradient and a bf16 working copy, a bf16 gradient added into fp32):
+// each of the nine pairs of float storage types compiled in, so a kernel
+// over mixed operands reads and writes without a per-element switch. Both
+// are AnyStorage when either dtype is not a float storage dtype (never for
+// operands the contract checks admitted; kept so that nothing is guessed).
+template <typename F>
+decltype(auto) WithStoragePair(MNT_DType a, MNT_DType b, F&& f) {
+  auto with_b = [&](auto first) -> decltype(auto) {
+    switch (b) {
+      case MNT_DTYPE_F32: return f(first, F32Storage{});
+      case MNT_DTYPE_F16: return f(first, F16Storage{});
+      case MNT_DTYPE_BF16: return f(first, Bf16Storage{});
+      default: return f(AnyStorage{}, AnyStorage{});
+    }
+  };
+  switch (a) {
+    case MNT_DTYPE_F32: return with_b(F32Storage{});
+    case MNT_DTYPE_F16: return with_b(F16Storage{});
+    case MNT_DTYPE_BF16: return with_b(Bf16Storage{});
+    default: return f(AnyStorage{}, AnyStorage{});
   }
 }
 

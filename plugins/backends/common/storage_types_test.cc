@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -111,6 +112,29 @@ TEST(StorageTypes, WithStoragePicksTheTypeOfTheDtype) {
   EXPECT_EQ(picked(MNT_DTYPE_BF16), MNT_DTYPE_BF16);
   EXPECT_EQ(picked(MNT_DTYPE_INVALID), MNT_DTYPE_INVALID);  // AnyStorage
   EXPECT_EQ(picked(MNT_DTYPE_I32), MNT_DTYPE_INVALID);
+}
+
+TEST(StorageTypes, WithStoragePairPicksBothTypes) {
+  const MNT_DType floats[] = {MNT_DTYPE_F32, MNT_DTYPE_F16, MNT_DTYPE_BF16};
+  for (MNT_DType a : floats) {
+    for (MNT_DType b : floats) {
+      const auto [got_a, got_b] = WithStoragePair(a, b, [](auto x, auto y) {
+        return std::pair<MNT_DType, MNT_DType>(decltype(x)::kDType, decltype(y)::kDType);
+      });
+      EXPECT_EQ(got_a, a);
+      EXPECT_EQ(got_b, b);
+    }
+  }
+  // Anything else: both switch per element (AnyStorage), never a guess.
+  for (auto [a, b] : {std::pair{MNT_DTYPE_F32, MNT_DTYPE_I32},
+                      std::pair{MNT_DTYPE_INVALID, MNT_DTYPE_BF16},
+                      std::pair{MNT_DTYPE_F64, MNT_DTYPE_F64}}) {
+    const auto [got_a, got_b] = WithStoragePair(a, b, [](auto x, auto y) {
+      return std::pair<MNT_DType, MNT_DType>(decltype(x)::kDType, decltype(y)::kDType);
+    });
+    EXPECT_EQ(got_a, MNT_DTYPE_INVALID);
+    EXPECT_EQ(got_b, MNT_DTYPE_INVALID);
+  }
 }
 
 }  // namespace

@@ -164,6 +164,35 @@ TEST_F(ConvTest, AllPassesMatchFloat64) {
   }
 }
 
+// A 16-bit output with a bias is the fp32 result, bias included, rounded
+// once: bit for bit the fp32-output forward rounded by CAST (rounding the
+// product to 16 bits before the bias add and again after it differs for
+// some values). Every geometry and 16-bit format.
+TEST_F(ConvTest, SixteenBitForwardWithBiasRoundsOnce) {
+  for (const Case& cs : kCases) {
+    if (cs.dtype == MNT_DTYPE_F32) continue;
+    for (const Geometry& g : Geometries()) {
+      SCOPED_TRACE(::testing::Message() << sdk::DTypeName(cs.dtype) << " c=" << g.c
+                                        << " k=" << g.k << " groups=" << g.groups);
+      const int64_t P = g.p(), Q = g.q();
+      const MNT_Tensor tx = Upload(Random(g.n * g.c * g.h * g.w), cs.dtype, {g.n, g.c, g.h, g.w});
+      const MNT_Tensor tw =
+          Upload(Random(g.k * g.cg() * g.r * g.s), cs.dtype, {g.k, g.cg(), g.r, g.s});
+      // An fp32 bias with bits below 16-bit precision.
+      const MNT_Tensor tb = Upload(Random(g.k), MNT_DTYPE_F32, {g.k});
+      const MNT_Conv2dParams prm = g.Params(cs.compute);
+      const MNT_Tensor y16 = Empty(cs.dtype, {g.n, g.k, P, Q});
+      const MNT_Tensor y32 = Empty(MNT_DTYPE_F32, {g.n, g.k, P, Q});
+      const MNT_Tensor rounded = Empty(cs.dtype, {g.n, g.k, P, Q});
+      ASSERT_TRUE(Run(MNT_OP_CONV2D_FORWARD, {tx, tw, tb}, {y16}, &prm).ok());
+      ASSERT_TRUE(Run(MNT_OP_CONV2D_FORWARD, {tx, tw, tb}, {y32}, &prm).ok());
+      ASSERT_TRUE(Run(MNT_OP_CAST, {y32}, {rounded}).ok());
+      EXPECT_EQ(Bytes(y16), Bytes(rounded));
+      for (double v : Download(y32)) ASSERT_FALSE(std::isnan(v));
+    }
+  }
+}
+
 TEST_F(ConvTest, BackwardAccumulatesWhenAsked) {
   const Geometry& g = Geometries()[1];
   const int64_t P = g.p(), Q = g.q();

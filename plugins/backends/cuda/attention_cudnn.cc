@@ -4,6 +4,7 @@
 #include <cudnn.h>
 
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <string>
@@ -249,81 +250,100 @@ Status EnsureCudnnHandle(CudaBackend& b) {
 enum class Direction { kForward, kBackward };
 
 // The cached plan for this call (checking support and building it on first
-// use), or nullptr with *why set when cuDNN cannot run it.
+// use), or nullptr with *why set when cuDNN cannot run it. The lookup is by
+// value (AttentionPlanKey): nothing is formatted on a hit.
 Status GetPlan(CudaBackend& b, Direction dir, const AttentionDims& s, MNT_DType dtype,
-               const CudnnPlan** out, std::string* why) {
+               const CudnnPlan** out, const std::string** why) {
   *out = nullptr;
-  const std::string key = sdk::Format(
-      "%s b%lld h%lld t%lld d%lld dtype%d causal%d",
-      dir == Direction::kForward ? "fwd" : "bwd", (long long)s.b, (long long)s.h,
-      (long long)s.t, (long long)s.d, static_cast<int>(dtype), s.causal ? 1 : 0);
+  AttentionPlanKey key;
+  key.what = dir == Direction::kForward ? 0 : 1;
+  key.dtype = static_cast<int32_t>(dtype);
+  key.causal = s.causal ? 1 : 0;
+  key.b = s.b, key.h = s.h, key.t = s.t, key.d = s.d;
   auto it = b.sdpa_plans.find(key);
-  if (it == b.sdpa_plans.end() && !Unsupported(b, s).empty()) {
-    auto refused = std::make_unique<CudnnPlan>();
-    refused->failure = Unsupported(b, s);
-    it = b.sdpa_plans.emplace(key, std::move(refused)).first;
-  }
   if (it == b.sdpa_plans.end()) {
-    MNT_RETURN_IF_ERROR(EnsureCudnnHandle(b));
-    const Layout l{s.b, s.h, s.t, s.d, s.c,
-                   dtype == MNT_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF};
     auto plan = std::make_unique<CudnnPlan>();
-    const Status built = dir == Direction::kForward
-                             ? BuildForward(b.cudnn, l, s.causal, plan.get())
-                             : BuildBackward(b.cudnn, l, s.causal, plan.get());
-    if (!built.ok()) {
-      plan = std::make_unique<CudnnPlan>();
-      plan->failure = built.message();
+    plan->failure = Unsupported(b, s);
+    if (plan->failure.empty()) {
+      MNT_RETURN_IF_ERROR(EnsureCudnnHandle(b));
+      const Layout l{s.b, s.h, s.t, s.d, s.c,
+                     dtype == MNT_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF};
+      const Status built = dir == Direction::kForward
+                               ? BuildForward(b.cudnn, l, s.causal, plan.get())
+                               : BuildBackward(b.cudnn, l, s.causal, plan.get());
+      if (!built.ok()) {
+        plan = std::make_unique<CudnnPlan>();
+        plan->failure = built.message();
+      }
     }
     it = b.sdpa_plans.emplace(key, std::move(plan)).first;
   }
   if (!it->second->failure.empty()) {
-    *why = it->second->failure;
+    *why = &it->second->failure;
     return Status::Ok();
   }
   *out = it->second.get();
   return Status::Ok();
 }
 
-// Says on stderr, once per shape and reason (so at the
-// first step), that the fallback kernels run and why: they are much slower
-// than cuDNN's fused kernels, and a run should not be slow silently.
-void SayFallback(CudaBackend& b, const AttentionDims& s, const std::string& why) {
-  const std::string key = sdk::Format("b%lld h%lld t%lld d%lld causal%d: %s", (long long)s.b,
-                                      (long long)s.h, (long long)s.t, (long long)s.d,
-                                      s.causal ? 1 : 0, why.c_str());
+// Why the fallback kernels run, as announced once per shape.
+enum class FallbackReason : int32_t { kMixedDtypes = 1, kDtype = 2, kForwardPlan = 3,
+                                      kBackwardPlan = 4 };
+
+// Says on stderr, once per shape and reason (so at the first step), that the
+// fallback kernels run and why: they are much slower than cuDNN's fused
+// kernels, and a run should not be slow silently. `why` is only called (and
+// only formats) the first time.
+template <typename Why>
+void SayFallback(CudaBackend& b, const AttentionDims& s, FallbackReason reason,
+                 MNT_DType dtype, Why&& why) {
+  AttentionPlanKey key;
+  key.what = static_cast<int32_t>(reason);
+  key.dtype = static_cast<int32_t>(dtype);
+  key.causal = s.causal ? 1 : 0;
+  key.b = s.b, key.h = s.h, key.t = s.t, key.d = s.d;
   if (!b.attention_fallbacks_said.insert(key).second) return;
+  const std::string text = why();
   std::fprintf(stderr,
                "mantissa: cuda backend: attention=%s uses the fallback attention kernels "
                "for B=%lld H=%lld T=%lld D=%lld%s: %s\n",
                AttentionImplName(b.options.attention), (long long)s.b, (long long)s.h,
-               (long long)s.t, (long long)s.d, s.causal ? " (causal)" : "", why.c_str());
+               (long long)s.t, (long long)s.d, s.causal ? " (causal)" : "", text.c_str());
 }
 
 // Whether to go on with cuDNN: false (run the fallback) for fp32/mixed
 // storage, attention=fallback and (with auto) what cuDNN cannot run.
 Status Choose(CudaBackend& b, const OpCall& call, Direction dir, const AttentionDims& s,
-              const std::vector<const Operand*>& io, const CudnnPlan** plan) {
+              std::initializer_list<const Operand*> io, const CudnnPlan** plan) {
   *plan = nullptr;
   const AttentionImpl impl = b.options.attention;
   if (impl == AttentionImpl::kFallback || s.b * s.h * s.t == 0) return Status::Ok();
-  const MNT_DType dtype = (*io[0])->dtype;
+  const MNT_DType dtype = (**io.begin())->dtype;
   for (const Operand* o : io) {
     if ((*o)->dtype != dtype || !Is16Bit((*o)->dtype)) {
-      SayFallback(b, s,
-                  sdk::Format("cuDNN SDPA takes bf16 or fp16 storage only, this call has %s",
-                              (*o)->dtype != dtype ? "mixed dtypes" : sdk::DTypeName(dtype)));
+      const bool mixed = (*o)->dtype != dtype;
+      SayFallback(b, s, mixed ? FallbackReason::kMixedDtypes : FallbackReason::kDtype, dtype,
+                  [&] {
+                    return sdk::Format(
+                        "cuDNN SDPA takes bf16 or fp16 storage only, this call has %s",
+                        mixed ? "mixed dtypes" : sdk::DTypeName(dtype));
+                  });
       return Status::Ok();
     }
   }
-  std::string why;
+  const std::string* why = nullptr;
   MNT_RETURN_IF_ERROR(GetPlan(b, dir, s, dtype, plan, &why));
-  if (*plan == nullptr && impl == AttentionImpl::kAuto) SayFallback(b, s, why);
+  if (*plan == nullptr && impl == AttentionImpl::kAuto) {
+    SayFallback(b, s,
+                dir == Direction::kForward ? FallbackReason::kForwardPlan
+                                           : FallbackReason::kBackwardPlan,
+                dtype, [&] { return *why; });
+  }
   if (*plan == nullptr && impl == AttentionImpl::kCudnn) {
     return sdk::Unimplemented(sdk::Format("%s: attention=cudnn, but cuDNN SDPA cannot run "
                                           "B=%lld H=%lld T=%lld D=%lld: %s",
                                           call.op_name(), (long long)s.b, (long long)s.h,
-                                          (long long)s.t, (long long)s.d, why.c_str()));
+                                          (long long)s.t, (long long)s.d, why->c_str()));
   }
   return Status::Ok();
 }
@@ -355,8 +375,8 @@ Status MaybeCudnnAttentionForward(CudaBackend& b, const OpCall& call, const Atte
     uids.push_back(kNegInf);
     ptrs.push_back(&neg_inf);
   }
-  MNT_RETURN_IF_ERROR(ExecuteCudnnPlan(b.cudnn, *plan, uids, ptrs, workspace.data(),
-                                       sdk::Format("%s SDPA", call.op_name()).c_str()));
+  MNT_RETURN_IF_ERROR(
+      ExecuteCudnnPlan(b.cudnn, *plan, uids, ptrs, workspace.data(), call.op_name()));
   *ran = true;
   return Status::Ok();
 }
@@ -393,8 +413,7 @@ Status MaybeCudnnAttentionBackward(CudaBackend& b, const OpCall& call, const Att
     uids.push_back(kNegInf);
     ptrs.push_back(&neg_inf);
   }
-  MNT_RETURN_IF_ERROR(ExecuteCudnnPlan(b.cudnn, *plan, uids, ptrs, base,
-                                       sdk::Format("%s SDPA", call.op_name()).c_str()));
+  MNT_RETURN_IF_ERROR(ExecuteCudnnPlan(b.cudnn, *plan, uids, ptrs, base, call.op_name()));
   *ran = true;
   return Status::Ok();
 }

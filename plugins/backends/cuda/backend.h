@@ -12,16 +12,18 @@
 #include <cudnn.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/common/backend_plugin.h"
 #include "plugins/backends/common/calls.h"
 #include "plugins/backends/cuda/allocator.h"
+#include "plugins/backends/cuda/attention_plan_key.h"
 #include "plugins/backends/cuda/backend_options.h"
+#include "plugins/backends/cuda/conv_plan_key.h"
 #include "plugins/backends/cuda/cudnn_graph.h"
 #include "plugins/backends/cuda/device_errors.h"
 #include "plugins/backends/cuda/launch.h"
@@ -37,6 +39,20 @@ struct ConvAlgoChoice {
   int algo = 0;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
   cudnnMathType_t math = CUDNN_FMA_MATH;
   size_t workspace_bytes = 0;
+};
+
+// One convolution configuration's cuDNN descriptors (the math type of the
+// chosen algorithm set on `conv`) and algorithm, made on first use and
+// reused by every call with the same ConvPlanKey (conv_cudnn.cc).
+struct ConvPlan {
+  ConvPlan() = default;
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+  ~ConvPlan();  // conv_cudnn.cc: destroys the descriptors
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  ConvAlgoChoice algo;
 };
 
 // State is public: the kernel methods of every family file read it.
@@ -72,11 +88,12 @@ struct CudaBackend {
   std::unique_ptr<GemmState> gemm;  // cuBLASLt handle, algorithms, workspace
   DeviceErrors errors;  // bits set by kernels, reported at sync points
   PinnedStaging staging;  // host-to-device uploads (pinned_staging.h)
-  std::map<std::string, ConvAlgoChoice> conv_algos;
+  std::unordered_map<ConvPlanKey, std::unique_ptr<ConvPlan>, ConvPlanKeyHash> conv_plans;
   // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
-  std::map<std::string, std::unique_ptr<CudnnPlan>> sdpa_plans;
-  // attention=auto fallbacks already announced on stderr (shape: reason).
-  std::set<std::string> attention_fallbacks_said;
+  std::unordered_map<AttentionPlanKey, std::unique_ptr<CudnnPlan>, AttentionPlanKeyHash>
+      sdpa_plans;
+  // attention=auto fallbacks already announced on stderr (shape, reason).
+  std::unordered_set<AttentionPlanKey, AttentionPlanKeyHash> attention_fallbacks_said;
 };
 
 // Scratch memory (WORKSPACE category) released when the holder goes out of

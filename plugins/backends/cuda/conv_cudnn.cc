@@ -11,12 +11,17 @@
 // otherwise are staged (rounded to the compute format, as the CPU reference
 // does) and outputs stored otherwise are produced in fp32 scratch, then
 // converted (or added, with accumulate): one rounding, from fp32. Algorithms come from the cudnnGet*_v7
-// heuristics (cheap and repeatable), deterministic ones preferred, cached per
-// shape/dtype/mode; their workspace comes from the backend's allocator.
-// The bias add and dbias are our own deterministic channel kernels (conv.cu).
+// heuristics (cheap and repeatable), deterministic ones preferred; their
+// workspace comes from the backend's allocator. Descriptors and algorithm
+// are made once per configuration (ConvPlanKey: direction, shape, geometry,
+// io dtype, mode) and reused, so a call that hits the cache creates no
+// descriptor and formats no string. The bias add and dbias are our own
+// deterministic channel kernels (conv.cu); a forward with a bias runs on fp32
+// io (conv_io.h), so a 16-bit output is rounded once, after the bias.
 // Operands and shapes arrive checked (plugins/backends/common/calls/conv.h).
 #include <cudnn.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,19 +60,6 @@ const char* KindName(ConvKind kind) {
   }
 }
 
-// Descriptors destroyed on every path out.
-struct Descriptors {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  ~Descriptors() {
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (y) cudnnDestroyTensorDescriptor(y);
-    if (x) cudnnDestroyTensorDescriptor(x);
-  }
-};
-
 Status EnsureHandle(CudaBackend& b) {
   if (b.cudnn == nullptr) {
     MNT_CUDNN_RETURN_IF_ERROR(cudnnCreate(&b.cudnn), "cudnnCreate");
@@ -77,7 +69,7 @@ Status EnsureHandle(CudaBackend& b) {
 }
 
 Status MakeDescriptors(const ConvShape& sh, const MNT_Conv2dParams& p, MNT_DType io,
-                       Descriptors* d) {
+                       ConvPlan* d) {
   const cudnnDataType_t t = CudnnType(io);
   MNT_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&d->x), "cudnnCreateTensorDescriptor");
   MNT_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&d->y), "cudnnCreateTensorDescriptor");
@@ -137,30 +129,35 @@ bool PickFrom(const Perf* perf, int count, MNT_ComputeMode mode, MNT_DType io,
   return false;
 }
 
-std::string AlgoKey(ConvKind kind, const ConvShape& sh, const MNT_Conv2dParams& p,
+ConvPlanKey PlanKey(ConvKind kind, const ConvShape& sh, const MNT_Conv2dParams& p,
                     MNT_DType io) {
-  return sdk::Format("%s n%lld c%lld h%lld w%lld k%lld r%lld s%lld g%lld pad%dx%d "
-                     "st%dx%d dil%dx%d io%d mode%d",
-                     KindName(kind), (long long)sh.n, (long long)sh.c, (long long)sh.h,
-                     (long long)sh.w, (long long)sh.k, (long long)sh.r, (long long)sh.s,
-                     (long long)sh.groups, p.pad_h, p.pad_w, p.stride_h, p.stride_w,
-                     p.dilation_h, p.dilation_w, static_cast<int>(io),
-                     static_cast<int>(p.compute));
+  ConvPlanKey key;
+  key.kind = static_cast<int32_t>(kind);
+  key.n = sh.n, key.c = sh.c, key.h = sh.h, key.w = sh.w;
+  key.k = sh.k, key.r = sh.r, key.s = sh.s, key.groups = sh.groups;
+  key.pad_h = p.pad_h, key.pad_w = p.pad_w;
+  key.stride_h = p.stride_h, key.stride_w = p.stride_w;
+  key.dil_h = p.dilation_h, key.dil_w = p.dilation_w;
+  key.io_dtype = static_cast<int32_t>(io);
+  key.compute = static_cast<int32_t>(p.compute);
+  return key;
 }
 
-// The cached (or freshly chosen) algorithm; leaves its math type set on the
-// convolution descriptor.
+// The configuration in words, for the one message that names it.
+std::string DescribeConfig(const ConvShape& sh, const MNT_Conv2dParams& p, MNT_DType io) {
+  return sdk::Format("n%lld c%lld h%lld w%lld k%lld r%lld s%lld g%lld pad%dx%d st%dx%d "
+                     "dil%dx%d io %s mode %d",
+                     (long long)sh.n, (long long)sh.c, (long long)sh.h, (long long)sh.w,
+                     (long long)sh.k, (long long)sh.r, (long long)sh.s, (long long)sh.groups,
+                     p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
+                     sdk::DTypeName(io), static_cast<int>(p.compute));
+}
+
+// The heuristic's algorithm for the plan's descriptors, its math type set on
+// the convolution descriptor and its workspace size.
 Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
                   const ConvShape& sh, const MNT_Conv2dParams& p, MNT_DType io,
-                  const Descriptors& d, ConvAlgoChoice* out) {
-  const std::string key = AlgoKey(kind, sh, p, io);
-  auto it = b.conv_algos.find(key);
-  if (it != b.conv_algos.end()) {
-    *out = it->second;
-    MNT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv, out->math),
-                              "cudnnSetConvolutionMathType");
-    return Status::Ok();
-  }
+                  const ConvPlan& d, ConvAlgoChoice* out) {
   ConvAlgoChoice choice;
   int returned = 0;
   bool found = false;
@@ -199,7 +196,7 @@ Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
   if (!found) {
     return sdk::Unimplemented(sdk::Format(
         "%s: cuDNN offers no usable %s algorithm for %s (%d candidates)",
-        call.op_name(), KindName(kind), key.c_str(), returned));
+        call.op_name(), KindName(kind), DescribeConfig(sh, p, io).c_str(), returned));
   }
   MNT_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv, choice.math),
                             "cudnnSetConvolutionMathType");
@@ -228,8 +225,24 @@ Status ChooseAlgo(CudaBackend& b, const OpCall& call, ConvKind kind,
       break;
   }
   choice.workspace_bytes = bytes;
-  b.conv_algos[key] = choice;
   *out = choice;
+  return Status::Ok();
+}
+
+// The cached plan for this configuration, made (descriptors and algorithm)
+// on first use; a configuration that fails is not cached.
+Status GetPlan(CudaBackend& b, const OpCall& call, ConvKind kind, const ConvShape& sh,
+               const MNT_Conv2dParams& p, MNT_DType io, const ConvPlan** out) {
+  const ConvPlanKey key = PlanKey(kind, sh, p, io);
+  auto it = b.conv_plans.find(key);
+  if (it != b.conv_plans.end()) {
+    *out = it->second.get();
+    return Status::Ok();
+  }
+  auto plan = std::make_unique<ConvPlan>();
+  MNT_RETURN_IF_ERROR(MakeDescriptors(sh, p, io, plan.get()));
+  MNT_RETURN_IF_ERROR(ChooseAlgo(b, call, kind, sh, p, io, *plan, &plan->algo));
+  *out = b.conv_plans.emplace(key, std::move(plan)).first->second.get();
   return Status::Ok();
 }
 
@@ -288,6 +301,15 @@ Status Workspace(CudaBackend& b, const ConvAlgoChoice& algo, Scratch* ws) {
 
 }  // namespace
 
+ConvPlan::~ConvPlan() {
+  // Safe while a convolution that used them is still queued: cuDNN reads
+  // descriptors when the call is made, not when its kernels run.
+  if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  if (w) cudnnDestroyFilterDescriptor(w);
+  if (y) cudnnDestroyTensorDescriptor(y);
+  if (x) cudnnDestroyTensorDescriptor(x);
+}
+
 // The three entry points start from the checked call (common/calls/conv.h).
 Status CudaBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
   CudaBackend& b = *this;
@@ -296,7 +318,7 @@ Status CudaBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
   const Operand &x = c.x, &w = c.w, &bias = c.bias, &y = c.y;
   const ConvShape& sh = c.shape;
   if (sh.n == 0 || sh.k == 0) return Status::Ok();
-  const MNT_DType io = ConvIoType(p->compute, y->dtype);
+  const MNT_DType io = ConvIoType(p->compute, y->dtype, bias.present());
   if (sh.c == 0) {  // empty sum: y = bias (or 0)
     MNT_RETURN_IF_ERROR(Launched(
         call, LaunchFill(b.stream, Dev(y), sdk::NumElements(*y), 0.0), "fill"));
@@ -307,10 +329,10 @@ Status CudaBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
                     "bias_add");
   }
   MNT_RETURN_IF_ERROR(EnsureHandle(b));
-  Descriptors d;
-  MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
-  ConvAlgoChoice algo;
-  MNT_RETURN_IF_ERROR(ChooseAlgo(b, call, ConvKind::kForward, sh, *p, io, d, &algo));
+  const ConvPlan* plan = nullptr;
+  MNT_RETURN_IF_ERROR(GetPlan(b, call, ConvKind::kForward, sh, *p, io, &plan));
+  const ConvPlan& d = *plan;
+  const ConvAlgoChoice& algo = plan->algo;
   Scratch xs(b), ws_(b), ys(b), wsp(b);
   DevTensor xi, wi;
   MNT_RETURN_IF_ERROR(InputAsIo(b, call, x, p->compute, io, &xs, &xi));
@@ -348,10 +370,10 @@ Status CudaBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c)
   }
   const MNT_DType io = ConvIoType(p->compute, dx->dtype);
   MNT_RETURN_IF_ERROR(EnsureHandle(b));
-  Descriptors d;
-  MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
-  ConvAlgoChoice algo;
-  MNT_RETURN_IF_ERROR(ChooseAlgo(b, call, ConvKind::kBackwardData, sh, *p, io, d, &algo));
+  const ConvPlan* plan = nullptr;
+  MNT_RETURN_IF_ERROR(GetPlan(b, call, ConvKind::kBackwardData, sh, *p, io, &plan));
+  const ConvPlan& d = *plan;
+  const ConvAlgoChoice& algo = plan->algo;
   Scratch dys(b), ws_(b), dxs(b), wsp(b);
   DevTensor dyi, wi;
   MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, io, &dys, &dyi));
@@ -391,11 +413,10 @@ Status CudaBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall
   }
   const MNT_DType io = ConvIoType(p->compute, dw->dtype);
   MNT_RETURN_IF_ERROR(EnsureHandle(b));
-  Descriptors d;
-  MNT_RETURN_IF_ERROR(MakeDescriptors(sh, *p, io, &d));
-  ConvAlgoChoice algo;
-  MNT_RETURN_IF_ERROR(
-      ChooseAlgo(b, call, ConvKind::kBackwardFilter, sh, *p, io, d, &algo));
+  const ConvPlan* plan = nullptr;
+  MNT_RETURN_IF_ERROR(GetPlan(b, call, ConvKind::kBackwardFilter, sh, *p, io, &plan));
+  const ConvPlan& d = *plan;
+  const ConvAlgoChoice& algo = plan->algo;
   Scratch dys(b), xs(b), dws(b), wsp(b);
   DevTensor dyi, xi;
   MNT_RETURN_IF_ERROR(InputAsIo(b, call, dy, p->compute, io, &dys, &dyi));

@@ -29,9 +29,13 @@ inline MNT_DType ComputeFormat(MNT_ComputeMode mode) {
 }
 
 // cuDNN's tensor dtype for a convolution whose output is stored as `out`.
-inline MNT_DType ConvIoType(MNT_ComputeMode mode, MNT_DType out) {
+// `bias_added`: a bias is added to cuDNN's result (the forward with a bias).
+// Then the result stays fp32 until the bias is in and is rounded once, as
+// the CPU reference does; a 16-bit io would round it to 16 bits, and the
+// bias add would round it again.
+inline MNT_DType ConvIoType(MNT_ComputeMode mode, MNT_DType out, bool bias_added = false) {
   const MNT_DType format = ComputeFormat(mode);
-  return out == format ? format : MNT_DTYPE_F32;
+  return out == format && !bias_added ? format : MNT_DTYPE_F32;
 }
 
 // An operand stored as `dtype` can be handed to cuDNN as it is: already in

@@ -30,6 +30,30 @@ TEST(ConvIoTest, SixteenBitIoOnlyForAnOutputStoredInTheComputeFormat) {
   EXPECT_EQ(ConvIoType(MNT_COMPUTE_F16, MNT_DTYPE_BF16), MNT_DTYPE_F32);
 }
 
+// A forward with a bias keeps cuDNN's result in fp32 until the bias is
+// added: one rounding into the 16-bit output, never two.
+TEST(ConvIoTest, ForwardWithBiasRunsOnFp32Io) {
+  for (MNT_ComputeMode mode :
+       {MNT_COMPUTE_F32, MNT_COMPUTE_TF32, MNT_COMPUTE_BF16, MNT_COMPUTE_F16}) {
+    for (MNT_DType out : kTypes) {
+      EXPECT_EQ(ConvIoType(mode, out, true), MNT_DTYPE_F32) << mode << " " << out;
+    }
+  }
+  // Without one the 16-bit path stays.
+  EXPECT_EQ(ConvIoType(MNT_COMPUTE_BF16, MNT_DTYPE_BF16, false), MNT_DTYPE_BF16);
+}
+
+// Why it matters: rounding a + b once differs from rounding round(a) + b for
+// some values (here in bf16), so the two-rounding path was not the reference.
+TEST(ConvIoTest, RoundingTwiceDiffersFromRoundingOnce) {
+  const float a = 1.0f + 3.0f / 512.0f;  // between bf16 neighbours 1 + 1/128 steps
+  const float bias = 1.0f / 256.0f + 1.0f / 65536.0f;
+  const float once = Bf16BitsToFloat(FloatToBf16Bits(a + bias));
+  const float twice =
+      Bf16BitsToFloat(FloatToBf16Bits(Bf16BitsToFloat(FloatToBf16Bits(a)) + bias));
+  EXPECT_NE(once, twice);
+}
+
 TEST(ConvIoTest, OperandsNeedingRoundingAreNeverReadInPlace) {
   // 16-bit io: only that format in place.
   EXPECT_TRUE(ConvOperandInPlace(MNT_DTYPE_BF16, MNT_COMPUTE_BF16, MNT_DTYPE_BF16));

@@ -6,6 +6,9 @@
 //    for bit, the op with an fp32 output rounded to f16/bf16 by CAST (both
 //    round the same fp32 value once) -- elementwise, row, optimizer,
 //    embedding and fallback attention kernels;
+//  - kernels compiled per pair of storage types (an fp32 gradient with a
+//    bf16 working copy, a bf16 gradient added into fp32, a 16-bit conv
+//    output with a bias) write the bits of the all-fp32 op, rounded once;
 //  - the optimizer steps' 16-byte loads: aligned buffers and misaligned
 //    slices of the same values end with the same bits;
 //  - cached GEMM plans: shapes interleaved and repeated (cache hits) and a
@@ -24,6 +27,8 @@ namespace {
 using testing::AllClose;
 using testing::DualBackend;
 using testing::Pair;
+using testing::RoundedTo;
+using testing::StorageTolerance;
 
 constexpr MNT_DType kSixteenBit[] = {MNT_DTYPE_F16, MNT_DTYPE_BF16};
 
@@ -248,6 +253,96 @@ TEST_F(CudaHotPathTest, FallbackAttentionSpecialisedMatchesSwitch) {
     ASSERT_TRUE(fallback.RunCuda(MNT_OP_CAST, {dqkv_f.get()}, {dq_rounded.get()}).ok());
     EXPECT_EQ(fallback.Bytes(*dqkv_t, true), fallback.Bytes(*dq_rounded, true));
     for (float v : fallback.Download(*dqkv_f, true)) ASSERT_FALSE(std::isnan(v));
+  }
+}
+
+// ADD with one operand in another dtype (the trainer's master-gradient
+// accumulation: bf16 gradient + fp32 sum -> fp32), on either side: the same
+// bits as the all-fp32 ADD of the same values (a 16-bit value widens
+// exactly), with the vector loads (4101: groups and a tail).
+TEST_F(CudaHotPathTest, AddWithOneOperandInAnotherDtypeMatchesFp32) {
+  const int64_t n = 4101;
+  const MNT_AddParams p{MNT_AddParams_STRUCT_SIZE, 0.75f, -1.5f};
+  for (MNT_DType t : kSixteenBit) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    const std::vector<float> narrow = RoundedTo(Random(n), t), wide = Random(n);
+    auto a16 = d_.Upload(narrow, t, {n});
+    auto a32 = d_.Upload(narrow, MNT_DTYPE_F32, {n});
+    auto b32 = d_.Upload(wide, MNT_DTYPE_F32, {n});
+    for (bool sixteen_first : {true, false}) {
+      const Pair* x = sixteen_first ? a16.get() : b32.get();
+      const Pair* y = sixteen_first ? b32.get() : a16.get();
+      const Pair* x_ref = sixteen_first ? a32.get() : b32.get();
+      const Pair* y_ref = sixteen_first ? b32.get() : a32.get();
+      auto out = d_.Poisoned(MNT_DTYPE_F32, {n});
+      auto ref = d_.Poisoned(MNT_DTYPE_F32, {n});
+      ASSERT_TRUE(d_.RunBoth(MNT_OP_ADD, {x, y}, {out.get()}, &p).ok());
+      ASSERT_TRUE(d_.RunCuda(MNT_OP_ADD, {x_ref, y_ref}, {ref.get()}, &p).ok());
+      EXPECT_EQ(d_.Bytes(*out, true), d_.Bytes(*ref, true)) << "16-bit first " << sixteen_first;
+      EXPECT_TRUE(AllClose(d_.Download(*out, true), d_.Download(*out, false), 1e-6, 1e-6));
+    }
+  }
+}
+
+// The optimizer with an fp32 (master) gradient and a 16-bit working copy --
+// every mixed-precision step -- runs the (F32, 16-bit) pair: master and
+// state bits as with an fp32 working copy, the copy that fp32 value rounded
+// once; and the CPU backend agrees.
+TEST_F(CudaHotPathTest, OptimizerWithFp32GradAndSixteenBitCopyMatchesFp32Copy) {
+  const int64_t n = 2053;
+  for (MNT_DType t : kSixteenBit) {
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    auto grad = d_.Upload(Random(n), MNT_DTYPE_F32, {n});
+    const std::vector<float> w0 = Random(n), m0 = Random(n, 0.1f);
+    std::vector<float> v0 = Random(n, 0.1f);
+    for (float& e : v0) e = e * e;
+    auto master_t = d_.Upload(w0, MNT_DTYPE_F32, {n}), master_f = d_.Upload(w0, MNT_DTYPE_F32, {n});
+    auto m_t = d_.Upload(m0, MNT_DTYPE_F32, {n}), m_f = d_.Upload(m0, MNT_DTYPE_F32, {n});
+    auto v_t = d_.Upload(v0, MNT_DTYPE_F32, {n}), v_f = d_.Upload(v0, MNT_DTYPE_F32, {n});
+    auto work_t = d_.Poisoned(t, {n});
+    auto work_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+    const MNT_AdamWParams ap{MNT_AdamWParams_STRUCT_SIZE, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3};
+    ASSERT_TRUE(d_.RunBoth(MNT_OP_ADAMW_STEP, {grad.get()},
+                           {master_t.get(), m_t.get(), v_t.get(), work_t.get()}, &ap)
+                    .ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_ADAMW_STEP, {grad.get()},
+                           {master_f.get(), m_f.get(), v_f.get(), work_f.get()}, &ap)
+                    .ok());
+    EXPECT_EQ(d_.Bytes(*master_t, true), d_.Bytes(*master_f, true));
+    EXPECT_EQ(d_.Bytes(*m_t, true), d_.Bytes(*m_f, true));
+    EXPECT_EQ(d_.Bytes(*v_t, true), d_.Bytes(*v_f, true));
+    ExpectSameBitsAsRounded(*work_t, *work_f);
+    EXPECT_TRUE(AllClose(d_.Download(*master_t, true), d_.Download(*master_t, false), 1e-6,
+                         1e-7));
+    EXPECT_TRUE(AllClose(d_.Download(*work_t, true), d_.Download(*work_t, false),
+                         StorageTolerance(t), 1e-6));
+  }
+}
+
+// A 16-bit convolution output with a bias holds the fp32 result (bias
+// included) rounded once: the same bits as the fp32-output convolution
+// rounded by CAST -- never cuDNN's 16-bit result rounded again after the
+// bias add.
+TEST_F(CudaHotPathTest, SixteenBitConvWithBiasRoundsOnce) {
+  const int64_t n = 2, c = 8, h = 9, w = 9, k = 16, r = 3;
+  for (MNT_DType t : kSixteenBit) {
+    const MNT_ComputeMode mode = t == MNT_DTYPE_BF16 ? MNT_COMPUTE_BF16 : MNT_COMPUTE_F16;
+    SCOPED_TRACE(::testing::Message() << "dtype " << t);
+    auto x = d_.Upload(Random(n * c * h * w), t, {n, c, h, w});
+    auto wt = d_.Upload(Random(k * c * r * r, 0.2f), t, {k, c, r, r});
+    auto bias = d_.Upload(Random(k), MNT_DTYPE_F32, {k});
+    const MNT_Conv2dParams p{MNT_Conv2dParams_STRUCT_SIZE, 1, 1, 1, 1, 1, 1, 1, mode, 0};
+    auto y_t = d_.Poisoned(t, {n, k, h, w});
+    auto y_f = d_.Poisoned(MNT_DTYPE_F32, {n, k, h, w});
+    ASSERT_TRUE(d_.RunBoth(MNT_OP_CONV2D_FORWARD, {x.get(), wt.get(), bias.get()}, {y_t.get()},
+                           &p)
+                    .ok());
+    ASSERT_TRUE(d_.RunCuda(MNT_OP_CONV2D_FORWARD, {x.get(), wt.get(), bias.get()}, {y_f.get()},
+                           &p)
+                    .ok());
+    ExpectSameBitsAsRounded(*y_t, *y_f);
+    EXPECT_TRUE(
+        AllClose(d_.Download(*y_t, true), d_.Download(*y_t, false), StorageTolerance(t), 1e-2));
   }
 }
 

@@ -84,7 +84,8 @@ class GraphBuilder {
 };
 
 // Runs `plan` with the tensors uids[i] at pointers[i] (host pointers for
-// by-value scalars) and `workspace` (at least plan.workspace_bytes).
+// by-value scalars) and `workspace` (at least plan.workspace_bytes). `what`
+// (the op's name) is only formatted into a message when cuDNN fails.
 sdk::Status ExecuteCudnnPlan(cudnnHandle_t handle, const CudnnPlan& plan,
                              const std::vector<int64_t>& uids,
                              const std::vector<void*>& pointers, void* workspace,

@@ -1,8 +1,9 @@
 // FILL, CAST, ADD and the activations: 4-element map kernels (vectorised
 // loads/stores when aligned), compiled per storage type and chosen once per
-// launch (operands of one dtype; CAST per input/output pair), with the
-// per-element dtype switch only for operands of mixed dtypes. Per-element math is plugins/backends/common's,
-// the same functions the CPU backend runs.
+// launch (operands of one dtype; CAST per input/output pair; ADD with one
+// operand in another dtype than the rest per pair), with the per-element
+// dtype switch only for operands of otherwise mixed dtypes. Per-element
+// math is plugins/backends/common's, the same functions the CPU backend runs.
 #include <cuda_runtime.h>
 
 #include "plugins/backends/common/elementwise_math.h"
@@ -47,20 +48,21 @@ struct ConvertBody {
   }
 };
 
-template <typename S>
+// SA, SB, SO: the storage types of a, b and out.
+template <typename SA, typename SB, typename SO>
 struct AddBody {
   DevTensor a, b, out;
   float alpha, beta;
   __device__ void operator()(int64_t i, int count, bool vec) const {
     float x[4], y[4];
-    Load4<S>(a, i, count, vec, x);
+    Load4<SA>(a, i, count, vec, x);
     if (b.data != nullptr) {
-      Load4<S>(b, i, count, vec, y);
+      Load4<SB>(b, i, count, vec, y);
       for (int k = 0; k < count; ++k) x[k] = alpha * x[k] + beta * y[k];
     } else {
       for (int k = 0; k < count; ++k) x[k] = alpha * x[k];
     }
-    Store4<S>(out, i, count, vec, x);
+    Store4<SO>(out, i, count, vec, x);
   }
 };
 
@@ -120,13 +122,27 @@ cudaError_t LaunchConvert(cudaStream_t s, DevTensor in, DevTensor out, int64_t n
   });
 }
 
+// One dtype for all (the common case), or the operand that differs from
+// out's dtype in a type of its own: a 16-bit gradient added into an fp32
+// accumulator (the trainer's master gradients) runs without a per-element
+// switch. Only three different dtypes switch per element.
 cudaError_t LaunchAdd(cudaStream_t s, DevTensor a, DevTensor b, DevTensor out,
                       int64_t n, float alpha, float beta) {
   const bool vec = Aligned16(a.data) && Aligned16(b.data) && Aligned16(out.data);
-  return WithStorage(CommonDType({a.dtype, b.dtype, out.dtype}), [&](auto storage) {
-    using S = decltype(storage);
-    return LaunchMap4(s, AddBody<S>{a, b, out, alpha, beta}, n, vec);
-  });
+  if (b.data == nullptr || b.dtype == out.dtype) {
+    return WithStoragePair(a.dtype, out.dtype, [&](auto sa, auto so) {
+      using SO = decltype(so);
+      return LaunchMap4(s, AddBody<decltype(sa), SO, SO>{a, b, out, alpha, beta}, n, vec);
+    });
+  }
+  if (a.dtype == out.dtype) {
+    return WithStoragePair(b.dtype, out.dtype, [&](auto sb, auto so) {
+      using SO = decltype(so);
+      return LaunchMap4(s, AddBody<SO, decltype(sb), SO>{a, b, out, alpha, beta}, n, vec);
+    });
+  }
+  return LaunchMap4(s, AddBody<AnyStorage, AnyStorage, AnyStorage>{a, b, out, alpha, beta}, n,
+                    vec);
 }
 
 Status CudaBackend::Fill(const backend::FillCall& c) {

@@ -41,16 +41,18 @@ __global__ void DgeluKernel(DevTensor pre, DevTensor d, int64_t n) {
 }
 
 // out[r] (+)= sum of row r of x [rows, cols]: one block per row, the sum in
-// double in a fixed order (deterministic).
+// double in a fixed order (deterministic). X, O: the storage types of x and
+// out.
+template <typename X, typename O>
 __global__ void RowSumsKernel(DevTensor x, int64_t rows, int64_t cols, DevTensor out,
                               bool accumulate) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     double sum = 0.0;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += Load(x, r * cols + j);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) sum += Load<X>(x, r * cols + j);
     sum = BlockReduce(sum, SumOp(), 0.0);
     if (threadIdx.x == 0) {
-      const double base = accumulate ? Load(out, r) : 0.0;
-      Store(out, r, static_cast<float>(base + sum));
+      const double base = accumulate ? Load<O>(out, r) : 0.0;
+      Store<O>(out, r, static_cast<float>(base + sum));
     }
   }
 }
@@ -138,11 +140,12 @@ Status CudaBackend::GemmBiasGrad(const backend::GemmBiasGradCall& c) {
       MNT_RETURN_IF_ERROR(
           ColumnSums(*this, c, Dev(c.a), c.k, c.m, Dev(c.dbias), c.accumulate_bias_grad));
     } else {  // A [M, K]: row sums
-      MNT_RETURN_IF_ERROR(Launched(c,
-                                   Launch(RowSumsKernel, RowGrid(c.m), kThreads, 0, stream,
-                                          Dev(c.a), c.m, c.k, Dev(c.dbias),
-                                          c.accumulate_bias_grad),
-                                   "bias_grad_row_sums"));
+      const DevTensor a = Dev(c.a), dbias = Dev(c.dbias);
+      const cudaError_t err = WithStoragePair(a.dtype, dbias.dtype, [&](auto as, auto os) {
+        return Launch(RowSumsKernel<decltype(as), decltype(os)>, RowGrid(c.m), kThreads, 0,
+                      stream, a, c.m, c.k, dbias, c.accumulate_bias_grad);
+      });
+      MNT_RETURN_IF_ERROR(Launched(c, err, "bias_grad_row_sums"));
     }
   }
   if (c.m == 0 || c.n == 0) return Status::Ok();

@@ -2,7 +2,8 @@
 // since 1.5): single scalars, one thread each, with the formulas of
 // plugins/sdk/loss_scale_math.h and step_math.h (the CPU backend's and the
 // precision plugins' bits), so the loss scale and the clipping factor never
-// leave the device.
+// leave the device. Launched through Launch() (launch.h), so each reports
+// its own launch status, never an error an earlier call left behind.
 #include <cuda_runtime.h>
 
 #include "plugins/backends/common/step_math.h"
@@ -40,17 +41,22 @@ __global__ void ClipCoefficientKernel(const float* norm_squared, const float* fo
 Status CudaBackend::AmpUpdateScale(const backend::AmpUpdateScaleCall& a) {
   int32_t* hysteresis_tracker =
       a.hysteresis_tracker.present() ? a.hysteresis_tracker.i32() : nullptr;
-  AmpUpdateScaleKernel<<<1, 1, 0, stream>>>(
-      a.found_inf.f32(), a.scale.f32(), a.growth_tracker.i32(), hysteresis_tracker,
-      a.inv_scale.f32(), a.growth_factor, a.backoff_factor, a.growth_interval,
-      a.hysteresis, a.min_scale, a.max_scale);
-  return Launched(a, "amp_update_scale");
+  return Launched(a,
+                  Launch(AmpUpdateScaleKernel, 1, 1, 0, stream,
+                         static_cast<const float*>(a.found_inf.f32()), a.scale.f32(),
+                         a.growth_tracker.i32(), hysteresis_tracker, a.inv_scale.f32(),
+                         a.growth_factor, a.backoff_factor, a.growth_interval, a.hysteresis,
+                         a.min_scale, a.max_scale),
+                  "amp_update_scale");
 }
 
 Status CudaBackend::ClipCoefficient(const backend::ClipCoefficientCall& c) {
-  ClipCoefficientKernel<<<1, 1, 0, stream>>>(c.norm_squared.f32(), c.found_inf.f32(),
-                                             c.max_norm, c.multiplier.f32());
-  return Launched(c, "clip_coefficient");
+  return Launched(c,
+                  Launch(ClipCoefficientKernel, 1, 1, 0, stream,
+                         static_cast<const float*>(c.norm_squared.f32()),
+                         static_cast<const float*>(c.found_inf.f32()), c.max_norm,
+                         c.multiplier.f32()),
+                  "clip_coefficient");
 }
 
 }  // namespace mnt::cuda

@@ -5,11 +5,16 @@
 // needs no host sync. Since ABI 1.6 MULTI_SGD_STEP / MULTI_ADAMW_STEP run
 // the same per-group code over a table of tensors uploaded to the device,
 // in one launch (plus one tiny launch that advances AdamW's step counters
-// after every block has read them). The kernels are compiled per storage type of the
-// gradient and the working copy (when they share one) and chosen per launch;
-// they read and write 4 elements at a time (16-byte loads when aligned).
+// after every block has read them). The kernels are compiled per pair of
+// storage types (gradient, working copy), so an fp32 master gradient with a
+// bf16 working copy runs without a per-element dtype switch; the pair is
+// chosen once per launch, and a multi-tensor table is split into one launch
+// per pair it holds. They read and write 4 elements at a time (16-byte loads
+// when aligned).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "plugins/backends/common/elementwise_math.h"
@@ -62,12 +67,13 @@ __device__ inline DevTensor F32(float* p) { return DevTensor{p, MNT_DTYPE_F32}; 
 // working copy group when `vec` (every pointer 16-byte aligned), element by
 // element otherwise and for the tail. Same per-element formulas in the same
 // order: the same bits either way, and in the single- and multi-tensor ops.
-template <typename S>
+// G: the gradient's storage type, W: the working copy's.
+template <typename G, typename W>
 __device__ inline void SgdGroup(const StepBuffers& b, const SgdCoefficients& c, bool vec,
                                 float mult, int64_t i) {
   const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
   float g[4], w[4], mom[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  Load4<S>(b.grad, i, count, vec, g);
+  Load4<G>(b.grad, i, count, vec, g);
   Load4<F32Storage>(F32(b.master), i, count, vec, w);
   if (b.state1 != nullptr) Load4<F32Storage>(F32(b.state1), i, count, vec, mom);
   for (int k = 0; k < count; ++k) {
@@ -76,15 +82,15 @@ __device__ inline void SgdGroup(const StepBuffers& b, const SgdCoefficients& c, 
   }
   Store4<F32Storage>(F32(b.master), i, count, vec, w);
   if (b.state1 != nullptr) Store4<F32Storage>(F32(b.state1), i, count, vec, mom);
-  if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
+  if (b.working.data != nullptr) Store4<W>(b.working, i, count, vec, w);
 }
 
-template <typename S>
+template <typename G, typename W>
 __device__ inline void AdamWGroup(const StepBuffers& b, const AdamWCoefficients& c, bool vec,
                                   float mult, int64_t i) {
   const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
   float g[4], w[4], m[4], v[4];
-  Load4<S>(b.grad, i, count, vec, g);
+  Load4<G>(b.grad, i, count, vec, g);
   Load4<F32Storage>(F32(b.master), i, count, vec, w);
   Load4<F32Storage>(F32(b.state1), i, count, vec, m);
   Load4<F32Storage>(F32(b.state2), i, count, vec, v);
@@ -95,18 +101,18 @@ __device__ inline void AdamWGroup(const StepBuffers& b, const AdamWCoefficients&
   Store4<F32Storage>(F32(b.master), i, count, vec, w);
   Store4<F32Storage>(F32(b.state1), i, count, vec, m);
   Store4<F32Storage>(F32(b.state2), i, count, vec, v);
-  if (b.working.data != nullptr) Store4<S>(b.working, i, count, vec, w);
+  if (b.working.data != nullptr) Store4<W>(b.working, i, count, vec, w);
 }
 
 // Each thread updates groups of 4 consecutive elements (grid-stride).
-template <typename S>
+template <typename G, typename W>
 __global__ void SgdKernel(StepBuffers b, SgdCoefficients c, bool vec) {
   if (SkipStep(b)) return;  // overflow step: state stays bit-identical
   const float mult = Multiplier(b);
   const int64_t stride = 4ll * gridDim.x * blockDim.x;
   for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
        i < b.n; i += stride) {
-    SgdGroup<S>(b, c, vec, mult, i);
+    SgdGroup<G, W>(b, c, vec, mult, i);
   }
 }
 
@@ -127,7 +133,7 @@ __device__ inline AdamWCoefficients BlockAdamWCoefficients(const StepBuffers& b,
 
 // With b.step_counter, every block derives the bias corrections from
 // counter + 1 on the device.
-template <typename S>
+template <typename G, typename W>
 __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c, bool vec) {
   if (SkipStep(b)) return;  // uniform across the grid: no thread reaches the barrier
   const AdamWCoefficients c = BlockAdamWCoefficients(b, host_c);
@@ -135,7 +141,7 @@ __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c, bool vec) {
   const int64_t stride = 4ll * gridDim.x * blockDim.x;
   for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
        i < b.n; i += stride) {
-    AdamWGroup<S>(b, c, vec, mult, i);
+    AdamWGroup<G, W>(b, c, vec, mult, i);
   }
 }
 
@@ -165,8 +171,9 @@ __device__ inline const TableEntry& OwnEntry(const TableEntry* table, int64_t co
   return table[lo];
 }
 
-// Every block updates kTableBlockElements elements of one tensor.
-template <typename S, bool kAdamW>
+// Every block updates kTableBlockElements elements of one tensor; every
+// tensor of `table` has gradient storage G and working storage W.
+template <typename G, typename W, bool kAdamW>
 __global__ void MultiStepKernel(const TableEntry* table, int64_t count, const float* found_inf,
                                 const float* multiplier) {
   if (found_inf != nullptr && *found_inf != 0.0f) return;  // uniform: skip the step
@@ -178,11 +185,11 @@ __global__ void MultiStepKernel(const TableEntry* table, int64_t count, const fl
   if constexpr (kAdamW) {
     const AdamWCoefficients c = BlockAdamWCoefficients(b, e.adamw);
     for (int64_t i = begin + 4 * threadIdx.x; i < end; i += 4 * blockDim.x) {
-      AdamWGroup<S>(b, c, e.vec != 0, mult, i);
+      AdamWGroup<G, W>(b, c, e.vec != 0, mult, i);
     }
   } else {
     for (int64_t i = begin + 4 * threadIdx.x; i < end; i += 4 * blockDim.x) {
-      SgdGroup<S>(b, e.sgd, e.vec != 0, mult, i);
+      SgdGroup<G, W>(b, e.sgd, e.vec != 0, mult, i);
     }
   }
 }
@@ -202,6 +209,19 @@ bool StepVectorizable(const StepBuffers& b) {
          Aligned16(b.state2) && Aligned16(b.working.data);
 }
 
+// The working copy's dtype, or the gradient's when there is none (the
+// kernel never touches an absent copy, so any type serves; this one adds no
+// instantiation).
+MNT_DType WorkingOrGrad(const StepBuffers& b) {
+  return b.working.data != nullptr ? b.working.dtype : b.grad.dtype;
+}
+
+// f(G{}, W{}) for the step's gradient and working-copy storage types.
+template <typename F>
+cudaError_t WithStepStorages(const StepBuffers& b, F&& f) {
+  return WithStoragePair(b.grad.dtype, WorkingOrGrad(b), std::forward<F>(f));
+}
+
 // After every block of the AdamW update has read the counter (stream order).
 __global__ void CountAppliedStepKernel(int32_t* counter, const float* found_inf) {
   if (found_inf == nullptr || *found_inf == 0.0f) *counter += 1;
@@ -215,11 +235,10 @@ Status CudaBackend::SgdStep(const backend::SgdStepCall& s) {
   b.state1 = s.momentum.f32();
   b.working = Dev(s.working);
   if (b.n == 0) return Status::Ok();
-  const cudaError_t err =
-      WithStorage(CommonDType({b.grad.dtype, b.working.dtype}), [&](auto storage) {
-        return Launch(SgdKernel<decltype(storage)>, GridFor((b.n + 3) / 4, kThreads), kThreads,
-                      0, stream, b, s.coefficients, StepVectorizable(b));
-      });
+  const cudaError_t err = WithStepStorages(b, [&](auto g, auto w) {
+    return Launch(SgdKernel<decltype(g), decltype(w)>, GridFor((b.n + 3) / 4, kThreads),
+                  kThreads, 0, stream, b, s.coefficients, StepVectorizable(b));
+  });
   return Launched(s, err, "sgd_step");
 }
 
@@ -239,11 +258,10 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
       p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay,
       b.step_counter != nullptr ? 1 : p->step);
   if (b.n > 0) {
-    const cudaError_t err =
-        WithStorage(CommonDType({b.grad.dtype, b.working.dtype}), [&](auto storage) {
-          return Launch(AdamWKernel<decltype(storage)>, GridFor((b.n + 3) / 4, kThreads),
-                        kThreads, 0, stream, b, c, StepVectorizable(b));
-        });
+    const cudaError_t err = WithStepStorages(b, [&](auto g, auto w) {
+      return Launch(AdamWKernel<decltype(g), decltype(w)>, GridFor((b.n + 3) / 4, kThreads),
+                    kThreads, 0, stream, b, c, StepVectorizable(b));
+    });
     MNT_RETURN_IF_ERROR(Launched(a, err, "adamw_step"));
   }
   if (b.step_counter == nullptr) return Status::Ok();
@@ -254,29 +272,57 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
 
 namespace {
 
-// The device table of a multi-tensor step, uploaded on the stream, and the
-// launch over it: one block per kTableBlockElements of each tensor.
+// The tensors of a multi-tensor step that share one pair of storage types:
+// table[begin, begin + count), one launch.
+struct TableGroup {
+  MNT_DType grad = MNT_DTYPE_INVALID, working = MNT_DTYPE_INVALID;
+  size_t begin = 0, count = 0;
+  int64_t blocks = 0;
+};
+
+// Orders `table` by (gradient dtype, working dtype) -- stably, so a table of
+// one pair keeps its order -- and returns its runs, with each entry's first
+// block counted from the start of its group. Entries are independent, so
+// the order changes no result.
+std::vector<TableGroup> GroupByStorage(std::vector<TableEntry>* table) {
+  auto key = [](const TableEntry& e) {
+    return std::pair<int, int>(e.b.grad.dtype, WorkingOrGrad(e.b));
+  };
+  std::stable_sort(table->begin(), table->end(), [&](const TableEntry& x, const TableEntry& y) {
+    return key(x) < key(y);
+  });
+  std::vector<TableGroup> groups;
+  for (size_t i = 0; i < table->size(); ++i) {
+    TableEntry& e = (*table)[i];
+    if (groups.empty() || key(e) != key((*table)[groups.back().begin])) {
+      TableGroup g;
+      g.grad = e.b.grad.dtype;
+      g.working = WorkingOrGrad(e.b);
+      g.begin = i;
+      groups.push_back(g);
+    }
+    TableGroup& g = groups.back();
+    e.first_block = g.blocks;
+    g.blocks += (e.b.n + kTableBlockElements - 1) / kTableBlockElements;
+    e.vec = StepVectorizable(e.b) ? 1 : 0;
+    ++g.count;
+  }
+  return groups;
+}
+
+// The device table of a multi-tensor step, uploaded on the stream once, and
+// one launch per storage pair over its part of the table: one block per
+// kTableBlockElements of each tensor.
 template <bool kAdamW, typename Call>
 Status RunTable(CudaBackend& be, const Call& call, std::vector<TableEntry>& table,
                 const char* kernel) {
+  const std::vector<TableGroup> groups = GroupByStorage(&table);
   int64_t blocks = 0;
-  std::vector<MNT_DType> dtypes;
-  for (TableEntry& e : table) {
-    e.first_block = blocks;
-    blocks += (e.b.n + kTableBlockElements - 1) / kTableBlockElements;
-    e.vec = StepVectorizable(e.b) ? 1 : 0;
+  for (const TableGroup& g : groups) {
+    if (g.blocks > int64_t{0x7fffffff}) return call.Invalid("the table has too many elements");
+    blocks += g.blocks;
   }
   if (blocks == 0) return Status::Ok();
-  if (blocks > int64_t{0x7fffffff}) return call.Invalid("the table has too many elements");
-  // One storage type when every gradient and working copy share a dtype.
-  MNT_DType common = MNT_DTYPE_INVALID;
-  bool mixed = false;
-  for (const TableEntry& e : table) {
-    for (MNT_DType d : {e.b.grad.dtype, e.b.working.dtype}) {
-      if (d == MNT_DTYPE_INVALID) continue;
-      if (common == MNT_DTYPE_INVALID) common = d; else if (d != common) mixed = true;
-    }
-  }
   Scratch device_table(be);
   const size_t bytes = sizeof(TableEntry) * table.size();
   MNT_RETURN_IF_ERROR(device_table.Allocate(bytes));
@@ -285,11 +331,15 @@ Status RunTable(CudaBackend& be, const Call& call, std::vector<TableEntry>& tabl
   const int64_t count = static_cast<int64_t>(table.size());
   const float* found_inf = call.found_inf.f32();
   const float* multiplier = call.multiplier.f32();
-  const cudaError_t err = WithStorage(mixed ? MNT_DTYPE_INVALID : common, [&](auto storage) {
-    return Launch(MultiStepKernel<decltype(storage), kAdamW>, static_cast<unsigned>(blocks),
-                  kThreads, 0, be.stream, dev, count, found_inf, multiplier);
-  });
-  MNT_RETURN_IF_ERROR(Launched(call, err, kernel));
+  for (const TableGroup& g : groups) {
+    if (g.blocks == 0) continue;
+    const cudaError_t err = WithStoragePair(g.grad, g.working, [&](auto gs, auto ws) {
+      return Launch(MultiStepKernel<decltype(gs), decltype(ws), kAdamW>,
+                    static_cast<unsigned>(g.blocks), kThreads, 0, be.stream, dev + g.begin,
+                    static_cast<int64_t>(g.count), found_inf, multiplier);
+    });
+    MNT_RETURN_IF_ERROR(Launched(call, err, kernel));
+  }
   if constexpr (kAdamW) {
     if (!call.step_counters) return Status::Ok();
     return Launched(call,

@@ -52,6 +52,7 @@ CudaBackend::~CudaBackend() {
   if (stream != nullptr) cudaStreamSynchronize(stream);
   memory.ReleaseEverything();
   sdpa_plans.clear();  // before the cuDNN handle they were built with
+  conv_plans.clear();
   if (cudnn != nullptr) cudnnDestroy(cudnn);
   gemm.reset();
   if (stream != nullptr) cudaStreamDestroy(stream);

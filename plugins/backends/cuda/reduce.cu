@@ -131,14 +131,15 @@ __global__ void ColumnPartialsKernel(DevTensor dy, DevTensor x, const float* mea
 }
 
 // Pass 2: chunks summed in order; out = (accumulate ? out : 0) + float(sum).
+template <typename S>
 __global__ void ColumnFinishKernel(const double* partials, int64_t chunks, int64_t c,
                                    DevTensor out, bool accumulate) {
   const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (col >= c) return;
   double s = 0.0;
   for (int64_t k = 0; k < chunks; ++k) s += partials[k * c + col];
-  const float old = accumulate ? Load(out, col) : 0.0f;
-  Store(out, col, old + static_cast<float>(s));
+  const float old = accumulate ? Load<S>(out, col) : 0.0f;
+  Store<S>(out, col, old + static_cast<float>(s));
 }
 
 // ---- Unscale -------------------------------------------------------------------
@@ -182,11 +183,15 @@ cudaError_t LaunchColumnSums(cudaStream_t s, DevTensor dy, DevTensor x,
                   rstd, rows, c, chunks, partials_b, partials_w);
   });
   if (err != cudaSuccess) return err;
-  err = Launch(ColumnFinishKernel, GridFor(c, kThreads), kThreads, 0, s,
-               static_cast<const double*>(partials_b), chunks, c, db, accumulate);
+  auto finish = [&](const double* part, DevTensor out) {
+    return WithStorage(out.dtype, [&](auto storage) {
+      return Launch(ColumnFinishKernel<decltype(storage)>, GridFor(c, kThreads), kThreads, 0,
+                    s, part, chunks, c, out, accumulate);
+    });
+  };
+  err = finish(partials_b, db);
   if (err != cudaSuccess || dw.data == nullptr) return err;
-  return Launch(ColumnFinishKernel, GridFor(c, kThreads), kThreads, 0, s,
-                static_cast<const double*>(partials_w), chunks, c, dw, accumulate);
+  return finish(partials_w, dw);
 }
 
 Status CudaBackend::BiasGrad(const backend::BiasGradCall& c) {
