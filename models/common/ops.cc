@@ -450,10 +450,14 @@ Status Ops::Scale(const MNT_Tensor& x, float alpha, const MNT_Tensor& out) const
 
 Status Ops::CrossEntropyBackwardInPlace(const MNT_Tensor& logits,
                                         const MNT_Tensor& targets,
-                                        int64_t num_classes, float grad_scale,
+                                        int64_t num_classes, GradScale grad_scale,
                                         const MNT_Tensor& losses) const {
-  const MNT_CrossEntropyParams ce = CrossEntropyParams(grad_scale, num_classes);
-  return Run(MNT_OP_FUSED_CLASSIFIER, {targets}, {logits, losses}, &ce);
+  // FUSED_CLASSIFIER came with ABI 1.6, and with it the optional device
+  // multiplier in[1]: every backend that has the op takes it.
+  const MNT_CrossEntropyParams ce = CrossEntropyParams(grad_scale.host, num_classes);
+  std::vector<MNT_Tensor> inputs{targets};
+  if (grad_scale.device != nullptr) inputs.push_back(*grad_scale.device);
+  return Run(MNT_OP_FUSED_CLASSIFIER, inputs, {logits, losses}, &ce);
 }
 
 }  // namespace mnt::models

@@ -274,11 +274,11 @@ class Ops {
                                    const MNT_Tensor& losses,
                                    const MNT_Tensor& dlogits) const;
   // The same written over the logits themselves (FUSED_CLASSIFIER: one
-  // pass, no dlogits buffer). Only where Supports(MNT_OP_FUSED_CLASSIFIER);
-  // `logits` then holds dlogits.
+  // pass, no dlogits buffer), a device scale as its in[1]. Only where
+  // Supports(MNT_OP_FUSED_CLASSIFIER); `logits` then holds dlogits.
   sdk::Status CrossEntropyBackwardInPlace(const MNT_Tensor& logits,
                                           const MNT_Tensor& targets,
-                                          int64_t num_classes, float grad_scale,
+                                          int64_t num_classes, GradScale grad_scale,
                                           const MNT_Tensor& losses) const;
 
  private:

@@ -123,6 +123,7 @@ Status Gpt2Network::Init(const MNT_Model_Create_Args& args) {
   ids_ = workspace_.Reserve(MNT_DTYPE_I32, n);
   targets_ = workspace_.Reserve(MNT_DTYPE_I32, n);
   positions_ = workspace_.Reserve(MNT_DTYPE_I32, n);
+  dlogits_multiplier_ = workspace_.Reserve(MNT_DTYPE_F32, 1);
   MNT_RETURN_IF_ERROR(workspace_.Allocate(setup_.client, MNT_MEMORY_WORKSPACE));
   std::vector<int32_t> positions(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) positions[i] = static_cast<int32_t>(i % t_);
@@ -163,9 +164,11 @@ void Gpt2Network::PlanActivations() {
   meanf_ = a.Reserve(f32, n);
   rstdf_ = a.Reserve(f32, n);
   logits_ = a.Reserve(act, n * padded_vocab_);
-  // Kept with the fused classifier too: a device loss multiplier takes
-  // CROSS_ENTROPY into this buffer.
-  dlogits_ = a.Reserve(act, n * padded_vocab_);
+  // The fused classifier writes dlogits over the logits (with a host or a
+  // device loss multiplier): the [n, Vp] buffer only without it.
+  if (!setup_.ops.Supports(MNT_OP_FUSED_CLASSIFIER)) {
+    dlogits_ = a.Reserve(act, n * padded_vocab_);
+  }
   dres_ = a.Reserve(act, n * C);
   dtmp_ = a.Reserve(act, n * C);
   dtmp2_ = a.Reserve(act, n * C);
@@ -206,10 +209,10 @@ MNT_Tensor Gpt2Network::Logits(int64_t batch) const {
 
 Status Gpt2Network::BlockForward(const BlockParams& w, const MNT_Tensor& x,
                                  const BlockActivations& a, int64_t batch,
-                                 const models::OptionalTensor& y) {
+                                 const NextNorm* next) {
   const models::Ops& ops = setup_.ops;
-  // res2 = x + attproj(attention(qkv(ln1(x)))).
-  MNT_RETURN_IF_ERROR(ops.LayerNorm(x, w.ln1w, w.ln1b, a.ln1));
+  // res2 = x + attproj(attention(qkv(ln1(x)))); ln1(x) is already in a.ln1
+  // (the previous block's fused residual add, or the caller).
   MNT_RETURN_IF_ERROR(ops.Linear(a.ln1.y, w.qkvw, w.qkvb, a.qkv, kOutIn));
   MNT_RETURN_IF_ERROR(
       ops.CausalSelfAttention(a.qkv, batch, config_.n_head, a.atty, a.lse));
@@ -219,15 +222,17 @@ Status Gpt2Network::BlockForward(const BlockParams& w, const MNT_Tensor& x,
   // fc's bias and GELU in its GEMM's epilogue.
   MNT_RETURN_IF_ERROR(ops.ResidualLayerNorm(a.res2, x, w.ln2w, w.ln2b, a.res2, a.ln2));
   MNT_RETURN_IF_ERROR(ops.LinearGelu(a.ln2.y, w.fcw, w.fcb, a.fch, a.fchg, kOutIn));
-  if (!y) return Status::Ok();  // recomputing: the block's output is kept
-  MNT_RETURN_IF_ERROR(ops.Linear(a.fchg, w.fcprojw, w.fcprojb, *y, kOutIn));
-  return ops.Add(*y, a.res2, *y);
+  if (next == nullptr) return Status::Ok();  // recomputing: the block's output is kept
+  // The MLP's residual add fused with the layer norm that reads its sum
+  // (the next block's ln1, or lnf).
+  MNT_RETURN_IF_ERROR(ops.Linear(a.fchg, w.fcprojw, w.fcprojb, next->y, kOutIn));
+  return ops.ResidualLayerNorm(next->y, a.res2, next->weight, next->bias, next->y,
+                               next->norm);
 }
 
 Status Gpt2Network::Forward(const models::ForwardCall& call) {
   saved_batch_ = 0;
   dlogits_in_logits_ = false;
-  dlogits_in_buffer_ = false;
   int64_t batch = 0;
   MNT_RETURN_IF_ERROR(io_.CheckForward(call, &batch));
   const models::Ops& ops = setup_.ops;
@@ -246,16 +251,34 @@ Status Gpt2Network::Forward(const models::ForwardCall& call) {
       ops.Embedding(p[kWpe], workspace_.View(positions_, {n}), pos_emb));
   MNT_RETURN_IF_ERROR(ops.Add(x0, pos_emb, x0));
 
-  for (int l = 0; l < config_.n_layer; ++l) {
-    MNT_RETURN_IF_ERROR(BlockForward(LayerOf(p, l), Residual(l, n),
-                                     BlockViews(l, batch), batch,
-                                     Residual(l + 1, n)));
+  // Block l's output x_{l+1} and the layer norm that reads it (block l+1's
+  // ln1, lnf after the last) come from one fused residual add + layer norm.
+  const int L = static_cast<int>(config_.n_layer);
+  const models::LayerNormOutput lnf = FinalNorm(n);
+  if (L == 0) {
+    MNT_RETURN_IF_ERROR(ops.LayerNorm(x0, p[kLnfw], p[kLnfb], lnf));
+  } else {
+    const BlockParams first = LayerOf(p, 0);
+    MNT_RETURN_IF_ERROR(ops.LayerNorm(x0, first.ln1w, first.ln1b, BlockViews(0, batch).ln1));
+  }
+  for (int l = 0; l < L; ++l) {
+    NextNorm next;
+    next.y = Residual(l + 1, n);
+    if (l + 1 < L) {
+      const BlockParams w = LayerOf(p, l + 1);
+      next.weight = w.ln1w;
+      next.bias = w.ln1b;
+      next.norm = BlockViews(l + 1, batch).ln1;
+    } else {
+      next.weight = p[kLnfw];
+      next.bias = p[kLnfb];
+      next.norm = lnf;
+    }
+    MNT_RETURN_IF_ERROR(
+        BlockForward(LayerOf(p, l), Residual(l, n), BlockViews(l, batch), batch, &next));
   }
 
   // logits = lnf(x_L) @ wteᵀ (tied), loss over the first `vocab` columns.
-  const models::LayerNormOutput lnf = FinalNorm(n);
-  MNT_RETURN_IF_ERROR(
-      ops.LayerNorm(Residual(config_.n_layer, n), p[kLnfw], p[kLnfb], lnf));
   const MNT_Tensor logits = Logits(batch);
   MNT_RETURN_IF_ERROR(ops.Linear(lnf.y, p[kWte], std::nullopt, logits, kOutIn));
   MNT_RETURN_IF_ERROR(ops.CrossEntropyLoss(
@@ -299,6 +322,38 @@ Status Gpt2Network::BlockBackward(const BlockParams& w, const BlockParams& dw,
                                   dw.ln1b, accumulate);
 }
 
+// The logits are gone, but dlogits are linear in the scale: scaled by
+// new / old, each formed as the kernel forms it (multiplier * (1/(B*T)) in
+// fp32), so a host and a device multiplier give the same bits. A device
+// multiplier is read to the host here, on this second Backward only.
+Status Gpt2Network::RescaleDlogits(const MNT_Tensor& dlogits,
+                                   const models::GradScale& grad_scale) {
+  const models::Ops& ops = setup_.ops;
+  float old_scale = dlogits_scale_, new_scale = grad_scale.host;
+  if (dlogits_scale_on_device_) {
+    float m = 0.0f;
+    MNT_RETURN_IF_ERROR(setup_.client.ToHost(
+        &m, workspace_.View(dlogits_multiplier_, {1}).data, sizeof(float)));
+    old_scale = m * dlogits_scale_;
+  }
+  if (grad_scale.device != nullptr) {
+    float m = 0.0f;
+    MNT_RETURN_IF_ERROR(setup_.client.ToHost(&m, grad_scale.device->data, sizeof(float)));
+    new_scale = m * grad_scale.host;
+  }
+  if (new_scale == old_scale) return Status::Ok();
+  if (old_scale == 0.0f) {
+    return sdk::FailedPrecondition(
+        "gpt2: a second Backward after one with loss_multiplier 0 needs a new "
+        "Forward (the fused classifier wrote its gradient over the logits)");
+  }
+  MNT_RETURN_IF_ERROR(ops.Scale(dlogits, new_scale / old_scale, dlogits));
+  // The dlogits now hold the new scale, as a host value.
+  dlogits_scale_ = new_scale;
+  dlogits_scale_on_device_ = false;
+  return Status::Ok();
+}
+
 Status Gpt2Network::Backward(const models::BackwardCall& call) {
   MNT_RETURN_IF_ERROR(io_.CheckBackward(call, saved_batch_));
   const models::Ops& ops = setup_.ops;
@@ -309,43 +364,32 @@ Status Gpt2Network::Backward(const models::BackwardCall& call) {
   const MNT_Tensor ids = workspace_.View(ids_, {n});
   const MNT_Tensor dres = Rows(dres_, n, C), dlnf = Rows(dtmp_, n, C);
 
-  // dlogits = (softmax - onehot) * multiplier / (B*T): with a host
-  // multiplier over the logits themselves where the backend fuses the
-  // classifier; with a device multiplier (ABI 1.6 sync-free step) through
-  // CROSS_ENTROPY into dlogits, so a second Backward of the same Forward
-  // never needs the multiplier on the host.
+  // dlogits = (softmax - onehot) * multiplier / (B*T): written over the
+  // logits by the fused classifier where the backend has it (the
+  // multiplier on the host or, ABI 1.6's sync-free step, on the device),
+  // else by CROSS_ENTROPY into dlogits_.
   const models::GradScale grad_scale =
       models::MeanLossGradScale(call.loss_multiplier, call.loss_multiplier_device, n);
   const MNT_Tensor targets = workspace_.View(targets_, {n});
   const MNT_Tensor losses = workspace_.View(losses_, {n});
   MNT_Tensor dlogits = Logits(batch);
-  if (ops.Supports(MNT_OP_FUSED_CLASSIFIER) && grad_scale.device == nullptr &&
-      !dlogits_in_buffer_) {
+  if (ops.Supports(MNT_OP_FUSED_CLASSIFIER)) {
     if (!dlogits_in_logits_) {
-      MNT_RETURN_IF_ERROR(ops.CrossEntropyBackwardInPlace(dlogits, targets, vocab_,
-                                                          grad_scale.host, losses));
+      MNT_RETURN_IF_ERROR(
+          ops.CrossEntropyBackwardInPlace(dlogits, targets, vocab_, grad_scale, losses));
       dlogits_in_logits_ = true;
       dlogits_scale_ = grad_scale.host;
-    } else if (grad_scale.host != dlogits_scale_) {
-      // Another Backward of the same Forward: the logits are gone, but
-      // dlogits are linear in the scale.
-      if (dlogits_scale_ == 0.0f) {
-        return sdk::FailedPrecondition(
-            "gpt2: a second Backward after one with loss_multiplier 0 needs a "
-            "new Forward (the fused classifier wrote its gradient over the "
-            "logits)");
+      dlogits_scale_on_device_ = grad_scale.device != nullptr;
+      if (dlogits_scale_on_device_) {
+        // Kept for a second Backward of this Forward: the caller may change
+        // its multiplier tensor in between.
+        MNT_RETURN_IF_ERROR(
+            ops.Copy(*grad_scale.device, workspace_.View(dlogits_multiplier_, {1})));
       }
-      MNT_RETURN_IF_ERROR(ops.Scale(dlogits, grad_scale.host / dlogits_scale_, dlogits));
-      dlogits_scale_ = grad_scale.host;
+    } else {
+      MNT_RETURN_IF_ERROR(RescaleDlogits(dlogits, grad_scale));
     }
   } else {
-    if (dlogits_in_logits_) {
-      return sdk::FailedPrecondition(
-          "gpt2: a Backward with a device loss multiplier after one with a host "
-          "multiplier needs a new Forward (the fused classifier wrote its "
-          "gradient over the logits)");
-    }
-    dlogits_in_buffer_ = true;
     dlogits = Rows(dlogits_, n, padded_vocab_);
     MNT_RETURN_IF_ERROR(ops.CrossEntropyBackward(Logits(batch), targets, vocab_,
                                                  grad_scale, losses, dlogits));
@@ -362,8 +406,8 @@ Status Gpt2Network::Backward(const models::BackwardCall& call) {
     const BlockParams w = LayerOf(p, l);
     const BlockActivations a = BlockViews(l, batch);
     if (config_.checkpointing) {
-      MNT_RETURN_IF_ERROR(
-          BlockForward(w, Residual(l, n), a, batch, std::nullopt));
+      MNT_RETURN_IF_ERROR(ops.LayerNorm(Residual(l, n), w.ln1w, w.ln1b, a.ln1));
+      MNT_RETURN_IF_ERROR(BlockForward(w, Residual(l, n), a, batch, nullptr));
     }
     MNT_RETURN_IF_ERROR(BlockBackward(w, LayerOf(g, l), Residual(l, n), a,
                                       batch, accumulate));

@@ -105,11 +105,22 @@ class Gpt2Network {
     return Rows(residual_[layer], n, config_.d_model);
   }
   models::LayerNormOutput FinalNorm(int64_t n) const;
-  // y = block(x), saving `a`; without y (recomputing for the backward)
-  // it stops at what the backward reads.
+  // Where a block's output goes and the layer norm that reads it (the next
+  // block's ln1, or lnf): one fused residual add + layer norm.
+  struct NextNorm {
+    MNT_Tensor y;  // the block's output (the next residual stream)
+    MNT_Tensor weight, bias;
+    models::LayerNormOutput norm;
+  };
+  // The block from a.ln1 = ln1(x) (already computed), saving `a`, to
+  // next->y = block(x) and next->norm = its layer norm; without `next`
+  // (recomputing for the backward) it stops at what the backward reads.
   sdk::Status BlockForward(const BlockParams& w, const MNT_Tensor& x,
                            const BlockActivations& a, int64_t batch,
-                           const models::OptionalTensor& y);
+                           const NextNorm* next);
+  // A second Backward of one Forward with the fused classifier: the
+  // dlogits over the logits rescaled to `grad_scale`.
+  sdk::Status RescaleDlogits(const MNT_Tensor& dlogits, const models::GradScale& grad_scale);
   // On entry dres holds dL/d(block output); on exit dL/d(block input x).
   sdk::Status BlockBackward(const BlockParams& w, const BlockParams& dw,
                             const MNT_Tensor& x, const BlockActivations& a,
@@ -125,16 +136,20 @@ class Gpt2Network {
   std::vector<BlockSlots> blocks_;  // L, or 1 with checkpointing
   std::vector<Slot> residual_;      // L + 1 block inputs/outputs
   Slot lnf_, meanf_, rstdf_, logits_;
-  Slot dlogits_, dres_, dtmp_, dtmp2_, dbig_, dqkv_;  // gradient scratch
+  // Gradient scratch (dlogits_ only without the fused classifier).
+  Slot dlogits_, dres_, dtmp_, dtmp2_, dbig_, dqkv_;
 
   models::DeviceArena workspace_;
   Slot losses_, ids_, targets_, positions_;
+  // F32 [1]: the device multiplier the fused classifier's dlogits carry.
+  Slot dlogits_multiplier_;
   int64_t saved_batch_ = 0;  // sequences of the last training Forward
   // With the fused classifier: the logits already hold dlogits (a Backward
-  // of this Forward ran), scaled by dlogits_scale_.
+  // of this Forward ran), scaled by dlogits_scale_ (times the value saved in
+  // dlogits_multiplier_ when dlogits_scale_on_device_).
   bool dlogits_in_logits_ = false;
   float dlogits_scale_ = 0.0f;
-  bool dlogits_in_buffer_ = false;  // a Backward of this Forward used dlogits_
+  bool dlogits_scale_on_device_ = false;
 };
 
 }  // namespace mnt::gpt2

@@ -2,7 +2,9 @@
 // float64 reference (testing/reference_gpt2): loss and logits, every
 // parameter gradient against central finite differences, gradient
 // checkpointing bit-identical to the plain backward, accumulation, the
-// 16-bit/tf32 modes with stated tolerances, and one-line option errors.
+// 16-bit/tf32 modes with stated tolerances, the fused ops (and the fused
+// classifier with a device loss multiplier) against the plain ones, and
+// one-line option errors.
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -191,10 +193,14 @@ class Gpt2Test : public ::testing::Test {
   }
 
   // Forward (+ Backward) in `dtype`; returns the loss, fills grads (f64).
+  // With `device_multiplier` each Backward's multiplier is an F32 [1]
+  // tensor (ABI 1.6's loss_multiplier_device; the host float then says
+  // NaN, which must never be read).
   double Run(const std::vector<std::vector<double>>& params, MNT_DType dtype,
              const std::vector<int>& ids, const std::vector<int>& targets,
              std::vector<std::vector<double>>* grads, int backward_calls = 1,
-             std::vector<float> loss_multipliers = {1.0f, 1.0f}) {
+             std::vector<float> loss_multipliers = {1.0f, 1.0f},
+             bool device_multiplier = false) {
     std::vector<MNT_Tensor> p, g;
     const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -222,6 +228,12 @@ class Gpt2Test : public ::testing::Test {
       b.grads = g.data();
       b.num_grads = g.size();
       b.loss_multiplier = loss_multipliers[k % 2];
+      MNT_Tensor device = {};
+      if (device_multiplier) {
+        device = Upload({loss_multipliers[k % 2]}, MNT_DTYPE_F32, {1});
+        b.loss_multiplier = NAN;
+        b.loss_multiplier_device = &device;
+      }
       b.accumulate = k > 0;
       EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Backward(&b)), "");
     }
@@ -356,6 +368,93 @@ TEST_F(Gpt2Test, FusedOpsGiveThePlainLossAndGradients) {
         EXPECT_LT(RelativeL2(fused[k], plain[k]), m.grad_tol) << k;
       }
     }
+  }
+}
+
+// A device loss multiplier (the sync-free step) takes the fused classifier
+// too, over the logits (no dlogits buffer): the same bits as the host
+// multiplier of the same value -- the kernel forms m * (1/(B*T)) either way,
+// and a second, accumulating Backward rescales by the same ratio -- and the
+// plain path's loss and gradients (fused=0, CROSS_ENTROPY with the device
+// multiplier) within FusedOpsGiveThePlainLossAndGradients' tolerances.
+// Multipliers {2, 0.75}: neither 1, both exact.
+TEST_F(Gpt2Test, FusedClassifierTakesTheDeviceLossMultiplier) {
+  struct Mode { MNT_DType dtype; MNT_ComputeMode compute; double loss_tol, grad_tol; };
+  for (const Mode& m : {Mode{MNT_DTYPE_F32, MNT_COMPUTE_F32, 1e-6, 1e-6},
+                        Mode{MNT_DTYPE_F16, MNT_COMPUTE_F16, 1e-2, 2e-2},
+                        Mode{MNT_DTYPE_BF16, MNT_COMPUTE_BF16, 1e-2, 1e-1}}) {
+    SCOPED_TRACE(sdk::DTypeName(m.dtype));
+    auto params = RandomParams();
+    for (auto& t : params) for (double& v : t) v = StoreAs(m.dtype, v);
+    const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+    const std::vector<float> mults = {2.0f, 0.75f};
+    std::vector<std::vector<double>> device, host, plain;
+    ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(m.dtype, m.compute)), "");
+    const double device_loss = Run(params, m.dtype, ids, targets, &device, 2, mults, true);
+    const double host_loss = Run(params, m.dtype, ids, targets, &host, 2, mults, false);
+    ASSERT_EQ(CreateModel((std::string(kOptions) + ",fused=0").c_str(), Spec(),
+                          Precision(m.dtype, m.compute)), "");
+    const double plain_loss = Run(params, m.dtype, ids, targets, &plain, 2, mults, true);
+    ASSERT_TRUE(std::isfinite(device_loss));
+    EXPECT_EQ(device_loss, host_loss);
+    EXPECT_NEAR(device_loss, plain_loss, m.loss_tol * std::fabs(plain_loss));
+    for (size_t k = 0; k < device.size(); ++k) {
+      EXPECT_EQ(device[k], host[k]) << k;
+      EXPECT_LT(RelativeL2(device[k], plain[k]), m.grad_tol) << k;
+    }
+  }
+}
+
+// One Forward, then a Backward with a host multiplier and one with a device
+// multiplier (and the reverse): both orders give the gradients of two host
+// Backwards with the same values.
+TEST_F(Gpt2Test, HostAndDeviceMultipliersMixWithinOneForward) {
+  ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32)), "");
+  auto params = RandomParams();
+  const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+  std::vector<MNT_Tensor> p, g;
+  const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    p.push_back(Upload(params[i], MNT_DTYPE_F32, specs[i].dims));
+    g.push_back(Alloc(MNT_DTYPE_F32, specs[i].dims));
+  }
+  const MNT_Tensor in = UploadI32(ids, {kB, kT}), tg = UploadI32(targets, {kB, kT});
+  const MNT_Tensor loss = Alloc(MNT_DTYPE_F32, {1});
+  const MNT_Tensor three = Upload({3.0}, MNT_DTYPE_F32, {1});
+  // kinds: 'h' host 1.5, 'd' device 3, 'H' host 3.
+  auto run = [&](const char* kinds) {
+    MNT_Model_Forward_Args f{};
+    f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
+    f.model = model_;
+    f.params = p.data();
+    f.num_params = p.size();
+    f.inputs = &in;
+    f.targets = &tg;
+    f.training = 1;
+    f.loss_out = &loss;
+    EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Forward(&f)), "");
+    for (int k = 0; kinds[k] != '\0'; ++k) {
+      MNT_Model_Backward_Args b{};
+      b.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
+      b.model = model_;
+      b.params = p.data();
+      b.num_params = p.size();
+      b.grads = g.data();
+      b.num_grads = g.size();
+      b.loss_multiplier = kinds[k] == 'h' ? 1.5f : kinds[k] == 'H' ? 3.0f : NAN;
+      if (kinds[k] == 'd') b.loss_multiplier_device = &three;
+      b.accumulate = k > 0;
+      EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Backward(&b)), "");
+    }
+    std::vector<std::vector<double>> out;
+    for (const MNT_Tensor& t : g) out.push_back(Download(t));
+    return out;
+  };
+  const auto want_hd = run("hH"), got_hd = run("hd");
+  const auto want_dh = run("Hh"), got_dh = run("dh");
+  for (size_t k = 0; k < g.size(); ++k) {
+    EXPECT_EQ(got_hd[k], want_hd[k]) << k;
+    EXPECT_EQ(got_dh[k], want_dh[k]) << k;
   }
 }
 
