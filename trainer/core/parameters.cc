@@ -22,7 +22,6 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
   int64_t count = 0;
   if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
   store->params_.resize(count);
-  std::vector<float> host;
   for (int64_t i = 0; i < count; ++i) {
     sdk::ParamSpec spec;
     if (auto s = sdk::ToAbsl(model.GetParamSpec(i, &spec)); !s.ok()) return s;
@@ -43,8 +42,12 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     p.init_scale = spec.init_scale;
     p.weight_decay = spec.weight_decay;
     store->num_parameters_ += p.numel;
-    if (auto s = store->Allocate(&p, optimizer_state_slots); !s.ok()) return s;
+  }
+  if (auto s = store->AllocateFlat(optimizer_state_slots); !s.ok()) return s;
 
+  std::vector<float> host;
+  for (int64_t i = 0; i < count; ++i) {
+    Param& p = store->params_[i];
     // Initial values drawn on the host in fp32, then rounded once into the
     // working dtype (SyncWorkingWeights): every backend starts from the
     // same bits. Without a master copy the working weights are fp32.
@@ -64,22 +67,58 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
   return store;
 }
 
-absl::Status ParameterStore::Allocate(Param* p, int optimizer_state_slots) {
-  const size_t n = static_cast<size_t>(p->numel);
-  auto alloc = [&](sdk::DeviceBuffer* b, MNT_DType t, MNT_MemoryCategory c) {
-    return sdk::ToAbsl(client_.Allocate(n * sdk::DTypeSize(t), c, b));
+absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
+  // Every kind of per-parameter buffer the policy and optimizer need, each
+  // one allocation (its memory category) holding every parameter's tensor.
+  struct Kind {
+    sdk::DeviceBuffer Param::*view;
+    MNT_DType dtype;
+    MNT_MemoryCategory category;
   };
-  absl::Status s = alloc(&p->weights, weight_dtype_, MNT_MEMORY_WEIGHTS);
-  if (s.ok()) s = alloc(&p->grads, gradient_dtype_, MNT_MEMORY_GRADIENTS);
-  if (s.ok() && mixed_)
-    s = alloc(&p->master, MNT_DTYPE_F32, MNT_MEMORY_MASTER_WEIGHTS);
-  if (s.ok() && mixed_)
-    s = alloc(&p->master_grads, MNT_DTYPE_F32, MNT_MEMORY_GRADIENTS);
-  if (s.ok())
-    s = alloc(&p->state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE);
-  if (s.ok() && optimizer_state_slots > 1)
-    s = alloc(&p->state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE);
-  return s;
+  std::vector<Kind> kinds = {{&Param::weights, weight_dtype_, MNT_MEMORY_WEIGHTS},
+                             {&Param::grads, gradient_dtype_, MNT_MEMORY_GRADIENTS}};
+  if (mixed_) {
+    kinds.push_back({&Param::master, MNT_DTYPE_F32, MNT_MEMORY_MASTER_WEIGHTS});
+    kinds.push_back({&Param::master_grads, MNT_DTYPE_F32, MNT_MEMORY_GRADIENTS});
+  }
+  kinds.push_back({&Param::state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE});
+  if (optimizer_state_slots > 1) {
+    kinds.push_back({&Param::state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE});
+  }
+  // One layout in elements for every kind: parameter i starts at the same
+  // element in each buffer, and a 16-bit buffer is exactly half an fp32 one.
+  std::vector<int64_t> numels;
+  for (const Param& p : params_) numels.push_back(p.numel);
+  const std::vector<int64_t> offsets = FlatOffsets(numels, kFlatAlignmentElements);
+  for (const Kind& kind : kinds) {
+    const size_t element_bytes = sdk::DTypeSize(kind.dtype);
+    const size_t total = static_cast<size_t>(offsets.back()) * element_bytes;
+    flat_.emplace_back();
+    if (total == 0) continue;
+    if (auto s = sdk::ToAbsl(client_.Allocate(total, kind.category, &flat_.back())); !s.ok()) {
+      return s;
+    }
+    char* base = static_cast<char*>(flat_.back().data());
+    for (size_t i = 0; i < params_.size(); ++i) {
+      // A view: owned by flat_, never freed by itself.
+      params_[i].*kind.view =
+          sdk::DeviceBuffer(nullptr, base + static_cast<size_t>(offsets[i]) * element_bytes,
+                            static_cast<size_t>(params_[i].numel) * element_bytes);
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment) {
+  std::vector<int64_t> offsets;
+  int64_t at = 0;
+  for (int64_t n : numels) {
+    offsets.push_back(at);
+    at += n;
+    at = (at + alignment - 1) / alignment * alignment;
+  }
+  offsets.push_back(at);
+  return offsets;
 }
 
 std::vector<MNT_Tensor> ParameterStore::WeightTensors() const {

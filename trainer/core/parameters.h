@@ -28,6 +28,7 @@ struct Param {
   MNT_ParamInit init = MNT_PARAM_INIT_ZEROS;
   float init_scale = 0;
   bool weight_decay = false;
+  // Views into the store's flat buffers (ParameterStore).
   sdk::DeviceBuffer weights;         // working weights (weight dtype)
   sdk::DeviceBuffer master;          // fp32 master (mixed precision only)
   sdk::DeviceBuffer grads;           // as backward writes them
@@ -43,6 +44,17 @@ struct Param {
   }
 };
 
+// Element offsets of tensors of `numels` elements laid out back to back,
+// each starting at a multiple of `alignment` elements; one more entry: the
+// total (a multiple of `alignment`).
+std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment);
+
+// Each kind of parameter buffer (working weights, gradients, fp32 masters,
+// master gradients, optimizer state) is one allocation holding every
+// parameter's tensor: Param's buffers are views into it (they free
+// nothing), 256-byte aligned as separate allocations were, at the same
+// element offset in every kind. Checkpoints read and write each tensor by
+// itself, so their bytes are the same.
 class ParameterStore {
  public:
   // Allocates and initialises every parameter `model` declares, in its spec
@@ -85,11 +97,18 @@ class ParameterStore {
  private:
   ParameterStore(const sdk::BackendClient& client,
                  const MNT_Precision_GetPolicy_Args& policy);
-  absl::Status Allocate(Param* p, int optimizer_state_slots);
+  // Every flat buffer, and the views into it for each parameter.
+  absl::Status AllocateFlat(int optimizer_state_slots);
+
+  // Each view starts on a 256-byte boundary (128 elements: 256 bytes in 16
+  // bits, 512 in fp32), as aligned as a separate allocation of the backend,
+  // so vector loads and cuBLASLt's alignment-keyed plans see no difference.
+  static constexpr int64_t kFlatAlignmentElements = 128;
 
   const sdk::BackendClient& client_;
   MNT_DType weight_dtype_, gradient_dtype_;
   bool mixed_;
+  std::vector<sdk::DeviceBuffer> flat_;  // owns what Param's views point at
   std::vector<Param> params_;
   int64_t num_parameters_ = 0;
 };
