@@ -5,8 +5,9 @@
 // Threads split the B x H heads; each head's Q, K^T, V are first copied into
 // its thread's fp32 buffers (K and V transposed so every inner loop runs
 // along contiguous memory and vectorises), and everything accumulates in
-// fp32. A head is computed by one thread in a fixed order, so results do not
-// depend on the thread count.
+// fp32; exponentials are gelu_vector.h's vectorised exp. A head is computed
+// by one thread in a fixed order, so results do not depend on the thread
+// count.
 #include <omp.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/gelu_vector.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
 namespace mnt::cpu {
@@ -65,21 +68,49 @@ void LoadHead(const Layout& L, const MNT_Tensor& qkv, int64_t bi, int64_t hi, in
 }
 
 // score[j] = scale * q . k_j for j < n, from K^T [D, T]; returns the max.
+// Keys in blocks of kKeys whose partial dot products stay in registers over
+// the D loop; each score still sums its products in e order.
 float Scores(const float* q, const float* kt, int64_t t, int64_t d, int64_t n, float scale,
              float* score) {
-  std::fill(score, score + n, 0.0f);
-  for (int64_t e = 0; e < d; ++e) {
-    const float qe = q[e];
-    const float* k = kt + e * t;
+  constexpr int64_t kKeys = 16;
+  int64_t j0 = 0;
+  for (; j0 + kKeys <= n; j0 += kKeys) {
+    float acc[kKeys] = {};
+    for (int64_t e = 0; e < d; ++e) {
+      const float qe = q[e];
+      const float* k = kt + e * t + j0;
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) score[j] += qe * k[j];
+      for (int64_t j = 0; j < kKeys; ++j) acc[j] += qe * k[j];
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < kKeys; ++j) score[j0 + j] = acc[j] * scale;
   }
-  float max = -std::numeric_limits<float>::infinity();
+  if (j0 < n) {
+    const int64_t rest = n - j0;
+    float acc[kKeys] = {};
+    for (int64_t e = 0; e < d; ++e) {
+      const float qe = q[e];
+      const float* k = kt + e * t + j0;
+      for (int64_t j = 0; j < rest; ++j) acc[j] += qe * k[j];
+    }
+    for (int64_t j = 0; j < rest; ++j) score[j0 + j] = acc[j] * scale;
+  }
+  float top = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : top)
+  for (int64_t j = 0; j < n; ++j) top = std::max(top, score[j]);
+  return top;
+}
+
+// p[j] = exp(p[j] - shift) for j < n (the vectorised exp of gelu_vector.h);
+// returns their sum.
+float ExpShifted(float* p, int64_t n, float shift) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < n; ++j) {
-    score[j] *= scale;
-    max = std::max(max, score[j]);
+    p[j] = ExpClamped(p[j] - shift);
+    sum += p[j];
   }
-  return max;
+  return sum;
 }
 
 }  // namespace
@@ -88,7 +119,8 @@ Status CpuBackend::AttentionForward(const backend::AttentionForwardCall& a) {
   const Layout L{a.shape};
   const backend::AttentionShape s = a.shape;
   const int64_t heads = s.b * s.h;
-#pragma omp parallel
+  const int threads = ThreadsFor(heads * s.t * s.d);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     HeadBuffers buf;
     buf.Resize(s.t, s.d);
@@ -104,8 +136,7 @@ Status CpuBackend::AttentionForward(const backend::AttentionForwardCall& a) {
         float* score = buf.score.data();
         const float max = Scores(buf.q.data() + ti * s.d, buf.kt.data(), s.t, s.d, n, s.scale,
                                  score);
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; ++j) sum += (score[j] = std::exp(score[j] - max));
+        const float sum = ExpShifted(score, n, max);
         const float inv = 1.0f / sum;
         float* y = buf.y.data() + ti * s.d;
         std::fill(y, y + s.d, 0.0f);
@@ -128,7 +159,8 @@ Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
   const Layout L{a.shape};
   const backend::AttentionShape s = a.shape;
   const int64_t heads = s.b * s.h;
-#pragma omp parallel
+  const int threads = ThreadsFor(heads * s.t * s.d);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     HeadBuffers buf;
     buf.Resize(s.t, s.d);
@@ -156,7 +188,7 @@ Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
         for (int64_t e = 0; e < s.d; ++e) dy_dot_y += gy[e] * y[e];
         float* prob = buf.prob.data();
         Scores(q, buf.kt.data(), s.t, s.d, n, s.scale, prob);
-        for (int64_t j = 0; j < n; ++j) prob[j] = std::exp(prob[j] - lse[ti]);
+        ExpShifted(prob, n, lse[ti]);
         float* ds = buf.score.data();  // dp_j = dy . v_j, from V^T
         Scores(gy.data(), buf.vt.data(), s.t, s.d, n, 1.0f, ds);
         for (int64_t j = 0; j < n; ++j) ds[j] = s.scale * prob[j] * (ds[j] - dy_dot_y);

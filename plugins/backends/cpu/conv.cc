@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/sdk/tensor.h"
 
@@ -73,7 +74,8 @@ void BiasGradient(const backend::Conv2dBackwardFilterCall& c) {
   const int64_t pq = sh.pixels();
   const std::vector<float> raw = ReadF32(*c.dy);
   std::vector<float> dbv = c.accumulate ? ReadF32(*c.dbias) : std::vector<float>(sh.k, 0.0f);
-#pragma omp parallel for schedule(static) if (sh.n * sh.k * pq > (int64_t{1} << 15))
+  const int threads = ThreadsFor(sh.n * sh.k * pq);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t k = 0; k < sh.k; ++k) {
     double sum = 0.0;
     for (int64_t n = 0; n < sh.n; ++n) {
@@ -102,7 +104,8 @@ Status CpuBackend::Conv2dForward(const backend::Conv2dForwardCall& c) {
   const int64_t pq = sh.pixels();
   // Images in parallel, each sgemm on one thread (small products thread
   // badly); every image is written by one thread.
-#pragma omp parallel
+  const int threads = std::min<int64_t>(sh.n, ThreadsFor(sh.n * sh.k * pq));
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> col(static_cast<size_t>(sh.patch() * pq));
 #pragma omp for schedule(static)
@@ -136,7 +139,8 @@ Status CpuBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c) 
                                ? ReadF32(*c.dx)
                                : std::vector<float>(sdk::NumElements(*c.dx), 0.0f);
   const int64_t pq = sh.pixels();
-#pragma omp parallel
+  const int threads = std::min<int64_t>(sh.n, ThreadsFor(sh.n * sh.c * sh.h * sh.w));
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> col(static_cast<size_t>(sh.patch() * pq));
 #pragma omp for schedule(static)
@@ -174,7 +178,8 @@ Status CpuBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall&
   const int64_t chunks = (sh.n + kImagesPerChunk - 1) / kImagesPerChunk;
   std::vector<float> partial(static_cast<size_t>(chunks) * dw_size, 0.0f);
   const int64_t pq = sh.pixels();
-#pragma omp parallel
+  const int threads = std::min<int64_t>(chunks, ThreadsFor(sh.n * sh.k * pq));
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> col(static_cast<size_t>(sh.patch() * pq));
 #pragma omp for schedule(static)

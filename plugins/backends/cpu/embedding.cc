@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
 namespace mnt::cpu {
@@ -31,14 +32,24 @@ Status CheckIdRange(const backend::TypedCall& c, const Operand& ids, int64_t n,
 
 Status CpuBackend::EmbeddingForward(const backend::EmbeddingForwardCall& e) {
   MNT_RETURN_IF_ERROR(CheckIdRange(e, e.ids, e.n, e.vocab));
-  const std::vector<float> table = ReadF32(*e.table);
-  std::vector<float> out(e.n * e.c);
+  // Row by row from the table's memory (no copy of the table).
   const int32_t* id = e.ids.i32();
-  for (int64_t i = 0; i < e.n; ++i) {
-    std::copy(table.begin() + id[i] * e.c, table.begin() + (id[i] + 1) * e.c,
-              out.begin() + i * e.c);
+  const MNT_Tensor& table = *e.table;
+  const MNT_Tensor& out = *e.out;
+  const int64_t c = e.c;
+  const int threads = ThreadsFor(e.n * c);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<float> buf;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < e.n; ++i) {
+      if (out.dtype == MNT_DTYPE_F32) {
+        ReadF32Range(table, id[i] * c, c, static_cast<float*>(out.data) + i * c);
+      } else {
+        WriteF32Range(InRow(table, id[i], c, &buf), out, i * c, c);
+      }
+    }
   }
-  WriteF32(out.data(), *e.out);
   return Status::Ok();
 }
 

@@ -1,14 +1,17 @@
 // Layer norm over the last dimension (biased variance, as torch), forward
 // saving mean/rstd, and backward; since ABI 1.6 also fused with the residual
 // add in front of it (forward) and the gradient add behind it (backward).
-// Row statistics accumulate in double. Rows run on all threads; the weight
-// and bias gradients sum each column over the rows in row order on one
-// thread, so every result is the same whatever the thread count.
+// Row statistics accumulate in double. Each op is one parallel region over
+// the tensors' own memory (16-bit rows converted through a per-thread row
+// buffer): a row is one thread's, and the weight and bias gradients sum each
+// column over the rows in row order on one thread, so every result is the
+// same whatever the thread count.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
 namespace mnt::cpu {
@@ -17,29 +20,27 @@ using sdk::Status;
 
 namespace {
 
-// Below this many elements waking the threads costs more than it saves.
-constexpr int64_t kParallelElements = int64_t{1} << 14;
 // Columns one thread sums for dweight/dbias (a cache-friendly stripe).
 constexpr int64_t kColumnStripe = 64;
 
-// y = (x - mean) * rstd * w + b per row of x [rows, c]; mean and rstd saved.
-void NormalizeRows(const float* x, int64_t rows, int64_t c, const float* w,
-                   const float* b, float epsilon, float* y, float* mean,
-                   float* rstd) {
-#pragma omp parallel for schedule(static) if (rows * c > kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * c;
-    double sum = 0.0;
-    for (int64_t j = 0; j < c; ++j) sum += row[j];
-    const double mu = sum / c;
-    double sq = 0.0;
-    for (int64_t j = 0; j < c; ++j) sq += (row[j] - mu) * (row[j] - mu);
-    const float m = static_cast<float>(mu);
-    const float rs = static_cast<float>(1.0 / std::sqrt(sq / c + epsilon));
-    for (int64_t j = 0; j < c; ++j) y[r * c + j] = (row[j] - m) * rs * w[j] + b[j];
-    mean[r] = m;
-    rstd[r] = rs;
-  }
+// A [C] parameter as fp32 (in place when it is fp32).
+const float* RowVector(const Operand& t, int64_t c, std::vector<float>* buf) {
+  return InRow(*t, 0, c, buf);
+}
+
+// y = (x - mean) * rstd * w + b for one row of c values; saves mean and rstd.
+void NormalizeRow(const float* row, int64_t c, const float* w, const float* b,
+                  float epsilon, float* y, float* mean, float* rstd) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < c; ++j) sum += row[j];
+  const double mu = sum / c;
+  double sq = 0.0;
+  for (int64_t j = 0; j < c; ++j) sq += (row[j] - mu) * (row[j] - mu);
+  const float m = static_cast<float>(mu);
+  const float rs = static_cast<float>(1.0 / std::sqrt(sq / c + epsilon));
+  for (int64_t j = 0; j < c; ++j) y[j] = (row[j] - m) * rs * w[j] + b[j];
+  *mean = m;
+  *rstd = rs;
 }
 
 struct NormOperands {
@@ -50,74 +51,107 @@ struct NormOperands {
   const Operand* rstd;
 };
 
-// Normalises x (fp32 values, [rows, c]) and writes y, mean and rstd.
-void WriteNormalized(const std::vector<float>& x, int64_t rows, int64_t c,
-                     float epsilon, const NormOperands& o) {
-  const std::vector<float> wv = ReadF32(**o.weight), bv = ReadF32(**o.bias);
-  std::vector<float> yv(x.size()), mv(rows), rv(rows);
-  NormalizeRows(x.data(), rows, c, wv.data(), bv.data(), epsilon, yv.data(),
-                mv.data(), rv.data());
-  WriteF32(yv.data(), **o.y);
-  WriteF32(mv.data(), **o.mean);
-  WriteF32(rv.data(), **o.rstd);
+// A thread's buffers for the 16-bit rows of the norm's input.
+struct RowScratch {
+  std::vector<float> in, x, r;
+};
+
+// Normalises every row that row_of(r, scratch) hands out (fp32 values of the
+// norm's input, computed by the thread that normalises them) and writes y,
+// mean and rstd.
+template <typename RowOf>
+void NormalizeRows(int64_t rows, int64_t c, float epsilon, const NormOperands& o,
+                   RowOf row_of) {
+  std::vector<float> wbuf, bbuf;
+  const float* w = RowVector(*o.weight, c, &wbuf);
+  const float* b = RowVector(*o.bias, c, &bbuf);
+  float* mean = o.mean->f32();
+  float* rstd = o.rstd->f32();
+  const MNT_Tensor& y = **o.y;
+  const int threads = ThreadsFor(rows * c);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    RowScratch scratch;
+    std::vector<float> y_buf;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* yr = OutRow(y, r, c, &y_buf);
+      NormalizeRow(row_of(r, &scratch), c, w, b, epsilon, yr, &mean[r], &rstd[r]);
+      if (y.dtype != MNT_DTYPE_F32) WriteF32Range(yr, y, r * c, c);
+    }
+  }
 }
 
 // The layer-norm backward shared by LAYERNORM_BACKWARD and (with `dsum`)
 // RESIDUAL_LAYERNORM_BACKWARD: dx = dsum + rstd * (dxhat - mean(dxhat) -
 // xhat * mean(dxhat * xhat)) with dxhat = dy * w, rounded once on store.
+// One region: column stripes for dweight/dbias (no barrier after them: dx
+// aliases neither dy nor x), then rows for dx.
 template <typename Call>
 Status Backward(const Call& l, const Operand& dsum) {
   const int64_t rows = l.rows, c = l.c;
-  const std::vector<float> dyv = ReadF32(*l.dy), xv = ReadF32(*l.x),
-                           wv = ReadF32(*l.weight), mv = ReadF32(*l.mean),
-                           rv = ReadF32(*l.rstd);
-  std::vector<float> dxv = dsum.present() ? ReadF32(*dsum)
-                                          : std::vector<float>(xv.size(), 0.0f);
-  std::vector<float> xhat(xv.size());
-#pragma omp parallel for schedule(static) if (rows * c > kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = xv.data() + r * c;
-    const float* gr = dyv.data() + r * c;
-    float* xh = xhat.data() + r * c;
-    double mean_dxhat = 0.0, mean_dxhat_xhat = 0.0;
-    for (int64_t j = 0; j < c; ++j) {
-      xh[j] = (xr[j] - mv[r]) * rv[r];
-      const float dxhat = gr[j] * wv[j];
-      mean_dxhat += dxhat;
-      mean_dxhat_xhat += static_cast<double>(dxhat) * xh[j];
-    }
-    const float a = static_cast<float>(mean_dxhat / c);
-    const float bcoef = static_cast<float>(mean_dxhat_xhat / c);
-    float* dx = dxv.data() + r * c;
-    for (int64_t j = 0; j < c; ++j) {
-      const float dxhat = gr[j] * wv[j];
-      dx[j] += rv[r] * (dxhat - a - xh[j] * bcoef);
-    }
-  }
+  const MNT_Tensor& dy = *l.dy;
+  const MNT_Tensor& x = *l.x;
+  const MNT_Tensor& dx = *l.dx;
+  std::vector<float> wbuf;
+  const float* w = RowVector(l.weight, c, &wbuf);
+  const float* mean = l.mean.f32();
+  const float* rstd = l.rstd.f32();
   std::vector<float> dwv(c, 0.0f), dbv(c, 0.0f);
   if (l.accumulate) {
-    dwv = ReadF32(*l.dweight);
-    dbv = ReadF32(*l.dbias);
+    ReadF32(*l.dweight, dwv.data());
+    ReadF32(*l.dbias, dbv.data());
   }
   const int64_t stripes = (c + kColumnStripe - 1) / kColumnStripe;
-#pragma omp parallel for schedule(static) if (rows * c > kParallelElements)
-  for (int64_t s = 0; s < stripes; ++s) {
-    const int64_t j0 = s * kColumnStripe, j1 = std::min(c, j0 + kColumnStripe);
-    double dw_acc[kColumnStripe] = {}, db_acc[kColumnStripe] = {};
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* gr = dyv.data() + r * c;
-      const float* xh = xhat.data() + r * c;
-      for (int64_t j = j0; j < j1; ++j) {
-        dw_acc[j - j0] += static_cast<double>(gr[j]) * xh[j];
-        db_acc[j - j0] += gr[j];
+  const int threads = ThreadsFor(rows * c);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+#pragma omp for schedule(static) nowait
+    for (int64_t s = 0; s < stripes; ++s) {
+      const int64_t j0 = s * kColumnStripe, len = std::min(c, j0 + kColumnStripe) - j0;
+      double dw_acc[kColumnStripe] = {}, db_acc[kColumnStripe] = {};
+      float gbuf[kColumnStripe], xbuf[kColumnStripe];
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* gr = InBlock(dy, r * c + j0, len, gbuf);
+        const float* xr = InBlock(x, r * c + j0, len, xbuf);
+        const float m = mean[r], rs = rstd[r];
+        for (int64_t j = 0; j < len; ++j) {
+          const float xh = (xr[j] - m) * rs;
+          dw_acc[j] += static_cast<double>(gr[j]) * xh;
+          db_acc[j] += gr[j];
+        }
+      }
+      for (int64_t j = 0; j < len; ++j) {
+        dwv[j0 + j] += static_cast<float>(dw_acc[j]);
+        dbv[j0 + j] += static_cast<float>(db_acc[j]);
       }
     }
-    for (int64_t j = j0; j < j1; ++j) {
-      dwv[j] += static_cast<float>(dw_acc[j - j0]);
-      dbv[j] += static_cast<float>(db_acc[j - j0]);
+    std::vector<float> xbuf, gbuf, sbuf, dbuf;
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = InRow(x, r, c, &xbuf);
+      const float* gr = InRow(dy, r, c, &gbuf);
+      const float m = mean[r], rs = rstd[r];
+      double mean_dxhat = 0.0, mean_dxhat_xhat = 0.0;
+      for (int64_t j = 0; j < c; ++j) {
+        const float xh = (xr[j] - m) * rs;
+        const float dxhat = gr[j] * w[j];
+        mean_dxhat += dxhat;
+        mean_dxhat_xhat += static_cast<double>(dxhat) * xh;
+      }
+      const float a = static_cast<float>(mean_dxhat / c);
+      const float bcoef = static_cast<float>(mean_dxhat_xhat / c);
+      // dsum is read before dx is written (dx may alias it).
+      const float* sr = dsum.present() ? InRow(*dsum, r, c, &sbuf) : nullptr;
+      float* out = OutRow(dx, r, c, &dbuf);
+      for (int64_t j = 0; j < c; ++j) {
+        const float xh = (xr[j] - m) * rs;
+        const float dxhat = gr[j] * w[j];
+        out[j] = (sr != nullptr ? sr[j] : 0.0f) + rs * (dxhat - a - xh * bcoef);
+      }
+      if (dx.dtype != MNT_DTYPE_F32) WriteF32Range(out, dx, r * c, c);
     }
   }
-  WriteF32(dxv.data(), *l.dx);
   WriteF32(dwv.data(), *l.dweight);
   WriteF32(dbv.data(), *l.dbias);
   return Status::Ok();
@@ -126,8 +160,10 @@ Status Backward(const Call& l, const Operand& dsum) {
 }  // namespace
 
 Status CpuBackend::LayerNormForward(const backend::LayerNormForwardCall& l) {
-  WriteNormalized(ReadF32(*l.x), l.rows, l.c, l.epsilon,
-                  {&l.weight, &l.bias, &l.y, &l.mean, &l.rstd});
+  const MNT_Tensor& x = *l.x;
+  const int64_t c = l.c;
+  NormalizeRows(l.rows, c, l.epsilon, {&l.weight, &l.bias, &l.y, &l.mean, &l.rstd},
+                [&](int64_t r, RowScratch* s) { return InRow(x, r, c, &s->in); });
   return Status::Ok();
 }
 
@@ -137,17 +173,24 @@ Status CpuBackend::LayerNormBackward(const backend::LayerNormBackwardCall& l) {
 
 Status CpuBackend::ResidualLayerNormForward(
     const backend::ResidualLayerNormForwardCall& l) {
-  std::vector<float> sum = ReadF32(*l.x);
-  const std::vector<float> r = ReadF32(*l.r);
-  float* s = sum.data();
-  const int64_t n = static_cast<int64_t>(sum.size());
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-  for (int64_t i = 0; i < n; ++i) s[i] += r[i];
-  WriteF32(s, *l.sum);
-  // The norm reads the sum as stored (ADD then LAYERNORM_FORWARD's bits).
-  if (l.sum->dtype != MNT_DTYPE_F32) ReadF32(*l.sum, s);
-  WriteNormalized(sum, l.rows, l.c, l.epsilon,
-                  {&l.weight, &l.bias, &l.y, &l.mean, &l.rstd});
+  const MNT_Tensor& x = *l.x;
+  const MNT_Tensor& res = *l.r;
+  const MNT_Tensor& sum = *l.sum;
+  const int64_t c = l.c;
+  // Each row's sum is formed, stored, and normalised as stored (ADD then
+  // LAYERNORM_FORWARD's bits) by one thread; sum may alias x or r.
+  auto row_of = [&](int64_t r, RowScratch* scratch) -> const float* {
+    const float* xr = InRow(x, r, c, &scratch->x);
+    const float* rr = InRow(res, r, c, &scratch->r);
+    float* s = OutRow(sum, r, c, &scratch->in);
+    for (int64_t j = 0; j < c; ++j) s[j] = xr[j] + rr[j];
+    if (sum.dtype != MNT_DTYPE_F32) {
+      WriteF32Range(s, sum, r * c, c);
+      ReadF32Range(sum, r * c, c, s);
+    }
+    return s;
+  };
+  NormalizeRows(l.rows, c, l.epsilon, {&l.weight, &l.bias, &l.y, &l.mean, &l.rstd}, row_of);
   return Status::Ok();
 }
 

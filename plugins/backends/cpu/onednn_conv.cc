@@ -1,5 +1,6 @@
 #include "plugins/backends/cpu/onednn_conv.h"
 
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/sdk/tensor.h"
 
@@ -17,9 +18,6 @@ Status Check(dnnl_status_t s, const char* what) {
 }
 
 #define MNT_DNNL_(call, what) MNT_RETURN_IF_ERROR(Check(call, what))
-
-// Below this many elements an accumulation is not worth waking the threads.
-constexpr int64_t kParallelElements = int64_t{1} << 15;
 
 // An operand as oneDNN reads it: the tensor's own memory when it already is
 // fp32 in the compute format, else a rounded fp32 copy in *buf.
@@ -54,7 +52,8 @@ void Store(const float* result, const MNT_Tensor& t, bool accumulate, std::vecto
     ReadF32(t, tmp->data());
     sum = tmp->data();
   }
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
+  const int threads = ThreadsFor(n);
+#pragma omp parallel for simd schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t i = 0; i < n; ++i) sum[i] += result[i];
   if (sum != t.data) WriteF32(sum, t);
 }

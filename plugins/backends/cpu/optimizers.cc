@@ -9,6 +9,7 @@
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/step_math.h"
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
 namespace mnt::cpu {
@@ -17,25 +18,30 @@ using sdk::Status;
 
 namespace {
 
-// Below this many elements waking the threads costs more than it saves.
-constexpr int64_t kParallelElements = int64_t{1} << 14;
-
 // found_inf is non-zero: the whole step is skipped.
 bool SkipStep(const backend::StepInputs& s) {
   return s.found_inf.present() && *s.found_inf.f32() != 0.0f;
 }
 
-// The gradient as fp32, times the multiplier when one is given.
-std::vector<float> ScaledGradient(const backend::StepInputs& s) {
-  std::vector<float> g = ReadF32(*s.grad);
+// update(i, g) for every element i with the gradient g as fp32, times the
+// multiplier when one is given, read from the gradient's own memory a block
+// at a time; then the working copy (when present) of the block's new master
+// weights. One region per tensor.
+template <typename Update>
+void StepBlocks(const backend::StepInputs& s, const float* w, const Operand& working,
+                Update update) {
   const float multiplier = s.multiplier.present() ? *s.multiplier.f32() : 1.0f;
-  if (multiplier != 1.0f) {
-    float* gv = g.data();
-    const int64_t n = static_cast<int64_t>(g.size());
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-    for (int64_t i = 0; i < n; ++i) gv[i] *= multiplier;
-  }
-  return g;
+  const MNT_Tensor& grad = *s.grad;
+  ForBlocks(s.n, [&](int64_t off, int64_t len) {
+    float buf[kBlock];
+    const float* g = InBlock(grad, off, len, buf);
+    if (multiplier != 1.0f) {
+      for (int64_t i = 0; i < len; ++i) update(off + i, g[i] * multiplier);
+    } else {
+      for (int64_t i = 0; i < len; ++i) update(off + i, g[i]);
+    }
+    if (working.present()) WriteF32Range(w + off, *working, off, len);
+  });
 }
 
 // A multi-tensor step's found_inf and multiplier as the single-tensor
@@ -63,21 +69,16 @@ Status NextStep(const backend::TypedCall& call, const Operand& counter, int64_t*
 
 void SgdTensor(const backend::StepInputs& s, const SgdCoefficients& c, float* w,
                float* buf, const Operand& working) {
-  const std::vector<float> g = ScaledGradient(s);
-#pragma omp parallel for schedule(static) if (s.n > kParallelElements)
-  for (int64_t i = 0; i < s.n; ++i) {
+  StepBlocks(s, w, working, [&](int64_t i, float g) {
     float unused = 0.0f;
-    SgdUpdate(c, g[i], &w[i], buf ? &buf[i] : &unused);
-  }
-  if (working.present()) WriteF32(w, *working);
+    SgdUpdate(c, g, &w[i], buf ? &buf[i] : &unused);
+  });
 }
 
 void AdamWTensor(const backend::StepInputs& s, const AdamWCoefficients& c, float* w,
                  float* m, float* v, const Operand& working) {
-  const std::vector<float> g = ScaledGradient(s);
-#pragma omp parallel for schedule(static) if (s.n > kParallelElements)
-  for (int64_t i = 0; i < s.n; ++i) AdamWUpdate(c, g[i], &w[i], &m[i], &v[i]);
-  if (working.present()) WriteF32(w, *working);
+  StepBlocks(s, w, working,
+             [&](int64_t i, float g) { AdamWUpdate(c, g, &w[i], &m[i], &v[i]); });
 }
 
 }  // namespace

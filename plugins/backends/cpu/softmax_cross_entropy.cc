@@ -9,6 +9,7 @@
 
 #include "plugins/backends/common/classifier_math.h"
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
 namespace mnt::cpu {
@@ -50,19 +51,24 @@ Status CheckTargets(const backend::TypedCall& call,
 }  // namespace
 
 Status CpuBackend::Softmax(const backend::SoftmaxCall& c) {
-  const std::vector<float> x = ReadF32(*c.x);
-  std::vector<float> y(x.size());
-  const int64_t rows = c.width > 0 ? c.rows : 0;
-  // Rows on all threads; each row is one thread's, in a fixed order.
-#pragma omp parallel for schedule(static) if (rows * c.width > (int64_t{1} << 14))
-  for (int64_t r = 0; r < rows; ++r) {
-    float max;
-    SoftmaxRow(x.data() + r * c.width, c.width, y.data() + r * c.width, &max);
+  const int64_t rows = c.width > 0 ? c.rows : 0, width = c.width;
+  const MNT_Tensor& x = *c.x;
+  const MNT_Tensor& y = *c.y;
+  // Rows on the threads the size is worth; each row is one thread's.
+  const int threads = ThreadsFor(rows * width);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    std::vector<float> xbuf, ybuf;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float max;
+      float* yr = OutRow(y, r, width, &ybuf);
+      SoftmaxRow(InRow(x, r, width, &xbuf), width, yr, &max);
+      if (y.dtype != MNT_DTYPE_F32) WriteF32Range(yr, y, r * width, width);
+    }
   }
-  WriteF32(y.data(), *c.y);
   return Status::Ok();
 }
-
 
 Status CpuBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
   MNT_RETURN_IF_ERROR(CheckTargets(c, c));
@@ -70,40 +76,44 @@ Status CpuBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
   // One fp32 product, as the CUDA kernel forms it.
   const float grad_scale =
       c.grad_multiplier.present() ? *c.grad_multiplier.f32() * c.grad_scale : c.grad_scale;
-  const std::vector<float> x = ReadF32(*c.logits);
-  std::vector<float> loss(c.batch, 0.0f);
-  std::vector<float> grad(c.dlogits.present() ? x.size() : 0, 0.0f);
-  // Rows on all threads; each row is one thread's, in a fixed order.
-#pragma omp parallel if (c.batch * c.classes > (int64_t{1} << 14))
+  const MNT_Tensor& logits = *c.logits;
+  const MNT_Tensor* dlogits = c.dlogits.present() ? &*c.dlogits : nullptr;
+  float* loss = c.losses.f32();
+  const int64_t width = c.width, classes = c.classes;
+  // Rows on the threads the size is worth; each row is one thread's.
+  const int threads = ThreadsFor(c.batch * classes);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
-  std::vector<float> probs(c.classes);
+    std::vector<float> probs(classes), xbuf, gbuf;
 #pragma omp for schedule(static)
-  for (int64_t r = 0; r < c.batch; ++r) {
-    const int32_t t = target[r];
-    if (t < 0) continue;  // ignored row: loss 0, gradient 0
-    const float* row = x.data() + r * c.width;
-    float max;
-    const float log_sum = SoftmaxRow(row, c.classes, probs.data(), &max);
-    loss[r] = log_sum - (row[t] - max);
-    if (c.dlogits.present()) {
-      float* g = grad.data() + r * c.width;  // padding columns stay 0
-      for (int64_t j = 0; j < c.classes; ++j) {
-        g[j] = (probs[j] - (j == t ? 1.0f : 0.0f)) * grad_scale;
+    for (int64_t r = 0; r < c.batch; ++r) {
+      const int32_t t = target[r];
+      float* g = dlogits != nullptr ? OutRow(*dlogits, r, width, &gbuf) : nullptr;
+      if (t < 0) {  // ignored row: loss 0, gradient 0
+        loss[r] = 0.0f;
+      } else {
+        const float* row = InRow(logits, r, width, &xbuf);
+        float max;
+        const float log_sum = SoftmaxRow(row, classes, probs.data(), &max);
+        loss[r] = log_sum - (row[t] - max);
+        for (int64_t j = 0; g != nullptr && j < classes; ++j) {
+          g[j] = (probs[j] - (j == t ? 1.0f : 0.0f)) * grad_scale;
+        }
       }
+      if (g == nullptr) continue;
+      std::fill(g + (t < 0 ? 0 : classes), g + width, 0.0f);  // padding columns: 0
+      if (dlogits->dtype != MNT_DTYPE_F32) WriteF32Range(g, *dlogits, r * width, width);
     }
   }
-  }
-  WriteF32(loss.data(), *c.losses);
-  if (c.dlogits.present()) WriteF32(grad.data(), *c.dlogits);
   return Status::Ok();
 }
 
 Status CpuBackend::CountCorrect(const backend::CountCorrectCall& c) {
-  const std::vector<float> x = ReadF32(*c.logits);
   const int32_t* target = c.targets.i32();
   int64_t correct = 0;
+  std::vector<float> buf;
   for (int64_t r = 0; r < c.batch; ++r) {
-    const float* row = x.data() + r * c.width;
+    const float* row = InRow(*c.logits, r, c.width, &buf);
     int64_t best = 0;  // first maximum wins ties
     for (int64_t j = 1; j < c.classes; ++j) {
       if (row[j] > row[best]) best = j;
@@ -119,38 +129,41 @@ Status CpuBackend::FusedClassifier(const backend::FusedClassifierCall& c) {
   const int32_t* target = c.targets.i32();
   const float scale =
       c.multiplier.present() ? c.grad_scale * *c.multiplier.f32() : c.grad_scale;
-  std::vector<float> loss(c.batch, 0.0f);
-  // Rows on all threads; each row is read once into fp32, reduced (sum in
-  // double, as CROSS_ENTROPY) and written back as its gradient.
-#pragma omp parallel if (c.batch * c.width > (int64_t{1} << 14))
+  const MNT_Tensor& logits = *c.logits;
+  float* loss = c.losses.f32();
+  // Rows on the threads the size is worth; each row is reduced (sum in
+  // double, as CROSS_ENTROPY) and overwritten with its gradient in place
+  // (through an fp32 row buffer for 16-bit logits).
+  const int threads = ThreadsFor(c.batch * c.width);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
-  std::vector<float> row(c.width);
+    std::vector<float> buf;
 #pragma omp for schedule(static)
-  for (int64_t r = 0; r < c.batch; ++r) {
-    const int32_t t = target[r];
-    float* x = row.data();
-    ReadF32Range(*c.logits, r * c.width, c.width, x);
-    if (t < 0) {  // ignored row: loss 0, gradient 0
-      std::fill(row.begin(), row.end(), 0.0f);
-    } else {
-      float max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < c.classes; ++j) max = std::max(max, x[j]);
-      double sum = 0.0;
-      for (int64_t j = 0; j < c.classes; ++j) sum += std::exp(x[j] - max);
-      const float inv = static_cast<float>(1.0 / sum);
-      loss[r] = ClassifierLoss(x[t], max, static_cast<float>(std::log(sum)));
-      for (int64_t j = 0; j < c.classes; ++j) {
-        x[j] = CrossEntropyGradient(x[j], max, inv, j == t, scale);
+    for (int64_t r = 0; r < c.batch; ++r) {
+      const int32_t t = target[r];
+      float* x = OutRow(logits, r, c.width, &buf);
+      if (logits.dtype != MNT_DTYPE_F32) ReadF32Range(logits, r * c.width, c.width, x);
+      if (t < 0) {  // ignored row: loss 0, gradient 0
+        loss[r] = 0.0f;
+        std::fill(x, x + c.width, 0.0f);
+      } else {
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < c.classes; ++j) max = std::max(max, x[j]);
+        double sum = 0.0;
+        for (int64_t j = 0; j < c.classes; ++j) sum += std::exp(x[j] - max);
+        const float inv = static_cast<float>(1.0 / sum);
+        loss[r] = ClassifierLoss(x[t], max, static_cast<float>(std::log(sum)));
+        for (int64_t j = 0; j < c.classes; ++j) {
+          x[j] = CrossEntropyGradient(x[j], max, inv, j == t, scale);
+        }
+        for (int64_t j = c.classes; j < c.width; ++j) x[j] = 0.0f;  // padding
       }
-      for (int64_t j = c.classes; j < c.width; ++j) x[j] = 0.0f;  // padding
+      if (logits.dtype != MNT_DTYPE_F32) WriteF32Range(x, logits, r * c.width, c.width);
     }
-    WriteF32Range(x, *c.logits, r * c.width, c.width);
   }
-  }
-  WriteF32(loss.data(), *c.losses);
   if (c.mean.present()) {
     double total = 0.0;
-    for (float l : loss) total += l;
+    for (int64_t r = 0; r < c.batch; ++r) total += loss[r];
     *c.mean.f32() = static_cast<float>(total / static_cast<double>(c.batch));
   }
   return Status::Ok();

@@ -6,27 +6,27 @@
 
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cpu/convert_arrays.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cpu {
 
 namespace {
 
-// Below this many elements a conversion is not worth waking the threads.
-constexpr int64_t kParallelElements = int64_t{1} << 15;
-
-// convert(begin, end) over [0, n): one contiguous slice per thread for large
-// arrays. The conversions are elementwise, so slicing changes no bits.
+// convert(begin, end) over [0, n): one contiguous slice per thread for
+// arrays worth the threads (parallel.h). The conversions are elementwise, so
+// slicing changes no bits.
 template <typename Convert>
 void InSlices(int64_t n, Convert convert) {
-  if (n <= kParallelElements) {
+  const int threads = ThreadsFor(n);
+  if (threads <= 1) {
     if (n > 0) convert(int64_t{0}, n);
     return;
   }
-#pragma omp parallel
+#pragma omp parallel num_threads(threads)
   {
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t begin = n * t / threads, end = n * (t + 1) / threads;
+    const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = n * t / team, end = n * (t + 1) / team;
     if (end > begin) convert(begin, end);
   }
 }
@@ -86,8 +86,9 @@ void ReadBf16(const MNT_Tensor& t, uint16_t* dst) {
     }
     case MNT_DTYPE_F16: {
       const uint16_t* src = static_cast<const uint16_t*>(t.data);
-#pragma omp parallel for simd schedule(static) if (n > kParallelElements)
-      for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(HalfBitsToFloat(src[i]));
+      InSlices(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) dst[i] = FloatToBf16Bits(HalfBitsToFloat(src[i]));
+      });
       break;
     }
     default:

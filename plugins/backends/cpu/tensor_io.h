@@ -29,6 +29,37 @@ void ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode, float* dst);
 // operands).
 void ReadBf16(const MNT_Tensor& t, uint16_t* dst);
 
+// Blocked access for kernels that work on the tensors' own memory: an fp32
+// tensor's elements [offset, offset + n) are used in place; any other float
+// dtype goes through `scratch` (n floats, the caller's stack), one block at a
+// time. An output block is computed into OutBlock's pointer and stored with
+// StoreBlock (a no-op for fp32).
+inline const float* InBlock(const MNT_Tensor& t, int64_t offset, int64_t n, float* scratch) {
+  if (t.dtype == MNT_DTYPE_F32) return static_cast<const float*>(t.data) + offset;
+  ReadF32Range(t, offset, n, scratch);
+  return scratch;
+}
+inline float* OutBlock(const MNT_Tensor& t, int64_t offset, float* scratch) {
+  return t.dtype == MNT_DTYPE_F32 ? static_cast<float*>(t.data) + offset : scratch;
+}
+inline void StoreBlock(const float* values, const MNT_Tensor& t, int64_t offset, int64_t n) {
+  if (t.dtype != MNT_DTYPE_F32) WriteF32Range(values, t, offset, n);
+}
+// The same for row r of a [rows, width] tensor, with a growable per-thread
+// buffer for rows too long for the stack.
+inline const float* InRow(const MNT_Tensor& t, int64_t r, int64_t width,
+                          std::vector<float>* buf) {
+  if (t.dtype == MNT_DTYPE_F32) return static_cast<const float*>(t.data) + r * width;
+  buf->resize(static_cast<size_t>(width));
+  ReadF32Range(t, r * width, width, buf->data());
+  return buf->data();
+}
+inline float* OutRow(const MNT_Tensor& t, int64_t r, int64_t width, std::vector<float>* buf) {
+  if (t.dtype == MNT_DTYPE_F32) return static_cast<float*>(t.data) + r * width;
+  buf->resize(static_cast<size_t>(width));
+  return buf->data();
+}
+
 }  // namespace mnt::cpu
 
 #endif  // MANTISSA_PLUGINS_BACKENDS_CPU_TENSOR_IO_H_
