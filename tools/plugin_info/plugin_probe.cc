@@ -45,6 +45,10 @@ void WriteLine(int fd, const std::string& line) {
 }
 
 [[noreturn]] void ChildProbe(const std::string& path, int fd) {
+  // The parent names the signal that ended this child, so a crash must end it
+  // by that signal: a handler inherited from the host process (a sanitizer's
+  // or a crash reporter's) would turn a segfault into its own abort or exit.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
   WriteLine(fd, "Sdlopen (static initialisers)");
   // A bare file name would make dlopen() search the library path (and miss
   // the file in the current directory); the loader does the same.
