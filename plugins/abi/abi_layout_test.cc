@@ -661,9 +661,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
 }
 
-TEST(AbiLayoutTest, VersionIs16) {
+TEST(AbiLayoutTest, VersionIs17) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 6);
+  EXPECT_EQ(MNT_ABI_MINOR, 7);
 }
 
 }  // namespace

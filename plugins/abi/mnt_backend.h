@@ -131,7 +131,13 @@ typedef enum MNT_Op {
    * leaves it unchanged without a host read. Keep one counter per parameter
    * tensor: every ADAMW_STEP call increments the counter it is given. A host
    * passes in[3] only to backends built against ABI >= 1.4 (older ones refuse
-   * a fourth input). */
+   * a fourth input).
+   * Since 1.7 (SGD_STEP and ADAMW_STEP): an optional learning rate F32 [1]
+   * on the device, SGD_STEP's in[3] and ADAMW_STEP's in[4] (in[3] may then
+   * be absent, data NULL). When given it replaces params->lr (then ignored),
+   * so a step whose lr follows a schedule keeps the same params every step
+   * (CUDA-graph replay). A host passes it only to backends built against
+   * ABI >= 1.7 (older ones refuse the extra input). */
   MNT_OP_ADAMW_STEP = 19,
   /* --- Since 1.2. --- */
   /* Multi-head self-attention, llm.c layout. in[0] qkv [B,T,3C], each row
@@ -296,14 +302,19 @@ typedef enum MNT_Op {
    * for every tensor or for none). out[4i] master F32, out[4i+1] m F32,
    * out[4i+2] v F32 (updated in place), out[4i+3] optional working copy.
    * Exactly 2 + 2n inputs and 4n outputs (absent ones with data NULL).
-   * Params: MNT_MultiAdamWParams (per-tensor lr scale and weight decay). */
+   * Params: MNT_MultiAdamWParams (per-tensor lr scale and weight decay).
+   * Since 1.7: optionally one more input, in[2+2n], the learning rate F32
+   * [1] on the device, replacing params->lr (lr_i = in[2+2n][0] *
+   * lr_scales[i]); as ADAMW_STEP's in[4], for ABI >= 1.7 backends only. */
   MNT_OP_MULTI_ADAMW_STEP = 37,
   /* SGD_STEP over a table of n parameter tensors in one launch; per element
    * the same bits as n SGD_STEP calls. in[0] optional found_inf, in[1]
    * optional grad multiplier (as SGD_STEP); in[2+i] grad of tensor i.
    * out[3i] master F32, out[3i+1] momentum F32 (required when momentum !=
    * 0), out[3i+2] optional working copy. Exactly 2 + n inputs and 3n
-   * outputs. Params: MNT_MultiSgdParams. */
+   * outputs. Params: MNT_MultiSgdParams. Since 1.7: optionally one more
+   * input, in[2+n], the learning rate F32 [1] on the device, as
+   * MULTI_ADAMW_STEP's in[2+2n]. */
   MNT_OP_MULTI_SGD_STEP = 38,
 } MNT_Op;
 

@@ -6,6 +6,7 @@
 #define MANTISSA_PLUGINS_SDK_BACKEND_CLIENT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -98,6 +99,7 @@ class BackendClient {
 
   Status Copy(void* dst, const void* src, size_t bytes,
               MNT_CopyKind kind) const {
+    if (kind == MNT_COPY_DEVICE_TO_HOST) ++device_to_host_copies_;
     MNT_Memory_Copy_Args a{};
     a.struct_size = MNT_Memory_Copy_Args_STRUCT_SIZE;
     a.backend = backend_;
@@ -113,6 +115,11 @@ class BackendClient {
   Status ToHost(void* dst, const void* src, size_t bytes) const {
     return Copy(dst, src, bytes, MNT_COPY_DEVICE_TO_HOST);
   }
+
+  // Device -> host copies made through this client (each one a sync on an
+  // asynchronous backend): what a test counts to show a step reads nothing
+  // back. Not thread-safe, like the client.
+  int64_t device_to_host_copies() const { return device_to_host_copies_; }
 
   Status Synchronize() const {
     MNT_Backend_Synchronize_Args a{};
@@ -138,6 +145,7 @@ class BackendClient {
   const MNT_Plugin_Api* plugin_ = nullptr;
   const MNT_Backend_Api* api_ = nullptr;
   MNT_Backend* backend_ = nullptr;
+  mutable int64_t device_to_host_copies_ = 0;
 };
 
 inline void DeviceBuffer::Reset() {

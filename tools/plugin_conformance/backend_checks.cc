@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plugins/backends/common/float_convert.h"
@@ -440,6 +441,72 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                       Zeros(MNT_DTYPE_BF16, {M, N}), Random(&rng, MNT_DTYPE_F32, {K}),
                       Random(&rng, MNT_DTYPE_F32, {K}), Zeros(MNT_DTYPE_BF16, {K})},
                      &multi_sgd, 1e-5});
+  }
+  // ABI 1.7: the learning rate as a device scalar (the params' lr, 7, must
+  // be ignored), against the reference with the same device rate.
+  const bool device_lr = plugin->abi_version.minor_version >= 7;
+  static MNT_AdamWParams adamw_dev{MNT_AdamWParams_STRUCT_SIZE, 7.0f, 0.9f, 0.999f, 1e-8f,
+                                   0.01f, 1};
+  static MNT_SgdParams sgd_dev{MNT_SgdParams_STRUCT_SIZE, 7.0f, 0.9f, 1e-3f, 1};
+  static MNT_MultiAdamWParams multi_adamw_dev;
+  static MNT_MultiSgdParams multi_sgd_dev;
+  multi_adamw_dev = multi_adamw;
+  multi_adamw_dev.lr = 7.0f;
+  multi_sgd_dev = multi_sgd;
+  multi_sgd_dev.lr = 7.0f;
+  // Input sets of the host-lr and device-lr forms, for the same-bits check.
+  std::vector<std::pair<size_t, size_t>> same_bits;  // (host case, device case)
+  if (device_lr) {
+    HostTensor found{MNT_DTYPE_F32, {1}, {0.0f}}, mult{MNT_DTYPE_F32, {1}, {0.5f}};
+    HostTensor counter{MNT_DTYPE_I32, {1}, {2.0f}}, lr{MNT_DTYPE_F32, {1}, {3e-3f}};
+    static MNT_AdamWParams adamw_host;
+    adamw_host = adamw_dev;
+    adamw_host.lr = 3e-3f;
+    const HostTensor g = Random(&rng, MNT_DTYPE_BF16, {M, N});
+    const std::vector<HostTensor> state = {
+        Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}, -0.1, 0.1),
+        Random(&rng, MNT_DTYPE_F32, {M, N}, 0.01, 0.1), Zeros(MNT_DTYPE_BF16, {M, N})};
+    same_bits.push_back({cases.size(), cases.size() + 1});
+    cases.push_back({"ADAMW_STEP step counter, host lr", MNT_OP_ADAMW_STEP,
+                     {g, found, mult, counter}, state, &adamw_host, 1e-5});
+    cases.push_back({"ADAMW_STEP step counter, device lr (1.7)", MNT_OP_ADAMW_STEP,
+                     {g, found, mult, counter, lr}, state, &adamw_dev, 1e-5});
+    cases.push_back({"SGD_STEP nesterov, device lr (1.7)", MNT_OP_SGD_STEP,
+                     {Random(&rng, MNT_DTYPE_F32, {M, N}), found, mult, lr},
+                     {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N})},
+                     &sgd_dev, 1e-5});
+    std::vector<HostTensor> out;
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{M, N}, std::vector<int64_t>{K}}) {
+      out.push_back(Random(&rng, MNT_DTYPE_F32, dims));
+      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, -0.1, 0.1));
+      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, 0.01, 0.1));
+      out.push_back(Zeros(MNT_DTYPE_BF16, dims));
+    }
+    cases.push_back({"MULTI_ADAMW_STEP 2 tensors, device lr (1.7)", MNT_OP_MULTI_ADAMW_STEP,
+                     {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}), counter,
+                      Random(&rng, MNT_DTYPE_BF16, {K}), counter, lr},
+                     out, &multi_adamw_dev, 1e-5});
+    cases.push_back({"MULTI_SGD_STEP 2 tensors, device lr (1.7)", MNT_OP_MULTI_SGD_STEP,
+                     {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}),
+                      Random(&rng, MNT_DTYPE_F16, {K}), lr},
+                     {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}),
+                      Zeros(MNT_DTYPE_BF16, {M, N}), Random(&rng, MNT_DTYPE_F32, {K}),
+                      Random(&rng, MNT_DTYPE_F32, {K}), Zeros(MNT_DTYPE_BF16, {K})},
+                     &multi_sgd_dev, 1e-5});
+  }
+
+  for (const auto& [host_case, device_case] : same_bits) {
+    const Case& h = cases[host_case];
+    const Case& d = cases[device_case];
+    const std::string name = n + "device_lr_same_bits " + h.name;
+    if (!cand.Supports(h.op)) {
+      r->Skip(name, "not supported by this backend");
+      continue;
+    }
+    std::vector<HostTensor> host_out = h.out, device_out = d.out;
+    s = cand.Run(h.op, h.in, &host_out, h.params);
+    if (s.ok()) s = cand.Run(d.op, d.in, &device_out, d.params);
+    r->Check(name, s.ok() ? Compare(device_out, host_out, 0) : s.message());
   }
 
   for (Case& c : cases) {

@@ -87,7 +87,8 @@ ABSL_FLAG(std::string, progress, "auto", "auto|bar|plain|none");
 ABSL_FLAG(std::string, device_loss_scaling, "auto",
           "auto|on|off: keep the dynamic loss scale, found_inf and the clip "
           "factor on the device (no host read per step); auto = on when the "
-          "backend supports it");
+          "backend supports it, and then fp32/tf32/bf16 keep their losses, "
+          "clip factor and lr on the device too; off = the host path");
 
 // Hugging Face Trainer's names for the same settings. Each maps onto one
 // field above; giving an alias and its field with different values is an

@@ -15,9 +15,9 @@ namespace mnt::trainer {
 
 absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
     const LossScalingContext& context, const MNT_AmpUpdateScaleParams& amp,
-    Optimizer* optimizer, const std::string& device_name) {
+    Optimizer* optimizer, const std::string& device_name, bool scaling_active) {
   std::unique_ptr<DeviceLossScaling> d(
-      new DeviceLossScaling(context, amp, optimizer, device_name));
+      new DeviceLossScaling(context, amp, optimizer, device_name, scaling_active));
   const sdk::BackendClient& client = *context.client;
   for (auto [buf, bytes] :
        {std::pair{&d->scale_, sizeof(float)},
@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<DeviceLossScaling>> DeviceLossScaling::Create(
 // and for reported steps: the device scale is read (cached when a report
 // or a sync already read it).
 absl::StatusOr<float> DeviceLossScaling::StepScale() {
+  if (!active_) return 1.0f;
   if (!host_scale_valid_) {
     auto scale = ReadScalar<float>(*c_.client, scale_.data());
     if (!scale.ok()) return scale.status();
@@ -50,6 +51,7 @@ absl::StatusOr<float> DeviceLossScaling::StepScale() {
 // (alpha * in[0], one fp32 product as the host path's
 // scale * (1.0f / micro_batches)).
 absl::StatusOr<MNT_Tensor> DeviceLossScaling::DeviceLossMultiplier() {
+  if (!active_) return LossScaling::DeviceLossMultiplier();  // the host's 1/accum
   if (c_.micro_batches == 1) return F32Scalar(scale_);
   const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE,
                           1.0f / static_cast<float>(c_.micro_batches), 0.0f};
@@ -74,6 +76,21 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
                  const std::vector<MNT_Tensor>& out, const void* params) {
     return sdk::ToAbsl(client.Run(op, in, out, params));
   };
+  const MNT_ClipCoefficientParams clip{MNT_ClipCoefficientParams_STRUCT_SIZE,
+                                       c_.max_grad_norm};
+  OptimizerGate gate;
+  gate.multiplier = F32Scalar(sc.multiplier);
+  if (!active_) {  // nothing to unscale or skip: the clip factor only
+    if (auto s = run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}, nullptr);
+        !s.ok())
+      return s;
+    if (auto s = run(MNT_OP_CLIP_COEFFICIENT, {F32Scalar(sc.norm_sq)},
+                     {F32Scalar(sc.multiplier)}, &clip);
+        !s.ok())
+      return s;
+    gate.found_inf = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {0});
+    return gate;
+  }
   const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
   if (auto s = run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero); !s.ok()) return s;
   std::vector<MNT_Tensor> in{F32Scalar(sc.inv_scale)}, out{F32Scalar(sc.found_inf)};
@@ -95,32 +112,50 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
   if (auto s = run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}, nullptr);
       !s.ok())
     return s;
-  const MNT_ClipCoefficientParams clip{MNT_ClipCoefficientParams_STRUCT_SIZE,
-                                       c_.max_grad_norm};
   if (auto s = run(MNT_OP_CLIP_COEFFICIENT, {F32Scalar(sc.norm_sq), F32Scalar(sc.found_inf)},
                    {F32Scalar(sc.multiplier)}, &clip);
       !s.ok())
     return s;
-  OptimizerGate gate;
   gate.found_inf = F32Scalar(sc.found_inf);  // the optimizer kernels skip on it
-  gate.multiplier = F32Scalar(sc.multiplier);
   return gate;
 }
 
 // Reading the device scalars is a sync: only for steps a sink reports. Gives
 // the host path's StepMetrics.
+absl::StatusOr<double> DeviceLossScaling::ReadStepLoss() {
+  std::vector<float> losses(static_cast<size_t>(c_.micro_batches));
+  if (auto s = sdk::ToAbsl(c_.client->ToHost(losses.data(), loss_micro_.data(),
+                                             losses.size() * sizeof(float)));
+      !s.ok())
+    return s;
+  double loss_sum = 0;
+  for (float l : losses) {
+    if (!std::isfinite(l) && !active_) {
+      return absl::InternalError(absl::StrFormat(
+          "loss is %f in %s; stopping (lower --lr, or use fp16 with "
+          "loss scaling to skip such steps)",
+          l, c_.precision_name));
+    }
+    loss_sum += l;
+  }
+  return loss_sum / static_cast<double>(c_.micro_batches);
+}
+
 absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
                                                             StepMetrics* m) {
   if (!wanted) return false;
   const sdk::BackendClient& client = *c_.client;
-  std::vector<float> losses(static_cast<size_t>(c_.micro_batches));
-  if (auto s = sdk::ToAbsl(client.ToHost(losses.data(), loss_micro_.data(),
-                                          losses.size() * sizeof(float)));
-      !s.ok())
-    return s;
-  double loss_sum = 0;
-  for (float l : losses) loss_sum += l;
-  m->loss = loss_sum / static_cast<double>(c_.micro_batches);
+  auto loss = ReadStepLoss();
+  if (!loss.ok()) return loss.status();
+  m->loss = *loss;
+  if (!active_) {  // never skips: the norm only
+    auto norm_sq = ReadScalar<float>(client, c_.scalars->norm_sq.data());
+    if (!norm_sq.ok()) return norm_sq.status();
+    m->skipped = false;
+    m->grad_norm = std::sqrt(static_cast<double>(*norm_sq));
+    m->skipped_steps = skipped_synced_;
+    return true;
+  }
   auto found = ReadScalar<float>(client, c_.scalars->found_inf.data());
   if (!found.ok()) return found.status();
   auto norm_sq = ReadScalar<float>(client, c_.scalars->norm_sq.data());
@@ -136,6 +171,7 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
 // Device -> plugin: so GetState (checkpoints, the final report) sees the
 // run's real state.
 absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
+  if (!active_) return SyncAppliedSteps(steps_taken - skipped_synced_);
   const sdk::BackendClient& client = *c_.client;
   auto scale = ReadScalar<float>(client, scale_.data());
   if (!scale.ok()) return scale.status();
@@ -161,8 +197,14 @@ absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
     return absl::Status(s.code(), absl::StrCat("device loss scaling: ", s.message()));
   if (auto s = WriteScalar<float>(client, skipped_.data(), 0.0f); !s.ok()) return s;
   skipped_synced_ = total_skipped;
-  // Every step is applied or skipped; the device counters must agree.
-  const int64_t applied = steps_taken - total_skipped;
+  if (auto s = SyncAppliedSteps(steps_taken - total_skipped); !s.ok()) return s;
+  host_scale_ = *scale;
+  host_scale_valid_ = true;
+  return absl::OkStatus();
+}
+
+// Every step is applied or skipped; the device counters must agree.
+absl::Status DeviceLossScaling::SyncAppliedSteps(int64_t applied) {
   optimizer_->set_applied_steps(applied);
   if (optimizer_->has_device_step_counters()) {
     auto counter = optimizer_->ReadDeviceStepCounter();
@@ -174,8 +216,6 @@ absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
           *counter, applied, device_name_));
     }
   }
-  host_scale_ = *scale;
-  host_scale_valid_ = true;
   return absl::OkStatus();
 }
 
@@ -185,6 +225,15 @@ absl::Status DeviceLossScaling::SyncFromPlugin() {
   if (auto s = sdk::ToAbsl(c_.scaler->GetFullState(&full)); !s.ok()) return s;
   const MNT_LossScalerState& st = full.state;
   const int64_t applied = optimizer_->applied_steps();
+  if (!active_) {  // no scale to load: AdamW's counters only
+    skipped_synced_ = st.skipped_steps;
+    if (applied >= std::numeric_limits<int32_t>::max()) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("device step scalars: %d applied steps out of range", applied));
+    }
+    if (!optimizer_->has_device_step_counters()) return absl::OkStatus();
+    return optimizer_->WriteDeviceStepCounters(applied);
+  }
   const int32_t hysteresis = with_hysteresis() ? amp_.hysteresis : 1;
   if (st.growth_tracker < 0 || st.growth_tracker >= amp_.growth_interval ||
       full.hysteresis_tracker < 0 || full.hysteresis_tracker >= hysteresis ||

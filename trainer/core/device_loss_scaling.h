@@ -11,6 +11,12 @@
 // Model_Backward needs (4 bytes per step) and the values of steps a sink
 // reports. The precision plugin's scaler is brought up to date at
 // checkpoints and at the end of a training call (SyncToPlugin).
+//
+// The same class is the device path of runs that do not scale their loss
+// (fp32, tf32, bf16): then only GLOBAL_NORM_SQUARED and CLIP_COEFFICIENT
+// run, the optimizer never skips (AdamW still counts its steps on the
+// device), and a non-finite loss stops the run when a reported step reads
+// it (the host path stops at once).
 #ifndef MANTISSA_TRAINER_CORE_DEVICE_LOSS_SCALING_H_
 #define MANTISSA_TRAINER_CORE_DEVICE_LOSS_SCALING_H_
 
@@ -28,9 +34,10 @@ class DeviceLossScaling : public LossScaling {
   // Allocates the device state and loads it from the plugin's scaler.
   // `amp` are the scaler's parameters in AMP_UPDATE_SCALE's form; the
   // optimizer skips on the device (Optimizer::Create(..., true)).
+  // `scaling_active`: the run scales its loss (else `amp` is unused).
   static absl::StatusOr<std::unique_ptr<DeviceLossScaling>> Create(
       const LossScalingContext& context, const MNT_AmpUpdateScaleParams& amp,
-      Optimizer* optimizer, const std::string& device_name);
+      Optimizer* optimizer, const std::string& device_name, bool scaling_active = true);
 
   bool on_device() const override { return true; }
   absl::StatusOr<float> StepScale() override;
@@ -46,13 +53,25 @@ class DeviceLossScaling : public LossScaling {
  private:
   DeviceLossScaling(const LossScalingContext& context,
                     const MNT_AmpUpdateScaleParams& amp, Optimizer* optimizer,
-                    const std::string& device_name)
-      : c_(context), amp_(amp), optimizer_(optimizer), device_name_(device_name) {}
+                    const std::string& device_name, bool scaling_active)
+      : c_(context),
+        amp_(amp),
+        optimizer_(optimizer),
+        device_name_(device_name),
+        active_(scaling_active) {}
+
+  // The step's mean loss from the device slots (a read); a non-finite one
+  // stops a run that does not scale, as the host path does.
+  absl::StatusOr<double> ReadStepLoss();
+  // The optimizer's applied-step count := `applied`, checked against AdamW's
+  // device counter.
+  absl::Status SyncAppliedSteps(int64_t applied);
 
   LossScalingContext c_;
   MNT_AmpUpdateScaleParams amp_;
   Optimizer* optimizer_;
   std::string device_name_;
+  bool active_;  // the run scales its loss
   // Whether AMP_UPDATE_SCALE gets the 1.5 params and out[3].
   bool with_hysteresis() const {
     return amp_.struct_size >= MNT_AmpUpdateScaleParams_STRUCT_SIZE;

@@ -69,6 +69,16 @@ std::string BackendCannotRun(const mantissa::TrainConfig& config,
   return "";
 }
 
+// A run that does not scale its loss keeps its step's scalars on the device
+// (the clip factor by CLIP_COEFFICIENT, AdamW's step count in ADAMW_STEP's
+// 1.4 counter) when the backend has them.
+bool BackendRunsUnscaledStep(const mantissa::TrainConfig& config,
+                             const sdk::BackendInstance& backend) {
+  if (!backend.Supports(MNT_OP_CLIP_COEFFICIENT)) return false;
+  return config.optimizer().name() == "sgd" ||
+         backend.plugin()->abi_version.minor_version >= 4;
+}
+
 }  // namespace
 
 absl::StatusOr<LossScalingPlan> PlanLossScaling(
@@ -77,11 +87,14 @@ absl::StatusOr<LossScalingPlan> PlanLossScaling(
     const std::string& precision_name, bool scaling_active) {
   LossScalingPlan plan;
   const std::string& mode = config.device_loss_scaling();
-  if (!scaling_active) {  // nothing to place; nothing to say
-    if (mode != "on") return plan;
-    return absl::FailedPreconditionError(
-        absl::StrCat("--device_loss_scaling=on: precision '", precision_name,
-                     "' does not use dynamic loss scaling (use auto or off)"));
+  if (!scaling_active) {  // no scale to place; the clip factor and losses
+    if (mode == "on") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--device_loss_scaling=on: precision '", precision_name,
+                       "' does not use dynamic loss scaling (use auto or off)"));
+    }
+    plan.on_device = mode != "off" && BackendRunsUnscaledStep(config, backend);
+    return plan;
   }
   sdk::LossScalerRecipe recipe;
   if (auto s = sdk::ToAbsl(scaler.GetRecipe(&recipe)); !s.ok()) {
@@ -117,7 +130,8 @@ absl::StatusOr<std::unique_ptr<LossScaling>> MakeLossScaling(
     const LossScalingPlan& plan, const LossScalingContext& context,
     bool scaling_active, Optimizer* optimizer, const std::string& device_name) {
   if (!plan.on_device) return std::make_unique<HostLossScaling>(context, scaling_active);
-  auto device = DeviceLossScaling::Create(context, plan.amp, optimizer, device_name);
+  auto device =
+      DeviceLossScaling::Create(context, plan.amp, optimizer, device_name, scaling_active);
   if (!device.ok()) return device.status();
   return std::unique_ptr<LossScaling>(std::move(*device));
 }

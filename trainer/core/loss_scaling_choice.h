@@ -19,6 +19,9 @@
 namespace mnt::trainer {
 
 struct LossScalingPlan {
+  // The step's scalars (scale, found_inf, clip factor, losses) stay on the
+  // device. A run that does not scale takes this too under `auto` (the clip
+  // factor and the losses only; a sync-free step), `off` keeps the host path.
   bool on_device = false;
   // The declared recipe in AMP_UPDATE_SCALE's form (device path only).
   MNT_AmpUpdateScaleParams amp{};
@@ -32,7 +35,9 @@ struct LossScalingPlan {
 // a floor or a ceiling; for AdamW, ABI >= 1.4 for ADAMW_STEP's device step
 // counter), factors exact in fp32 and an interval that fits I32. `auto` (or
 // "") takes it when it can; `on` refuses a run that cannot in one line;
-// `off` never. `scaling_active`: the run scales its loss at all.
+// `off` never. `scaling_active`: the run scales its loss at all; a run that
+// does not takes the device path under `auto` when the backend has
+// CLIP_COEFFICIENT (and, for AdamW, ABI >= 1.4), with no description.
 absl::StatusOr<LossScalingPlan> PlanLossScaling(
     const mantissa::TrainConfig& config, const sdk::BackendInstance& backend,
     const std::string& device_name, const sdk::LossScalerClient& scaler,

@@ -3,12 +3,15 @@
 // optimizer state and, in mixed precision, writes the rounded working copy;
 // or, where the backend supports it (ABI 1.6, --multi_tensor_optimizer=auto),
 // one MULTI_ADAMW_STEP / MULTI_SGD_STEP over the whole parameter table, with
-// the same bits.
+// the same bits. With a device learning rate (ABI 1.7) the scheduled lr is
+// written to a device scalar before the step and every op's params stay the
+// same step after step (what a recorded CUDA graph replays).
 #ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 #define MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,10 +33,12 @@ class Optimizer {
   // counts its applied steps on the device too (one I32 counter per tensor,
   // ADAMW_STEP in[3], ABI 1.4), allocated here.
   // `multi_tensor`: one multi-tensor op per step (UsesMultiTensor).
+  // `device_lr`: the ops take the learning rate from a device scalar
+  // (TakesDeviceLr), allocated here.
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(
       const mantissa::OptimizerConfig& config, ParameterStore* params,
       const sdk::BackendClient& client, bool skips_on_device,
-      bool multi_tensor = false);
+      bool multi_tensor = false, bool device_lr = false);
 
   // Whether a step is one multi-tensor op: --multi_tensor_optimizer=auto and
   // a backend built against ABI >= 1.6 that reports the op supported.
@@ -41,8 +46,18 @@ class Optimizer {
                               const sdk::BackendInstance& backend);
   bool multi_tensor() const { return multi_tensor_; }
 
-  // One step with learning rate `lr` on the gradients times `multiplier`
-  // (F32 [1], the clip factor). `found_inf` is F32 [1] when the kernels skip
+  // Whether the backend's optimizer ops take a device learning rate: built
+  // against ABI >= 1.7 (older ones refuse the extra input).
+  static bool TakesDeviceLr(const sdk::BackendInstance& backend);
+  bool device_lr() const { return device_lr_; }
+
+  // Before a step's first op: with a device lr, writes `lr` (as fp32) to it,
+  // one host -> device copy; else nothing.
+  absl::Status SetLearningRate(double lr);
+
+  // One step with learning rate `lr` (the device scalar SetLearningRate wrote,
+  // when device_lr()) on the gradients times `multiplier` (F32 [1], the clip
+  // factor). `found_inf` is F32 [1] when the kernels skip
   // on it, an empty F32 [0] when the host already decided to step.
   absl::Status Step(double lr, const MNT_Tensor& found_inf,
                     const MNT_Tensor& multiplier);
@@ -61,7 +76,16 @@ class Optimizer {
 
  private:
   Optimizer(const mantissa::OptimizerConfig& config, ParameterStore* params,
-            const sdk::BackendClient& client, bool skips_on_device, bool multi_tensor);
+            const sdk::BackendClient& client, bool skips_on_device, bool multi_tensor,
+            bool device_lr);
+  // The lr the params carry: the step's, or (device lr) the configured one,
+  // ignored by the op and the same every step.
+  float ParamsLr(double lr) const;
+  // AdamW's params->step: applied + 1, or 1 with device counters (ignored).
+  int64_t ParamsStep() const;
+  // The device lr as an op input (SGD_STEP in[3], ADAMW_STEP in[4], the
+  // multi ops' last input).
+  MNT_Tensor LrInput() const;
   // The whole table in one MULTI_ADAMW_STEP / MULTI_SGD_STEP.
   sdk::Status MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                               const MNT_Tensor& multiplier);
@@ -73,6 +97,11 @@ class Optimizer {
   const bool skips_on_device_;
   const bool device_step_counters_;
   const bool multi_tensor_;
+  const bool device_lr_;
+  sdk::DeviceBuffer lr_;  // F32 [1], with device_lr_
+  // Each tensor's weight decay, for the multi-tensor params (built once: the
+  // array the params point at stays put).
+  std::vector<float> weight_decays_;
   int64_t applied_steps_ = 0;
 };
 

@@ -97,10 +97,13 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   if (!plan.ok()) return plan.status();
   loss_scaling_description_ = plan->description;
   // ABI 1.6: the device scale goes to the model as a tensor (no per-step read).
-  device_loss_multiplier_ = plan->on_device && plugins_->model.TakesDeviceLossMultiplier();
+  device_loss_multiplier_ = plan->on_device && loss_scaling_active_ &&
+                            plugins_->model.TakesDeviceLossMultiplier();
+  // ABI 1.7: on the device path the lr is a device scalar too.
   auto optimizer = Optimizer::Create(
       config_.optimizer(), params_.get(), client, /*skips_on_device=*/plan->on_device,
-      Optimizer::UsesMultiTensor(config_.optimizer(), *plugins_->backend));
+      Optimizer::UsesMultiTensor(config_.optimizer(), *plugins_->backend),
+      /*device_lr=*/plan->on_device && Optimizer::TakesDeviceLr(*plugins_->backend));
   if (!optimizer.ok()) return optimizer.status();
   optimizer_ = std::move(*optimizer);
   LossScalingContext context;
@@ -135,6 +138,10 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   const int64_t accum = MicroBatches(config_);
   const int64_t batch = config_.batch_size();
   const sdk::ModelClient& model = plugins_->model;
+  // The scheduled lr goes to the device before the step's first op (one
+  // host -> device copy), so the step's ops are the same every step.
+  metrics->lr = LearningRateAt(config_, step_);
+  if (auto s = optimizer_->SetLearningRate(metrics->lr); !s.ok()) return s;
   // The loss multiplier: scale * (1/accum), as one fp32 product on either
   // side. With the scale on the device and a model that takes it there (ABI
   // 1.6), nothing is read back unless this step is reported.
@@ -189,7 +196,6 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   metrics->loss = loss_sum / static_cast<double>(accum);
 
   Stopwatch phase;
-  metrics->lr = LearningRateAt(config_, step_);
   auto gate = scaling_->UnscaleUpdateAndClip(scale, params_->OptimizerGradTensors(), metrics);
   if (!gate.ok()) return gate.status();
   if (gate->run_optimizer) {
@@ -213,8 +219,10 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   if (auto s = sdk::ToAbsl(plugins_->scaler.GetState(&start)); !s.ok()) return s;
   SkipGuard guard(step_, start.skipped_steps,
                   loss_scaling_active_ && config_.loss_scale().mode() == "static");
+  const sdk::BackendClient& client = plugins_->backend->client();
   while (step_ < last_step) {
     StepMetrics m;
+    const int64_t reads_before = client.device_to_host_copies();
     const bool will_report = sink != nullptr && sink->NeedsStepMetrics(step_ + 1, total);
     if (auto s = TrainStep(will_report, &m); !s.ok())
       return Prefixed(s, absl::StrCat("step ", step_ + 1, ": "));
@@ -224,6 +232,7 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     const bool wanted = sink != nullptr && sink->NeedsStepMetrics(step_, total);
     auto report = scaling_->CompleteStepMetrics(wanted, &m);
     if (!report.ok()) return report.status();
+    if (!wanted) unreported_step_reads_ += client.device_to_host_copies() - reads_before;
     if (*report && sink != nullptr) sink->OnStep(m);
     if (*report && loss_scaling_active_) {
       // fp16 that skips step after step learns nothing: say so now.
@@ -333,7 +342,10 @@ FinalReport Trainer::Report() const {
 int64_t Trainer::num_parameters() const { return params_->num_parameters(); }
 const std::string& Trainer::precision() const { return plugins_->precision_name; }
 const std::string& Trainer::device() const { return plugins_->device_name; }
-bool Trainer::device_loss_scaling() const { return scaling_->on_device(); }
+bool Trainer::device_loss_scaling() const {
+  return loss_scaling_active_ && scaling_->on_device();
+}
+bool Trainer::device_step_scalars() const { return scaling_->on_device(); }
 
 const std::string& Trainer::loss_scaling_description() const {
   return loss_scaling_description_;

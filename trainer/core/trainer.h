@@ -71,6 +71,15 @@ class Trainer {
   // Whether dynamic loss scaling runs on the device (ABI 1.4 ops; see
   // --device_loss_scaling and docs/architecture.md).
   bool device_loss_scaling() const;
+  // Whether the step's scalars (losses, clip factor, lr; the scale when the
+  // run scales) stay on the device, so that a step reads nothing back
+  // unless a sink reports it: every precision under --device_loss_scaling=
+  // auto on a backend with the ops, never under off.
+  bool device_step_scalars() const;
+  // Device -> host copies the trainer made during steps no sink asked for
+  // (the step and its metrics; not evaluation or checkpoints). 0 on the
+  // device path: the check that a step is sync-free.
+  int64_t device_reads_on_unreported_steps() const { return unreported_step_reads_; }
   // Where loss scaling runs and why, one line ("" when the run does not
   // scale its loss).
   const std::string& loss_scaling_description() const;
@@ -108,6 +117,7 @@ class Trainer {
   std::string loss_scaling_description_;
 
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)
+  int64_t unreported_step_reads_ = 0;
   PhaseTimes phases_;
   double samples_per_second_ = 0;
   double train_seconds_ = 0;

@@ -29,8 +29,9 @@ constexpr const char* kAbiVersion =
 // 1.2, 1.3 and 1.4 appended ops and params structs only; 1.5 appended
 // LossScaler_GetRecipe to MNT_Precision_Api (optional, so the required set
 // stays the 1.0 table); 1.6 appended ops, a params struct and a field of
-// MNT_Model_Backward_Args (a model-side field: the loaded sizes stay).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 6,
+// MNT_Model_Backward_Args (a model-side field: the loaded sizes stay); 1.7
+// an optional learning-rate input of the optimizer ops (no struct changed).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 7,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

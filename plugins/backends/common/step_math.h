@@ -42,6 +42,19 @@ MNT_HOST_DEVICE inline double PowInt(double base, int64_t step) {
   return result;
 }
 
+// A multi-tensor step's per-tensor learning rate (ABI 1.6): lr * lr_scale
+// rounded once, lr itself for a scale of 1. The contract check forms it from
+// params->lr on the host; with a device lr (1.7) the kernels form it from
+// that, with the same bits.
+MNT_HOST_DEVICE inline float TableLr(float lr, float lr_scale) {
+  if (lr_scale == 1.0f) return lr;
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(lr, lr_scale);
+#else
+  return lr * lr_scale;
+#endif
+}
+
 // torch.optim.AdamW's per-step constants for a 1-based step.
 MNT_HOST_DEVICE inline AdamWCoefficients AdamWCoefficientsForStep(
     float lr, float beta1, float beta2, float epsilon, float weight_decay,

@@ -2,7 +2,8 @@
 // ADAMW_STEP / SGD_STEP per tensor (per-tensor lr scale, weight decay,
 // gradient dtype, working copy, step counters, found_inf skips), and the
 // multi AdamW also against a float64 re-implementation of torch.optim.AdamW
-// (1e-5 relative).
+// (1e-5 relative). ABI 1.7: all four ops with the learning rate as a device
+// scalar give the same bits as with it in the params.
 #include <cmath>
 #include <vector>
 
@@ -186,6 +187,102 @@ TEST_F(MultiTensorOptimizersTest, TableErrorsAreOneLine) {
   MNT_MultiSgdParams s{MNT_MultiSgdParams_STRUCT_SIZE, 0.1f, 0.9f, 0.0f, 0, 1, nullptr, nullptr};
   EXPECT_EQ(Run(MNT_OP_MULTI_SGD_STEP, {none, none, g}, {w, none, none}, &s).message(),
             "MULTI_SGD_STEP: out[1] momentum is missing but momentum is 0.9");
+}
+
+// ABI 1.7: the device learning rate (SGD_STEP in[3], ADAMW_STEP in[4], the
+// multi ops' last input) replaces params->lr with the same bits. Path `a`
+// gets a new lr in its params each step (as before 1.7); path `b` gets the
+// same params every step (lr 7, which must be ignored) and the lr on the
+// device.
+TEST_F(MultiTensorOptimizersTest, DeviceLrSameBitsAsParamsLr) {
+  for (MNT_Op op : {MNT_OP_SGD_STEP, MNT_OP_ADAMW_STEP, MNT_OP_MULTI_SGD_STEP,
+                    MNT_OP_MULTI_ADAMW_STEP}) {
+    for (bool counters : {false, true}) {
+      const bool adam = op == MNT_OP_ADAMW_STEP || op == MNT_OP_MULTI_ADAMW_STEP;
+      const bool multi = op == MNT_OP_MULTI_SGD_STEP || op == MNT_OP_MULTI_ADAMW_STEP;
+      if (counters && !adam) continue;
+      SCOPED_TRACE(::testing::Message() << sdk::OpName(op) << (counters ? " counters" : ""));
+      std::vector<Param> params;
+      const size_t count = multi ? kSizes.size() : 1;
+      for (size_t i = 0; i < count; ++i) params.push_back(MakeParam(kSizes[i], i != 1));
+      MNT_Tensor mult = Upload({0.625}, MNT_DTYPE_F32, {1});
+      const MNT_Tensor none = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+      const MNT_Tensor no_counter = sdk::MakeTensor(nullptr, MNT_DTYPE_I32, {1});
+      const std::vector<uint8_t> initial = Bytes(params[0].wa);
+      for (int step = 0; step < kSteps; ++step) {
+        // A scheduled lr: a new, non-round value every step.
+        const float lr = static_cast<float>(Random(1, 1e-4, 1e-2)[0]);
+        const MNT_Tensor device_lr = Upload({lr}, MNT_DTYPE_F32, {1});
+        auto run = [&](bool on_device) {
+          const float params_lr = on_device ? 7.0f : lr;
+          std::vector<MNT_Tensor> in, out;
+          if (multi) in = {none, mult};
+          for (size_t i = 0; i < params.size(); ++i) {
+            const Param& p = params[i];
+            const MNT_Tensor grad = Upload(Stored(Random(p.n), MNT_DTYPE_F32), kGradDTypes[i],
+                                           {p.n});
+            const MNT_Tensor counter = counters ? (on_device ? p.counter_b : p.counter_a)
+                                                : no_counter;
+            if (multi) {
+              in.push_back(grad);
+              if (adam) in.push_back(counter);
+            } else {
+              in = {grad, none, mult};
+              if (adam) in.push_back(counter);
+            }
+            const std::vector<MNT_Tensor> mine =
+                on_device ? std::vector<MNT_Tensor>{p.wb, p.s1b, p.s2b, p.workb}
+                          : std::vector<MNT_Tensor>{p.wa, p.s1a, p.s2a, p.worka};
+            out.push_back(mine[0]);
+            out.push_back(mine[1]);
+            if (adam) out.push_back(mine[2]);
+            out.push_back(mine[3]);
+          }
+          if (on_device) in.push_back(device_lr);
+          const int64_t n = static_cast<int64_t>(params.size());
+          const MNT_SgdParams sgd{MNT_SgdParams_STRUCT_SIZE, params_lr, 0.9f, 0.01f, 1};
+          const MNT_AdamWParams adamw{MNT_AdamWParams_STRUCT_SIZE, params_lr, 0.9f, 0.95f,
+                                      1e-8f, 0.1f, step + 1};
+          const MNT_MultiSgdParams msgd{MNT_MultiSgdParams_STRUCT_SIZE, params_lr, 0.9f, 0.0f, 1,
+                                        n, kLrScales.data(), kWeightDecays.data()};
+          const MNT_MultiAdamWParams madamw{MNT_MultiAdamWParams_STRUCT_SIZE, params_lr, 0.9f,
+                                            0.95f, 1e-8f, 0.0f, step + 1, n, kLrScales.data(),
+                                            kWeightDecays.data()};
+          const void* p = op == MNT_OP_SGD_STEP     ? static_cast<const void*>(&sgd)
+                          : op == MNT_OP_ADAMW_STEP ? static_cast<const void*>(&adamw)
+                          : op == MNT_OP_MULTI_SGD_STEP ? static_cast<const void*>(&msgd)
+                                                        : static_cast<const void*>(&madamw);
+          return Run(op, in, out, p);
+        };
+        // The same gradients for both: the same seed state.
+        const std::mt19937 saved = rng();
+        const sdk::Status a = run(false);
+        ASSERT_TRUE(a.ok()) << a.message();
+        rng() = saved;
+        const sdk::Status b = run(true);
+        ASSERT_TRUE(b.ok()) << b.message();
+        for (const Param& p : params) ExpectSameBits(p);
+      }
+      // And the lr mattered: the weights moved.
+      EXPECT_NE(Bytes(params[0].wa), initial);
+    }
+  }
+}
+
+TEST_F(MultiTensorOptimizersTest, DeviceLrMustBeAnF32Scalar) {
+  MNT_Tensor w = Upload(Random(5), MNT_DTYPE_F32, {5});
+  MNT_Tensor g = Upload(Random(5), MNT_DTYPE_F32, {5});
+  MNT_Tensor lr2 = Upload({0.1, 0.2}, MNT_DTYPE_F32, {2});
+  const MNT_Tensor none = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  const MNT_SgdParams s{MNT_SgdParams_STRUCT_SIZE, 0.1f, 0.0f, 0.0f, 0};
+  EXPECT_EQ(Run(MNT_OP_SGD_STEP, {g, none, none, lr2}, {w}, &s).message(),
+            "SGD_STEP: in[3] lr is f32[2], expected f32[1]");
+  EXPECT_EQ(Run(MNT_OP_SGD_STEP, {g, none, none, none, none}, {w}, &s).message(),
+            "SGD_STEP: got 5 inputs, expected 1..4");
+  const MNT_MultiSgdParams ms{MNT_MultiSgdParams_STRUCT_SIZE, 0.1f, 0.0f, 0.0f, 0, 1,
+                              nullptr, nullptr};
+  EXPECT_EQ(Run(MNT_OP_MULTI_SGD_STEP, {none, none, g, lr2}, {w, none, none}, &ms).message(),
+            "MULTI_SGD_STEP: in[3] lr is f32[2], expected f32[1]");
 }
 
 }  // namespace

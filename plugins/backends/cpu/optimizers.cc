@@ -3,6 +3,8 @@
 // plugins/backends/common/elementwise_math.h and step_math.h); since ABI 1.6
 // also over a table of tensors in one call (MULTI_SGD_STEP, MULTI_ADAMW_STEP),
 // each tensor updated by the single-tensor code path, so the bits are the same.
+// Since 1.7 the learning rate may come from a device scalar instead of the
+// params (the CPU backend's device memory is host memory: read directly).
 #include <cstdint>
 #include <vector>
 
@@ -56,6 +58,11 @@ backend::StepInputs TableInputs(const Operand& found_inf, const Operand& multipl
   return s;
 }
 
+// The learning rate: the 1.7 device scalar when given, else the params'.
+float StepLr(const Operand& device_lr, float params_lr) {
+  return device_lr.present() ? *device_lr.f32() : params_lr;
+}
+
 // The applied-step counter's next 1-based step, or an error naming it.
 Status NextStep(const backend::TypedCall& call, const Operand& counter, int64_t* step) {
   const int32_t applied = *counter.i32();
@@ -85,7 +92,9 @@ void AdamWTensor(const backend::StepInputs& s, const AdamWCoefficients& c, float
 
 Status CpuBackend::SgdStep(const backend::SgdStepCall& s) {
   if (SkipStep(s)) return Status::Ok();  // overflow step: state stays bit-identical
-  SgdTensor(s, s.coefficients, s.master.f32(), s.momentum.f32(), s.working);
+  SgdCoefficients c = s.coefficients;
+  c.lr = StepLr(s.lr, c.lr);
+  SgdTensor(s, c, s.master.f32(), s.momentum.f32(), s.working);
   return Status::Ok();
 }
 
@@ -96,7 +105,7 @@ Status CpuBackend::AdamWStep(const backend::AdamWStepCall& a) {
   if (a.step_counter.present()) MNT_RETURN_IF_ERROR(NextStep(a, a.step_counter, &step));
   if (SkipStep(a)) return Status::Ok();  // the counter stays as it is, too
   const AdamWCoefficients c = AdamWCoefficientsForStep(
-      p->lr, p->beta1, p->beta2, p->epsilon, p->weight_decay, step);
+      StepLr(a.lr, p->lr), p->beta1, p->beta2, p->epsilon, p->weight_decay, step);
   AdamWTensor(a, c, a.master.f32(), a.m.f32(), a.v.f32(), a.working);
   if (a.step_counter.present()) *a.step_counter.i32() += 1;
   return Status::Ok();
@@ -105,7 +114,8 @@ Status CpuBackend::AdamWStep(const backend::AdamWStepCall& a) {
 Status CpuBackend::MultiSgdStep(const backend::MultiSgdStepCall& s) {
   if (s.found_inf.present() && *s.found_inf.f32() != 0.0f) return Status::Ok();
   for (const backend::MultiStepTensor& t : s.tensors) {
-    const SgdCoefficients c{t.lr, s.momentum, t.weight_decay, s.nesterov};
+    const float lr = s.lr.present() ? TableLr(*s.lr.f32(), t.lr_scale) : t.lr;
+    const SgdCoefficients c{lr, s.momentum, t.weight_decay, s.nesterov};
     SgdTensor(TableInputs(s.found_inf, s.multiplier, t), c, t.master.f32(),
               t.state1.f32(), t.working);
   }
@@ -122,8 +132,9 @@ Status CpuBackend::MultiAdamWStep(const backend::MultiAdamWStepCall& a) {
   if (a.found_inf.present() && *a.found_inf.f32() != 0.0f) return Status::Ok();
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     const backend::MultiStepTensor& t = a.tensors[i];
+    const float lr = a.lr.present() ? TableLr(*a.lr.f32(), t.lr_scale) : t.lr;
     const AdamWCoefficients c = AdamWCoefficientsForStep(
-        t.lr, p->beta1, p->beta2, p->epsilon, t.weight_decay, steps[i]);
+        lr, p->beta1, p->beta2, p->epsilon, t.weight_decay, steps[i]);
     AdamWTensor(TableInputs(a.found_inf, a.multiplier, t), c, t.master.f32(),
                 t.state1.f32(), t.state2.f32(), t.working);
     if (a.step_counters) *t.step_counter.i32() += 1;

@@ -3,7 +3,9 @@
 // layer norm forward/backward in every storage dtype (fp32 1e-5 relative,
 // f16/bf16 their storage tolerance), and the multi-tensor AdamW/SGD steps,
 // which must also give the same bits as the cuda backend's own single-tensor
-// ADAMW_STEP / SGD_STEP per tensor.
+// ADAMW_STEP / SGD_STEP per tensor. ABI 1.7: the four optimizer steps with a
+// device learning rate match the CPU backend and give the cuda backend's own
+// host-lr bits.
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -142,6 +144,89 @@ TEST_F(CudaFusedOpsTest, MultiTensorStepsMatchCpuAndSingleTensorBits) {
           EXPECT_EQ(d_.Bytes(*single_in[i][3], true), d_.Bytes(*in[3 + 2 * i], true));
           EXPECT_EQ(d_.Bytes(*in[3 + 2 * i], true), d_.Bytes(*in[3 + 2 * i], false));
         }
+      }
+    }
+  }
+}
+
+// ABI 1.7: each optimizer op twice on the cuda backend, once with the lr in
+// its params and once with it on the device (params lr 7, ignored): the same
+// bits; the device-lr form also against the CPU backend.
+TEST_F(CudaFusedOpsTest, DeviceLrMatchesCpuAndParamsLrBits) {
+  const std::vector<int64_t> sizes = {70001, 3};
+  const float lr_scales[2] = {1.0f, 0.5f}, wds[2] = {0.01f, 0.0f};
+  const float lr = 3.7e-3f;
+  auto device_lr = d_.Upload({lr}, MNT_DTYPE_F32, {1});
+  auto mult = d_.Upload({0.5f}, MNT_DTYPE_F32, {1});
+  for (MNT_Op op : {MNT_OP_SGD_STEP, MNT_OP_ADAMW_STEP, MNT_OP_MULTI_SGD_STEP,
+                    MNT_OP_MULTI_ADAMW_STEP}) {
+    for (bool counters : {false, true}) {
+      const bool adam = op == MNT_OP_ADAMW_STEP || op == MNT_OP_MULTI_ADAMW_STEP;
+      const bool multi = op == MNT_OP_MULTI_SGD_STEP || op == MNT_OP_MULTI_ADAMW_STEP;
+      if (counters && !adam) continue;
+      SCOPED_TRACE(::testing::Message() << sdk::OpName(op) << (counters ? " counters" : ""));
+      std::vector<std::unique_ptr<Pair>> keep;
+      std::vector<const Pair*> in_host, in_dev, out_host, out_dev;
+      if (multi) {
+        in_host = {nullptr, mult.get()};
+        in_dev = in_host;
+      }
+      for (size_t i = 0; i < (multi ? sizes.size() : 1); ++i) {
+        const int64_t n = sizes[i];
+        auto grad = d_.Upload(Random(n), i == 0 ? MNT_DTYPE_BF16 : MNT_DTYPE_F32, {n});
+        const std::vector<float> w = Random(n), m = Random(n, 0.1f);
+        std::vector<float> v = m;
+        for (float& e : v) e = e * e;
+        for (auto* out : {&out_host, &out_dev}) {
+          keep.push_back(d_.Upload(w, MNT_DTYPE_F32, {n}));
+          out->push_back(keep.back().get());
+          keep.push_back(d_.Upload(m, MNT_DTYPE_F32, {n}));
+          out->push_back(keep.back().get());
+          if (adam) {
+            keep.push_back(d_.Upload(v, MNT_DTYPE_F32, {n}));
+            out->push_back(keep.back().get());
+          }
+          keep.push_back(d_.Poisoned(MNT_DTYPE_BF16, {n}));
+          out->push_back(keep.back().get());
+        }
+        for (auto* in : {&in_host, &in_dev}) {
+          const Pair* counter = nullptr;
+          if (counters) {
+            keep.push_back(d_.UploadI32({4}, {1}));
+            counter = keep.back().get();
+          }
+          if (multi) {
+            in->push_back(grad.get());
+            if (adam) in->push_back(counter);
+          } else {
+            *in = {grad.get(), nullptr, mult.get()};
+            if (adam) in->push_back(counter);
+          }
+        }
+        keep.push_back(std::move(grad));
+      }
+      in_dev.push_back(device_lr.get());
+      auto params = [&](float params_lr, MNT_SgdParams* sgd, MNT_AdamWParams* adamw,
+                        MNT_MultiSgdParams* msgd, MNT_MultiAdamWParams* madamw) -> const void* {
+        *sgd = {MNT_SgdParams_STRUCT_SIZE, params_lr, 0.9f, 0.01f, 1};
+        *adamw = {MNT_AdamWParams_STRUCT_SIZE, params_lr, 0.9f, 0.999f, 1e-8f, 0.01f, 5};
+        *msgd = {MNT_MultiSgdParams_STRUCT_SIZE, params_lr, 0.9f, 0.0f, 1, 2, lr_scales, wds};
+        *madamw = {MNT_MultiAdamWParams_STRUCT_SIZE, params_lr, 0.9f, 0.999f, 1e-8f, 0.0f, 5,
+                   2, lr_scales, wds};
+        if (op == MNT_OP_SGD_STEP) return sgd;
+        if (op == MNT_OP_ADAMW_STEP) return adamw;
+        if (op == MNT_OP_MULTI_SGD_STEP) return msgd;
+        return madamw;
+      };
+      MNT_SgdParams s1, s2;
+      MNT_AdamWParams a1, a2;
+      MNT_MultiSgdParams ms1, ms2;
+      MNT_MultiAdamWParams ma1, ma2;
+      ASSERT_TRUE(d_.RunCuda(op, in_host, out_host, params(lr, &s1, &a1, &ms1, &ma1)).ok());
+      ASSERT_TRUE(d_.RunBoth(op, in_dev, out_dev, params(7.0f, &s2, &a2, &ms2, &ma2)).ok());
+      for (size_t k = 0; k < out_dev.size(); ++k) {
+        ExpectSame(*out_dev[k], 1e-6, 1e-7);
+        EXPECT_EQ(d_.Bytes(*out_dev[k], true), d_.Bytes(*out_host[k], true)) << "operand " << k;
       }
     }
   }

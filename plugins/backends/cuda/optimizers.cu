@@ -5,7 +5,10 @@
 // needs no host sync. Since ABI 1.6 MULTI_SGD_STEP / MULTI_ADAMW_STEP run
 // the same per-group code over a table of tensors uploaded to the device,
 // in one launch (plus one tiny launch that advances AdamW's step counters
-// after every block has read them). The kernels are compiled per pair of
+// after every block has read them). Since 1.7 the learning rate may be a
+// device scalar too (read by the kernels; AdamW's block leader derives the
+// coefficients from it), so the launch parameters stay the same step after
+// step. The kernels are compiled per pair of
 // storage types (gradient, working copy), so an fp32 master gradient with a
 // bf16 working copy runs without a per-element dtype switch; the pair is
 // chosen once per launch, and a multi-tensor table is split into one launch
@@ -41,6 +44,12 @@ struct StepBuffers {
   // AdamW only: applied-step counter on the device (NULL: the coefficients
   // passed in are used as they are).
   int32_t* step_counter = nullptr;
+  // Since 1.7: the device learning rate (NULL: the coefficients' lr), times
+  // lr_scale (a multi-tensor entry's) by TableLr; AdamW's host step, for
+  // coefficients derived on the device without a counter.
+  const float* lr = nullptr;
+  float lr_scale = 1.0f;
+  int64_t step = 1;
 };
 
 StepBuffers Buffers(const backend::StepInputs& in) {
@@ -48,6 +57,7 @@ StepBuffers Buffers(const backend::StepInputs& in) {
   b.grad = Dev(in.grad);
   b.found_inf = in.found_inf.f32();
   b.multiplier = in.multiplier.f32();
+  b.lr = in.lr.f32();
   b.n = in.n;
   return b;
 }
@@ -104,10 +114,17 @@ __device__ inline void AdamWGroup(const StepBuffers& b, const AdamWCoefficients&
   if (b.working.data != nullptr) Store4<W>(b.working, i, count, vec, w);
 }
 
+// The SGD coefficients with the device learning rate, when there is one.
+__device__ inline SgdCoefficients WithDeviceLr(const StepBuffers& b, SgdCoefficients c) {
+  if (b.lr != nullptr) c.lr = TableLr(*b.lr, b.lr_scale);
+  return c;
+}
+
 // Each thread updates groups of 4 consecutive elements (grid-stride).
 template <typename G, typename W>
-__global__ void SgdKernel(StepBuffers b, SgdCoefficients c, bool vec) {
+__global__ void SgdKernel(StepBuffers b, SgdCoefficients host_c, bool vec) {
   if (SkipStep(b)) return;  // overflow step: state stays bit-identical
+  const SgdCoefficients c = WithDeviceLr(b, host_c);
   const float mult = Multiplier(b);
   const int64_t stride = 4ll * gridDim.x * blockDim.x;
   for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
@@ -116,16 +133,18 @@ __global__ void SgdKernel(StepBuffers b, SgdCoefficients c, bool vec) {
   }
 }
 
-// AdamW's coefficients for this block: from counter + 1 on the device when
-// the tensor has a step counter (thread 0 derives them for the block), else
-// the host's. Every thread of the block must call it (barrier).
+// AdamW's coefficients for this block: thread 0 derives them on the device
+// when the tensor has a step counter (counter + 1) or a device learning rate
+// (1.7), else the host's. Every thread of the block must call it (barrier).
 __device__ inline AdamWCoefficients BlockAdamWCoefficients(const StepBuffers& b,
                                                            const AdamWCoefficients& host_c) {
   __shared__ AdamWCoefficients shared_c;
-  if (b.step_counter == nullptr) return host_c;
+  if (b.step_counter == nullptr && b.lr == nullptr) return host_c;
   if (threadIdx.x == 0) {
-    shared_c = AdamWCoefficientsForStep(host_c.lr, host_c.beta1, host_c.beta2, host_c.epsilon,
-                                        host_c.weight_decay, int64_t{*b.step_counter} + 1);
+    const float lr = b.lr != nullptr ? TableLr(*b.lr, b.lr_scale) : host_c.lr;
+    const int64_t step = b.step_counter != nullptr ? int64_t{*b.step_counter} + 1 : b.step;
+    shared_c = AdamWCoefficientsForStep(lr, host_c.beta1, host_c.beta2, host_c.epsilon,
+                                        host_c.weight_decay, step);
   }
   __syncthreads();
   return shared_c;
@@ -188,8 +207,9 @@ __global__ void MultiStepKernel(const TableEntry* table, int64_t count, const fl
       AdamWGroup<G, W>(b, c, e.vec != 0, mult, i);
     }
   } else {
+    const SgdCoefficients c = WithDeviceLr(b, e.sgd);
     for (int64_t i = begin + 4 * threadIdx.x; i < end; i += 4 * blockDim.x) {
-      SgdGroup<G, W>(b, e.sgd, e.vec != 0, mult, i);
+      SgdGroup<G, W>(b, c, e.vec != 0, mult, i);
     }
   }
 }
@@ -252,6 +272,7 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
   // ABI 1.4: with the device counter the kernel derives the bias corrections
   // itself (its range is not checked here: that would need a host read).
   b.step_counter = a.step_counter.i32();
+  b.step = p->step;
   // Bias corrections in double with the shared formula, the same bits as
   // the CPU backend and as the device-counter path.
   const AdamWCoefficients c = AdamWCoefficientsForStep(
@@ -350,8 +371,10 @@ Status RunTable(CudaBackend& be, const Call& call, std::vector<TableEntry>& tabl
   return Status::Ok();
 }
 
-StepBuffers TableBuffers(const backend::MultiStepTensor& t) {
+StepBuffers TableBuffers(const backend::MultiStepTensor& t, const Operand& device_lr) {
   StepBuffers b;
+  b.lr = device_lr.f32();
+  b.lr_scale = t.lr_scale;
   b.grad = Dev(t.grad);
   b.master = t.master.f32();
   b.state1 = t.state1.f32();
@@ -368,7 +391,7 @@ Status CudaBackend::MultiSgdStep(const backend::MultiSgdStepCall& s) {
   std::vector<TableEntry> table(s.tensors.size());
   for (size_t i = 0; i < table.size(); ++i) {
     const backend::MultiStepTensor& t = s.tensors[i];
-    table[i].b = TableBuffers(t);
+    table[i].b = TableBuffers(t, s.lr);
     table[i].sgd = SgdCoefficients{t.lr, s.momentum, t.weight_decay, s.nesterov};
   }
   return RunTable<false>(*this, s, table, "multi_sgd_step");
@@ -379,7 +402,8 @@ Status CudaBackend::MultiAdamWStep(const backend::MultiAdamWStepCall& a) {
   std::vector<TableEntry> table(a.tensors.size());
   for (size_t i = 0; i < table.size(); ++i) {
     const backend::MultiStepTensor& t = a.tensors[i];
-    table[i].b = TableBuffers(t);
+    table[i].b = TableBuffers(t, a.lr);
+    table[i].b.step = p->step;
     // With device counters the kernel derives the bias corrections itself.
     table[i].adamw = AdamWCoefficientsForStep(t.lr, p->beta1, p->beta2, p->epsilon,
                                               t.weight_decay, a.step_counters ? 1 : p->step);

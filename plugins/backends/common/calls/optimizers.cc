@@ -1,5 +1,6 @@
 #include "plugins/backends/common/calls/optimizers.h"
 
+#include "plugins/backends/common/step_math.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::backend {
@@ -16,6 +17,13 @@ Status CheckStepInputs(const OpCall& call, StepInputs* s) {
   if (s->found_inf.present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(s->found_inf));
   s->multiplier = call.OptionalInput(2, "grad_multiplier");
   if (s->multiplier.present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(s->multiplier));
+  return Status::Ok();
+}
+
+// Since 1.7: the optional device learning rate at in[index].
+Status CheckDeviceLr(const OpCall& call, size_t index, Operand* lr) {
+  *lr = call.OptionalInput(index, "lr");
+  if (lr->present()) return call.ExpectF32Scalar(*lr);
   return Status::Ok();
 }
 
@@ -42,7 +50,8 @@ Status CheckMultiScalars(const OpCall& call, Operand* found_inf, Operand* multip
   return Status::Ok();
 }
 
-// num_tensors >= 1 and the exact operand counts it implies.
+// num_tensors >= 1 and the exact operand counts it implies (one more input
+// allowed: the 1.7 device learning rate).
 Status CheckTable(const OpCall& call, int64_t num_tensors, size_t inputs_per_tensor,
                   size_t outputs_per_tensor) {
   if (num_tensors < 1 || num_tensors > (int64_t{1} << 24)) {
@@ -50,7 +59,7 @@ Status CheckTable(const OpCall& call, int64_t num_tensors, size_t inputs_per_ten
                                     (long long)num_tensors, (long long)(int64_t{1} << 24)));
   }
   const size_t n = static_cast<size_t>(num_tensors);
-  return call.CheckCounts(2 + inputs_per_tensor * n, 2 + inputs_per_tensor * n,
+  return call.CheckCounts(2 + inputs_per_tensor * n, 3 + inputs_per_tensor * n,
                           outputs_per_tensor * n, outputs_per_tensor * n);
 }
 
@@ -61,7 +70,8 @@ Status CheckTableEntry(const OpCall& call, size_t index, size_t i, float lr,
   MNT_RETURN_IF_ERROR(call.Input(index, "grad", &t->grad));
   MNT_RETURN_IF_ERROR(call.ExpectFloat(t->grad));
   t->n = sdk::NumElements(*t->grad);
-  t->lr = lr_scales != nullptr ? lr * lr_scales[i] : lr;
+  t->lr_scale = lr_scales != nullptr ? lr_scales[i] : 1.0f;
+  t->lr = TableLr(lr, t->lr_scale);
   t->weight_decay = weight_decays != nullptr ? weight_decays[i] : weight_decay;
   return Status::Ok();
 }
@@ -70,10 +80,11 @@ Status CheckTableEntry(const OpCall& call, size_t index, size_t i, float lr,
 
 Status CheckSgdStep(const OpCall& call, SgdStepCall* s) {
   s->op = &call;
-  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 3, 1, 3));
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 4, 1, 3));
   const MNT_SgdParams* p;
   MNT_RETURN_IF_ERROR(call.Params("MNT_SgdParams", MNT_SgdParams_STRUCT_SIZE, false, &p));
   MNT_RETURN_IF_ERROR(CheckStepInputs(call, s));
+  MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 3, &s->lr));
   MNT_RETURN_IF_ERROR(call.Output(0, "master", &s->master));
   MNT_RETURN_IF_ERROR(CheckState(call, s->master, s->n));
   if (p->momentum != 0.0f) {
@@ -92,10 +103,11 @@ Status CheckSgdStep(const OpCall& call, SgdStepCall* s) {
 
 Status CheckAdamWStep(const OpCall& call, AdamWStepCall* a) {
   a->op = &call;
-  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 4, 3, 4));
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 5, 3, 4));
   MNT_RETURN_IF_ERROR(
       call.Params("MNT_AdamWParams", MNT_AdamWParams_STRUCT_SIZE, false, &a->params));
   MNT_RETURN_IF_ERROR(CheckStepInputs(call, a));
+  MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 4, &a->lr));
   a->step_counter = call.OptionalInput(3, "step_counter");
   if (a->step_counter.present()) {
     MNT_RETURN_IF_ERROR(call.ExpectI32Scalar(a->step_counter));
@@ -120,6 +132,8 @@ Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
   const MNT_MultiAdamWParams* p = a->params;
   MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 2, 4));
   MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &a->found_inf, &a->multiplier));
+  MNT_RETURN_IF_ERROR(
+      CheckDeviceLr(call, 2 + 2 * static_cast<size_t>(p->num_tensors), &a->lr));
   a->tensors.resize(static_cast<size_t>(p->num_tensors));
   for (size_t i = 0; i < a->tensors.size(); ++i) {
     MultiStepTensor& t = a->tensors[i];
@@ -155,6 +169,7 @@ Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* s) {
   const MNT_MultiSgdParams* p = s->params;
   MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 1, 3));
   MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &s->found_inf, &s->multiplier));
+  MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 2 + static_cast<size_t>(p->num_tensors), &s->lr));
   s->momentum = p->momentum;
   s->nesterov = p->nesterov != 0;
   s->tensors.resize(static_cast<size_t>(p->num_tensors));

@@ -1,7 +1,8 @@
 // The contracts of SGD_STEP, ADAMW_STEP and (1.6) their multi-tensor forms
 // MULTI_SGD_STEP, MULTI_ADAMW_STEP (semantics:
 // plugins/abi/mnt_backend.h), checked once for every backend. found_inf, the
-// gradient multiplier and AdamW's step counter live in device memory: the
+// gradient multiplier, AdamW's step counter and (1.7) the learning rate live
+// in device memory: the
 // kernels read them (the CPU on the host, CUDA on the device, so an fp16 step
 // needs no host round trip).
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_CALLS_OPTIMIZERS_H_
@@ -19,9 +20,10 @@ namespace mnt::backend {
 
 // The inputs both optimizers share: in[0] grad (n elements, any float dtype),
 // in[1] optional found_inf F32[1] (non-zero: skip the whole step), in[2]
-// optional gradient multiplier F32[1].
+// optional gradient multiplier F32[1]; since 1.7 an optional device learning
+// rate F32[1] (SGD_STEP in[3], ADAMW_STEP in[4]) that replaces params->lr.
 struct StepInputs {
-  Operand grad, found_inf, multiplier;
+  Operand grad, found_inf, multiplier, lr;
   int64_t n = 0;
 };
 
@@ -47,13 +49,18 @@ sdk::Status CheckAdamWStep(const OpCall& call, AdamWStepCall* out);
 // Since 1.6: one tensor of a MULTI_ADAMW_STEP / MULTI_SGD_STEP table, with
 // its own lr (lr * lr_scales[i], an fp32 product) and weight decay resolved
 // here, so a kernel reads only the table. state1/state2: AdamW's m and v,
-// SGD's momentum (absent when momentum is 0) and nothing.
+// SGD's momentum (absent when momentum is 0) and nothing. With a device lr
+// (1.7) `lr` holds params->lr's resolution, unused: the kernel forms
+// TableLr(device lr, lr_scale) itself
+// (step_math.h).
 struct MultiStepTensor {
   Operand grad, step_counter, master, state1, state2, working;
   int64_t n = 0;
   float lr = 0.0f;
+  float lr_scale = 1.0f;  // lr_scales[i], 1 without the array
   float weight_decay = 0.0f;
 };
+
 
 // found_inf and the multiplier as StepInputs (grad unused, n 0); one entry
 // per tensor. With step counters (every tensor has one) bias correction uses
@@ -61,6 +68,7 @@ struct MultiStepTensor {
 struct MultiAdamWStepCall : TypedCall {
   const MNT_MultiAdamWParams* params = nullptr;
   Operand found_inf, multiplier;
+  Operand lr;  // since 1.7: in[2+2n], the device learning rate (may be absent)
   std::vector<MultiStepTensor> tensors;
   bool step_counters = false;
 };
@@ -69,6 +77,7 @@ sdk::Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* out);
 struct MultiSgdStepCall : TypedCall {
   const MNT_MultiSgdParams* params = nullptr;
   Operand found_inf, multiplier;
+  Operand lr;  // since 1.7: in[2+n], the device learning rate (may be absent)
   std::vector<MultiStepTensor> tensors;
   // Tensor i's coefficients: these with tensors[i].lr and .weight_decay.
   float momentum = 0.0f;
