@@ -89,6 +89,7 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
         !s.ok())
       return s;
     gate.found_inf = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {0});
+    unread_loss_ = true;
     return gate;
   }
   const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
@@ -148,6 +149,7 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
   auto loss = ReadStepLoss();
   if (!loss.ok()) return loss.status();
   m->loss = *loss;
+  unread_loss_ = false;
   if (!active_) {  // never skips: the norm only
     auto norm_sq = ReadScalar<float>(client, c_.scalars->norm_sq.data());
     if (!norm_sq.ok()) return norm_sq.status();
@@ -171,7 +173,19 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
 // Device -> plugin: so GetState (checkpoints, the final report) sees the
 // run's real state.
 absl::Status DeviceLossScaling::SyncToPlugin(int64_t steps_taken) {
-  if (!active_) return SyncAppliedSteps(steps_taken - skipped_synced_);
+  if (!active_) {
+    // The last step's loss was not read: a non-finite one stops the run
+    // here, before a checkpoint keeps its weights.
+    if (unread_loss_) {
+      auto loss = ReadStepLoss();
+      if (!loss.ok()) {
+        return absl::Status(loss.status().code(),
+                            absl::StrCat("step ", steps_taken, ": ", loss.status().message()));
+      }
+      unread_loss_ = false;
+    }
+    return SyncAppliedSteps(steps_taken - skipped_synced_);
+  }
   const sdk::BackendClient& client = *c_.client;
   auto scale = ReadScalar<float>(client, scale_.data());
   if (!scale.ok()) return scale.status();

@@ -16,7 +16,8 @@
 // (fp32, tf32, bf16): then only GLOBAL_NORM_SQUARED and CLIP_COEFFICIENT
 // run, the optimizer never skips (AdamW still counts its steps on the
 // device), and a non-finite loss stops the run when a reported step reads
-// it (the host path stops at once).
+// it, or at the latest at the next checkpoint or the end of the training
+// call (the host path stops at once).
 #ifndef MANTISSA_TRAINER_CORE_DEVICE_LOSS_SCALING_H_
 #define MANTISSA_TRAINER_CORE_DEVICE_LOSS_SCALING_H_
 
@@ -85,6 +86,8 @@ class DeviceLossScaling : public LossScaling {
   int64_t skipped_synced_ = 0;  // skipped steps already in the plugin's state
   float host_scale_ = 1.0f;     // the device scale, when host_scale_valid_
   bool host_scale_valid_ = false;
+  // Not scaling: a step ran whose losses no report read yet.
+  bool unread_loss_ = false;
 };
 
 }  // namespace mnt::trainer

@@ -231,7 +231,7 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     meter.OnStep(&m);
     const bool wanted = sink != nullptr && sink->NeedsStepMetrics(step_, total);
     auto report = scaling_->CompleteStepMetrics(wanted, &m);
-    if (!report.ok()) return report.status();
+    if (!report.ok()) return Prefixed(report.status(), absl::StrCat("step ", step_, ": "));
     if (!wanted) unreported_step_reads_ += client.device_to_host_copies() - reads_before;
     if (*report && sink != nullptr) sink->OnStep(m);
     if (*report && loss_scaling_active_) {

@@ -176,7 +176,7 @@ TEST_F(MultiTensorOptimizersTest, TableErrorsAreOneLine) {
   MNT_MultiAdamWParams p{MNT_MultiAdamWParams_STRUCT_SIZE, 1e-3f, 0.9f, 0.999f, 1e-8f,
                          0.0f, 1, 2, nullptr, nullptr};
   EXPECT_EQ(Run(MNT_OP_MULTI_ADAMW_STEP, {none, none, g, c}, {w, w, w, none}, &p).message(),
-            "MULTI_ADAMW_STEP: got 4 inputs, expected 6");
+            "MULTI_ADAMW_STEP: got 4 inputs, expected 6 to 7");
   EXPECT_EQ(Run(MNT_OP_MULTI_ADAMW_STEP, {none, none, g, c, g, none},
                 {w, w, w, none, w, w, w, none}, &p).message(),
             "MULTI_ADAMW_STEP: in[5] step_counter is missing, but step counters are given "
@@ -278,7 +278,7 @@ TEST_F(MultiTensorOptimizersTest, DeviceLrMustBeAnF32Scalar) {
   EXPECT_EQ(Run(MNT_OP_SGD_STEP, {g, none, none, lr2}, {w}, &s).message(),
             "SGD_STEP: in[3] lr is f32[2], expected f32[1]");
   EXPECT_EQ(Run(MNT_OP_SGD_STEP, {g, none, none, none, none}, {w}, &s).message(),
-            "SGD_STEP: got 5 inputs, expected 1..4");
+            "SGD_STEP: got 5 inputs, expected 1 to 4");
   const MNT_MultiSgdParams ms{MNT_MultiSgdParams_STRUCT_SIZE, 0.1f, 0.0f, 0.0f, 0, 1,
                               nullptr, nullptr};
   EXPECT_EQ(Run(MNT_OP_MULTI_SGD_STEP, {none, none, g, lr2}, {w, none, none}, &ms).message(),
