@@ -135,7 +135,9 @@ TEST(SyncFreeStepReadsTest, NothingIsReadBackOnStepsNoSinkAsksFor) {
       for (const StepMetrics& m : sink.steps) {
         EXPECT_EQ(m.step % 5, 0);
         EXPECT_TRUE(std::isfinite(m.loss) && m.loss > 0) << m.loss;
-        EXPECT_GT(m.grad_norm, 0);
+        if (!m.skipped) {
+          EXPECT_GT(m.grad_norm, 0);
+        }
       }
       if (std::string(mode) == "auto") {
         EXPECT_TRUE((*t)->device_step_scalars());
