@@ -131,15 +131,20 @@ TEST(SyncFreeStepReadsTest, NothingIsReadBackOnStepsNoSinkAsksFor) {
       ASSERT_TRUE(t.ok()) << t.status();
       SparseSink sink;
       ASSERT_TRUE((*t)->Train(&sink).ok());
-      ASSERT_EQ(sink.steps.size(), 4u);
+      // The host path has every step's metrics on the host and hands them all
+      // over; the device path reads and reports only the steps asked for.
+      const bool device = std::string(mode) == "auto";
+      ASSERT_EQ(sink.steps.size(), device ? 4u : 20u);
       for (const StepMetrics& m : sink.steps) {
-        EXPECT_EQ(m.step % 5, 0);
+        if (device) {
+          EXPECT_EQ(m.step % 5, 0);
+        }
         EXPECT_TRUE(std::isfinite(m.loss) && m.loss > 0) << m.loss;
         if (!m.skipped) {
           EXPECT_GT(m.grad_norm, 0);
         }
       }
-      if (std::string(mode) == "auto") {
+      if (device) {
         EXPECT_TRUE((*t)->device_step_scalars());
         EXPECT_EQ((*t)->device_reads_on_unreported_steps(), 0);
       } else {
