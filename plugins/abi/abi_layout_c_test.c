@@ -251,7 +251,16 @@ _Static_assert(offsetof(MNT_Event_Destroy_Args, struct_size) == 0, "MNT_Event_De
 _Static_assert(offsetof(MNT_Event_Destroy_Args, extension_start) == 8, "MNT_Event_Destroy_Args.extension_start");
 _Static_assert(offsetof(MNT_Event_Destroy_Args, backend) == 16, "MNT_Event_Destroy_Args.backend");
 _Static_assert(offsetof(MNT_Event_Destroy_Args, event) == 24, "MNT_Event_Destroy_Args.event");
-_Static_assert(sizeof(MNT_Backend_Api) == 136, "sizeof MNT_Backend_Api");
+_Static_assert(sizeof(MNT_Backend_StepBegin_Args) == 24, "sizeof MNT_Backend_StepBegin_Args");
+_Static_assert(offsetof(MNT_Backend_StepBegin_Args, struct_size) == 0, "MNT_Backend_StepBegin_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_StepBegin_Args, extension_start) == 8, "MNT_Backend_StepBegin_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_StepBegin_Args, backend) == 16, "MNT_Backend_StepBegin_Args.backend");
+_Static_assert(sizeof(MNT_Backend_StepEnd_Args) == 32, "sizeof MNT_Backend_StepEnd_Args");
+_Static_assert(offsetof(MNT_Backend_StepEnd_Args, struct_size) == 0, "MNT_Backend_StepEnd_Args.struct_size");
+_Static_assert(offsetof(MNT_Backend_StepEnd_Args, extension_start) == 8, "MNT_Backend_StepEnd_Args.extension_start");
+_Static_assert(offsetof(MNT_Backend_StepEnd_Args, backend) == 16, "MNT_Backend_StepEnd_Args.backend");
+_Static_assert(offsetof(MNT_Backend_StepEnd_Args, replayed) == 24, "MNT_Backend_StepEnd_Args.replayed");
+_Static_assert(sizeof(MNT_Backend_Api) == 152, "sizeof MNT_Backend_Api");
 _Static_assert(offsetof(MNT_Backend_Api, struct_size) == 0, "MNT_Backend_Api.struct_size");
 _Static_assert(offsetof(MNT_Backend_Api, extension_start) == 8, "MNT_Backend_Api.extension_start");
 _Static_assert(offsetof(MNT_Backend_Api, Backend_Create) == 16, "MNT_Backend_Api.Backend_Create");
@@ -269,6 +278,8 @@ _Static_assert(offsetof(MNT_Backend_Api, Event_Create) == 104, "MNT_Backend_Api.
 _Static_assert(offsetof(MNT_Backend_Api, Event_Record) == 112, "MNT_Backend_Api.Event_Record");
 _Static_assert(offsetof(MNT_Backend_Api, Event_ElapsedTime) == 120, "MNT_Backend_Api.Event_ElapsedTime");
 _Static_assert(offsetof(MNT_Backend_Api, Event_Destroy) == 128, "MNT_Backend_Api.Event_Destroy");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_StepBegin) == 136, "MNT_Backend_Api.Backend_StepBegin");
+_Static_assert(offsetof(MNT_Backend_Api, Backend_StepEnd) == 144, "MNT_Backend_Api.Backend_StepEnd");
 
 /* ---- mnt_precision.h --------------------------------------------- */
 _Static_assert(sizeof(MNT_Precision_GetPolicy_Args) == 48, "sizeof MNT_Precision_GetPolicy_Args");
@@ -601,7 +612,10 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Event_Record_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Event_ElapsedTime_Args_STRUCT_SIZE, 48),
       MNT_EXPECT_SIZE(MNT_Event_Destroy_Args_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE, 136),
+      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE, 152),
+      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE_1_6, 136),
+      MNT_EXPECT_SIZE(MNT_Backend_StepBegin_Args_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Backend_StepEnd_Args_STRUCT_SIZE, 28),
       MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE_1_0, 104),
       MNT_EXPECT_SIZE(MNT_Precision_GetPolicy_Args_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Precision_GetOpClassPolicy_Args_STRUCT_SIZE, 36),

@@ -258,7 +258,17 @@ static_assert(offsetof(MNT_Event_Destroy_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Event_Destroy_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Event_Destroy_Args, backend) == 16);
 static_assert(offsetof(MNT_Event_Destroy_Args, event) == 24);
-static_assert(sizeof(MNT_Backend_Api) == 136);
+// Since 1.7.
+static_assert(sizeof(MNT_Backend_StepBegin_Args) == 24);
+static_assert(offsetof(MNT_Backend_StepBegin_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Backend_StepBegin_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Backend_StepBegin_Args, backend) == 16);
+static_assert(sizeof(MNT_Backend_StepEnd_Args) == 32);
+static_assert(offsetof(MNT_Backend_StepEnd_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Backend_StepEnd_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Backend_StepEnd_Args, backend) == 16);
+static_assert(offsetof(MNT_Backend_StepEnd_Args, replayed) == 24);
+static_assert(sizeof(MNT_Backend_Api) == 152);
 static_assert(offsetof(MNT_Backend_Api, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Api, extension_start) == 8);
 static_assert(offsetof(MNT_Backend_Api, Backend_Create) == 16);
@@ -276,6 +286,8 @@ static_assert(offsetof(MNT_Backend_Api, Event_Create) == 104);
 static_assert(offsetof(MNT_Backend_Api, Event_Record) == 112);
 static_assert(offsetof(MNT_Backend_Api, Event_ElapsedTime) == 120);
 static_assert(offsetof(MNT_Backend_Api, Event_Destroy) == 128);
+static_assert(offsetof(MNT_Backend_Api, Backend_StepBegin) == 136);
+static_assert(offsetof(MNT_Backend_Api, Backend_StepEnd) == 144);
 
 // ---- mnt_precision.h ---------------------------------------------
 static_assert(sizeof(MNT_Precision_GetPolicy_Args) == 48);
@@ -611,7 +623,10 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Event_Record_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Event_ElapsedTime_Args_STRUCT_SIZE, 48),
       MNT_EXPECT_SIZE(MNT_Event_Destroy_Args_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE, 136),
+      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE, 152),
+      MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE_1_6, 136),
+      MNT_EXPECT_SIZE(MNT_Backend_StepBegin_Args_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Backend_StepEnd_Args_STRUCT_SIZE, 28),
       MNT_EXPECT_SIZE(MNT_Backend_Api_STRUCT_SIZE_1_0, 104),
       MNT_EXPECT_SIZE(MNT_Precision_GetPolicy_Args_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Precision_GetOpClassPolicy_Args_STRUCT_SIZE, 36),
@@ -648,8 +663,11 @@ TEST(AbiLayoutTest, BackendApi10EndsAtBackendRun) {
             offsetof(MNT_Backend_Api, Backend_Run) + sizeof(void*));
   EXPECT_EQ(MNT_Backend_Api_STRUCT_SIZE_1_0,
             offsetof(MNT_Backend_Api, Event_Create));
-  EXPECT_EQ(MNT_Backend_Api_STRUCT_SIZE,
+  EXPECT_EQ(MNT_Backend_Api_STRUCT_SIZE_1_6,
             MNT_Backend_Api_STRUCT_SIZE_1_0 + 4 * sizeof(void*));
+  // 1.7 appended the two step markers.
+  EXPECT_EQ(MNT_Backend_Api_STRUCT_SIZE,
+            MNT_Backend_Api_STRUCT_SIZE_1_6 + 2 * sizeof(void*));
 }
 
 TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
@@ -659,6 +677,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Create));
   api.struct_size = MNT_Backend_Api_STRUCT_SIZE;
   EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
+  api.struct_size = MNT_Backend_Api_STRUCT_SIZE_1_6;
+  EXPECT_TRUE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Event_Destroy));
+  EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
 TEST(AbiLayoutTest, VersionIs17) {

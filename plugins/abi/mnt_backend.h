@@ -728,6 +728,57 @@ typedef struct MNT_Event_Destroy_Args {
 #define MNT_Event_Destroy_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Event_Destroy_Args, event)
 typedef MNT_Error* MNT_Event_Destroy(MNT_Event_Destroy_Args* args);
 
+/* --- Since 1.7: step markers, so a backend may capture the ops of a
+ * training step once (e.g. into a CUDA graph) and replay them. Optional: a
+ * backend sets both or neither; NULL (or absent, in a backend built against
+ * 1.6 or older) means no markers, and the host then does not call them.
+ *
+ * Backend_StepBegin opens a step on the instance; the ops issued until the
+ * matching Backend_StepEnd form it. Between the two, Backend_Run checks each
+ * op's operands and params before returning (a bad call fails at once, as
+ * outside a step) but the backend may defer the work until StepEnd, copying
+ * what the call borrows (the tensor arrays, the params struct and the arrays
+ * it points to): the caller's pointers stay borrowed for the call only. At
+ * StepEnd the backend issues the step's ops in order, eagerly or as a replay
+ * of an earlier step that issued the same ops with the same operands
+ * (pointers, dtypes, shapes) and the same params bytes. Errors of deferred
+ * work are reported by StepEnd, by the call that made the backend issue it
+ * (below), or by Backend_Synchronize, like any asynchronous work.
+ *
+ * Results never depend on whether the backend defers: a Memory_Copy,
+ * Memory_Free, Backend_Synchronize, Event_Record or Event_ElapsedTime inside
+ * a step first issues the ops deferred so far (the rest of that step then
+ * runs as issued), so every copy sees the work issued before it
+ * (host-addressable memory read directly, not through Memory_Copy, is read
+ * after StepEnd). Device memory an op uses must stay valid until its work
+ * completes, as always. A step is issued as a replay only when it equals
+ * the captured one op for op: operand pointers, dtypes and shapes, params
+ * bytes (padding excepted) and the arrays params point to; a host float
+ * that changes (a scheduled learning rate) makes the step run as issued.
+ * StepBegin inside an open step and StepEnd outside one are
+ * FAILED_PRECONDITION; Backend_Destroy with a step open drops its deferred
+ * ops. A backend that never defers may implement both as no-ops. */
+typedef struct MNT_Backend_StepBegin_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+} MNT_Backend_StepBegin_Args;
+#define MNT_Backend_StepBegin_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_StepBegin_Args, backend)
+typedef MNT_Error* MNT_Backend_StepBegin(MNT_Backend_StepBegin_Args* args);
+
+typedef struct MNT_Backend_StepEnd_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  /* out: 1 when this step's work was issued as a replay of a captured
+   * earlier step (one graph launch), else 0. */
+  int32_t replayed;
+} MNT_Backend_StepEnd_Args;
+#define MNT_Backend_StepEnd_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_StepEnd_Args, replayed)
+typedef MNT_Error* MNT_Backend_StepEnd(MNT_Backend_StepEnd_Args* args);
+
 typedef struct MNT_Backend_Api {
   size_t struct_size;
   MNT_Extension_Base* extension_start;
@@ -748,8 +799,15 @@ typedef struct MNT_Backend_Api {
   MNT_Event_Record* Event_Record;
   MNT_Event_ElapsedTime* Event_ElapsedTime;
   MNT_Event_Destroy* Event_Destroy;
+  /* 1.7: NULL, or absent in an older plugin, means no step markers; both
+   * set or both NULL. */
+  MNT_Backend_StepBegin* Backend_StepBegin;
+  MNT_Backend_StepEnd* Backend_StepEnd;
 } MNT_Backend_Api;
-#define MNT_Backend_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Backend_Api, Event_Destroy)
+#define MNT_Backend_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Backend_Api, Backend_StepEnd)
+/* What a 1.1-1.6 plugin stores in struct_size. */
+#define MNT_Backend_Api_STRUCT_SIZE_1_6 \
+  MNT_STRUCT_SIZE(MNT_Backend_Api, Event_Destroy)
 /* What a 1.0 plugin stores in struct_size. */
 #define MNT_Backend_Api_STRUCT_SIZE_1_0 \
   MNT_STRUCT_SIZE(MNT_Backend_Api, Backend_Run)

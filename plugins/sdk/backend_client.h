@@ -128,6 +128,29 @@ class BackendClient {
     return StatusFromPluginError(plugin_, api_->Backend_Synchronize(&a));
   }
 
+  // True when the backend has the 1.7 step markers (both set; an older
+  // backend's table ends before them and is never read there).
+  bool HasStepMarkers() const {
+    return api_ != nullptr && MNT_HAS_FIELD(api_, MNT_Backend_Api, Backend_StepEnd) &&
+           api_->Backend_StepBegin != nullptr && api_->Backend_StepEnd != nullptr;
+  }
+  // Backend_StepBegin / Backend_StepEnd (ABI 1.7); only when HasStepMarkers().
+  Status StepBegin() const {
+    MNT_Backend_StepBegin_Args a{};
+    a.struct_size = MNT_Backend_StepBegin_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    return StatusFromPluginError(plugin_, api_->Backend_StepBegin(&a));
+  }
+  // `replayed` (may be NULL): whether the step ran as a replay.
+  Status StepEnd(bool* replayed = nullptr) const {
+    MNT_Backend_StepEnd_Args a{};
+    a.struct_size = MNT_Backend_StepEnd_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    MNT_RETURN_IF_ERROR(StatusFromPluginError(plugin_, api_->Backend_StepEnd(&a)));
+    if (replayed != nullptr) *replayed = a.replayed != 0;
+    return Status::Ok();
+  }
+
   Status GetStats(MNT_MemoryCategory category, int64_t* current,
                   int64_t* peak) const {
     MNT_Memory_GetStats_Args a{};

@@ -235,6 +235,10 @@ std::string FormatFinalReport(const FinalReport& r) {
     absl::StrAppendFormat(&s, "\n           (training steps only: %.2f s; evaluation and "
                           "checkpoints not counted)", r.train_seconds);
   }
+  if (r.replayed_steps > 0) {
+    absl::StrAppendFormat(&s, "\n           %d of them replayed by the backend (CUDA graph)",
+                          r.replayed_steps);
+  }
   absl::StrAppend(&s, "\n");
   if (r.has_eval) {
     absl::StrAppendFormat(&s, "eval       loss %.4f, accuracy %.2f%% on %d examples\n",

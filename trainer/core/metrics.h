@@ -83,6 +83,9 @@ struct FinalReport {
   std::vector<PhaseTime> phases;
   int64_t steps = 0;
   int64_t skipped_steps = 0;
+  // Steps the backend issued as a replay of a captured step (ABI 1.7 step
+  // markers; CUDA graphs), out of `steps` taken by this process.
+  int64_t replayed_steps = 0;
   double final_loss_scale = 1;
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second

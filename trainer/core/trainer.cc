@@ -134,6 +134,39 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   return absl::OkStatus();
 }
 
+namespace {
+
+// A step opened with Backend_StepBegin (ABI 1.7), closed on every way out of
+// TrainStep: an error return keeps its own message (the step failed
+// already; StepEnd then only issues or drops what was deferred).
+class MarkedStep {
+ public:
+  explicit MarkedStep(const sdk::BackendClient& backend) : backend_(backend) {}
+  MarkedStep(const MarkedStep&) = delete;
+  MarkedStep& operator=(const MarkedStep&) = delete;
+  ~MarkedStep() {
+    if (open_) (void)backend_.StepEnd();
+  }
+  absl::Status Begin() {
+    if (!backend_.HasStepMarkers()) return absl::OkStatus();
+    if (auto s = sdk::ToAbsl(backend_.StepBegin()); !s.ok()) return s;
+    open_ = true;
+    return absl::OkStatus();
+  }
+  absl::Status End(bool* replayed) {
+    *replayed = false;
+    if (!open_) return absl::OkStatus();
+    open_ = false;
+    return sdk::ToAbsl(backend_.StepEnd(replayed));
+  }
+
+ private:
+  const sdk::BackendClient& backend_;
+  bool open_ = false;
+};
+
+}  // namespace
+
 absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   const int64_t accum = MicroBatches(config_);
   const int64_t batch = config_.batch_size();
@@ -166,10 +199,19 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   const MNT_Tensor inputs = batch_->Inputs(spec, batch);
   const MNT_Tensor targets = batch_->Targets(spec, batch);
   double loss_sum = 0;
+  // The step's work between the backend's step markers, so a backend may
+  // capture it and replay it (CUDA graphs): the first batch is uploaded
+  // before the step begins. Later micro-batches upload inside it, and reads
+  // (the host loss-scaling path's loss and found_inf) happen inside it: the
+  // backend then runs that step as issued, with the same results.
+  MarkedStep marked(plugins_->backend->client());
   for (int64_t micro = 0; micro < accum; ++micro) {
     Stopwatch phase;
     if (auto s = batch_->Upload(*train_data_, sampler_->NextBatch(batch)); !s.ok()) return s;
     phases_.Add("data", phase.Seconds());
+    if (micro == 0) {
+      if (auto s = marked.Begin(); !s.ok()) return s;
+    }
 
     phase.Restart();
     if (auto s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true,
@@ -202,6 +244,9 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
     if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier); !s.ok())
       return s;
   }
+  bool replayed = false;
+  if (auto s = marked.End(&replayed); !s.ok()) return s;
+  if (replayed) ++replayed_steps_;
   phases_.Add("optimizer", phase.Seconds());
   ++step_;
   return absl::OkStatus();
@@ -326,6 +371,7 @@ FinalReport Trainer::Report() const {
   r.memory = MemoryReport(plugins_->backend->client());
   r.phases = phases_.phases();
   r.steps = step_;
+  r.replayed_steps = replayed_steps_;
   MNT_LossScalerState st{};
   if (plugins_->scaler.GetState(&st).ok()) {
     r.skipped_steps = st.skipped_steps;

@@ -118,6 +118,7 @@ class Trainer {
 
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)
   int64_t unreported_step_reads_ = 0;
+  int64_t replayed_steps_ = 0;  // issued by the backend as a replay (ABI 1.7)
   PhaseTimes phases_;
   double samples_per_second_ = 0;
   double train_seconds_ = 0;

@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::trainer {
@@ -273,6 +274,27 @@ TEST_F(PluginRegistryTest, A10BackendNeverHasEventsEvenWithBytesBeyondIt) {
   EXPECT_FALSE(HasEvents(&plugin_));
   backend_.struct_size = MNT_Backend_Api_STRUCT_SIZE;
   EXPECT_TRUE(HasEvents(&plugin_));
+}
+
+TEST_F(PluginRegistryTest, StepMarkersAreOptionalButBothOrNeither) {
+  // Neither (NULL, as every other test here registers): no markers.
+  EXPECT_FALSE(sdk::BackendClient(&plugin_, nullptr).HasStepMarkers());
+  backend_.Backend_StepBegin = &Noop<MNT_Backend_StepBegin_Args>;
+  EXPECT_THAT(Refusal(), HasSubstr("only one of Backend_StepBegin and Backend_StepEnd"));
+  backend_.Backend_StepEnd = &Noop<MNT_Backend_StepEnd_Args>;
+  ASSERT_EQ(Refusal(), "");
+  EXPECT_TRUE(sdk::BackendClient(&plugin_, nullptr).HasStepMarkers());
+}
+
+TEST_F(PluginRegistryTest, A16BackendNeverHasStepMarkersEvenWithBytesBeyondIt) {
+  // Only StepBegin set, past a 1.6 table's struct_size: never read, so no
+  // refusal and no markers.
+  backend_.Backend_StepBegin = &Noop<MNT_Backend_StepBegin_Args>;
+  backend_.struct_size = MNT_Backend_Api_STRUCT_SIZE_1_6;
+  plugin_.abi_version.minor_version = 6;
+  ASSERT_EQ(Refusal(), "");
+  backend_.Backend_StepEnd = &Noop<MNT_Backend_StepEnd_Args>;
+  EXPECT_FALSE(sdk::BackendClient(&plugin_, nullptr).HasStepMarkers());
 }
 
 TEST_F(PluginRegistryTest, RefusesDuplicateNamesFromDifferentOrigins) {

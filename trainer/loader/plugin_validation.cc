@@ -105,6 +105,14 @@ absl::Status ValidateBackendApi(const std::string& origin,
                     "functions (all four or none)");
     }
   }
+  // Step markers (1.7) are optional, but both or neither: a step opened
+  // must be closable.
+  if (MNT_HAS_FIELD(b, MNT_Backend_Api, Backend_StepEnd) &&
+      (b->Backend_StepBegin == nullptr) != (b->Backend_StepEnd == nullptr)) {
+    return Refuse(origin,
+                  "MNT_Backend_Api sets only one of Backend_StepBegin and "
+                  "Backend_StepEnd (both or neither)");
+  }
   return absl::OkStatus();
 }
 

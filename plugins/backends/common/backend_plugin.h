@@ -28,6 +28,8 @@
 //                                   double* ms);   // both recorded
 //   sdk::Status DestroyEvent(Event*);
 //   MNT_DECLARE_BACKEND_KERNELS()               // calls.h: one method per op
+// and, to capture marked steps (ABI 1.7), the hooks in common/step_session.h;
+// without them Backend_StepBegin/StepEnd are accepted and do nothing.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_BACKEND_PLUGIN_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_BACKEND_PLUGIN_H_
 
@@ -39,6 +41,7 @@
 #include "plugins/abi/mantissa.h"
 #include "plugins/backends/common/allocator.h"
 #include "plugins/backends/common/op_dispatch.h"
+#include "plugins/backends/common/step_session.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
@@ -82,6 +85,7 @@ class BackendPlugin {
     const void* type = &kType;
     std::unique_ptr<B> device;
     std::set<Event*> events;
+    StepSession<B> step;  // the open step's deferred ops, the captured one
 
     ~Instance() {
       for (Event* e : events) {
@@ -172,6 +176,7 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Memory_Free_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Memory_Free", args->backend, &in));
+      MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, "Memory_Free"));
       return in->device->allocator().Free(args->data);
     });
   }
@@ -187,6 +192,7 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Memory_Copy_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Memory_Copy", args->backend, &in));
+      MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, "Memory_Copy"));
       bool dst_device, src_device;
       // The caller's int32, not yet an MNT_CopyKind (abi_enum.h).
       switch (sdk::RawEnum(args->kind)) {
@@ -234,6 +240,7 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Backend_Synchronize_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Backend_Synchronize", args->backend, &in));
+      MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, "Backend_Synchronize"));
       return in->device->Synchronize();
     });
   }
@@ -253,7 +260,7 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Backend_Run_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Backend_Run", args->backend, &in));
-      return RunOp(*in->device, *args);
+      return in->step.Run(*in->device, *args);
     });
   }
 
@@ -275,7 +282,8 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Event_Record_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Event_Record", args->backend, &in));
-      Event* e;
+      MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, "Event_Record"));
+      Event* e = nullptr;
       MNT_RETURN_IF_ERROR(GetEvent(*in, "Event_Record", "the", args->event, &e));
       MNT_RETURN_IF_ERROR(in->device->RecordEvent(&e->native));
       e->recorded = true;
@@ -288,7 +296,8 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Event_ElapsedTime_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Event_ElapsedTime", args->backend, &in));
-      Event *start, *end;
+      MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, "Event_ElapsedTime"));
+      Event *start = nullptr, *end = nullptr;
       MNT_RETURN_IF_ERROR(GetEvent(*in, "Event_ElapsedTime", "start", args->start, &start));
       MNT_RETURN_IF_ERROR(GetEvent(*in, "Event_ElapsedTime", "end", args->end, &end));
       if (!start->recorded || !end->recorded) {
@@ -307,7 +316,7 @@ class BackendPlugin {
       if (args->event == nullptr) return Status::Ok();
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Event_Destroy", args->backend, &in));
-      Event* e;
+      Event* e = nullptr;
       MNT_RETURN_IF_ERROR(GetEvent(*in, "Event_Destroy", "the", args->event, &e));
       in->events.erase(e);
       const Status destroyed = in->device->DestroyEvent(&e->native);
@@ -316,6 +325,36 @@ class BackendPlugin {
     });
   }
 
+  static MNT_Error* StepBegin(MNT_Backend_StepBegin_Args* args) {
+    return sdk::Guard("Backend_StepBegin", [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Backend_StepBegin_Args, args);
+      Instance* in;
+      MNT_RETURN_IF_ERROR(Resolve("Backend_StepBegin", args->backend, &in));
+      return in->step.Begin(*in->device);
+    });
+  }
+
+  static MNT_Error* StepEnd(MNT_Backend_StepEnd_Args* args) {
+    return sdk::Guard("Backend_StepEnd", [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Backend_StepEnd_Args, args);
+      Instance* in;
+      MNT_RETURN_IF_ERROR(Resolve("Backend_StepEnd", args->backend, &in));
+      int32_t replayed = 0;
+      const Status s = in->step.End(*in->device, &replayed);
+      args->replayed = replayed;
+      return s;
+    });
+  }
+
+ public:
+  // The step counts of a live instance of this backend (tests), or NULL.
+  static const StepCounts* StepCountsOf(MNT_Backend* handle) {
+    Instance* in = reinterpret_cast<Instance*>(handle);
+    if (in == nullptr || in->magic != Instance::kMagic || in->type != &kType) return nullptr;
+    return &in->step.counts();
+  }
+
+ private:
   static MNT_Backend_Api MakeBackendApi() {
     MNT_Backend_Api api{};
     api.struct_size = MNT_Backend_Api_STRUCT_SIZE;
@@ -335,6 +374,8 @@ class BackendPlugin {
     api.Event_Record = &EventRecord;
     api.Event_ElapsedTime = &EventElapsedTime;
     api.Event_Destroy = &EventDestroy;
+    api.Backend_StepBegin = &StepBegin;
+    api.Backend_StepEnd = &StepEnd;
     return api;
   }
 };

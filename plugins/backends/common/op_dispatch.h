@@ -40,8 +40,9 @@ bool SupportsOp(int32_t op) {
   }
 }
 
+// The op's checks (views, then its contract) and, when `run`, B's kernel.
 template <typename B>
-sdk::Status RunOp(B& backend, const MNT_Backend_Run_Args& args) {
+sdk::Status DispatchOp(B& backend, const MNT_Backend_Run_Args& args, bool run) {
   // Read as int32 and checked before it is ever an MNT_Op (abi_enum.h).
   const int32_t raw_op = sdk::RawEnum(args.op);
   if (!sdk::IsKnownEnum<MNT_Op>(raw_op) || raw_op == MNT_OP_INVALID) {
@@ -63,6 +64,7 @@ sdk::Status RunOp(B& backend, const MNT_Backend_Run_Args& args) {
     if constexpr (B::Supports(MNT_OP_##NAME)) {                \
       Name##Call typed;                                        \
       MNT_RETURN_IF_ERROR(Check##Name(call, &typed));          \
+      if (!run) return sdk::Status::Ok();                      \
       return backend.Name(typed);                              \
     }                                                          \
     break;
@@ -72,6 +74,18 @@ sdk::Status RunOp(B& backend, const MNT_Backend_Run_Args& args) {
       break;
   }
   return sdk::Internal(sdk::Format("Backend_Run: op %s was not dispatched", name));
+}
+
+// Checks and runs one op.
+template <typename B>
+sdk::Status RunOp(B& backend, const MNT_Backend_Run_Args& args) {
+  return DispatchOp(backend, args, /*run=*/true);
+}
+
+// Only the checks RunOp would make: a deferred op fails at its Backend_Run.
+template <typename B>
+sdk::Status CheckOp(B& backend, const MNT_Backend_Run_Args& args) {
+  return DispatchOp(backend, args, /*run=*/false);
 }
 
 }  // namespace mnt::backend

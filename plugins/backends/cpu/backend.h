@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,7 +34,8 @@ class CpuBackend {
   // the kernels share, and OpenBLAS; process wide), "gemm=auto|onednn|
   // reference" (default $MANTISSA_CPU_GEMM, else auto: oneDNN when
   // libdnnl.so.2 loads), "onednn_bf16=auto|native|fp32" (oneDNN's own bf16
-  // kernels, or bf16-rounded operands in an fp32 GEMM); one device, ordinal 0.
+  // kernels, or bf16-rounded operands in an fp32 GEMM), "record_steps=on|off"
+  // (below; default off); one device, ordinal 0.
   static sdk::Status Create(const char* options, int32_t device_ordinal,
                             std::unique_ptr<CpuBackend>* out);
   sdk::Status Activate(const char*) { return sdk::Status::Ok(); }
@@ -47,6 +49,17 @@ class CpuBackend {
   sdk::Status DestroyEvent(Event*) { return sdk::Status::Ok(); }
 
   MNT_DECLARE_BACKEND_KERNELS()
+
+  // ABI 1.7 step markers (common/step_session.h). With record_steps=on a
+  // marked step is deferred, recorded and matched as on the cuda backend; a
+  // CPU has no graph, so its "capture" and "replay" issue the recorded ops.
+  // That lets CI run the deferral and matching CUDA graphs rely on (a bug
+  // there changes the trained bits); off, the markers do nothing.
+  bool StepGraphsEnabled() const { return record_steps_; }
+  sdk::Status CaptureStep(const std::function<sdk::Status()>& issue, std::string*) {
+    return issue();
+  }
+  sdk::Status ReplayStep(const std::function<sdk::Status()>& issue) { return issue(); }
 
  private:
   // The reference GEMM: operands rounded to the compute format into fresh
@@ -66,6 +79,7 @@ class CpuBackend {
              int64_t ldc) const;
 
   HostAllocator allocator_;
+  bool record_steps_ = false;
   std::string device_name_;
   std::unique_ptr<OneDnnGemm> onednn_gemm_;  // null: the reference GEMM
   // oneDNN's convolutions, with onednn_gemm_ (null: im2col + Sgemm).

@@ -92,7 +92,13 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
                           std::unique_ptr<CpuBackend>* out) {
   sdk::Options options;
   MNT_RETURN_IF_ERROR(sdk::Options::Parse(options_text, "cpu backend options", &options));
-  MNT_RETURN_IF_ERROR(options.CheckKnown({"threads", "gemm", "onednn_bf16"}));
+  MNT_RETURN_IF_ERROR(options.CheckKnown({"threads", "gemm", "onednn_bf16", "record_steps"}));
+  std::string record_steps = "off";
+  MNT_RETURN_IF_ERROR(options.GetString("record_steps", &record_steps));
+  if (record_steps != "on" && record_steps != "off") {
+    return sdk::InvalidArgument(sdk::Format(
+        "cpu backend options: record_steps=%s is not one of on, off", record_steps.c_str()));
+  }
   long long threads = 0;
   MNT_RETURN_IF_ERROR(options.GetInt("threads", &threads));
   if (options.Has("threads") && (threads < 1 || threads > 1024)) {
@@ -106,6 +112,7 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
   }
   PinOpenMpRuntime();
   auto backend = std::make_unique<CpuBackend>();
+  backend->record_steps_ = record_steps == "on";
   std::string gemm_name;
   MNT_RETURN_IF_ERROR(ChooseGemm(options, &backend->onednn_gemm_, &gemm_name));
   if (backend->onednn_gemm_ != nullptr) {

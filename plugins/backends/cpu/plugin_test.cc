@@ -85,6 +85,10 @@ TEST_F(PluginTest, CreateOptions) {
               HasSubstr("gemm=mkl is not one of auto, onednn, reference"));
   EXPECT_THAT(TryCreate("onednn_bf16=yes"),
               HasSubstr("onednn_bf16=yes is not one of auto, native, fp32"));
+  EXPECT_EQ(TryCreate("record_steps=on"), "");
+  EXPECT_EQ(TryCreate("record_steps=off"), "");
+  EXPECT_THAT(TryCreate("record_steps=yes"),
+              HasSubstr("record_steps=yes is not one of on, off"));
 }
 
 TEST_F(PluginTest, ShortArgsStructIsRejected) {

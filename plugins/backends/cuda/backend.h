@@ -12,6 +12,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -28,6 +29,7 @@
 #include "plugins/backends/cuda/device_errors.h"
 #include "plugins/backends/cuda/launch.h"
 #include "plugins/backends/cuda/pinned_staging.h"
+#include "plugins/backends/cuda/step_graph.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
@@ -78,6 +80,17 @@ struct CudaBackend {
 
   MNT_DECLARE_BACKEND_KERNELS()
 
+  // ABI 1.7 step markers (common/step_session.h decides; step_graph.h
+  // captures): cuda_graphs=on defers and records marked steps.
+  bool StepGraphsEnabled() const { return options.cuda_graphs; }
+  sdk::Status CaptureStep(const std::function<sdk::Status()>& issue, std::string* why_not);
+  sdk::Status ReplayStep(const std::function<sdk::Status()>& issue);
+  // dst (device) <- `bytes` of host memory at src, ordered on the stream, for
+  // a kernel method's own host data (a table of pointers): through the
+  // pinned staging slots, or, while a step is being captured, from a pinned
+  // copy the graph owns (a replay copies it again).
+  sdk::Status UploadForKernel(void* dst, const void* src, size_t bytes);
+
   int device = 0;
   std::string device_name;
   int64_t total_memory_bytes = 0;
@@ -88,6 +101,7 @@ struct CudaBackend {
   std::unique_ptr<GemmState> gemm;  // cuBLASLt handle, algorithms, workspace
   DeviceErrors errors;  // bits set by kernels, reported at sync points
   PinnedStaging staging;  // host-to-device uploads (pinned_staging.h)
+  StepGraph step_graph;   // the captured step, if any (step_graph.h)
   std::unordered_map<ConvPlanKey, std::unique_ptr<ConvPlan>, ConvPlanKeyHash> conv_plans;
   // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
   std::unordered_map<AttentionPlanKey, std::unique_ptr<CudnnPlan>, AttentionPlanKeyHash>
@@ -103,7 +117,16 @@ class Scratch {
   explicit Scratch(CudaBackend& b) : backend_(b) {}
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { (void)backend_.memory.Free(data_); }
+  // Under capture the block belongs to the graph (step_graph.h): its
+  // kernels write it again at every replay.
+  ~Scratch() {
+    if (data_ == nullptr) return;
+    if (backend_.step_graph.capturing()) {
+      backend_.step_graph.Keep(data_);
+    } else {
+      (void)backend_.memory.Free(data_);
+    }
+  }
   sdk::Status Allocate(size_t bytes) {
     return backend_.memory.Allocate(bytes, MNT_MEMORY_WORKSPACE, &data_);
   }

@@ -10,11 +10,12 @@
 //   fp32 (or mixed) storage always runs the fallback kernels: cuDNN's SDPA
 //   has no fp32 path.
 //   cuda_graphs=on|off (default on)
-//     Whether the backend may capture a training step into a CUDA graph
-//     and replay it (issue 15). Parsed and validated only so far: nothing
-//     is captured yet, since no ABI call marks a step's boundaries (the
-//     planned design is in docs/performance.md, "CUDA graphs"); both values
-//     launch every op as it comes.
+//     on: a step marked with Backend_StepBegin/StepEnd (ABI 1.7) is
+//     deferred and recorded; the second of two equal steps is captured into
+//     a CUDA graph and later equal steps replay it (one cudaGraphLaunch);
+//     a step that differs, reads back or cannot be captured runs as issued
+//     (common/step_session.h, step_graph.h; docs/performance.md).
+//     off: every op is launched as it comes.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_OPTIONS_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_BACKEND_OPTIONS_H_
 

@@ -347,7 +347,7 @@ Status RunTable(CudaBackend& be, const Call& call, std::vector<TableEntry>& tabl
   Scratch device_table(be);
   const size_t bytes = sizeof(TableEntry) * table.size();
   MNT_RETURN_IF_ERROR(device_table.Allocate(bytes));
-  MNT_RETURN_IF_ERROR(be.staging.Upload(device_table.data(), table.data(), bytes, be.stream));
+  MNT_RETURN_IF_ERROR(be.UploadForKernel(device_table.data(), table.data(), bytes));
   const TableEntry* dev = static_cast<const TableEntry*>(device_table.data());
   const int64_t count = static_cast<int64_t>(table.size());
   const float* found_inf = call.found_inf.f32();

@@ -50,6 +50,7 @@ Status CudaBackend::Create(const char* options_text, int32_t ordinal,
 
 CudaBackend::~CudaBackend() {
   if (stream != nullptr) cudaStreamSynchronize(stream);
+  if (stream != nullptr) (void)step_graph.Release(stream, memory);
   memory.ReleaseEverything();
   sdpa_plans.clear();  // before the cuDNN handle they were built with
   conv_plans.clear();
@@ -104,6 +105,24 @@ Status CudaBackend::ElapsedMilliseconds(const Event& start, const Event& end, do
 
 Status CudaBackend::DestroyEvent(Event* e) {
   return CudaStatus(cudaEventDestroy(*e), "Event_Destroy: cudaEventDestroy");
+}
+
+Status CudaBackend::CaptureStep(const std::function<Status()>& issue, std::string* why_not) {
+  return step_graph.Capture(stream, memory, issue, why_not);
+}
+
+Status CudaBackend::ReplayStep(const std::function<Status()>&) {
+  return step_graph.Replay(stream);
+}
+
+Status CudaBackend::UploadForKernel(void* dst, const void* src, size_t bytes) {
+  if (!step_graph.capturing()) return staging.Upload(dst, src, bytes, stream);
+  void* pinned = nullptr;
+  MNT_RETURN_IF_ERROR(step_graph.PinnedCopy(src, bytes, &pinned));
+  MNT_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream),
+      sdk::Format("CUDA graph capture: cudaMemcpyAsync(%zu bytes)", bytes));
+  return Status::Ok();
 }
 
 const MNT_Plugin_Api* CudaBackendPluginApi() {
