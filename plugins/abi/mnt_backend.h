@@ -745,10 +745,12 @@ typedef MNT_Error* MNT_Event_Destroy(MNT_Event_Destroy_Args* args);
  * work are reported by StepEnd, by the call that made the backend issue it
  * (below), or by Backend_Synchronize, like any asynchronous work.
  *
- * Results never depend on whether the backend defers: a Memory_Copy,
- * Memory_Free, Backend_Synchronize, Event_Record or Event_ElapsedTime inside
- * a step first issues the ops deferred so far (the rest of that step then
- * runs as issued), so every copy sees the work issued before it
+ * Results never depend on whether the backend defers: a Memory_Copy to or
+ * from the host, Memory_Free, Backend_Synchronize, Event_Record or
+ * Event_ElapsedTime inside a step first issues the ops deferred so far (the
+ * rest of that step then runs as issued), so every copy sees the work
+ * issued before it; a DEVICE_TO_DEVICE Memory_Copy is stream work and is
+ * deferred in its place among the ops
  * (host-addressable memory read directly, not through Memory_Copy, is read
  * after StepEnd). Device memory an op uses must stay valid until its work
  * completes, as always. A step is issued as a replay only when it equals

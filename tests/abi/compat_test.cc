@@ -1,6 +1,6 @@
 // ABI compatibility of the plugin loader against real shared objects:
 // a backend built against the frozen 1.0 headers loads and works in the
-// current (1.7) host, and every broken plugin is refused with one line naming the
+// current host, and every broken plugin is refused with one line naming the
 // file and the reason.
 #include <cmath>
 #include <cstdint>
@@ -46,7 +46,7 @@ class CompatTest : public ::testing::Test {
 };
 
 // ---------------------------------------------------------------------------
-// An ABI 1.0 backend in a 1.7 host.
+// An ABI 1.0 backend in the current host.
 // ---------------------------------------------------------------------------
 
 TEST_F(CompatTest, V10BackendIsFoundOnTheRunfilesSearchPath) {
@@ -156,15 +156,16 @@ TEST_F(CompatTest, RefusesAnotherMajorVersion) {
   EXPECT_EQ(LoadRefusal("mnt_backend_major2.so"),
             TestFile("mnt_backend_major2.so") +
                 ": plugin built against ABI 2.0, incompatible with this "
-                "trainer's 1.7 (major versions differ); rebuild the plugin "
-                "against ABI 1.x");
+                "trainer's 1." + std::to_string(MNT_ABI_MINOR) +
+                " (major versions differ); rebuild the plugin against ABI 1.x");
 }
 
 TEST_F(CompatTest, RefusesANewerMinorVersion) {
   EXPECT_EQ(LoadRefusal("mnt_backend_minor_newer.so"),
             TestFile("mnt_backend_minor_newer.so") +
-                ": plugin built against ABI 1.11, newer than this trainer's "
-                "1.7; upgrade the trainer");
+                ": plugin built against ABI 1." + std::to_string(MNT_ABI_MINOR + 4) +
+                ", newer than this trainer's 1." + std::to_string(MNT_ABI_MINOR) +
+                "; upgrade the trainer");
 }
 
 TEST_F(CompatTest, RefusesATruncatedPluginApi) {

@@ -192,7 +192,6 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Memory_Copy_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Memory_Copy", args->backend, &in));
-      MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, "Memory_Copy"));
       bool dst_device, src_device;
       // The caller's int32, not yet an MNT_CopyKind (abi_enum.h).
       switch (sdk::RawEnum(args->kind)) {
@@ -211,6 +210,13 @@ class BackendPlugin {
       const Allocator& memory = in->device->allocator();
       if (dst_device && !memory.Contains(args->dst, n)) return Outside("dst", args->dst, n);
       if (src_device && !memory.Contains(args->src, n)) return Outside("src", args->src, n);
+      // Device to device is stream work a step may hold; a copy to or from
+      // the host first issues what the open step deferred.
+      if (dst_device && src_device) {
+        return in->step.DeviceCopy(*in->device, args->dst, args->src, n);
+      }
+      MNT_RETURN_IF_ERROR(in->step.Flush(
+          *in->device, dst_device ? "Memory_Copy host to device" : "Memory_Copy device to host"));
       return in->device->Copy(args->dst, args->src, n, args->kind);
     });
   }

@@ -155,6 +155,14 @@ sdk::Status RecordedOp::Copy(const MNT_Backend_Run_Args& args, RecordedOp* out) 
   return sdk::Status::Ok();
 }
 
+RecordedOp RecordedOp::DeviceCopy(void* dst, const void* src, size_t bytes) {
+  RecordedOp r;
+  r.copy_dst_ = dst;
+  r.copy_src_ = src;
+  r.copy_bytes_ = bytes;
+  return r;
+}
+
 MNT_Backend_Run_Args RecordedOp::Args(MNT_Backend* backend) const {
   MNT_Backend_Run_Args a{};
   a.struct_size = MNT_Backend_Run_Args_STRUCT_SIZE;
@@ -169,7 +177,12 @@ MNT_Backend_Run_Args RecordedOp::Args(MNT_Backend* backend) const {
 }
 
 std::string RecordedOp::Difference(const RecordedOp& o) const {
-  if (op_ != o.op_) return "op";
+  if (op_ != o.op_ || is_device_copy() != o.is_device_copy()) return "op";
+  if (is_device_copy()) {
+    if (copy_dst_ != o.copy_dst_ || copy_src_ != o.copy_src_) return "copy pointer";
+    if (copy_bytes_ != o.copy_bytes_) return "copy size";
+    return "";
+  }
   if (inputs_.size() != o.inputs_.size()) return "input count";
   if (outputs_.size() != o.outputs_.size()) return "output count";
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -208,7 +221,9 @@ std::string StepRecording::Difference(const StepRecording& other) const {
   for (size_t i = 0; i < n; ++i) {
     std::string d = ops_[i].Difference(other.ops_[i]);
     if (!d.empty()) {
-      return sdk::Format("op %zu (%s): %s differs", i, sdk::OpName(ops_[i].op()), d.c_str());
+      return sdk::Format("op %zu (%s): %s differs", i,
+                         ops_[i].is_device_copy() ? "device copy" : sdk::OpName(ops_[i].op()),
+                         d.c_str());
     }
   }
   if (ops_.size() != other.ops_.size()) {

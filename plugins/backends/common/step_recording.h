@@ -39,7 +39,16 @@ class RecordedOp {
   RecordedOp(const RecordedOp&) = delete;
   RecordedOp& operator=(const RecordedOp&) = delete;
 
+  // A Memory_Copy DEVICE_TO_DEVICE inside the step (checked by the caller):
+  // stream work like an op, recorded in its place.
+  static RecordedOp DeviceCopy(void* dst, const void* src, size_t bytes);
+
+  // MNT_OP_INVALID for a device copy.
   MNT_Op op() const { return op_; }
+  bool is_device_copy() const { return copy_bytes_ > 0; }
+  void* copy_dst() const { return copy_dst_; }
+  const void* copy_src() const { return copy_src_; }
+  size_t copy_bytes() const { return copy_bytes_; }
   // A Backend_Run call on `backend` pointing into this record.
   MNT_Backend_Run_Args Args(MNT_Backend* backend) const;
   // "" when equal, else what differs first ("in[2] pointer", "params byte 8").
@@ -60,11 +69,17 @@ class RecordedOp {
     std::vector<unsigned char> bytes;
   };
   std::vector<Array> arrays_;
+  void* copy_dst_ = nullptr;
+  const void* copy_src_ = nullptr;
+  size_t copy_bytes_ = 0;  // > 0: a device copy, not an op
 };
 
 class StepRecording {
  public:
   sdk::Status Add(const MNT_Backend_Run_Args& args);
+  void AddDeviceCopy(void* dst, const void* src, size_t bytes) {
+    ops_.push_back(RecordedOp::DeviceCopy(dst, src, bytes));
+  }
   void Clear() { ops_.clear(); }
   size_t size() const { return ops_.size(); }
   bool empty() const { return ops_.empty(); }

@@ -324,6 +324,23 @@ TEST(StepRecordingTest, AnExtraOrMissingOpIsADifferentStep) {
   EXPECT_EQ(a.Difference(StepRecording()), std::to_string(a.size()) + " ops instead of 0");
 }
 
+TEST(StepRecordingTest, ADeviceCopyIsComparedByPointersAndSize) {
+  const StepMaker maker(Seed());
+  char buffer[512];
+  StepRecording a = Record(maker.Make(0)), b = Record(maker.Make(0));
+  a.AddDeviceCopy(buffer, buffer + 256, 128);
+  b.AddDeviceCopy(buffer, buffer + 256, 128);
+  EXPECT_EQ(a.Difference(b), "");
+  StepRecording c = Record(maker.Make(0));
+  c.AddDeviceCopy(buffer, buffer + 256, 64);
+  EXPECT_EQ(c.Difference(a), "op " + std::to_string(a.size() - 1) +
+                                 " (device copy): copy size differs");
+  StepRecording d = Record(maker.Make(0));
+  d.AddDeviceCopy(buffer + 256, buffer, 128);
+  EXPECT_EQ(d.Difference(a), "op " + std::to_string(a.size() - 1) +
+                                 " (device copy): copy pointer differs");
+}
+
 TEST(StepRecordingTest, AnOpWhoseParamsItDoesNotKnowIsRefused) {
   MNT_Backend_Run_Args a{};
   a.struct_size = MNT_Backend_Run_Args_STRUCT_SIZE;

@@ -27,7 +27,7 @@
 // recorder cannot copy); under capture the ops before that point would
 // only have been captured, not run, and the step would have to be replayed
 // from somewhere anyway. Deferring keeps every such case a plain eager run:
-// any call that observes results (Memory_Copy, Memory_Free,
+// any call that observes results (Memory_Copy to or from the host, Memory_Free,
 // Backend_Synchronize, Event_Record, Event_ElapsedTime) first issues the ops
 // deferred so far, eagerly and in order, and the rest of that step runs as
 // issued. So results never depend on the caller behaving; a caller that does
@@ -88,6 +88,14 @@ class StepSession {
     if (recorded.ok()) return sdk::Status::Ok();
     MNT_RETURN_IF_ERROR(StopDeferring(device, recorded.message()));
     return RunOp(device, args);
+  }
+
+  // Memory_Copy DEVICE_TO_DEVICE (checked): stream work, recorded in its
+  // place inside a deferred step (no flush), else copied now.
+  sdk::Status DeviceCopy(B& device, void* dst, const void* src, size_t bytes) {
+    if (!deferring_) return device.Copy(dst, src, bytes, MNT_COPY_DEVICE_TO_DEVICE);
+    current_.AddDeviceCopy(dst, src, bytes);
+    return sdk::Status::Ok();
   }
 
   // Called by every entry point that observes results (`call` names it):
@@ -159,8 +167,12 @@ class StepSession {
 
   sdk::Status IssueEagerly(B& device) {
     for (size_t i = 0; i < current_.size(); ++i) {
-      const MNT_Backend_Run_Args args = current_.op(i).Args(nullptr);
-      const sdk::Status s = RunOp(device, args);
+      const RecordedOp& op = current_.op(i);
+      const sdk::Status s =
+          op.is_device_copy()
+              ? device.Copy(op.copy_dst(), op.copy_src(), op.copy_bytes(),
+                            MNT_COPY_DEVICE_TO_DEVICE)
+              : RunOp(device, op.Args(nullptr));
       if (!s.ok()) {
         return sdk::Status(s.code(), sdk::Format("deferred op %zu of the step: %s", i,
                                                  s.message().c_str()));

@@ -157,6 +157,10 @@ class StepSessionTest : public ::testing::Test {
       const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, u(rng), u(rng)};
       const bool into_x = rng() % 2;
       ASSERT_TRUE(client_.Run(MNT_OP_ADD, {X(), Y()}, {into_x ? X() : Y()}, &add).ok());
+      if (i == 5) {  // device to device: stream work, held with the ops
+        ASSERT_TRUE(client_.Copy(y_.data(), x_.data(), kN * sizeof(float) / 2,
+                                 MNT_COPY_DEVICE_TO_DEVICE).ok());
+      }
     }
   }
   std::vector<float> Host(const sdk::DeviceBuffer& b) const {
