@@ -31,7 +31,6 @@ constexpr const char* kAbiVersion =
 // stays the 1.0 table); 1.6 appended ops, a params struct and a field of
 // MNT_Model_Backward_Args (a model-side field: the loaded sizes stay); 1.7
 // an optional learning-rate input of the optimizer ops (no struct changed) and
-
 // appended the optional step markers to MNT_Backend_Api (both or neither,
 // checked below; the required set stays the 1.0 table).
 static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 7,
