@@ -76,13 +76,17 @@ _Static_assert(offsetof(MNT_LayerNormParams, accumulate) == 12, "MNT_LayerNormPa
 _Static_assert(sizeof(MNT_ReduceParams) == 16, "sizeof MNT_ReduceParams");
 _Static_assert(offsetof(MNT_ReduceParams, struct_size) == 0, "MNT_ReduceParams.struct_size");
 _Static_assert(offsetof(MNT_ReduceParams, kind) == 8, "MNT_ReduceParams.kind");
-_Static_assert(sizeof(MNT_SgdParams) == 24, "sizeof MNT_SgdParams");
+_Static_assert(sizeof(MNT_SgdParams) == 56, "sizeof MNT_SgdParams");
 _Static_assert(offsetof(MNT_SgdParams, struct_size) == 0, "MNT_SgdParams.struct_size");
 _Static_assert(offsetof(MNT_SgdParams, lr) == 8, "MNT_SgdParams.lr");
 _Static_assert(offsetof(MNT_SgdParams, momentum) == 12, "MNT_SgdParams.momentum");
 _Static_assert(offsetof(MNT_SgdParams, weight_decay) == 16, "MNT_SgdParams.weight_decay");
 _Static_assert(offsetof(MNT_SgdParams, nesterov) == 20, "MNT_SgdParams.nesterov");
-_Static_assert(sizeof(MNT_AdamWParams) == 40, "sizeof MNT_AdamWParams");
+_Static_assert(offsetof(MNT_SgdParams, rounding) == 24, "MNT_SgdParams.rounding");
+_Static_assert(offsetof(MNT_SgdParams, rounding_seed) == 32, "MNT_SgdParams.rounding_seed");
+_Static_assert(offsetof(MNT_SgdParams, rounding_tensor) == 40, "MNT_SgdParams.rounding_tensor");
+_Static_assert(offsetof(MNT_SgdParams, rounding_step) == 48, "MNT_SgdParams.rounding_step");
+_Static_assert(sizeof(MNT_AdamWParams) == 64, "sizeof MNT_AdamWParams");
 _Static_assert(offsetof(MNT_AdamWParams, struct_size) == 0, "MNT_AdamWParams.struct_size");
 _Static_assert(offsetof(MNT_AdamWParams, lr) == 8, "MNT_AdamWParams.lr");
 _Static_assert(offsetof(MNT_AdamWParams, beta1) == 12, "MNT_AdamWParams.beta1");
@@ -90,6 +94,9 @@ _Static_assert(offsetof(MNT_AdamWParams, beta2) == 16, "MNT_AdamWParams.beta2");
 _Static_assert(offsetof(MNT_AdamWParams, epsilon) == 20, "MNT_AdamWParams.epsilon");
 _Static_assert(offsetof(MNT_AdamWParams, weight_decay) == 24, "MNT_AdamWParams.weight_decay");
 _Static_assert(offsetof(MNT_AdamWParams, step) == 32, "MNT_AdamWParams.step");
+_Static_assert(offsetof(MNT_AdamWParams, rounding) == 40, "MNT_AdamWParams.rounding");
+_Static_assert(offsetof(MNT_AdamWParams, rounding_seed) == 48, "MNT_AdamWParams.rounding_seed");
+_Static_assert(offsetof(MNT_AdamWParams, rounding_tensor) == 56, "MNT_AdamWParams.rounding_tensor");
 _Static_assert(sizeof(MNT_AttentionParams) == 24, "sizeof MNT_AttentionParams");
 _Static_assert(offsetof(MNT_AttentionParams, struct_size) == 0, "MNT_AttentionParams.struct_size");
 _Static_assert(offsetof(MNT_AttentionParams, num_heads) == 8, "MNT_AttentionParams.num_heads");
@@ -141,7 +148,7 @@ _Static_assert(offsetof(MNT_GemmEpilogueParams, alpha) == 16, "MNT_GemmEpilogueP
 _Static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20, "MNT_GemmEpilogueParams.beta");
 _Static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24, "MNT_GemmEpilogueParams.compute");
 _Static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28, "MNT_GemmEpilogueParams.accumulate_bias_grad");
-_Static_assert(sizeof(MNT_MultiAdamWParams) == 64, "sizeof MNT_MultiAdamWParams");
+_Static_assert(sizeof(MNT_MultiAdamWParams) == 88, "sizeof MNT_MultiAdamWParams");
 _Static_assert(offsetof(MNT_MultiAdamWParams, struct_size) == 0, "MNT_MultiAdamWParams.struct_size");
 _Static_assert(offsetof(MNT_MultiAdamWParams, lr) == 8, "MNT_MultiAdamWParams.lr");
 _Static_assert(offsetof(MNT_MultiAdamWParams, beta1) == 12, "MNT_MultiAdamWParams.beta1");
@@ -152,7 +159,10 @@ _Static_assert(offsetof(MNT_MultiAdamWParams, step) == 32, "MNT_MultiAdamWParams
 _Static_assert(offsetof(MNT_MultiAdamWParams, num_tensors) == 40, "MNT_MultiAdamWParams.num_tensors");
 _Static_assert(offsetof(MNT_MultiAdamWParams, lr_scales) == 48, "MNT_MultiAdamWParams.lr_scales");
 _Static_assert(offsetof(MNT_MultiAdamWParams, weight_decays) == 56, "MNT_MultiAdamWParams.weight_decays");
-_Static_assert(sizeof(MNT_MultiSgdParams) == 48, "sizeof MNT_MultiSgdParams");
+_Static_assert(offsetof(MNT_MultiAdamWParams, rounding) == 64, "MNT_MultiAdamWParams.rounding");
+_Static_assert(offsetof(MNT_MultiAdamWParams, rounding_seed) == 72, "MNT_MultiAdamWParams.rounding_seed");
+_Static_assert(offsetof(MNT_MultiAdamWParams, rounding_tensor) == 80, "MNT_MultiAdamWParams.rounding_tensor");
+_Static_assert(sizeof(MNT_MultiSgdParams) == 80, "sizeof MNT_MultiSgdParams");
 _Static_assert(offsetof(MNT_MultiSgdParams, struct_size) == 0, "MNT_MultiSgdParams.struct_size");
 _Static_assert(offsetof(MNT_MultiSgdParams, lr) == 8, "MNT_MultiSgdParams.lr");
 _Static_assert(offsetof(MNT_MultiSgdParams, momentum) == 12, "MNT_MultiSgdParams.momentum");
@@ -161,6 +171,10 @@ _Static_assert(offsetof(MNT_MultiSgdParams, nesterov) == 20, "MNT_MultiSgdParams
 _Static_assert(offsetof(MNT_MultiSgdParams, num_tensors) == 24, "MNT_MultiSgdParams.num_tensors");
 _Static_assert(offsetof(MNT_MultiSgdParams, lr_scales) == 32, "MNT_MultiSgdParams.lr_scales");
 _Static_assert(offsetof(MNT_MultiSgdParams, weight_decays) == 40, "MNT_MultiSgdParams.weight_decays");
+_Static_assert(offsetof(MNT_MultiSgdParams, rounding) == 48, "MNT_MultiSgdParams.rounding");
+_Static_assert(offsetof(MNT_MultiSgdParams, rounding_seed) == 56, "MNT_MultiSgdParams.rounding_seed");
+_Static_assert(offsetof(MNT_MultiSgdParams, rounding_tensor) == 64, "MNT_MultiSgdParams.rounding_tensor");
+_Static_assert(offsetof(MNT_MultiSgdParams, rounding_step) == 72, "MNT_MultiSgdParams.rounding_step");
 _Static_assert(sizeof(MNT_Backend_Create_Args) == 40, "sizeof MNT_Backend_Create_Args");
 _Static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0, "MNT_Backend_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8, "MNT_Backend_Create_Args.extension_start");
@@ -558,6 +572,8 @@ _Static_assert(MNT_LOSS_SCALING_DYNAMIC == 1, "MNT_LOSS_SCALING_DYNAMIC");
 _Static_assert(MNT_LOSS_SCALING_STATIC == 2, "MNT_LOSS_SCALING_STATIC");
 _Static_assert(MNT_LOSS_SCALE_RECIPE_NONE == 0, "MNT_LOSS_SCALE_RECIPE_NONE");
 _Static_assert(MNT_LOSS_SCALE_RECIPE_DYNAMIC == 1, "MNT_LOSS_SCALE_RECIPE_DYNAMIC");
+_Static_assert(MNT_ROUNDING_NEAREST_EVEN == 0, "MNT_ROUNDING_NEAREST_EVEN");
+_Static_assert(MNT_ROUNDING_STOCHASTIC == 1, "MNT_ROUNDING_STOCHASTIC");
 _Static_assert(MNT_PARAM_INIT_INVALID == 0, "MNT_PARAM_INIT_INVALID");
 _Static_assert(MNT_PARAM_INIT_ZEROS == 1, "MNT_PARAM_INIT_ZEROS");
 _Static_assert(MNT_PARAM_INIT_ONES == 2, "MNT_PARAM_INIT_ONES");
@@ -585,8 +601,10 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_CrossEntropyParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_LayerNormParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_ReduceParams_STRUCT_SIZE, 12),
-      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_6, 24),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_6, 40),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
@@ -595,8 +613,10 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 64),
-      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 48),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE_1_6, 64),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

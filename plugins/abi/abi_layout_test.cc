@@ -82,13 +82,17 @@ static_assert(offsetof(MNT_LayerNormParams, accumulate) == 12);
 static_assert(sizeof(MNT_ReduceParams) == 16);
 static_assert(offsetof(MNT_ReduceParams, struct_size) == 0);
 static_assert(offsetof(MNT_ReduceParams, kind) == 8);
-static_assert(sizeof(MNT_SgdParams) == 24);
+static_assert(sizeof(MNT_SgdParams) == 56);
 static_assert(offsetof(MNT_SgdParams, struct_size) == 0);
 static_assert(offsetof(MNT_SgdParams, lr) == 8);
 static_assert(offsetof(MNT_SgdParams, momentum) == 12);
 static_assert(offsetof(MNT_SgdParams, weight_decay) == 16);
 static_assert(offsetof(MNT_SgdParams, nesterov) == 20);
-static_assert(sizeof(MNT_AdamWParams) == 40);
+static_assert(offsetof(MNT_SgdParams, rounding) == 24);
+static_assert(offsetof(MNT_SgdParams, rounding_seed) == 32);
+static_assert(offsetof(MNT_SgdParams, rounding_tensor) == 40);
+static_assert(offsetof(MNT_SgdParams, rounding_step) == 48);
+static_assert(sizeof(MNT_AdamWParams) == 64);
 static_assert(offsetof(MNT_AdamWParams, struct_size) == 0);
 static_assert(offsetof(MNT_AdamWParams, lr) == 8);
 static_assert(offsetof(MNT_AdamWParams, beta1) == 12);
@@ -96,6 +100,9 @@ static_assert(offsetof(MNT_AdamWParams, beta2) == 16);
 static_assert(offsetof(MNT_AdamWParams, epsilon) == 20);
 static_assert(offsetof(MNT_AdamWParams, weight_decay) == 24);
 static_assert(offsetof(MNT_AdamWParams, step) == 32);
+static_assert(offsetof(MNT_AdamWParams, rounding) == 40);
+static_assert(offsetof(MNT_AdamWParams, rounding_seed) == 48);
+static_assert(offsetof(MNT_AdamWParams, rounding_tensor) == 56);
 static_assert(sizeof(MNT_AttentionParams) == 24);
 static_assert(offsetof(MNT_AttentionParams, struct_size) == 0);
 static_assert(offsetof(MNT_AttentionParams, num_heads) == 8);
@@ -148,7 +155,7 @@ static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20);
 static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24);
 static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28);
 // Since 1.6.
-static_assert(sizeof(MNT_MultiAdamWParams) == 64);
+static_assert(sizeof(MNT_MultiAdamWParams) == 88);
 static_assert(offsetof(MNT_MultiAdamWParams, struct_size) == 0);
 static_assert(offsetof(MNT_MultiAdamWParams, lr) == 8);
 static_assert(offsetof(MNT_MultiAdamWParams, beta1) == 12);
@@ -159,7 +166,10 @@ static_assert(offsetof(MNT_MultiAdamWParams, step) == 32);
 static_assert(offsetof(MNT_MultiAdamWParams, num_tensors) == 40);
 static_assert(offsetof(MNT_MultiAdamWParams, lr_scales) == 48);
 static_assert(offsetof(MNT_MultiAdamWParams, weight_decays) == 56);
-static_assert(sizeof(MNT_MultiSgdParams) == 48);
+static_assert(offsetof(MNT_MultiAdamWParams, rounding) == 64);
+static_assert(offsetof(MNT_MultiAdamWParams, rounding_seed) == 72);
+static_assert(offsetof(MNT_MultiAdamWParams, rounding_tensor) == 80);
+static_assert(sizeof(MNT_MultiSgdParams) == 80);
 static_assert(offsetof(MNT_MultiSgdParams, struct_size) == 0);
 static_assert(offsetof(MNT_MultiSgdParams, lr) == 8);
 static_assert(offsetof(MNT_MultiSgdParams, momentum) == 12);
@@ -168,6 +178,10 @@ static_assert(offsetof(MNT_MultiSgdParams, nesterov) == 20);
 static_assert(offsetof(MNT_MultiSgdParams, num_tensors) == 24);
 static_assert(offsetof(MNT_MultiSgdParams, lr_scales) == 32);
 static_assert(offsetof(MNT_MultiSgdParams, weight_decays) == 40);
+static_assert(offsetof(MNT_MultiSgdParams, rounding) == 48);
+static_assert(offsetof(MNT_MultiSgdParams, rounding_seed) == 56);
+static_assert(offsetof(MNT_MultiSgdParams, rounding_tensor) == 64);
+static_assert(offsetof(MNT_MultiSgdParams, rounding_step) == 72);
 static_assert(sizeof(MNT_Backend_Create_Args) == 40);
 static_assert(offsetof(MNT_Backend_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Create_Args, extension_start) == 8);
@@ -566,6 +580,8 @@ static_assert(MNT_LOSS_SCALING_DYNAMIC == 1, "MNT_LOSS_SCALING_DYNAMIC");
 static_assert(MNT_LOSS_SCALING_STATIC == 2, "MNT_LOSS_SCALING_STATIC");
 static_assert(MNT_LOSS_SCALE_RECIPE_NONE == 0, "MNT_LOSS_SCALE_RECIPE_NONE");
 static_assert(MNT_LOSS_SCALE_RECIPE_DYNAMIC == 1, "MNT_LOSS_SCALE_RECIPE_DYNAMIC");
+static_assert(MNT_ROUNDING_NEAREST_EVEN == 0, "MNT_ROUNDING_NEAREST_EVEN");
+static_assert(MNT_ROUNDING_STOCHASTIC == 1, "MNT_ROUNDING_STOCHASTIC");
 static_assert(MNT_PARAM_INIT_INVALID == 0, "MNT_PARAM_INIT_INVALID");
 static_assert(MNT_PARAM_INIT_ZEROS == 1, "MNT_PARAM_INIT_ZEROS");
 static_assert(MNT_PARAM_INIT_ONES == 2, "MNT_PARAM_INIT_ONES");
@@ -596,8 +612,10 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_CrossEntropyParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_LayerNormParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_ReduceParams_STRUCT_SIZE, 12),
-      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_6, 24),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_6, 40),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
@@ -606,8 +624,10 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 64),
-      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 48),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE_1_6, 64),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),

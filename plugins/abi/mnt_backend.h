@@ -118,7 +118,8 @@ typedef enum MNT_Op {
    * in[2] optional grad multiplier F32 [1] (e.g. the clipping factor).
    * out[0] master weights F32 (updated in place); out[1] momentum F32
    * (required when momentum != 0); out[2] optional working copy, any float
-   * dtype, written with the new master rounded. Params: MNT_SgdParams. */
+   * dtype, written with the new master rounded (to nearest even; since
+   * 1.7 optionally stochastically, MNT_Rounding). Params: MNT_SgdParams. */
   MNT_OP_SGD_STEP = 18,
   /* AdamW (decoupled weight decay, bias-corrected) on fp32 master weights.
    * Inputs as MNT_OP_SGD_STEP. out[0] master F32, out[1] m F32, out[2] v F32,
@@ -391,14 +392,34 @@ typedef struct MNT_ReduceParams {
 } MNT_ReduceParams;
 #define MNT_ReduceParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_ReduceParams, kind)
 
+/* Since 1.7: how an optimizer step rounds the working copy it writes
+ * (SGD_STEP, ADAMW_STEP and their multi-tensor forms). */
+typedef enum MNT_Rounding {
+  MNT_ROUNDING_NEAREST_EVEN = 0, /* the default, and a 1.6 caller's params */
+  /* bf16 working copies only (any other working dtype is refused): 16
+   * random bits are added below bf16's cut and the sum truncated, so the
+   * copy rounds up with probability (dropped bits) / 2^16 (llm.c's
+   * stochastic rounding; unbiased). The bits are a counter-based hash of
+   * (rounding_seed, step, tensor index, element index): the same on every
+   * backend and thread count. NaN, +-inf and magnitudes above the largest
+   * finite bf16 round to nearest even as before. */
+  MNT_ROUNDING_STOCHASTIC = 1,
+} MNT_Rounding;
+
 typedef struct MNT_SgdParams {
   size_t struct_size;
   float lr;
   float momentum;
   float weight_decay; /* coupled L2, added to the gradient as torch.optim.SGD */
   int32_t nesterov;
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even). */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;  /* stochastic rounding's seed */
+  int64_t rounding_tensor; /* the tensor index the random bits use */
+  int64_t rounding_step;   /* the step they use (SGD keeps no step count) */
 } MNT_SgdParams;
-#define MNT_SgdParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_SgdParams, nesterov)
+#define MNT_SgdParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_SgdParams, rounding_step)
+#define MNT_SgdParams_STRUCT_SIZE_1_6 MNT_STRUCT_SIZE(MNT_SgdParams, nesterov)
 
 typedef struct MNT_AdamWParams {
   size_t struct_size;
@@ -408,8 +429,15 @@ typedef struct MNT_AdamWParams {
   float epsilon;
   float weight_decay; /* decoupled: w -= lr * wd * w */
   int64_t step;       /* 1-based, for bias correction */
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even). The
+   * random bits use the step of the bias correction (the step counter + 1
+   * when one is given, else step). */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;
+  int64_t rounding_tensor; /* the tensor index the random bits use */
 } MNT_AdamWParams;
-#define MNT_AdamWParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_AdamWParams, step)
+#define MNT_AdamWParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_AdamWParams, rounding_tensor)
+#define MNT_AdamWParams_STRUCT_SIZE_1_6 MNT_STRUCT_SIZE(MNT_AdamWParams, step)
 
 /* Since 1.2: MNT_OP_ATTENTION_FORWARD/BACKWARD. */
 typedef struct MNT_AttentionParams {
@@ -522,8 +550,16 @@ typedef struct MNT_MultiAdamWParams {
   int64_t num_tensors;          /* n >= 1 */
   const float* lr_scales;       /* optional [n] */
   const float* weight_decays;   /* optional [n] */
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even).
+   * Tensor i's random bits use tensor index rounding_tensor + i and its
+   * bias-correction step, as ADAMW_STEP's. */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;
+  int64_t rounding_tensor;
 } MNT_MultiAdamWParams;
 #define MNT_MultiAdamWParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, rounding_tensor)
+#define MNT_MultiAdamWParams_STRUCT_SIZE_1_6 \
   MNT_STRUCT_SIZE(MNT_MultiAdamWParams, weight_decays)
 
 /* Since 1.6: MNT_OP_MULTI_SGD_STEP; lr_scales and weight_decays as in
@@ -537,8 +573,17 @@ typedef struct MNT_MultiSgdParams {
   int64_t num_tensors;        /* n >= 1 */
   const float* lr_scales;     /* optional [n] */
   const float* weight_decays; /* optional [n] */
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even).
+   * Tensor i's random bits use tensor index rounding_tensor + i and
+   * rounding_step, as SGD_STEP's. */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;
+  int64_t rounding_tensor;
+  int64_t rounding_step;
 } MNT_MultiSgdParams;
 #define MNT_MultiSgdParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_MultiSgdParams, rounding_step)
+#define MNT_MultiSgdParams_STRUCT_SIZE_1_6 \
   MNT_STRUCT_SIZE(MNT_MultiSgdParams, weight_decays)
 
 /* ------------------------------------------------------------------------ */

@@ -255,6 +255,14 @@ TEST_F(BadInputTest, IdxDimsWhoseProductOverflows) {
                 "IDX image dim 4 is 0");
 }
 
+TEST_F(BadInputTest, StochasticRoundingWithoutBf16WorkingWeights) {
+  ExpectRefused("--stochastic_rounding --precision=fp32",
+                "--stochastic_rounding needs bf16 working weights written from fp32 masters "
+                "(--precision=bf16); precision fp32 keeps f32 weights without a master copy");
+  ExpectRefused("--stochastic_rounding --precision=fp16",
+                "; precision fp16 keeps f16 weights");
+}
+
 TEST_F(BadInputTest, HugeBatchSize) {
   ExpectRefused("--batch_size=4611686018427387904", "--batch_size=4611686018427387904");
 }

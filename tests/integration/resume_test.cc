@@ -31,12 +31,19 @@ class ResumeTest : public ::testing::TestWithParam<std::string> {};
 // so the hysteresis tracker must cross the checkpoint too. fp32, tf32 and
 // bf16 take the device path (the sync-free step; AdamW's step counters cross
 // the checkpoint); "bf16_host" keeps bf16 on the host path.
+// "bf16_sr" / "bf16_sr_sgd": bf16 with --stochastic_rounding (AdamW / SGD),
+// so the rounding seed and the working copies must cross the checkpoint.
 TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
   const std::string param = GetParam();
   const bool fp16 = param.rfind("fp16", 0) == 0;
   const bool bf16_host = param == "bf16_host";
-  TrainConfig c = TestConfig(fp16 ? "fp16" : bf16_host ? "bf16" : param);
+  const bool stochastic = param.rfind("bf16_sr", 0) == 0;
+  TrainConfig c = TestConfig(fp16 ? "fp16" : (bf16_host || stochastic) ? "bf16" : param);
   if (bf16_host) c.set_device_loss_scaling("off");
+  if (stochastic) {
+    c.mutable_optimizer()->set_stochastic_rounding(true);
+    if (param == "bf16_sr_sgd") c.mutable_optimizer()->set_name("sgd");
+  }
   if (fp16) {
     c.set_device_loss_scaling(param.find("device") != std::string::npos ? "on" : "off");
     if (param.find("hysteresis") != std::string::npos) {
@@ -96,7 +103,8 @@ TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPrecisions, ResumeTest,
-                         ::testing::Values("fp32", "tf32", "bf16", "bf16_host", "fp16_device",
+                         ::testing::Values("fp32", "tf32", "bf16", "bf16_host", "bf16_sr",
+                                           "bf16_sr_sgd", "fp16_device",
                                            "fp16_host", "fp16_hysteresis_device",
                                            "fp16_hysteresis_host"));
 

@@ -176,6 +176,7 @@ struct Case {
   const void* params;
   double tol;
   bool first_output_only = false;  // the rest are not finite by design
+  int since_minor = 0;  // skipped for a backend built against an older ABI 1.x
 };
 
 std::string MemoryContract(const MNT_Plugin_Api* plugin, const Device& d,
@@ -382,6 +383,25 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
   cases.push_back({"SGD_STEP nesterov", MNT_OP_SGD_STEP, {Random(&rng, MNT_DTYPE_F32, {M, N})},
                    {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N})},
                    &sgd, 1e-5});
+  // ABI 1.7: the bf16 working copies rounded stochastically; the random
+  // bits are specified (common/stochastic_rounding.h), so a backend matches
+  // the reference's copy (round-to-nearest misses it by up to a bf16 ulp).
+  static MNT_AdamWParams adamw_sr{MNT_AdamWParams_STRUCT_SIZE, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                                  3, MNT_ROUNDING_STOCHASTIC, 0x5eedull, 4};
+  cases.push_back({"ADAMW_STEP stochastic rounding", MNT_OP_ADAMW_STEP,
+                   {Random(&rng, MNT_DTYPE_F32, {M, N})},
+                   {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}, -0.1, 0.1),
+                    Random(&rng, MNT_DTYPE_F32, {M, N}, 0.01, 0.1), Zeros(MNT_DTYPE_BF16, {M, N})},
+                   &adamw_sr, 1e-5});
+  cases.back().since_minor = 7;
+  static MNT_SgdParams sgd_sr{MNT_SgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 0,
+                              MNT_ROUNDING_STOCHASTIC, 0x5eedull, 2, 11};
+  cases.push_back({"SGD_STEP stochastic rounding", MNT_OP_SGD_STEP,
+                   {Random(&rng, MNT_DTYPE_BF16, {M, N})},
+                   {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}),
+                    Zeros(MNT_DTYPE_BF16, {M, N})},
+                   &sgd_sr, 1e-5});
+  cases.back().since_minor = 7;
   static MNT_LayerNormParams ln{MNT_LayerNormParams_STRUCT_SIZE, 1e-5f, 0};
   cases.push_back({"LAYERNORM_FORWARD", MNT_OP_LAYERNORM_FORWARD,
                    {Random(&rng, MNT_DTYPE_F32, {M, K}), Random(&rng, MNT_DTYPE_F32, {K}),
@@ -429,6 +449,18 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                      {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}), counter,
                       Random(&rng, MNT_DTYPE_BF16, {K}), counter},
                      out, &multi_adamw, 1e-5});
+    // ABI 1.7: the same with stochastically rounded working copies (the
+    // step counters give the step of the random bits).
+    static MNT_MultiAdamWParams multi_adamw_sr = multi_adamw;
+    multi_adamw_sr.rounding = MNT_ROUNDING_STOCHASTIC;
+    multi_adamw_sr.rounding_seed = 0x5eedull;
+    multi_adamw_sr.rounding_tensor = 1;
+    cases.push_back({"MULTI_ADAMW_STEP stochastic rounding, step counters",
+                     MNT_OP_MULTI_ADAMW_STEP,
+                     {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}), counter,
+                      Random(&rng, MNT_DTYPE_BF16, {K}), counter},
+                     out, &multi_adamw_sr, 1e-5});
+    cases.back().since_minor = 7;
   }
   static MNT_MultiSgdParams multi_sgd{MNT_MultiSgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 1,
                                       2, lr_scales, weight_decays};
@@ -441,6 +473,18 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                       Zeros(MNT_DTYPE_BF16, {M, N}), Random(&rng, MNT_DTYPE_F32, {K}),
                       Random(&rng, MNT_DTYPE_F32, {K}), Zeros(MNT_DTYPE_BF16, {K})},
                      &multi_sgd, 1e-5});
+    static MNT_MultiSgdParams multi_sgd_sr = multi_sgd;
+    multi_sgd_sr.rounding = MNT_ROUNDING_STOCHASTIC;
+    multi_sgd_sr.rounding_seed = 0x5eedull;
+    multi_sgd_sr.rounding_step = 9;
+    cases.push_back({"MULTI_SGD_STEP stochastic rounding", MNT_OP_MULTI_SGD_STEP,
+                     {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}),
+                      Random(&rng, MNT_DTYPE_F16, {K})},
+                     {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}),
+                      Zeros(MNT_DTYPE_BF16, {M, N}), Random(&rng, MNT_DTYPE_F32, {K}),
+                      Random(&rng, MNT_DTYPE_F32, {K}), Zeros(MNT_DTYPE_BF16, {K})},
+                     &multi_sgd_sr, 1e-5});
+    cases.back().since_minor = 7;
   }
   // ABI 1.7: the learning rate as a device scalar (the params' lr, 7, must
   // be ignored), against the reference with the same device rate.
@@ -513,6 +557,11 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
     const std::string name = n + "op " + c.name;
     if (!cand.Supports(c.op)) {
       r->Skip(name, "not supported by this backend");
+      continue;
+    }
+    if (plugin->abi_version.minor_version < c.since_minor) {
+      r->Skip(name, Format("needs ABI 1.%d, the backend has 1.%d", c.since_minor,
+                           plugin->abi_version.minor_version));
       continue;
     }
     std::vector<HostTensor> got = c.out, want = c.out;

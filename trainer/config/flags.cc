@@ -57,6 +57,10 @@ ABSL_FLAG(bool, nesterov, false, "SGD Nesterov momentum");
 ABSL_FLAG(std::string, multi_tensor_optimizer, "auto",
           "auto|off: one multi-tensor optimizer op per step where the backend supports it "
           "(the same bits as one op per tensor)");
+ABSL_FLAG(bool, stochastic_rounding, false,
+          "Round the bf16 working weights stochastically (llm.c's; unbiased, deterministic "
+          "for --seed, resumed bit for bit) instead of to nearest even; needs bf16 working "
+          "weights (--precision=bf16) and a backend built against ABI >= 1.7");
 
 ABSL_FLAG(std::string, schedule, "cosine", "cosine|linear|constant (after warmup)");
 ABSL_FLAG(int64_t, warmup_steps, 30, "Linear warmup steps");
@@ -151,6 +155,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(momentum, c->mutable_optimizer()->set_momentum(v)),
       MNT_BIND(nesterov, c->mutable_optimizer()->set_nesterov(v)),
       MNT_BIND(multi_tensor_optimizer, c->mutable_optimizer()->set_multi_tensor_optimizer(v)),
+      MNT_BIND(stochastic_rounding, c->mutable_optimizer()->set_stochastic_rounding(v)),
       MNT_BIND(schedule, c->mutable_schedule()->set_kind(v)),
       MNT_BIND(warmup_steps, c->mutable_schedule()->set_warmup_steps(v)),
       MNT_BIND(warmup_ratio, c->mutable_schedule()->set_warmup_ratio(v)),

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "trainer/core/device_scalars.h"
 #include "plugins/sdk/absl/status.h"
 #include "plugins/sdk/tensor.h"
@@ -28,6 +29,32 @@ bool Optimizer::UsesMultiTensor(const mantissa::OptimizerConfig& config,
 
 bool Optimizer::TakesDeviceLr(const sdk::BackendInstance& backend) {
   return backend.plugin()->abi_version.minor_version >= 7;
+}
+
+absl::Status Optimizer::CheckStochasticRounding(const mantissa::OptimizerConfig& config,
+                                                 const sdk::BackendInstance& backend,
+                                                 bool mixed, MNT_DType weight_dtype,
+                                                 const std::string& precision_name) {
+  if (!config.stochastic_rounding()) return absl::OkStatus();
+  if (!mixed || weight_dtype != MNT_DTYPE_BF16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--stochastic_rounding needs bf16 working weights written from fp32 masters "
+        "(--precision=bf16); precision ", precision_name, " keeps ",
+        sdk::DTypeName(weight_dtype), " weights", mixed ? "" : " without a master copy"));
+  }
+  const int32_t minor = backend.plugin()->abi_version.minor_version;
+  if (minor < 7) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--stochastic_rounding needs a backend built against ABI >= 1.7; backend ",
+        backend.plugin()->name, " has 1.", minor));
+  }
+  return absl::OkStatus();
+}
+
+// A fixed odd constant keeps the rounding bits' stream apart from the
+// initial weights' (which splitmix64 draws from the run's seed itself).
+uint64_t Optimizer::RoundingSeedFor(uint64_t run_seed) {
+  return run_seed ^ 0x5d588b656c078965ull;
 }
 
 Optimizer::Optimizer(const mantissa::OptimizerConfig& config,
@@ -83,7 +110,7 @@ int64_t Optimizer::ParamsStep() const {
 MNT_Tensor Optimizer::LrInput() const { return F32Scalar(lr_); }
 
 sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
-                                       const MNT_Tensor& multiplier) {
+                                       const MNT_Tensor& multiplier, int64_t train_step) {
   // The operands in the single-tensor loop's order, with absent ones as
   // NULL tensors so every tensor keeps its fixed stride.
   const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
@@ -108,26 +135,42 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                                  ParamsStep(),
                                  n,
                                  nullptr,
-                                 weight_decays_.data()};
+                                 weight_decays_.data(),
+                                 rounding(),
+                                 rounding_seed_,
+                                 /*rounding_tensor=*/0};
     return client_.Run(MNT_OP_MULTI_ADAMW_STEP, in, out, &a);
   }
-  const MNT_MultiSgdParams a{MNT_MultiSgdParams_STRUCT_SIZE, ParamsLr(lr),
-                             static_cast<float>(config_.momentum()), 0.0f,
-                             config_.nesterov() ? 1 : 0, n, nullptr, weight_decays_.data()};
+  const MNT_MultiSgdParams a{MNT_MultiSgdParams_STRUCT_SIZE,
+                             ParamsLr(lr),
+                             static_cast<float>(config_.momentum()),
+                             0.0f,
+                             config_.nesterov() ? 1 : 0,
+                             n,
+                             nullptr,
+                             weight_decays_.data(),
+                             rounding(),
+                             rounding_seed_,
+                             /*rounding_tensor=*/0,
+                             train_step};
   return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
 }
 
 absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
-                             const MNT_Tensor& multiplier) {
+                             const MNT_Tensor& multiplier, int64_t train_step) {
   if (multi_tensor_) {
-    if (auto s = MultiTensorStep(static_cast<float>(lr), found_inf, multiplier); !s.ok()) {
+    if (auto s = MultiTensorStep(static_cast<float>(lr), found_inf, multiplier, train_step);
+        !s.ok()) {
       return sdk::ToAbsl(s);
     }
     if (!skips_on_device_) ++applied_steps_;
     return absl::OkStatus();
   }
   const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_I32, {1});
+  // Parameter i's random bits use tensor index i, as in the multi-tensor op.
+  int64_t index = 0;
   for (const Param& p : params_->params()) {
+    const int64_t tensor = index++;
     std::vector<MNT_Tensor> in{params_->OptimizerGrad(p), found_inf, multiplier};
     if (adam_ && (device_step_counters_ || device_lr_)) {
       in.push_back(device_step_counters_ ? I32Scalar(p.step_counter) : absent);
@@ -147,12 +190,21 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                               static_cast<float>(config_.beta2()),
                               static_cast<float>(config_.eps()),
                               wd,
-                              ParamsStep()};
+                              ParamsStep(),
+                              rounding(),
+                              rounding_seed_,
+                              tensor};
       s = client_.Run(MNT_OP_ADAMW_STEP, in, out, &a);
     } else {
-      const MNT_SgdParams a{MNT_SgdParams_STRUCT_SIZE, ParamsLr(lr),
-                            static_cast<float>(config_.momentum()), wd,
-                            config_.nesterov() ? 1 : 0};
+      const MNT_SgdParams a{MNT_SgdParams_STRUCT_SIZE,
+                            ParamsLr(lr),
+                            static_cast<float>(config_.momentum()),
+                            wd,
+                            config_.nesterov() ? 1 : 0,
+                            rounding(),
+                            rounding_seed_,
+                            tensor,
+                            train_step};
       s = client_.Run(MNT_OP_SGD_STEP, in, out, &a);
     }
     if (!s.ok()) return sdk::ToAbsl(s);

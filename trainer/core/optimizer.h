@@ -5,12 +5,16 @@
 // one MULTI_ADAMW_STEP / MULTI_SGD_STEP over the whole parameter table, with
 // the same bits. With a device learning rate (ABI 1.7) the scheduled lr is
 // written to a device scalar before the step and every op's params stay the
-// same step after step (what a recorded CUDA graph replays).
+// same step after step (what a recorded CUDA graph replays). Since ABI 1.7
+// (--stochastic_rounding) the bf16 working copy may also be rounded
+// stochastically, its random bits keyed by a seed from --seed, the step and
+// the parameter's index (the same in both forms).
 #ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 #define MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,12 +59,28 @@ class Optimizer {
   // one host -> device copy; else nothing.
   absl::Status SetLearningRate(double lr);
 
+  // --stochastic_rounding's preconditions, one line each: bf16 working
+  // weights (a copy the optimizer writes) and a backend built against ABI
+  // >= 1.7 (an older one would round to nearest without saying so).
+  // `mixed`: fp32 masters apart from working weights of `weight_dtype`.
+  static absl::Status CheckStochasticRounding(const mantissa::OptimizerConfig& config,
+                                              const sdk::BackendInstance& backend, bool mixed,
+                                              MNT_DType weight_dtype,
+                                              const std::string& precision_name);
+  // The seed of the random bits a run derives from its --seed.
+  static uint64_t RoundingSeedFor(uint64_t run_seed);
+  bool stochastic_rounding() const { return config_.stochastic_rounding(); }
+  uint64_t rounding_seed() const { return rounding_seed_; }
+  void set_rounding_seed(uint64_t seed) { rounding_seed_ = seed; }
+
   // One step with learning rate `lr` (the device scalar SetLearningRate wrote,
   // when device_lr()) on the gradients times `multiplier` (F32 [1], the clip
   // factor). `found_inf` is F32 [1] when the kernels skip
   // on it, an empty F32 [0] when the host already decided to step.
+  // `train_step` (1-based) is the step SGD's stochastic rounding keys its
+  // bits with (AdamW uses its bias-correction step).
   absl::Status Step(double lr, const MNT_Tensor& found_inf,
-                    const MNT_Tensor& multiplier);
+                    const MNT_Tensor& multiplier, int64_t train_step);
 
   // Applied (not skipped) steps: AdamW's bias correction. With device step
   // counters the host's count is only brought up to date by the loss
@@ -88,7 +108,10 @@ class Optimizer {
   MNT_Tensor LrInput() const;
   // The whole table in one MULTI_ADAMW_STEP / MULTI_SGD_STEP.
   sdk::Status MultiTensorStep(float lr, const MNT_Tensor& found_inf,
-                              const MNT_Tensor& multiplier);
+                              const MNT_Tensor& multiplier, int64_t train_step);
+  MNT_Rounding rounding() const {
+    return config_.stochastic_rounding() ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN;
+  }
 
   const mantissa::OptimizerConfig config_;
   const bool adam_;
@@ -103,6 +126,7 @@ class Optimizer {
   // array the params point at stays put).
   std::vector<float> weight_decays_;
   int64_t applied_steps_ = 0;
+  uint64_t rounding_seed_ = 0;
 };
 
 }  // namespace mnt::trainer

@@ -68,6 +68,8 @@ class ParameterStore {
   // Separate fp32 master weights and gradients (the policy has a master
   // dtype); otherwise the working weights are the master.
   bool mixed() const { return mixed_; }
+  // The dtype of the working weights the model reads.
+  MNT_DType weight_dtype() const { return weight_dtype_; }
   int64_t num_parameters() const { return num_parameters_; }
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }

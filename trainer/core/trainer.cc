@@ -99,6 +99,11 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   // ABI 1.6: the device scale goes to the model as a tensor (no per-step read).
   device_loss_multiplier_ = plan->on_device && loss_scaling_active_ &&
                             plugins_->model.TakesDeviceLossMultiplier();
+  if (auto s = Optimizer::CheckStochasticRounding(config_.optimizer(), *plugins_->backend,
+                                                  params_->mixed(), params_->weight_dtype(),
+                                                  plugins_->precision_name);
+      !s.ok())
+    return s;
   // ABI 1.7: on the device path the lr is a device scalar too.
   auto optimizer = Optimizer::Create(
       config_.optimizer(), params_.get(), client, /*skips_on_device=*/plan->on_device,
@@ -106,6 +111,8 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
       /*device_lr=*/plan->on_device && Optimizer::TakesDeviceLr(*plugins_->backend));
   if (!optimizer.ok()) return optimizer.status();
   optimizer_ = std::move(*optimizer);
+  // A checkpoint restores the seed it was saved with.
+  optimizer_->set_rounding_seed(Optimizer::RoundingSeedFor(config_.seed()));
   LossScalingContext context;
   context.client = &client;
   context.scaler = &plugins_->scaler;
@@ -241,7 +248,8 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   auto gate = scaling_->UnscaleUpdateAndClip(scale, params_->OptimizerGradTensors(), metrics);
   if (!gate.ok()) return gate.status();
   if (gate->run_optimizer) {
-    if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier); !s.ok())
+    if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier, step_ + 1);
+        !s.ok())
       return s;
   }
   bool replayed = false;

@@ -18,6 +18,10 @@ constexpr char kAppliedStepsKey[] = "applied_steps";
 constexpr char kOptimizerKey[] = "optimizer";
 constexpr char kState1Prefix[] = "opt.state1/";
 constexpr char kState2Prefix[] = "opt.state2/";
+// --stochastic_rounding: the seed of the random bits, and each bf16 working
+// copy (it is no function of the master alone, so a resume cannot recompute it).
+constexpr char kRoundingSeedKey[] = "stochastic_rounding_seed";
+constexpr char kWorkingPrefix[] = "working/";
 
 // The buffers saved for a parameter, in file order, with their names: the
 // fp32 weights, then the optimizer state it has.
@@ -28,6 +32,37 @@ std::vector<std::pair<std::string, const sdk::DeviceBuffer*>> SavedBuffers(
   if (p.state1.data()) out.push_back({kState1Prefix + p.name, &p.state1});
   if (p.state2.data()) out.push_back({kState2Prefix + p.name, &p.state2});
   return out;
+}
+
+// The saved working copy of every parameter when the optimizer rounds it
+// stochastically: none (the copies are the masters rounded to nearest), or
+// one per parameter, checked against the model. A checkpoint of a run with
+// round-to-nearest resumes with the masters rounded to nearest.
+absl::Status FindWorkingCopies(const CheckpointData& ckpt, const ParameterStore& params,
+                               const std::string& path,
+                               std::vector<std::pair<const Param*, const TensorData*>>* found) {
+  for (const Param& p : params.params()) {
+    const std::string name = kWorkingPrefix + p.name;
+    const TensorData* t = nullptr;
+    for (const TensorData& c : ckpt.tensors()) {
+      if (c.name() == name) t = &c;
+    }
+    if (t == nullptr) continue;
+    const std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
+    if (t->dtype() != MNT_DTYPE_BF16 || dims != p.dims ||
+        t->data().size() != static_cast<size_t>(p.numel) * sizeof(uint16_t)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          path, ": tensor '", name, "' is not the bf16 working copy of the model's '", p.name,
+          "'"));
+    }
+    found->push_back({&p, t});
+  }
+  if (!found->empty() && found->size() != params.params().size()) {
+    return absl::DataLossError(absl::StrCat(path, ": checkpoint has ", found->size(), " of ",
+                                            params.params().size(),
+                                            " working copies ('", kWorkingPrefix, "...')"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -45,6 +80,10 @@ absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
   (*ckpt.mutable_metadata())[kAppliedStepsKey] =
       absl::StrCat(p_.optimizer->applied_steps());
   (*ckpt.mutable_metadata())[kOptimizerKey] = config.optimizer().name();
+  const bool stochastic = p_.optimizer->stochastic_rounding();
+  if (stochastic) {
+    (*ckpt.mutable_metadata())[kRoundingSeedKey] = absl::StrCat(p_.optimizer->rounding_seed());
+  }
   const SamplerState ss = p_.sampler->state();
   ckpt.set_sampler_seed(ss.seed);
   ckpt.set_sampler_epoch(ss.epoch);
@@ -72,6 +111,16 @@ absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
           !s.ok())
         return s;
     }
+    if (!stochastic) continue;
+    TensorData* t = ckpt.add_tensors();
+    t->set_name(kWorkingPrefix + p.name);
+    t->set_dtype(MNT_DTYPE_BF16);
+    for (int64_t d : p.dims) t->add_dims(d);
+    std::string* bytes = t->mutable_data();
+    bytes->resize(static_cast<size_t>(p.numel) * sizeof(uint16_t));
+    if (auto s = sdk::ToAbsl(p_.client->ToHost(bytes->data(), p.weights.data(), bytes->size()));
+        !s.ok())
+      return s;
   }
   std::error_code ec;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -121,6 +170,18 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
       found.push_back({buf, t});
     }
   }
+  std::vector<std::pair<const Param*, const TensorData*>> working;
+  uint64_t rounding_seed = p_.optimizer->rounding_seed();
+  if (p_.optimizer->stochastic_rounding()) {
+    if (auto s = FindWorkingCopies(ckpt, *p_.params, path, &working); !s.ok()) return s;
+    if (auto a = ckpt.metadata().find(kRoundingSeedKey); a != ckpt.metadata().end()) {
+      if (!absl::SimpleAtoi(a->second, &rounding_seed)) {
+        return absl::DataLossError(absl::StrCat(path, ": checkpoint ", kRoundingSeedKey, " '",
+                                                absl::CHexEscape(a->second),
+                                                "' is not a 64-bit unsigned number"));
+      }
+    }
+  }
   SamplerState ss{ckpt.sampler_seed(), ckpt.sampler_epoch(), ckpt.sampler_cursor()};
   BatchSampler restored_sampler(p_.sampler->num_examples(), config.seed());
   if (auto s = restored_sampler.SetState(ss); !s.ok()) {
@@ -155,6 +216,12 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
       return s;
   }
   if (auto s = p_.params->SyncWorkingWeights(); !s.ok()) return s;
+  for (const auto& [p, t] : working) {
+    const std::string& bytes = t->data();
+    if (auto s = sdk::ToAbsl(p_.client->ToDevice(p->weights.data(), bytes.data(), bytes.size()));
+        !s.ok())
+      return s;
+  }
 
   sdk::LossScalerFullState st;
   st.state.scale = ckpt.loss_scale();
@@ -171,6 +238,7 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   *p_.sampler = std::move(restored_sampler);
   *step = ckpt.step();
   p_.optimizer->set_applied_steps(applied);
+  p_.optimizer->set_rounding_seed(rounding_seed);
   // Scale, tracker and Adam's step counters follow the restored state to
   // where the scaling runs.
   return p_.scaling->SyncFromPlugin();

@@ -3,7 +3,8 @@
 // applied-step count (Optimizer), the loss scaler's state (the precision
 // plugin's scaler, after LossScaling::SyncToPlugin), the data position
 // (BatchSampler), the step, and model/options/precision/optimizer for a
-// compatibility check. Everything needed to continue a run bit for bit. The
+// compatibility check; with --stochastic_rounding also the rounding seed and
+// the bf16 working copies. Everything needed to continue a run bit for bit. The
 // file format is trainer/checkpoint.
 //
 // To add a field: write it in Save, read and validate it in Restore before

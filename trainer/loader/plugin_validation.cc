@@ -30,9 +30,10 @@ constexpr const char* kAbiVersion =
 // LossScaler_GetRecipe to MNT_Precision_Api (optional, so the required set
 // stays the 1.0 table); 1.6 appended ops, a params struct and a field of
 // MNT_Model_Backward_Args (a model-side field: the loaded sizes stay); 1.7
-// an optional learning-rate input of the optimizer ops (no struct changed) and
+// an optional learning-rate input of the optimizer ops (no struct changed),
 // appended the optional step markers to MNT_Backend_Api (both or neither,
-// checked below; the required set stays the 1.0 table).
+// checked below; the required set stays the 1.0 table) and appended fields
+// to the optimizer params structs.
 static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 7,
               "check the 1.0 sizes above when the ABI changes");
 

@@ -15,6 +15,7 @@ KERNEL_TESTS = [
     "reduce_test",
     "optimizers_test",
     "multi_tensor_optimizers_test",
+    "stochastic_rounding_optimizers_test",
     "attention_test",
     "conv_test",
     "pool_test",

@@ -4,12 +4,15 @@
 // also over a table of tensors in one call (MULTI_SGD_STEP, MULTI_ADAMW_STEP),
 // each tensor updated by the single-tensor code path, so the bits are the same.
 // Since 1.7 the learning rate may come from a device scalar instead of the
-// params (the CPU backend's device memory is host memory: read directly).
+// params (the CPU backend's device memory is host memory: read directly), and
+// the bf16 working copy may be rounded stochastically
+// (common/stochastic_rounding.h).
 #include <cstdint>
 #include <vector>
 
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/step_math.h"
+#include "plugins/backends/common/stochastic_rounding.h"
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
@@ -25,13 +28,29 @@ bool SkipStep(const backend::StepInputs& s) {
   return s.found_inf.present() && *s.found_inf.f32() != 0.0f;
 }
 
+// How one tensor's working copy is written: rounded to nearest even, or
+// (ABI 1.7) stochastically with this key.
+struct CopyRounding {
+  bool stochastic = false;
+  uint64_t key = 0;
+};
+
+// Tensor `index` of a step's table (0 for a single-tensor op) at `step`.
+CopyRounding RoundingFor(const backend::WorkingRounding& r, size_t index, int64_t step) {
+  if (!r.stochastic) return CopyRounding{};
+  return CopyRounding{true, StochasticRoundingKey(r.seed, step,
+                                                  r.tensor + static_cast<int64_t>(index))};
+}
+
 // update(i, g) for every element i with the gradient g as fp32, times the
 // multiplier when one is given, read from the gradient's own memory a block
 // at a time; then the working copy (when present) of the block's new master
-// weights. One region per tensor.
+// weights, rounded to nearest or stochastically (a BF16 copy then: the
+// contract check saw to it; element i's bits depend on i only, not on the
+// thread or block). One region per tensor.
 template <typename Update>
 void StepBlocks(const backend::StepInputs& s, const float* w, const Operand& working,
-                Update update) {
+                const CopyRounding& rounding, Update update) {
   const float multiplier = s.multiplier.present() ? *s.multiplier.f32() : 1.0f;
   const MNT_Tensor& grad = *s.grad;
   ForBlocks(s.n, [&](int64_t off, int64_t len) {
@@ -42,7 +61,15 @@ void StepBlocks(const backend::StepInputs& s, const float* w, const Operand& wor
     } else {
       for (int64_t i = 0; i < len; ++i) update(off + i, g[i]);
     }
-    if (working.present()) WriteF32Range(w + off, *working, off, len);
+    if (!working.present()) return;
+    if (!rounding.stochastic) {
+      WriteF32Range(w + off, *working, off, len);
+      return;
+    }
+    uint16_t* out = static_cast<uint16_t*>(working->data) + off;
+    for (int64_t i = 0; i < len; ++i) {
+      out[i] = FloatToBf16BitsStochastic(w[off + i], rounding.key, off + i);
+    }
   });
 }
 
@@ -75,16 +102,16 @@ Status NextStep(const backend::TypedCall& call, const Operand& counter, int64_t*
 }
 
 void SgdTensor(const backend::StepInputs& s, const SgdCoefficients& c, float* w,
-               float* buf, const Operand& working) {
-  StepBlocks(s, w, working, [&](int64_t i, float g) {
+               float* buf, const Operand& working, const CopyRounding& rounding) {
+  StepBlocks(s, w, working, rounding, [&](int64_t i, float g) {
     float unused = 0.0f;
     SgdUpdate(c, g, &w[i], buf ? &buf[i] : &unused);
   });
 }
 
 void AdamWTensor(const backend::StepInputs& s, const AdamWCoefficients& c, float* w,
-                 float* m, float* v, const Operand& working) {
-  StepBlocks(s, w, working,
+                 float* m, float* v, const Operand& working, const CopyRounding& rounding) {
+  StepBlocks(s, w, working, rounding,
              [&](int64_t i, float g) { AdamWUpdate(c, g, &w[i], &m[i], &v[i]); });
 }
 
@@ -94,7 +121,8 @@ Status CpuBackend::SgdStep(const backend::SgdStepCall& s) {
   if (SkipStep(s)) return Status::Ok();  // overflow step: state stays bit-identical
   SgdCoefficients c = s.coefficients;
   c.lr = StepLr(s.lr, c.lr);
-  SgdTensor(s, c, s.master.f32(), s.momentum.f32(), s.working);
+  SgdTensor(s, c, s.master.f32(), s.momentum.f32(), s.working,
+            RoundingFor(s.rounding, 0, s.rounding.step));
   return Status::Ok();
 }
 
@@ -106,18 +134,20 @@ Status CpuBackend::AdamWStep(const backend::AdamWStepCall& a) {
   if (SkipStep(a)) return Status::Ok();  // the counter stays as it is, too
   const AdamWCoefficients c = AdamWCoefficientsForStep(
       StepLr(a.lr, p->lr), p->beta1, p->beta2, p->epsilon, p->weight_decay, step);
-  AdamWTensor(a, c, a.master.f32(), a.m.f32(), a.v.f32(), a.working);
+  AdamWTensor(a, c, a.master.f32(), a.m.f32(), a.v.f32(), a.working,
+              RoundingFor(a.rounding, 0, step));
   if (a.step_counter.present()) *a.step_counter.i32() += 1;
   return Status::Ok();
 }
 
 Status CpuBackend::MultiSgdStep(const backend::MultiSgdStepCall& s) {
   if (s.found_inf.present() && *s.found_inf.f32() != 0.0f) return Status::Ok();
-  for (const backend::MultiStepTensor& t : s.tensors) {
+  for (size_t i = 0; i < s.tensors.size(); ++i) {
+    const backend::MultiStepTensor& t = s.tensors[i];
     const float lr = s.lr.present() ? TableLr(*s.lr.f32(), t.lr_scale) : t.lr;
     const SgdCoefficients c{lr, s.momentum, t.weight_decay, s.nesterov};
     SgdTensor(TableInputs(s.found_inf, s.multiplier, t), c, t.master.f32(),
-              t.state1.f32(), t.working);
+              t.state1.f32(), t.working, RoundingFor(s.rounding, i, s.rounding.step));
   }
   return Status::Ok();
 }
@@ -136,7 +166,8 @@ Status CpuBackend::MultiAdamWStep(const backend::MultiAdamWStepCall& a) {
     const AdamWCoefficients c = AdamWCoefficientsForStep(
         lr, p->beta1, p->beta2, p->epsilon, t.weight_decay, steps[i]);
     AdamWTensor(TableInputs(a.found_inf, a.multiplier, t), c, t.master.f32(),
-                t.state1.f32(), t.state2.f32(), t.working);
+                t.state1.f32(), t.state2.f32(), t.working,
+                RoundingFor(a.rounding, i, steps[i]));
     if (a.step_counters) *t.step_counter.i32() += 1;
   }
   return Status::Ok();

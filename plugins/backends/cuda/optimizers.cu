@@ -14,6 +14,8 @@
 // chosen once per launch, and a multi-tensor table is split into one launch
 // per pair it holds. They read and write 4 elements at a time (16-byte loads
 // when aligned).
+// Since ABI 1.7 a bf16 working copy may be rounded stochastically, with the
+// CPU backend's bits (common/stochastic_rounding.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/step_math.h"
+#include "plugins/backends/common/stochastic_rounding.h"
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/device_math.cuh"
 
@@ -50,7 +53,23 @@ struct StepBuffers {
   const float* lr = nullptr;
   float lr_scale = 1.0f;
   int64_t step = 1;
+  // ABI 1.7: a stochastically rounded (bf16) working copy, its random bits
+  // keyed by (seed, step, tensor); the step is counter + 1 with a step
+  // counter, else rounding_step (AdamW's host step, SGD's rounding_step).
+  int32_t stochastic = 0;
+  uint64_t rounding_seed = 0;
+  int64_t rounding_tensor = 0;
+  int64_t rounding_step = 0;
 };
+
+// Sets b's stochastic rounding for tensor `index` of a call's table.
+void SetRounding(const backend::WorkingRounding& r, size_t index, int64_t host_step,
+                 StepBuffers* b) {
+  b->stochastic = r.stochastic ? 1 : 0;
+  b->rounding_seed = r.seed;
+  b->rounding_tensor = r.tensor + static_cast<int64_t>(index);
+  b->rounding_step = host_step;
+}
 
 StepBuffers Buffers(const backend::StepInputs& in) {
   StepBuffers b;
@@ -69,6 +88,39 @@ __device__ inline float Multiplier(const StepBuffers& b) {
   return b.multiplier != nullptr ? *b.multiplier : 1.0f;
 }
 
+// The key of b's random bits for this step (0 when rounding to nearest). A
+// step counter is read before the kernel that advances it (stream order).
+__device__ inline uint64_t RoundingKey(const StepBuffers& b) {
+  if (b.stochastic == 0) return 0;
+  const int64_t step =
+      b.step_counter != nullptr ? int64_t{*b.step_counter} + 1 : b.rounding_step;
+  return StochasticRoundingKey(b.rounding_seed, step, b.rounding_tensor);
+}
+
+// The new master values of elements [i, i + count) into the working copy:
+// rounded to nearest even through storage type S, or stochastically as bf16
+// bits (the contract check saw to a BF16 copy), one 8-byte store per full
+// group when `vec`.
+template <typename S>
+__device__ inline void StoreWorking(const StepBuffers& b, uint64_t key, int64_t i, int count,
+                                    bool vec, const float w[4]) {
+  if (b.stochastic == 0) {
+    Store4<S>(b.working, i, count, vec, w);
+    return;
+  }
+  uint16_t* out = static_cast<uint16_t*>(b.working.data);
+  uint16_t h[4] = {0, 0, 0, 0};
+  for (int k = 0; k < count; ++k) h[k] = FloatToBf16BitsStochastic(w[k], key, i + k);
+  if (vec && count == 4) {
+    uint2 q;
+    q.x = static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+    q.y = static_cast<uint32_t>(h[2]) | (static_cast<uint32_t>(h[3]) << 16);
+    *reinterpret_cast<uint2*>(out + i) = q;
+    return;
+  }
+  for (int k = 0; k < count; ++k) out[i + k] = h[k];
+}
+
 // The fp32 state arrays as DevTensors, for the 4-element loads/stores.
 __device__ inline DevTensor F32(float* p) { return DevTensor{p, MNT_DTYPE_F32}; }
 
@@ -80,7 +132,7 @@ __device__ inline DevTensor F32(float* p) { return DevTensor{p, MNT_DTYPE_F32}; 
 // G: the gradient's storage type, W: the working copy's.
 template <typename G, typename W>
 __device__ inline void SgdGroup(const StepBuffers& b, const SgdCoefficients& c, bool vec,
-                                float mult, int64_t i) {
+                                float mult, uint64_t key, int64_t i) {
   const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
   float g[4], w[4], mom[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   Load4<G>(b.grad, i, count, vec, g);
@@ -92,12 +144,12 @@ __device__ inline void SgdGroup(const StepBuffers& b, const SgdCoefficients& c, 
   }
   Store4<F32Storage>(F32(b.master), i, count, vec, w);
   if (b.state1 != nullptr) Store4<F32Storage>(F32(b.state1), i, count, vec, mom);
-  if (b.working.data != nullptr) Store4<W>(b.working, i, count, vec, w);
+  if (b.working.data != nullptr) StoreWorking<W>(b, key, i, count, vec, w);
 }
 
 template <typename G, typename W>
 __device__ inline void AdamWGroup(const StepBuffers& b, const AdamWCoefficients& c, bool vec,
-                                  float mult, int64_t i) {
+                                  float mult, uint64_t key, int64_t i) {
   const int count = b.n - i < 4 ? static_cast<int>(b.n - i) : 4;
   float g[4], w[4], m[4], v[4];
   Load4<G>(b.grad, i, count, vec, g);
@@ -111,7 +163,7 @@ __device__ inline void AdamWGroup(const StepBuffers& b, const AdamWCoefficients&
   Store4<F32Storage>(F32(b.master), i, count, vec, w);
   Store4<F32Storage>(F32(b.state1), i, count, vec, m);
   Store4<F32Storage>(F32(b.state2), i, count, vec, v);
-  if (b.working.data != nullptr) Store4<W>(b.working, i, count, vec, w);
+  if (b.working.data != nullptr) StoreWorking<W>(b, key, i, count, vec, w);
 }
 
 // The SGD coefficients with the device learning rate, when there is one.
@@ -126,10 +178,11 @@ __global__ void SgdKernel(StepBuffers b, SgdCoefficients host_c, bool vec) {
   if (SkipStep(b)) return;  // overflow step: state stays bit-identical
   const SgdCoefficients c = WithDeviceLr(b, host_c);
   const float mult = Multiplier(b);
+  const uint64_t key = RoundingKey(b);
   const int64_t stride = 4ll * gridDim.x * blockDim.x;
   for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
        i < b.n; i += stride) {
-    SgdGroup<G, W>(b, c, vec, mult, i);
+    SgdGroup<G, W>(b, c, vec, mult, key, i);
   }
 }
 
@@ -157,10 +210,11 @@ __global__ void AdamWKernel(StepBuffers b, AdamWCoefficients host_c, bool vec) {
   if (SkipStep(b)) return;  // uniform across the grid: no thread reaches the barrier
   const AdamWCoefficients c = BlockAdamWCoefficients(b, host_c);
   const float mult = Multiplier(b);
+  const uint64_t key = RoundingKey(b);
   const int64_t stride = 4ll * gridDim.x * blockDim.x;
   for (int64_t i = 4ll * (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
        i < b.n; i += stride) {
-    AdamWGroup<G, W>(b, c, vec, mult, i);
+    AdamWGroup<G, W>(b, c, vec, mult, key, i);
   }
 }
 
@@ -201,15 +255,16 @@ __global__ void MultiStepKernel(const TableEntry* table, int64_t count, const fl
   const float mult = multiplier != nullptr ? *multiplier : 1.0f;
   const int64_t begin = (static_cast<int64_t>(blockIdx.x) - e.first_block) * kTableBlockElements;
   const int64_t end = begin + kTableBlockElements < b.n ? begin + kTableBlockElements : b.n;
+  const uint64_t key = RoundingKey(b);
   if constexpr (kAdamW) {
     const AdamWCoefficients c = BlockAdamWCoefficients(b, e.adamw);
     for (int64_t i = begin + 4 * threadIdx.x; i < end; i += 4 * blockDim.x) {
-      AdamWGroup<G, W>(b, c, e.vec != 0, mult, i);
+      AdamWGroup<G, W>(b, c, e.vec != 0, mult, key, i);
     }
   } else {
     const SgdCoefficients c = WithDeviceLr(b, e.sgd);
     for (int64_t i = begin + 4 * threadIdx.x; i < end; i += 4 * blockDim.x) {
-      SgdGroup<G, W>(b, c, e.vec != 0, mult, i);
+      SgdGroup<G, W>(b, c, e.vec != 0, mult, key, i);
     }
   }
 }
@@ -254,6 +309,7 @@ Status CudaBackend::SgdStep(const backend::SgdStepCall& s) {
   b.master = s.master.f32();
   b.state1 = s.momentum.f32();
   b.working = Dev(s.working);
+  SetRounding(s.rounding, 0, s.rounding.step, &b);
   if (b.n == 0) return Status::Ok();
   const cudaError_t err = WithStepStorages(b, [&](auto g, auto w) {
     return Launch(SgdKernel<decltype(g), decltype(w)>, GridFor((b.n + 3) / 4, kThreads),
@@ -273,6 +329,7 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
   // itself (its range is not checked here: that would need a host read).
   b.step_counter = a.step_counter.i32();
   b.step = p->step;
+  SetRounding(a.rounding, 0, p->step, &b);
   // Bias corrections in double with the shared formula, the same bits as
   // the CPU backend and as the device-counter path.
   const AdamWCoefficients c = AdamWCoefficientsForStep(
@@ -392,6 +449,7 @@ Status CudaBackend::MultiSgdStep(const backend::MultiSgdStepCall& s) {
   for (size_t i = 0; i < table.size(); ++i) {
     const backend::MultiStepTensor& t = s.tensors[i];
     table[i].b = TableBuffers(t, s.lr);
+    SetRounding(s.rounding, i, s.rounding.step, &table[i].b);
     table[i].sgd = SgdCoefficients{t.lr, s.momentum, t.weight_decay, s.nesterov};
   }
   return RunTable<false>(*this, s, table, "multi_sgd_step");
@@ -404,6 +462,7 @@ Status CudaBackend::MultiAdamWStep(const backend::MultiAdamWStepCall& a) {
     const backend::MultiStepTensor& t = a.tensors[i];
     table[i].b = TableBuffers(t, a.lr);
     table[i].b.step = p->step;
+    SetRounding(a.rounding, i, p->step, &table[i].b);
     // With device counters the kernel derives the bias corrections itself.
     table[i].adamw = AdamWCoefficientsForStep(t.lr, p->beta1, p->beta2, p->epsilon,
                                               t.weight_decay, a.step_counters ? 1 : p->step);

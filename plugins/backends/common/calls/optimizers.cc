@@ -1,6 +1,9 @@
 #include "plugins/backends/common/calls/optimizers.h"
 
+#include <optional>
+
 #include "plugins/backends/common/step_math.h"
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::backend {
@@ -39,6 +42,29 @@ Status CheckWorkingCopy(const OpCall& call, const Operand& t, int64_t n) {
   MNT_RETURN_IF_ERROR(call.ExpectFloat(t));
   return call.ExpectElements(
       t, n, [&] { return sdk::Format("%lld elements like in[0] grad", (long long)n); });
+}
+
+// ABI 1.7's rounding fields of any of the four params structs (P), read
+// only when the caller's struct_size holds them.
+template <typename P>
+Status CheckRounding(const OpCall& call, const P* p, WorkingRounding* r) {
+  if (!MNT_HAS_FIELD(p, P, rounding_tensor)) return Status::Ok();
+  const std::optional<MNT_Rounding> mode = sdk::ReadEnum(p->rounding);
+  if (!mode.has_value()) {
+    return call.Invalid(sdk::Format("rounding %d is not an MNT_Rounding",
+                                    sdk::RawEnum(p->rounding)));
+  }
+  r->stochastic = *mode == MNT_ROUNDING_STOCHASTIC;
+  r->seed = p->rounding_seed;
+  r->tensor = p->rounding_tensor;
+  return Status::Ok();
+}
+
+// Stochastic rounding writes bf16 bits: any other working copy is refused.
+Status CheckRoundedCopy(const OpCall& call, const WorkingRounding& r, const Operand& t) {
+  if (!r.stochastic || !t.present() || t->dtype == MNT_DTYPE_BF16) return Status::Ok();
+  return call.Invalid(t.label + " is " + sdk::DTypeName(t->dtype) +
+                      ", but stochastic rounding writes a bf16 working copy");
 }
 
 // found_inf in[0] and the multiplier in[1] of a multi-tensor step.
@@ -82,7 +108,9 @@ Status CheckSgdStep(const OpCall& call, SgdStepCall* s) {
   s->op = &call;
   MNT_RETURN_IF_ERROR(call.CheckCounts(1, 4, 1, 3));
   const MNT_SgdParams* p;
-  MNT_RETURN_IF_ERROR(call.Params("MNT_SgdParams", MNT_SgdParams_STRUCT_SIZE, false, &p));
+  MNT_RETURN_IF_ERROR(call.Params("MNT_SgdParams", MNT_SgdParams_STRUCT_SIZE_1_6, false, &p));
+  MNT_RETURN_IF_ERROR(CheckRounding(call, p, &s->rounding));
+  if (MNT_HAS_FIELD(p, MNT_SgdParams, rounding_step)) s->rounding.step = p->rounding_step;
   MNT_RETURN_IF_ERROR(CheckStepInputs(call, s));
   MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 3, &s->lr));
   MNT_RETURN_IF_ERROR(call.Output(0, "master", &s->master));
@@ -97,6 +125,7 @@ Status CheckSgdStep(const OpCall& call, SgdStepCall* s) {
   }
   s->working = call.OptionalOutput(2, "working_copy");
   MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, s->working, s->n));
+  MNT_RETURN_IF_ERROR(CheckRoundedCopy(call, s->rounding, s->working));
   s->coefficients = SgdCoefficients{p->lr, p->momentum, p->weight_decay, p->nesterov != 0};
   return Status::Ok();
 }
@@ -105,7 +134,8 @@ Status CheckAdamWStep(const OpCall& call, AdamWStepCall* a) {
   a->op = &call;
   MNT_RETURN_IF_ERROR(call.CheckCounts(1, 5, 3, 4));
   MNT_RETURN_IF_ERROR(
-      call.Params("MNT_AdamWParams", MNT_AdamWParams_STRUCT_SIZE, false, &a->params));
+      call.Params("MNT_AdamWParams", MNT_AdamWParams_STRUCT_SIZE_1_6, false, &a->params));
+  MNT_RETURN_IF_ERROR(CheckRounding(call, a->params, &a->rounding));
   MNT_RETURN_IF_ERROR(CheckStepInputs(call, a));
   MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 4, &a->lr));
   a->step_counter = call.OptionalInput(3, "step_counter");
@@ -122,14 +152,16 @@ Status CheckAdamWStep(const OpCall& call, AdamWStepCall* a) {
     MNT_RETURN_IF_ERROR(CheckState(call, *t, a->n));
   }
   a->working = call.OptionalOutput(3, "working_copy");
-  return CheckWorkingCopy(call, a->working, a->n);
+  MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, a->working, a->n));
+  return CheckRoundedCopy(call, a->rounding, a->working);
 }
 
 Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
   a->op = &call;
   MNT_RETURN_IF_ERROR(call.Params("MNT_MultiAdamWParams",
-                                  MNT_MultiAdamWParams_STRUCT_SIZE, false, &a->params));
+                                  MNT_MultiAdamWParams_STRUCT_SIZE_1_6, false, &a->params));
   const MNT_MultiAdamWParams* p = a->params;
+  MNT_RETURN_IF_ERROR(CheckRounding(call, p, &a->rounding));
   MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 2, 4));
   MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &a->found_inf, &a->multiplier));
   MNT_RETURN_IF_ERROR(
@@ -155,6 +187,7 @@ Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
     }
     t.working = call.OptionalOutput(4 * i + 3, "working_copy");
     MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, t.working, t.n));
+    MNT_RETURN_IF_ERROR(CheckRoundedCopy(call, a->rounding, t.working));
   }
   if (!a->step_counters && p->step < 1) {
     return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)", (long long)p->step));
@@ -165,8 +198,10 @@ Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
 Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* s) {
   s->op = &call;
   MNT_RETURN_IF_ERROR(
-      call.Params("MNT_MultiSgdParams", MNT_MultiSgdParams_STRUCT_SIZE, false, &s->params));
+      call.Params("MNT_MultiSgdParams", MNT_MultiSgdParams_STRUCT_SIZE_1_6, false, &s->params));
   const MNT_MultiSgdParams* p = s->params;
+  MNT_RETURN_IF_ERROR(CheckRounding(call, p, &s->rounding));
+  if (MNT_HAS_FIELD(p, MNT_MultiSgdParams, rounding_step)) s->rounding.step = p->rounding_step;
   MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 1, 3));
   MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &s->found_inf, &s->multiplier));
   MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 2 + static_cast<size_t>(p->num_tensors), &s->lr));
@@ -189,6 +224,7 @@ Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* s) {
     }
     t.working = call.OptionalOutput(3 * i + 2, "working_copy");
     MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, t.working, t.n));
+    MNT_RETURN_IF_ERROR(CheckRoundedCopy(call, s->rounding, t.working));
   }
   return Status::Ok();
 }

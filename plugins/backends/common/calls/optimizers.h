@@ -27,11 +27,25 @@ struct StepInputs {
   int64_t n = 0;
 };
 
+// ABI 1.7: how the working copy is written. Off (round to nearest even)
+// for a 1.6 caller's params. When stochastic, every working copy is BF16
+// (checked) and tensor t's element i takes the bits of
+// StochasticRoundingKey(seed, step, tensor + t) (common/stochastic_rounding.h),
+// where step is AdamW's bias-correction step (resolved by the kernel: the
+// step counter lives on the device) or SGD's rounding_step.
+struct WorkingRounding {
+  bool stochastic = false;
+  uint64_t seed = 0;
+  int64_t tensor = 0;  // the first table entry's index in a multi-tensor op
+  int64_t step = 0;    // SGD only
+};
+
 // master (F32, updated in place), momentum (F32; present only when
 // coefficients.momentum != 0), optional working copy = the new master rounded.
 struct SgdStepCall : TypedCall, StepInputs {
   Operand master, momentum, working;
   SgdCoefficients coefficients{};
+  WorkingRounding rounding;
 };
 sdk::Status CheckSgdStep(const OpCall& call, SgdStepCall* out);
 
@@ -43,6 +57,7 @@ struct AdamWStepCall : TypedCall, StepInputs {
   const MNT_AdamWParams* params = nullptr;
   Operand step_counter;  // may be absent
   Operand master, m, v, working;
+  WorkingRounding rounding;
 };
 sdk::Status CheckAdamWStep(const OpCall& call, AdamWStepCall* out);
 
@@ -71,6 +86,7 @@ struct MultiAdamWStepCall : TypedCall {
   Operand lr;  // since 1.7: in[2+2n], the device learning rate (may be absent)
   std::vector<MultiStepTensor> tensors;
   bool step_counters = false;
+  WorkingRounding rounding;
 };
 sdk::Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* out);
 
@@ -82,6 +98,7 @@ struct MultiSgdStepCall : TypedCall {
   // Tensor i's coefficients: these with tensors[i].lr and .weight_decay.
   float momentum = 0.0f;
   bool nesterov = false;
+  WorkingRounding rounding;
 };
 sdk::Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* out);
 
