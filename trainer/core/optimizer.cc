@@ -152,7 +152,7 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                              rounding(),
                              rounding_seed_,
                              /*rounding_tensor=*/0,
-                             train_step};
+                             RoundingStep(train_step)};
   return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
 }
 
@@ -204,7 +204,7 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                             rounding(),
                             rounding_seed_,
                             tensor,
-                            train_step};
+                            RoundingStep(train_step)};
       s = client_.Run(MNT_OP_SGD_STEP, in, out, &a);
     }
     if (!s.ok()) return sdk::ToAbsl(s);

@@ -112,6 +112,11 @@ class Optimizer {
   MNT_Rounding rounding() const {
     return config_.stochastic_rounding() ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN;
   }
+  // SGD's rounding_step: the step only when it keys random bits, else 0, so
+  // round-to-nearest steps keep the same params every step (a graph replays).
+  int64_t RoundingStep(int64_t train_step) const {
+    return config_.stochastic_rounding() ? train_step : 0;
+  }
 
   const mantissa::OptimizerConfig config_;
   const bool adam_;

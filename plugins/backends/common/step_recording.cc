@@ -56,11 +56,17 @@ ParamsLayout LayoutOf(int32_t raw_op) {
     case MNT_OP_FUSED_CLASSIFIER:
       l.holes = {MNT_HOLE_AFTER_(MNT_CrossEntropyParams, grad_scale, num_classes)};
       break;
+    // 1.7 appended the rounding fields: a hole after the 4-byte enum.
+    case MNT_OP_SGD_STEP:
+      l.holes = {MNT_HOLE_AFTER_(MNT_SgdParams, rounding, rounding_seed)};
+      break;
     case MNT_OP_ADAMW_STEP:
-      l.holes = {MNT_HOLE_AFTER_(MNT_AdamWParams, weight_decay, step)};
+      l.holes = {MNT_HOLE_AFTER_(MNT_AdamWParams, weight_decay, step),
+                 MNT_HOLE_AFTER_(MNT_AdamWParams, rounding, rounding_seed)};
       break;
     case MNT_OP_MULTI_ADAMW_STEP:
-      l.holes = {MNT_HOLE_AFTER_(MNT_MultiAdamWParams, weight_decay, step)};
+      l.holes = {MNT_HOLE_AFTER_(MNT_MultiAdamWParams, weight_decay, step),
+                 MNT_HOLE_AFTER_(MNT_MultiAdamWParams, rounding, rounding_seed)};
       l.pointers = {
           {offsetof(MNT_MultiAdamWParams, lr_scales),
            offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(float)},
@@ -68,6 +74,7 @@ ParamsLayout LayoutOf(int32_t raw_op) {
            offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(float)}};
       break;
     case MNT_OP_MULTI_SGD_STEP:
+      l.holes = {MNT_HOLE_AFTER_(MNT_MultiSgdParams, rounding, rounding_seed)};
       l.pointers = {
           {offsetof(MNT_MultiSgdParams, lr_scales),
            offsetof(MNT_MultiSgdParams, num_tensors), sizeof(float)},

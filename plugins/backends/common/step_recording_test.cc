@@ -88,6 +88,9 @@ class StepMaker {
           p.epsilon = 1e-8f;
           p.weight_decay = value(rng);
           p.step = static_cast<int64_t>(rng() % 1000);
+          p.rounding = rng() % 2 ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN;
+          p.rounding_seed = rng();
+          p.rounding_tensor = static_cast<int64_t>(rng() % 100);
           PutRaw(c.get(), p);
           break;
         }
@@ -123,6 +126,9 @@ class StepMaker {
           p.num_tensors = t;
           p.lr_scales = rng() % 2 ? c->lr_scales.data() : nullptr;
           p.weight_decays = c->weight_decays.data();
+          p.rounding = MNT_ROUNDING_NEAREST_EVEN;
+          p.rounding_seed = rng();
+          p.rounding_tensor = 0;
           PutRaw(c.get(), p);
           break;
         }
@@ -143,6 +149,10 @@ class StepMaker {
           p.num_tensors = t;
           p.lr_scales = nullptr;
           p.weight_decays = c->weight_decays.data();
+          p.rounding = MNT_ROUNDING_STOCHASTIC;
+          p.rounding_seed = rng();
+          p.rounding_tensor = 0;
+          p.rounding_step = static_cast<int64_t>(rng() % 1000);
           PutRaw(c.get(), p);
           break;
         }

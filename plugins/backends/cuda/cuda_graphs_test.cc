@@ -138,7 +138,9 @@ void ExpectSameBits(const std::string& model, const std::string& precision, int 
               model.c_str(), precision.c_str(), static_cast<long long>(on.replayed), kSteps,
               static_cast<long long>(off.replayed));
   EXPECT_EQ(off.replayed, 0);
-  if (replays >= 0) EXPECT_EQ(on.replayed, replays);
+  if (replays >= 0) {
+    EXPECT_EQ(on.replayed, replays);
+  }
 }
 
 TEST(CudaGraphsTest, MlpFp16DeviceScalingReplaysWithTheSameBits) {
