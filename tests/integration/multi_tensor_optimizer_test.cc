@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
+#include "tests/integration/trained_run.h"
 #include "trainer/checkpoint/checkpoint.h"
 
 namespace mnt::trainer {
@@ -18,28 +19,12 @@ using testing::MakeTrainer;
 using testing::RecordingSink;
 using testing::TempDir;
 using testing::TestConfig;
+using testing::TrainAndCheckpoint;
+using testing::TrainedRun;
 
-struct RunResult {
-  std::vector<double> losses;
-  CheckpointData checkpoint;
-};
-
-RunResult Train(TrainConfig c, const std::string& multi_tensor, const std::string& tag) {
+TrainedRun Train(TrainConfig c, const std::string& multi_tensor, const std::string& tag) {
   c.mutable_optimizer()->set_multi_tensor_optimizer(multi_tensor);
-  PluginRegistry registry(InTreePluginDirs());
-  RunResult r;
-  auto t = MakeTrainer(c, &registry);
-  EXPECT_TRUE(t.ok()) << t.status();
-  if (!t.ok()) return r;
-  RecordingSink sink;
-  EXPECT_TRUE((*t)->Train(&sink).ok());
-  for (const StepMetrics& m : sink.steps) r.losses.push_back(m.loss);
-  const std::string path = TempDir() + "/multi_" + tag + "_" + multi_tensor + ".ckpt";
-  EXPECT_TRUE((*t)->SaveCheckpoint(path).ok());
-  auto data = ReadCheckpoint(path);
-  EXPECT_TRUE(data.ok()) << data.status();
-  if (data.ok()) r.checkpoint = *data;
-  return r;
+  return TrainAndCheckpoint(c, "multi_" + tag + "_" + multi_tensor + ".ckpt");
 }
 
 class MultiTensorOptimizerTest
@@ -59,7 +44,7 @@ TEST_P(MultiTensorOptimizerTest, SameBitsAsOneOpPerTensor) {
   c.set_steps(25);
   c.set_eval_every(0);
   const std::string tag = precision + "_" + optimizer;
-  const RunResult multi = Train(c, "auto", tag), single = Train(c, "off", tag);
+  const TrainedRun multi = Train(c, "auto", tag), single = Train(c, "off", tag);
   ASSERT_EQ(multi.losses.size(), 25u);
   ASSERT_EQ(single.losses.size(), multi.losses.size());
   for (size_t i = 0; i < multi.losses.size(); ++i) {

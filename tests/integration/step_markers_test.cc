@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
+#include "tests/integration/trained_run.h"
 #include "trainer/checkpoint/checkpoint.h"
 
 namespace mnt::trainer {
@@ -26,30 +27,12 @@ using testing::MakeTrainer;
 using testing::RecordingSink;
 using testing::TempDir;
 using testing::TestConfig;
+using testing::TrainAndCheckpoint;
+using testing::TrainedRun;
 
-struct RunResult {
-  std::vector<double> losses;
-  CheckpointData checkpoint;
-  int64_t replayed = -1;
-};
-
-RunResult Train(TrainConfig c, bool record, const std::string& tag) {
+TrainedRun Train(TrainConfig c, bool record, const std::string& tag) {
   c.set_backend_options(record ? "record_steps=on" : "record_steps=off");
-  PluginRegistry registry(InTreePluginDirs());
-  RunResult r;
-  auto t = MakeTrainer(c, &registry);
-  EXPECT_TRUE(t.ok()) << t.status();
-  if (!t.ok()) return r;
-  RecordingSink sink;
-  EXPECT_TRUE((*t)->Train(&sink).ok());
-  for (const StepMetrics& m : sink.steps) r.losses.push_back(m.loss);
-  r.replayed = (*t)->Report().replayed_steps;
-  const std::string path = TempDir() + "/markers_" + tag + (record ? "_on" : "_off") + ".ckpt";
-  EXPECT_TRUE((*t)->SaveCheckpoint(path).ok());
-  auto data = ReadCheckpoint(path);
-  EXPECT_TRUE(data.ok()) << data.status();
-  if (data.ok()) r.checkpoint = *data;
-  return r;
+  return TrainAndCheckpoint(c, "markers_" + tag + (record ? "_on" : "_off") + ".ckpt");
 }
 
 // precision ("fp16_device", "fp16_host", "fp32", "bf16"), optimizer,
@@ -71,7 +54,7 @@ TEST_P(StepMarkersTest, RecordedStepsGiveTheBitsOfStepsRunAsIssued) {
   c.set_steps(steps);
   c.set_eval_every(5);  // evaluation between steps, outside the markers
   const std::string tag = precision + "_" + optimizer + "_" + std::to_string(accum);
-  const RunResult on = Train(c, true, tag), off = Train(c, false, tag);
+  const TrainedRun on = Train(c, true, tag), off = Train(c, false, tag);
   ASSERT_EQ(on.losses.size(), static_cast<size_t>(steps));
   ASSERT_EQ(off.losses.size(), on.losses.size());
   for (size_t i = 0; i < on.losses.size(); ++i) {
@@ -84,15 +67,15 @@ TEST_P(StepMarkersTest, RecordedStepsGiveTheBitsOfStepsRunAsIssued) {
     EXPECT_TRUE(on.checkpoint.tensors(i).data() == off.checkpoint.tensors(i).data())
         << "tensor " << i << " differs";
   }
-  EXPECT_EQ(off.replayed, 0);
+  EXPECT_EQ(off.replayed_steps, 0);
   // Step 1 runs eagerly, step 2 equals it and is "captured", the rest replay
   // when nothing inside the step reads back or uploads. The host paths read
   // inside the step today (none replays); a sync-free host path may.
   if (precision == "fp16_device") {
-    EXPECT_EQ(on.replayed, accum == 1 ? steps - 2 : 0);
+    EXPECT_EQ(on.replayed_steps, accum == 1 ? steps - 2 : 0);
   } else {
-    EXPECT_GE(on.replayed, 0);
-    EXPECT_LE(on.replayed, steps - 2);
+    EXPECT_GE(on.replayed_steps, 0);
+    EXPECT_LE(on.replayed_steps, steps - 2);
   }
 }
 

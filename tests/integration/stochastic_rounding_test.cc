@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/integration/test_env.h"
+#include "tests/integration/trained_run.h"
 #include "trainer/checkpoint/checkpoint.h"
 
 namespace mnt::trainer {
@@ -21,29 +22,11 @@ using testing::MakeTrainer;
 using testing::RecordingSink;
 using testing::TempDir;
 using testing::TestConfig;
+using testing::TrainAndCheckpoint;
+using testing::TrainedRun;
 
-struct RunResult {
-  std::vector<double> losses;
-  double eval_loss = NAN;
-  CheckpointData checkpoint;
-};
-
-RunResult Train(const TrainConfig& c, const std::string& tag) {
-  PluginRegistry registry(InTreePluginDirs());
-  RunResult r;
-  auto t = MakeTrainer(c, &registry);
-  EXPECT_TRUE(t.ok()) << t.status();
-  if (!t.ok()) return r;
-  RecordingSink sink;
-  EXPECT_TRUE((*t)->Train(&sink).ok());
-  for (const StepMetrics& m : sink.steps) r.losses.push_back(m.loss);
-  if (!sink.evals.empty()) r.eval_loss = sink.evals.back().loss;
-  const std::string path = TempDir() + "/sr_" + tag + ".ckpt";
-  EXPECT_TRUE((*t)->SaveCheckpoint(path).ok());
-  auto data = ReadCheckpoint(path);
-  EXPECT_TRUE(data.ok()) << data.status();
-  if (data.ok()) r.checkpoint = *data;
-  return r;
+TrainedRun Train(const TrainConfig& c, const std::string& tag) {
+  return TrainAndCheckpoint(c, "sr_" + tag + ".ckpt");
 }
 
 TrainConfig Bf16(bool stochastic, int64_t steps) {
@@ -62,8 +45,8 @@ const TensorData* Find(const CheckpointData& c, const std::string& name) {
 }
 
 TEST(StochasticRoundingTest, DiffersFromNearestAndRepeatsBitForBit) {
-  const RunResult a = Train(Bf16(true, 30), "a"), b = Train(Bf16(true, 30), "b");
-  const RunResult nearest = Train(Bf16(false, 30), "nearest");
+  const TrainedRun a = Train(Bf16(true, 30), "a"), b = Train(Bf16(true, 30), "b");
+  const TrainedRun nearest = Train(Bf16(false, 30), "nearest");
   ASSERT_EQ(a.losses.size(), 30u);
   ASSERT_EQ(b.losses.size(), a.losses.size());
   ASSERT_EQ(nearest.losses.size(), a.losses.size());
@@ -106,9 +89,9 @@ TEST(StochasticRoundingTest, MultiTensorOpAndOneOpPerTensorGiveTheSameBits) {
     SCOPED_TRACE(optimizer);
     c.mutable_optimizer()->set_name(optimizer);
     c.mutable_optimizer()->set_multi_tensor_optimizer("auto");
-    const RunResult multi = Train(c, "multi_" + optimizer);
+    const TrainedRun multi = Train(c, "multi_" + optimizer);
     c.mutable_optimizer()->set_multi_tensor_optimizer("off");
-    const RunResult single = Train(c, "single_" + optimizer);
+    const TrainedRun single = Train(c, "single_" + optimizer);
     ASSERT_EQ(multi.losses.size(), 20u);
     ASSERT_EQ(single.losses, multi.losses);
     ASSERT_EQ(multi.checkpoint.tensors_size(), single.checkpoint.tensors_size());
@@ -129,9 +112,9 @@ TEST(StochasticRoundingTest, LossStaysNearFp32) {
   TrainConfig fp32 = TestConfig("fp32");
   fp32.set_steps(kSteps);
   fp32.set_eval_every(0);
-  const RunResult ref = Train(fp32, "fp32");
-  const RunResult sr = Train(Bf16(true, kSteps), "sr300");
-  const RunResult nearest = Train(Bf16(false, kSteps), "nearest300");
+  const TrainedRun ref = Train(fp32, "fp32");
+  const TrainedRun sr = Train(Bf16(true, kSteps), "sr300");
+  const TrainedRun nearest = Train(Bf16(false, kSteps), "nearest300");
   ASSERT_EQ(ref.losses.size(), static_cast<size_t>(kSteps));
   ASSERT_EQ(sr.losses.size(), ref.losses.size());
   auto tail_mean = [](const std::vector<double>& l) {
