@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "plugins/backends/cuda/testing/gpu_test_support.h"
+#include "plugins/backends/cuda/testing/training_harness.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/config/config.h"
@@ -26,37 +27,18 @@
 namespace mnt::trainer {
 namespace {
 
+using gpu_testing::Runfiles;
+using gpu_testing::TmpDir;
+using Recorder = gpu_testing::LossRecorder;
+
 constexpr int kSteps = 20;
 
-std::string Runfiles() {
-  const char* s = std::getenv("TEST_SRCDIR");
-  return std::string(s ? s : ".");
-}
-
-std::string TmpDir() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  return std::string(t ? t : "/tmp");
-}
-
-class Recorder : public MetricsSink {
- public:
-  void OnStep(const StepMetrics& m) override { losses.push_back(m.loss); }
-  void OnEval(const EvalMetrics&) override {}
-  void OnMessage(const std::string&) override {}
-  std::vector<double> losses;
-};
-
 std::string WriteCorpus() {
-  const std::string path = TmpDir() + "/graphs_corpus.txt";
-  std::ofstream out(path);
-  const char* words[] = {"a", "graph", "is", "captured", "once", "and", "replayed",
-                         "many", "times", "while", "the", "step", "stays", "the", "same"};
-  uint32_t state = 2024;
-  for (int i = 0; i < 20000; ++i) {
-    state = state * 1664525u + 1013904223u;
-    out << words[(state >> 16) % 15] << ((state >> 8) % 7 == 0 ? ".\n" : " ");
-  }
-  return path;
+  return gpu_testing::WriteWordCorpus(
+      "graphs_corpus.txt",
+      {"a", "graph", "is", "captured", "once", "and", "replayed", "many", "times", "while",
+       "the", "step", "stays", "the", "same"},
+      2024);
 }
 
 struct Run {

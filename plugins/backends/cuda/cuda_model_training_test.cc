@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "plugins/backends/cuda/testing/gpu_test_support.h"
+#include "plugins/backends/cuda/testing/training_harness.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/config/config.h"
 #include "trainer/core/metrics.h"
@@ -22,38 +23,18 @@
 namespace mnt::trainer {
 namespace {
 
-std::string Runfiles() {
-  const char* s = std::getenv("TEST_SRCDIR");
-  return std::string(s ? s : ".");
-}
+using gpu_testing::Runfiles;
+using gpu_testing::TmpDir;
+using Recorder = gpu_testing::LossRecorder;
 
 constexpr size_t kSteps = 60;
 
-std::string TmpDir() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  return std::string(t ? t : "/tmp");
-}
-
-class Recorder : public MetricsSink {
- public:
-  void OnStep(const StepMetrics& m) override { losses.push_back(m.loss); }
-  void OnEval(const EvalMetrics&) override {}
-  void OnMessage(const std::string&) override {}
-  std::vector<double> losses;
-};
-
-// A small deterministic English-like corpus for byte-level GPT-2.
 std::string WriteCorpus() {
-  const std::string path = TmpDir() + "/corpus.txt";
-  std::ofstream out(path);
-  const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "while", "dogs",
-                         "ran", "past", "quickly", "and", "birds", "sang"};
-  uint32_t state = 12345;
-  for (int i = 0; i < 20000; ++i) {
-    state = state * 1664525u + 1013904223u;
-    out << words[(state >> 16) % 14] << ((state >> 8) % 7 == 0 ? ".\n" : " ");
-  }
-  return path;
+  // A small deterministic English-like corpus for byte-level GPT-2.
+  return gpu_testing::WriteWordCorpus("corpus.txt",
+                                      {"the", "cat", "sat", "on", "a", "mat", "while", "dogs",
+                                       "ran", "past", "quickly", "and", "birds", "sang"},
+                                      12345);
 }
 
 std::vector<double> Train(const std::string& model, const std::string& device,
