@@ -1,13 +1,16 @@
 // Multi-head self-attention (ABI 1.2), llm.c's packed qkv layout. The
 // forward saves each row's logsumexp; the backward recomputes probabilities
-// from it (flash-attention style), so no [T,T] matrix is ever kept.
+// from it (flash-attention style), so no [T,T] matrix outlives a call.
 //
-// Threads split the B x H heads; each head's Q, K^T, V are first copied into
-// its thread's fp32 buffers (K and V transposed so every inner loop runs
-// along contiguous memory and vectorises), and everything accumulates in
-// fp32; exponentials are gelu_vector.h's vectorised exp. A head is computed
-// by one thread in a fixed order, so results do not depend on the thread
-// count.
+// Each head is a handful of GEMMs on the backend's sgemm (oneDNN's, or
+// OpenBLAS's under gemm=reference), taken a block of kRows query rows at a
+// time: a causal block sees only the keys up to its last row, so the GEMMs
+// skip most of the masked upper triangle. Between them, the softmax and its
+// derivative run row by row with gelu_vector.h's vectorised exp. Threads
+// split the B x H heads; a thread copies its head's Q, K, V into fp32
+// buffers (16-bit storage widened once) and computes it alone, its GEMMs
+// single-threaded inside the region, so results are the same run to run
+// for a given thread count.
 #include <omp.h>
 
 #include <algorithm>
@@ -26,15 +29,9 @@ using sdk::Status;
 
 namespace {
 
-// One head's working set, reused across the heads a thread computes.
-struct HeadBuffers {
-  std::vector<float> q, kt, v, vt, y, score, prob, dq, dk, dv;
-  void Resize(int64_t t, int64_t d) {
-    for (auto* b : {&q, &kt, &v, &vt, &y, &dq, &dk, &dv}) b->resize(t * d);
-    score.resize(t);
-    prob.resize(t);
-  }
-};
+// Query rows per block: big enough for GEMM-sized products, small enough
+// that a causal block wastes little on masked keys.
+constexpr int64_t kRows = 64;
 
 // Offsets into the packed rows of one call's shape.
 struct Layout {
@@ -52,65 +49,50 @@ struct Layout {
   }
   // Keys visible from query position ti: [0, Visible(ti)).
   int64_t Visible(int64_t ti) const { return s.causal ? ti + 1 : s.t; }
+  // Keys any row of the block starting at r0 sees.
+  int64_t BlockKeys(int64_t r0, int64_t rows) const {
+    return s.causal ? r0 + rows : s.t;
+  }
 };
 
-// Head (bi, hi)'s rows of one of q/k/v as [T, D]; `transposed` stores [D, T].
+// Head (bi, hi)'s rows of q/k/v (`which` 0/1/2) as fp32 [T, D].
 void LoadHead(const Layout& L, const MNT_Tensor& qkv, int64_t bi, int64_t hi, int which,
-              bool transposed, float* row, float* dst) {
-  const int64_t t = L.s.t, d = L.s.d;
-  for (int64_t ti = 0; ti < t; ++ti) {
-    float* r = transposed ? row : dst + ti * d;
-    ReadF32Range(qkv, L.Qkv(bi, ti, which, hi), d, r);
-    if (transposed) {
-      for (int64_t e = 0; e < d; ++e) dst[e * t + ti] = r[e];
-    }
+              float* dst) {
+  for (int64_t ti = 0; ti < L.s.t; ++ti) {
+    ReadF32Range(qkv, L.Qkv(bi, ti, which, hi), L.s.d, dst + ti * L.s.d);
   }
 }
 
-// score[j] = scale * q . k_j for j < n, from K^T [D, T]; returns the max.
-// Keys in blocks of kKeys whose partial dot products stay in registers over
-// the D loop; each score still sums its products in e order.
-float Scores(const float* q, const float* kt, int64_t t, int64_t d, int64_t n, float scale,
-             float* score) {
-  constexpr int64_t kKeys = 16;
-  int64_t j0 = 0;
-  for (; j0 + kKeys <= n; j0 += kKeys) {
-    float acc[kKeys] = {};
-    for (int64_t e = 0; e < d; ++e) {
-      const float qe = q[e];
-      const float* k = kt + e * t + j0;
-#pragma omp simd
-      for (int64_t j = 0; j < kKeys; ++j) acc[j] += qe * k[j];
-    }
-#pragma omp simd
-    for (int64_t j = 0; j < kKeys; ++j) score[j0 + j] = acc[j] * scale;
+// Head (bi, hi)'s rows of a [B,T,C] tensor as fp32 [T, D], and back.
+void LoadRows(const Layout& L, const MNT_Tensor& x, int64_t bi, int64_t hi, float* dst) {
+  for (int64_t ti = 0; ti < L.s.t; ++ti) {
+    ReadF32Range(x, L.Row(bi, ti, hi), L.s.d, dst + ti * L.s.d);
   }
-  if (j0 < n) {
-    const int64_t rest = n - j0;
-    float acc[kKeys] = {};
-    for (int64_t e = 0; e < d; ++e) {
-      const float qe = q[e];
-      const float* k = kt + e * t + j0;
-      for (int64_t j = 0; j < rest; ++j) acc[j] += qe * k[j];
-    }
-    for (int64_t j = 0; j < rest; ++j) score[j0 + j] = acc[j] * scale;
-  }
-  float top = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : top)
-  for (int64_t j = 0; j < n; ++j) top = std::max(top, score[j]);
-  return top;
 }
 
-// p[j] = exp(p[j] - shift) for j < n (the vectorised exp of gelu_vector.h);
-// returns their sum.
-float ExpShifted(float* p, int64_t n, float shift) {
+// p[j] = exp(scale * p[j] - shift) for j < n, 0 for n <= j < width (the
+// masked keys); returns the sum of the first n.
+float ExpScaled(float* p, int64_t n, int64_t width, float scale, float shift) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < n; ++j) {
-    p[j] = ExpClamped(p[j] - shift);
+    p[j] = ExpClamped(scale * p[j] - shift);
     sum += p[j];
   }
+  std::fill(p + n, p + width, 0.0f);
   return sum;
+}
+
+float ScaledMax(const float* p, int64_t n, float scale) {
+  float top = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : top)
+  for (int64_t j = 0; j < n; ++j) top = std::max(top, scale * p[j]);
+  return top;
+}
+
+// The heads a call's threads split (never more threads than heads).
+int HeadThreads(const backend::AttentionShape& s) {
+  return static_cast<int>(std::min<int64_t>(ThreadsFor(s.b * s.h * s.t * s.d), s.b * s.h));
 }
 
 }  // namespace
@@ -118,38 +100,40 @@ float ExpShifted(float* p, int64_t n, float shift) {
 Status CpuBackend::AttentionForward(const backend::AttentionForwardCall& a) {
   const Layout L{a.shape};
   const backend::AttentionShape s = a.shape;
-  const int64_t heads = s.b * s.h;
-  const int threads = ThreadsFor(heads * s.t * s.d);
+  const int64_t heads = s.b * s.h, t = s.t, d = s.d;
+  const int threads = HeadThreads(s);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    HeadBuffers buf;
-    buf.Resize(s.t, s.d);
-    std::vector<float> row(s.d), lse(s.t);
+    std::vector<float> q(t * d), k(t * d), v(t * d), y(t * d), p(kRows * t), lse(t);
 #pragma omp for schedule(static)
     for (int64_t head = 0; head < heads; ++head) {
       const int64_t bi = head / s.h, hi = head % s.h;
-      LoadHead(L, *a.qkv, bi, hi, 0, false, row.data(), buf.q.data());
-      LoadHead(L, *a.qkv, bi, hi, 1, true, row.data(), buf.kt.data());
-      LoadHead(L, *a.qkv, bi, hi, 2, false, row.data(), buf.v.data());
-      for (int64_t ti = 0; ti < s.t; ++ti) {
-        const int64_t n = L.Visible(ti);
-        float* score = buf.score.data();
-        const float max = Scores(buf.q.data() + ti * s.d, buf.kt.data(), s.t, s.d, n, s.scale,
-                                 score);
-        const float sum = ExpShifted(score, n, max);
-        const float inv = 1.0f / sum;
-        float* y = buf.y.data() + ti * s.d;
-        std::fill(y, y + s.d, 0.0f);
-        for (int64_t j = 0; j < n; ++j) {
-          const float w = score[j] * inv;
-          const float* v = buf.v.data() + j * s.d;
+      LoadHead(L, *a.qkv, bi, hi, 0, q.data());
+      LoadHead(L, *a.qkv, bi, hi, 1, k.data());
+      LoadHead(L, *a.qkv, bi, hi, 2, v.data());
+      for (int64_t r0 = 0; r0 < t; r0 += kRows) {
+        const int64_t rows = std::min(kRows, t - r0), keys = L.BlockKeys(r0, rows);
+        // P = softmax(scale Q K^T) over each row's visible keys.
+        Sgemm(false, true, rows, keys, d, q.data() + r0 * d, d, k.data(), d, 0.0f, p.data(),
+              keys);
+        for (int64_t i = 0; i < rows; ++i) {
+          float* row = p.data() + i * keys;
+          const int64_t n = L.Visible(r0 + i);
+          const float max = ScaledMax(row, n, s.scale);
+          const float sum = ExpScaled(row, n, keys, s.scale, max);
+          const float inv = 1.0f / sum;
 #pragma omp simd
-          for (int64_t e = 0; e < s.d; ++e) y[e] += w * v[e];
+          for (int64_t j = 0; j < n; ++j) row[j] *= inv;
+          lse[r0 + i] = max + std::log(sum);
         }
-        WriteF32Range(y, *a.y, L.Row(bi, ti, hi), s.d);
-        lse[ti] = max + std::log(sum);
+        // Y = P V.
+        Sgemm(false, false, rows, d, keys, p.data(), keys, v.data(), d, 0.0f,
+              y.data() + r0 * d, d);
       }
-      WriteF32Range(lse.data(), *a.lse, L.Lse(bi, hi, 0), s.t);
+      for (int64_t ti = 0; ti < t; ++ti) {
+        WriteF32Range(y.data() + ti * d, *a.y, L.Row(bi, ti, hi), d);
+      }
+      WriteF32Range(lse.data(), *a.lse, L.Lse(bi, hi, 0), t);
     }
   }
   return Status::Ok();
@@ -158,59 +142,61 @@ Status CpuBackend::AttentionForward(const backend::AttentionForwardCall& a) {
 Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
   const Layout L{a.shape};
   const backend::AttentionShape s = a.shape;
-  const int64_t heads = s.b * s.h;
-  const int threads = ThreadsFor(heads * s.t * s.d);
+  const int64_t heads = s.b * s.h, t = s.t, d = s.d;
+  const int threads = HeadThreads(s);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    HeadBuffers buf;
-    buf.Resize(s.t, s.d);
-    std::vector<float> row(s.d), gy(s.d), y(s.d), lse(s.t);
+    std::vector<float> q(t * d), k(t * d), v(t * d), gy(t * d), y(t * d), dq(t * d),
+        dk(t * d), dv(t * d), p(kRows * t), ds(kRows * t), lse(t), dy_dot_y(t);
 #pragma omp for schedule(static)
     for (int64_t head = 0; head < heads; ++head) {
       const int64_t bi = head / s.h, hi = head % s.h;
-      LoadHead(L, *a.qkv, bi, hi, 0, false, row.data(), buf.q.data());
-      LoadHead(L, *a.qkv, bi, hi, 1, true, row.data(), buf.kt.data());
-      LoadHead(L, *a.qkv, bi, hi, 1, false, row.data(), buf.v.data());  // K rows
-      LoadHead(L, *a.qkv, bi, hi, 2, true, row.data(), buf.vt.data());
-      ReadF32Range(*a.lse, L.Lse(bi, hi, 0), s.t, lse.data());
-      std::fill(buf.dk.begin(), buf.dk.end(), 0.0f);
-      std::fill(buf.dv.begin(), buf.dv.end(), 0.0f);
-      const float* k_rows = buf.v.data();
-      for (int64_t ti = 0; ti < s.t; ++ti) {
-        const int64_t n = L.Visible(ti);
-        const float* q = buf.q.data() + ti * s.d;
-        ReadF32Range(*a.dy, L.Row(bi, ti, hi), s.d, gy.data());
-        ReadF32Range(*a.y, L.Row(bi, ti, hi), s.d, y.data());
-        // dsoftmax: ds_j = p_j (dp_j - sum_k p_k dp_k), and
-        // sum_k p_k dp_k = dy . y.
-        float dy_dot_y = 0.0f;
-#pragma omp simd reduction(+ : dy_dot_y)
-        for (int64_t e = 0; e < s.d; ++e) dy_dot_y += gy[e] * y[e];
-        float* prob = buf.prob.data();
-        Scores(q, buf.kt.data(), s.t, s.d, n, s.scale, prob);
-        ExpShifted(prob, n, lse[ti]);
-        float* ds = buf.score.data();  // dp_j = dy . v_j, from V^T
-        Scores(gy.data(), buf.vt.data(), s.t, s.d, n, 1.0f, ds);
-        for (int64_t j = 0; j < n; ++j) ds[j] = s.scale * prob[j] * (ds[j] - dy_dot_y);
-        float* dq = buf.dq.data() + ti * s.d;
-        std::fill(dq, dq + s.d, 0.0f);
-        for (int64_t j = 0; j < n; ++j) {
-          const float dsj = ds[j], pj = prob[j];
-          const float* k = k_rows + j * s.d;
-          float* dk = buf.dk.data() + j * s.d;
-          float* dv = buf.dv.data() + j * s.d;
-#pragma omp simd
-          for (int64_t e = 0; e < s.d; ++e) {
-            dq[e] += dsj * k[e];
-            dk[e] += dsj * q[e];
-            dv[e] += pj * gy[e];
-          }
-        }
+      LoadHead(L, *a.qkv, bi, hi, 0, q.data());
+      LoadHead(L, *a.qkv, bi, hi, 1, k.data());
+      LoadHead(L, *a.qkv, bi, hi, 2, v.data());
+      LoadRows(L, *a.dy, bi, hi, gy.data());
+      LoadRows(L, *a.y, bi, hi, y.data());
+      ReadF32Range(*a.lse, L.Lse(bi, hi, 0), t, lse.data());
+      // The softmax's derivative needs sum_j p_j dp_j per row, which is dy . y.
+      for (int64_t ti = 0; ti < t; ++ti) {
+        const float* g = gy.data() + ti * d;
+        const float* o = y.data() + ti * d;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t e = 0; e < d; ++e) dot += g[e] * o[e];
+        dy_dot_y[ti] = dot;
       }
-      for (int64_t ti = 0; ti < s.t; ++ti) {
-        WriteF32Range(buf.dq.data() + ti * s.d, *a.dqkv, L.Qkv(bi, ti, 0, hi), s.d);
-        WriteF32Range(buf.dk.data() + ti * s.d, *a.dqkv, L.Qkv(bi, ti, 1, hi), s.d);
-        WriteF32Range(buf.dv.data() + ti * s.d, *a.dqkv, L.Qkv(bi, ti, 2, hi), s.d);
+      std::fill(dk.begin(), dk.end(), 0.0f);
+      std::fill(dv.begin(), dv.end(), 0.0f);
+      for (int64_t r0 = 0; r0 < t; r0 += kRows) {
+        const int64_t rows = std::min(kRows, t - r0), keys = L.BlockKeys(r0, rows);
+        const float* q_blk = q.data() + r0 * d;
+        const float* gy_blk = gy.data() + r0 * d;
+        // P recomputed from the saved logsumexp; masked keys get 0.
+        Sgemm(false, true, rows, keys, d, q_blk, d, k.data(), d, 0.0f, p.data(), keys);
+        for (int64_t i = 0; i < rows; ++i) {
+          ExpScaled(p.data() + i * keys, L.Visible(r0 + i), keys, s.scale, lse[r0 + i]);
+        }
+        // dP = dY V^T; dV += P^T dY.
+        Sgemm(false, true, rows, keys, d, gy_blk, d, v.data(), d, 0.0f, ds.data(), keys);
+        Sgemm(true, false, keys, d, rows, p.data(), keys, gy_blk, d, 1.0f, dv.data(), d);
+        // dS = scale P (dP - dy . y), zero where P is.
+        for (int64_t i = 0; i < rows; ++i) {
+          const float* pr = p.data() + i * keys;
+          float* dsr = ds.data() + i * keys;
+          const float shift = dy_dot_y[r0 + i];
+#pragma omp simd
+          for (int64_t j = 0; j < keys; ++j) dsr[j] = s.scale * pr[j] * (dsr[j] - shift);
+        }
+        // dQ = dS K; dK += dS^T Q.
+        Sgemm(false, false, rows, d, keys, ds.data(), keys, k.data(), d, 0.0f,
+              dq.data() + r0 * d, d);
+        Sgemm(true, false, keys, d, rows, ds.data(), keys, q_blk, d, 1.0f, dk.data(), d);
+      }
+      for (int64_t ti = 0; ti < t; ++ti) {
+        WriteF32Range(dq.data() + ti * d, *a.dqkv, L.Qkv(bi, ti, 0, hi), d);
+        WriteF32Range(dk.data() + ti * d, *a.dqkv, L.Qkv(bi, ti, 1, hi), d);
+        WriteF32Range(dv.data() + ti * d, *a.dqkv, L.Qkv(bi, ti, 2, hi), d);
       }
     }
   }
