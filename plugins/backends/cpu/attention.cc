@@ -6,7 +6,7 @@
 // OpenBLAS's under gemm=reference), taken a block of kRows query rows at a
 // time: a causal block sees only the keys up to its last row, so the GEMMs
 // skip most of the masked upper triangle. Between them, the softmax and its
-// derivative run row by row with gelu_vector.h's vectorised exp. Threads
+// derivative run row by row with vector_loops.h's exp. Threads
 // split the B x H heads; a thread copies its head's Q, K, V into fp32
 // buffers (16-bit storage widened once) and computes it alone, its GEMMs
 // single-threaded inside the region, so results are the same run to run
@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
-#include "plugins/backends/cpu/gelu_vector.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
+#include "plugins/backends/cpu/vector_loops.h"
 
 namespace mnt::cpu {
 
@@ -73,14 +73,9 @@ void LoadRows(const Layout& L, const MNT_Tensor& x, int64_t bi, int64_t hi, floa
 // p[j] = exp(scale * p[j] - shift) for j < n, 0 for n <= j < width (the
 // masked keys); returns the sum of the first n.
 float ExpScaled(float* p, int64_t n, int64_t width, float scale, float shift) {
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j) {
-    p[j] = ExpClamped(scale * p[j] - shift);
-    sum += p[j];
-  }
+  const double sum = ExpShiftedLoop(p, p, n, scale, shift);
   std::fill(p + n, p + width, 0.0f);
-  return sum;
+  return static_cast<float>(sum);
 }
 
 float ScaledMax(const float* p, int64_t n, float scale) {

@@ -192,7 +192,8 @@ TEST_F(AttentionTest, LongSequencesMatchFloat64InEveryBlock) {
       MNT_Tensor tqkv = Upload(qkv, dtype, {sh.b, sh.t, 3 * sh.c()});
       MNT_Tensor ty = Empty(dtype, {sh.b, sh.t, sh.c()});
       MNT_Tensor tlse = Empty(MNT_DTYPE_F32, {sh.b, sh.h, sh.t});
-      MNT_AttentionParams p{MNT_AttentionParams_STRUCT_SIZE, sh.h, causal, scale};
+      MNT_AttentionParams p{MNT_AttentionParams_STRUCT_SIZE, static_cast<int32_t>(sh.h), causal,
+                            scale};
       sdk::Status st = Run(MNT_OP_ATTENTION_FORWARD, {tqkv}, {ty, tlse}, &p);
       ASSERT_TRUE(st.ok()) << st.message();
       std::vector<double> y, lse, dqkv;

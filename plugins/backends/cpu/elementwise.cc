@@ -8,9 +8,9 @@
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cpu/backend.h"
-#include "plugins/backends/cpu/gelu_vector.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
+#include "plugins/backends/cpu/vector_loops.h"
 
 namespace mnt::cpu {
 
@@ -80,8 +80,7 @@ Status CpuBackend::ActivationForward(const backend::ActivationForwardCall& c) {
 #pragma omp simd
       for (int64_t i = 0; i < len; ++i) y[i] = Relu(x[i]);
     } else if (act == MNT_ACTIVATION_GELU_TANH) {
-#pragma omp simd
-      for (int64_t i = 0; i < len; ++i) y[i] = GeluTanhVector(x[i]);
+      GeluTanhLoop(x, y, len);
     } else if (x != y) {
       std::copy(x, x + len, y);
     }
@@ -101,8 +100,7 @@ Status CpuBackend::ActivationBackward(const backend::ActivationBackwardCall& c) 
 #pragma omp simd
       for (int64_t i = 0; i < len; ++i) dx[i] = ReluBackward(x[i], dy[i]);
     } else if (act == MNT_ACTIVATION_GELU_TANH) {
-#pragma omp simd
-      for (int64_t i = 0; i < len; ++i) dx[i] = GeluTanhBackwardVector(x[i], dy[i]);
+      GeluTanhBackwardLoop(x, dy, dx, len);
     } else if (dx != dy) {
       std::copy(dy, dy + len, dx);
     }

@@ -13,7 +13,7 @@
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/column_sums.h"
-#include "plugins/backends/cpu/gelu_vector.h"
+#include "plugins/backends/cpu/vector_loops.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
@@ -62,8 +62,7 @@ Status CpuBackend::GemmBiasGelu(const backend::GemmBiasGeluCall& c) {
     float buf[kBlock];
     float* yv = OutBlock(y, off, buf);
     const float* pv = p + off;
-#pragma omp simd
-    for (int64_t i = 0; i < len; ++i) yv[i] = GeluTanhVector(pv[i]);
+    GeluTanhLoop(pv, yv, len);
     StoreBlock(yv, y, off, len);
     if (host != nullptr) WriteF32Range(pv, *c.pre, off, len);  // pre rounded on store
   });
@@ -80,8 +79,7 @@ Status CpuBackend::GemmDgelu(const backend::GemmDgeluCall& c) {
     float buf[kBlock];
     const float* pv = InBlock(pre, off, len, buf);
     float* dd = dv + off;
-#pragma omp simd
-    for (int64_t i = 0; i < len; ++i) dd[i] = GeluTanhBackwardVector(pv[i], dd[i]);
+    GeluTanhBackwardLoop(pv, dd, dd, len);
   });
   if (c.dbias.present()) {
     std::vector<double> acc(static_cast<size_t>(c.n), 0.0);

@@ -11,6 +11,7 @@
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
+#include "plugins/backends/cpu/vector_loops.h"
 
 namespace mnt::cpu {
 
@@ -20,13 +21,8 @@ namespace {
 
 // Writes softmax of row[0, width) into probs[0, width); returns log(sum exp(x - max)).
 float SoftmaxRow(const float* row, int64_t width, float* probs, float* max_out) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < width; ++j) max = std::max(max, row[j]);
-  double sum = 0.0;
-  for (int64_t j = 0; j < width; ++j) {
-    probs[j] = std::exp(row[j] - max);
-    sum += probs[j];
-  }
+  const float max = MaxLoop(row, width);
+  const double sum = ExpShiftedLoop(row, probs, width, 1.0f, max);
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t j = 0; j < width; ++j) probs[j] *= inv;
   *max_out = max;
@@ -147,14 +143,16 @@ Status CpuBackend::FusedClassifier(const backend::FusedClassifierCall& c) {
         loss[r] = 0.0f;
         std::fill(x, x + c.width, 0.0f);
       } else {
-        float max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < c.classes; ++j) max = std::max(max, x[j]);
-        double sum = 0.0;
-        for (int64_t j = 0; j < c.classes; ++j) sum += std::exp(x[j] - max);
+        // Each exponential once, in place: x becomes exp(x - max), then
+        // CrossEntropyGradient's (p - [j == t]) * scale with p = e / sum.
+        const float max = MaxLoop(x, c.classes);
+        const float target_logit = x[t];
+        const double sum = ExpShiftedLoop(x, x, c.classes, 1.0f, max);
         const float inv = static_cast<float>(1.0 / sum);
-        loss[r] = ClassifierLoss(x[t], max, static_cast<float>(std::log(sum)));
+        loss[r] = ClassifierLoss(target_logit, max, static_cast<float>(std::log(sum)));
+#pragma omp simd
         for (int64_t j = 0; j < c.classes; ++j) {
-          x[j] = CrossEntropyGradient(x[j], max, inv, j == t, scale);
+          x[j] = (x[j] * inv - (j == t ? 1.0f : 0.0f)) * scale;
         }
         for (int64_t j = c.classes; j < c.width; ++j) x[j] = 0.0f;  // padding
       }

@@ -1,0 +1,117 @@
+// Both compiled versions of vector_loops.h (the AVX2 + FMA one only where
+// this CPU has it; the test says when it is skipped) against float64: GELU
+// and its derivative densely over their whole range, the shifted
+// exponential and its sum, the maximum; NaN stays NaN; lengths that are not
+// a multiple of any vector width.
+#include "plugins/backends/cpu/vector_loops.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace mnt::cpu {
+namespace {
+
+std::vector<const VectorLoops*> Versions() {
+  std::vector<const VectorLoops*> v = {&BaselineLoops()};
+  if (Avx2Loops() != nullptr) {
+    v.push_back(Avx2Loops());
+  } else {
+    std::printf("this CPU has no AVX2/FMA: only the baseline loops are tested\n");
+  }
+  return v;
+}
+
+TEST(VectorLoopsTest, TheChosenVersionIsTheBestThisCpuHas) {
+  EXPECT_EQ(&Loops(), Avx2Loops() != nullptr ? Avx2Loops() : &BaselineLoops());
+}
+
+// gelu_vector.h's bounds: 1e-5 relative of float64 (backward: of the sum of
+// its two terms' magnitudes), 1e-30 absolute where the result underflows.
+TEST(VectorLoopsTest, GeluAndItsDerivativeMatchFloat64Densely) {
+  std::vector<float> x;
+  for (int i = -12 * 1024; i <= 12 * 1024; ++i) x.push_back(i / 1024.0f + 1.0f / 4096);
+  x.push_back(std::nanf(""));
+  const int64_t n = static_cast<int64_t>(x.size());
+  const std::vector<float> ones(x.size(), 1.0f);
+  const double k = std::sqrt(2.0 / M_PI);
+  for (const VectorLoops* loops : Versions()) {
+    SCOPED_TRACE(loops->isa);
+    std::vector<float> y(x.size()), dx(x.size());
+    loops->gelu_tanh(x.data(), y.data(), n);
+    loops->gelu_tanh_backward(x.data(), ones.data(), dx.data(), n);
+    int bad = 0;
+    for (int64_t i = 0; i + 1 < n && bad < 5; ++i) {
+      const double xi = x[i];
+      const double u = k * (xi + 0.044715 * xi * xi * xi);
+      const double e = std::exp(-2.0 * u), s = 1.0 / (1.0 + e);
+      const double du = k * (1.0 + 3 * 0.044715 * xi * xi);
+      const double want_y = xi * s, want_dx = s + 2.0 * xi * s * (e * s) * du;
+      const double grad_scale = s + std::fabs(2.0 * xi * s * (e * s) * du);
+      if (std::fabs(y[i] - want_y) > 1e-5 * std::fabs(want_y) + 1e-30 ||
+          std::fabs(dx[i] - want_dx) > 1e-5 * grad_scale + 1e-30) {
+        ++bad;
+        ADD_FAILURE() << "x=" << xi << " y=" << y[i] << " want " << want_y << " dx=" << dx[i]
+                      << " want " << want_dx;
+      }
+    }
+    EXPECT_TRUE(std::isnan(y.back()));
+    EXPECT_TRUE(std::isnan(dx.back()));
+    // In place, and dy scales the derivative.
+    std::vector<float> dy(x.size(), -3.0f);
+    loops->gelu_tanh_backward(x.data(), dy.data(), dy.data(), n);
+    for (int64_t i = 0; i + 1 < n; i += 97) EXPECT_FLOAT_EQ(dy[i], -3.0f * dx[i]) << x[i];
+  }
+}
+
+TEST(VectorLoopsTest, ExpShiftedAndItsSumMatchFloat64) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-30.0f, 30.0f);
+  for (const VectorLoops* loops : Versions()) {
+    SCOPED_TRACE(loops->isa);
+    for (int64_t n : {0, 1, 7, 13, 1000, 50257}) {
+      std::vector<float> x(n), e(n);
+      for (float& v : x) v = dist(rng);
+      const float scale = 0.37f, shift = 4.0f;
+      const double sum = loops->exp_shifted(x.data(), e.data(), n, scale, shift);
+      double want_sum = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        // The float argument as the loop forms it (FMA or not: within 1 ulp).
+        const double want = std::exp(static_cast<double>(scale) * x[i] - shift);
+        want_sum += want;
+        ASSERT_NEAR(e[i], want, 2e-6 * want) << "n=" << n << " x=" << x[i];
+      }
+      EXPECT_NEAR(sum, want_sum, 2e-6 * want_sum) << n;
+    }
+    // Clamped far out, NaN kept; in place.
+    std::vector<float> x = {-200.0f, 200.0f, std::nanf(""), 0.0f};
+    loops->exp_shifted(x.data(), x.data(), 4, 1.0f, 0.0f);
+    EXPECT_LT(x[0], 1e-37f);
+    EXPECT_GT(x[1], 1e38f);
+    EXPECT_TRUE(std::isnan(x[2]));
+    EXPECT_EQ(x[3], 1.0f);
+  }
+}
+
+TEST(VectorLoopsTest, MaxIsTheLargestElement) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> dist(0.0f, 100.0f);
+  for (const VectorLoops* loops : Versions()) {
+    SCOPED_TRACE(loops->isa);
+    EXPECT_EQ(loops->max(nullptr, 0), -std::numeric_limits<float>::infinity());
+    for (int64_t n : {1, 5, 8, 9, 33, 50257}) {
+      std::vector<float> x(n);
+      for (float& v : x) v = dist(rng);
+      const int64_t at = static_cast<int64_t>(rng() % n);
+      x[at] = 1e4f;  // somewhere, also in a tail lane
+      EXPECT_EQ(loops->max(x.data(), n), 1e4f) << n << " at " << at;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mnt::cpu
