@@ -1,7 +1,8 @@
 // Layer norm over the last dimension (biased variance, as torch), forward
 // saving mean/rstd, and backward; since ABI 1.6 also fused with the residual
 // add in front of it (forward) and the gradient add behind it (backward).
-// Row statistics accumulate in double. Each op is one parallel region over
+// Row statistics accumulate in double (vector_loops.h: the row loops
+// compiled per ISA). Each op is one parallel region over
 // the tensors' own memory (16-bit rows converted through a per-thread row
 // buffer): a row is one thread's, and the weight and bias gradients sum each
 // column over the rows in row order on one thread, so every result is the
@@ -13,6 +14,7 @@
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
+#include "plugins/backends/cpu/vector_loops.h"
 
 namespace mnt::cpu {
 
@@ -26,21 +28,6 @@ constexpr int64_t kColumnStripe = 64;
 // A [C] parameter as fp32 (in place when it is fp32).
 const float* RowVector(const Operand& t, int64_t c, std::vector<float>* buf) {
   return InRow(*t, 0, c, buf);
-}
-
-// y = (x - mean) * rstd * w + b for one row of c values; saves mean and rstd.
-void NormalizeRow(const float* row, int64_t c, const float* w, const float* b,
-                  float epsilon, float* y, float* mean, float* rstd) {
-  double sum = 0.0;
-  for (int64_t j = 0; j < c; ++j) sum += row[j];
-  const double mu = sum / c;
-  double sq = 0.0;
-  for (int64_t j = 0; j < c; ++j) sq += (row[j] - mu) * (row[j] - mu);
-  const float m = static_cast<float>(mu);
-  const float rs = static_cast<float>(1.0 / std::sqrt(sq / c + epsilon));
-  for (int64_t j = 0; j < c; ++j) y[j] = (row[j] - m) * rs * w[j] + b[j];
-  *mean = m;
-  *rstd = rs;
 }
 
 struct NormOperands {
@@ -76,7 +63,7 @@ void NormalizeRows(int64_t rows, int64_t c, float epsilon, const NormOperands& o
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       float* yr = OutRow(y, r, c, &y_buf);
-      NormalizeRow(row_of(r, &scratch), c, w, b, epsilon, yr, &mean[r], &rstd[r]);
+      Loops().layer_norm_row(row_of(r, &scratch), c, w, b, epsilon, yr, &mean[r], &rstd[r]);
       if (y.dtype != MNT_DTYPE_F32) WriteF32Range(yr, y, r * c, c);
     }
   }
@@ -114,12 +101,7 @@ Status Backward(const Call& l, const Operand& dsum) {
       for (int64_t r = 0; r < rows; ++r) {
         const float* gr = InBlock(dy, r * c + j0, len, gbuf);
         const float* xr = InBlock(x, r * c + j0, len, xbuf);
-        const float m = mean[r], rs = rstd[r];
-        for (int64_t j = 0; j < len; ++j) {
-          const float xh = (xr[j] - m) * rs;
-          dw_acc[j] += static_cast<double>(gr[j]) * xh;
-          db_acc[j] += gr[j];
-        }
+        Loops().layer_norm_param_grads_row(xr, gr, mean[r], rstd[r], len, dw_acc, db_acc);
       }
       for (int64_t j = 0; j < len; ++j) {
         dwv[j0 + j] += static_cast<float>(dw_acc[j]);
@@ -131,24 +113,10 @@ Status Backward(const Call& l, const Operand& dsum) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = InRow(x, r, c, &xbuf);
       const float* gr = InRow(dy, r, c, &gbuf);
-      const float m = mean[r], rs = rstd[r];
-      double mean_dxhat = 0.0, mean_dxhat_xhat = 0.0;
-      for (int64_t j = 0; j < c; ++j) {
-        const float xh = (xr[j] - m) * rs;
-        const float dxhat = gr[j] * w[j];
-        mean_dxhat += dxhat;
-        mean_dxhat_xhat += static_cast<double>(dxhat) * xh;
-      }
-      const float a = static_cast<float>(mean_dxhat / c);
-      const float bcoef = static_cast<float>(mean_dxhat_xhat / c);
       // dsum is read before dx is written (dx may alias it).
       const float* sr = dsum.present() ? InRow(*dsum, r, c, &sbuf) : nullptr;
       float* out = OutRow(dx, r, c, &dbuf);
-      for (int64_t j = 0; j < c; ++j) {
-        const float xh = (xr[j] - m) * rs;
-        const float dxhat = gr[j] * w[j];
-        out[j] = (sr != nullptr ? sr[j] : 0.0f) + rs * (dxhat - a - xh * bcoef);
-      }
+      Loops().layer_norm_backward_row(xr, gr, w, sr, mean[r], rstd[r], c, out);
       if (dx.dtype != MNT_DTYPE_F32) WriteF32Range(out, dx, r * c, c);
     }
   }

@@ -12,6 +12,7 @@
 #include "plugins/backends/cpu/column_sums.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
+#include "plugins/backends/cpu/vector_loops.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cpu {
@@ -29,8 +30,7 @@ void SumColumns(const MNT_Tensor& t, int64_t rows, int64_t cols, double* acc) {
     float buf[kColumns];
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = InBlock(t, r * cols + j0, len, buf);
-#pragma omp simd
-      for (int64_t j = 0; j < len; ++j) a[j] += row[j];
+      Loops().add_to_sums(row, len, a);
     }
     std::copy(a, a + len, acc + j0);
   }

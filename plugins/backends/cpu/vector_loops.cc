@@ -1,6 +1,7 @@
 #include "plugins/backends/cpu/vector_loops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "plugins/backends/cpu/gelu_vector.h"
@@ -40,6 +41,67 @@ MNT_INLINE_LOOP_ float MaxBody(const float* x, int64_t n) {
   return top;
 }
 
+MNT_INLINE_LOOP_ void AddToSumsBody(const float* x, int64_t n, double* acc) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) acc[j] += x[j];
+}
+
+MNT_INLINE_LOOP_ void LayerNormRowBody(const float* x, int64_t c, const float* w,
+                                       const float* b, float epsilon, float* y, float* mean,
+                                       float* rstd) {
+  double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < c; ++j) sum += x[j];
+  const double mu = sum / c;
+  double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
+  for (int64_t j = 0; j < c; ++j) sq += (x[j] - mu) * (x[j] - mu);
+  const float m = static_cast<float>(mu);
+  const float rs = static_cast<float>(1.0 / std::sqrt(sq / c + epsilon));
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j) y[j] = (x[j] - m) * rs * w[j] + b[j];
+  *mean = m;
+  *rstd = rs;
+}
+
+MNT_INLINE_LOOP_ void LayerNormBackwardRowBody(const float* x, const float* dy, const float* w,
+                                               const float* dsum, float m, float rs, int64_t c,
+                                               float* dx) {
+  double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
+#pragma omp simd reduction(+ : sum_dxhat, sum_dxhat_xhat)
+  for (int64_t j = 0; j < c; ++j) {
+    const float xh = (x[j] - m) * rs;
+    const float dxhat = dy[j] * w[j];
+    sum_dxhat += dxhat;
+    sum_dxhat_xhat += static_cast<double>(dxhat) * xh;
+  }
+  const float a = static_cast<float>(sum_dxhat / c);
+  const float bcoef = static_cast<float>(sum_dxhat_xhat / c);
+  if (dsum != nullptr) {
+#pragma omp simd
+    for (int64_t j = 0; j < c; ++j) {
+      const float xh = (x[j] - m) * rs;
+      dx[j] = dsum[j] + rs * (dy[j] * w[j] - a - xh * bcoef);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < c; ++j) {
+      const float xh = (x[j] - m) * rs;
+      dx[j] = rs * (dy[j] * w[j] - a - xh * bcoef);
+    }
+  }
+}
+
+MNT_INLINE_LOOP_ void LayerNormParamGradsRowBody(const float* x, const float* dy, float m,
+                                                 float rs, int64_t n, double* dw, double* db) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const float xh = (x[j] - m) * rs;
+    dw[j] += static_cast<double>(dy[j]) * xh;
+    db[j] += dy[j];
+  }
+}
+
 #define MNT_LOOPS_FOR_TARGET_(name, attr)                                                  \
   attr void Gelu##name(const float* x, float* y, int64_t n) { GeluBody(x, y, n); }        \
   attr void GeluBackward##name(const float* x, const float* dy, float* dx, int64_t n) {   \
@@ -49,14 +111,34 @@ MNT_INLINE_LOOP_ float MaxBody(const float* x, int64_t n) {
                                float shift) {                                             \
     return ExpShiftedBody(x, e, n, scale, shift);                                         \
   }                                                                                       \
-  attr float Max##name(const float* x, int64_t n) { return MaxBody(x, n); }
+  attr float Max##name(const float* x, int64_t n) { return MaxBody(x, n); }               \
+  attr void AddToSums##name(const float* x, int64_t n, double* acc) {                     \
+    AddToSumsBody(x, n, acc);                                                             \
+  }                                                                                       \
+  attr void LayerNormRow##name(const float* x, int64_t c, const float* w, const float* b, \
+                               float epsilon, float* y, float* mean, float* rstd) {       \
+    LayerNormRowBody(x, c, w, b, epsilon, y, mean, rstd);                                 \
+  }                                                                                       \
+  attr void LayerNormBackwardRow##name(const float* x, const float* dy, const float* w,   \
+                                       const float* dsum, float m, float rs, int64_t c,   \
+                                       float* dx) {                                       \
+    LayerNormBackwardRowBody(x, dy, w, dsum, m, rs, c, dx);                               \
+  }                                                                                       \
+  attr void LayerNormParamGradsRow##name(const float* x, const float* dy, float m,        \
+                                         float rs, int64_t n, double* dw, double* db) {   \
+    LayerNormParamGradsRowBody(x, dy, m, rs, n, dw, db);                                  \
+  }
 
 MNT_LOOPS_FOR_TARGET_(Baseline, )
 MNT_LOOPS_FOR_TARGET_(Avx2, __attribute__((target("arch=x86-64-v3"))))
 
-constexpr VectorLoops kBaseline{"baseline", GeluBaseline, GeluBackwardBaseline,
-                                ExpShiftedBaseline, MaxBaseline};
-constexpr VectorLoops kAvx2{"x86-64-v3", GeluAvx2, GeluBackwardAvx2, ExpShiftedAvx2, MaxAvx2};
+#define MNT_LOOPS_TABLE_(isa, name)                                                 \
+  VectorLoops {                                                                     \
+    isa, Gelu##name, GeluBackward##name, ExpShifted##name, Max##name, AddToSums##name, \
+        LayerNormRow##name, LayerNormBackwardRow##name, LayerNormParamGradsRow##name \
+  }
+constexpr VectorLoops kBaseline = MNT_LOOPS_TABLE_("baseline", Baseline);
+constexpr VectorLoops kAvx2 = MNT_LOOPS_TABLE_("x86-64-v3", Avx2);
 
 bool CpuHasAvx2() {
   // __builtin_cpu_supports("avx") also checks that the OS saves AVX state.

@@ -1,5 +1,6 @@
-// The element-wise loops that dominate the CPU backend's non-GEMM time
-// (GELU, the exponentials of softmax, cross-entropy and attention), each
+// The loops that dominate the CPU backend's non-GEMM time (GELU, the
+// exponentials of softmax, cross-entropy and attention, layer norm's rows,
+// the column sums of bias and norm-parameter gradients), each
 // compiled twice: for AVX2 + FMA (x86-64-v3) and for the baseline x86-64 the
 // rest of the plugin targets. The CPU decides once, at first use, so one
 // binary runs everywhere and uses 8-wide vectors and FMA where it can.
@@ -27,6 +28,23 @@ struct VectorLoops {
   // The largest x[i]; -inf when n == 0 (a NaN among them may be returned or
   // skipped: callers feed it to exp, which keeps it either way).
   float (*max)(const float* x, int64_t n);
+  // acc[j] += x[j] in double (a row of a column sum: exact in any order of
+  // rows, so the same bits on both versions).
+  void (*add_to_sums)(const float* x, int64_t n, double* acc);
+  // Layer norm of one row of c values: mean and rstd = 1 / sqrt(var + eps)
+  // (biased variance) from double sums, y = (x - mean) rstd w + b.
+  void (*layer_norm_row)(const float* x, int64_t c, const float* w, const float* b,
+                         float epsilon, float* y, float* mean, float* rstd);
+  // One row's layer-norm input gradient, xhat = (x - mean) rstd and
+  // dxhat = dy w: dx = dsum + rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)),
+  // the means in double; dsum may be null (0) and may alias dx.
+  void (*layer_norm_backward_row)(const float* x, const float* dy, const float* w,
+                                  const float* dsum, float mean, float rstd, int64_t c,
+                                  float* dx);
+  // One row's share of the weight and bias gradients, in double:
+  // dw[j] += dy[j] xhat[j], db[j] += dy[j].
+  void (*layer_norm_param_grads_row)(const float* x, const float* dy, float mean, float rstd,
+                                     int64_t n, double* dw, double* db);
 };
 
 // The version this CPU runs (AVX2 and FMA present, and the OS saves AVX

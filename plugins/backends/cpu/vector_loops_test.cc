@@ -1,8 +1,9 @@
 // Both compiled versions of vector_loops.h (the AVX2 + FMA one only where
 // this CPU has it; the test says when it is skipped) against float64: GELU
 // and its derivative densely over their whole range, the shifted
-// exponential and its sum, the maximum; NaN stays NaN; lengths that are not
-// a multiple of any vector width.
+// exponential and its sum, the maximum, column sums, layer norm's row
+// forward, backward and parameter gradients; NaN stays NaN; lengths that
+// are not a multiple of any vector width.
 #include "plugins/backends/cpu/vector_loops.h"
 
 #include <cmath>
@@ -109,6 +110,70 @@ TEST(VectorLoopsTest, MaxIsTheLargestElement) {
       const int64_t at = static_cast<int64_t>(rng() % n);
       x[at] = 1e4f;  // somewhere, also in a tail lane
       EXPECT_EQ(loops->max(x.data(), n), 1e4f) << n << " at " << at;
+    }
+  }
+}
+
+TEST(VectorLoopsTest, ColumnSumsAreExactInDouble) {
+  for (const VectorLoops* loops : Versions()) {
+    SCOPED_TRACE(loops->isa);
+    std::vector<float> x = {1e8f, 1.0f, -3.5f, 0.1f, 7.0f};
+    std::vector<double> acc = {1.0, 2.0, 3.0, 4.0, 5.0};
+    loops->add_to_sums(x.data(), 5, acc.data());
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(acc[j], (j + 1.0) + static_cast<double>(x[j]));
+  }
+}
+
+// Layer norm's row loops against float64 on random rows (c = 1 to 777):
+// forward y, mean, rstd; backward dx with and without dsum; the weight and
+// bias gradient sums; tolerance 1e-5 of each output's scale.
+TEST(VectorLoopsTest, LayerNormRowsMatchFloat64) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> dist(0.5f, 2.0f);
+  for (const VectorLoops* loops : Versions()) {
+    SCOPED_TRACE(loops->isa);
+    for (int64_t c : {1, 3, 64, 77, 777}) {
+      SCOPED_TRACE(c);
+      std::vector<float> x(c), w(c), b(c), dy(c), dsum(c), y(c), dx(c), dx_sum(c);
+      for (auto* v : {&x, &w, &b, &dy, &dsum}) {
+        for (float& e : *v) e = dist(rng);
+      }
+      const float eps = 1e-5f;
+      float mean = 0, rstd = 0;
+      loops->layer_norm_row(x.data(), c, w.data(), b.data(), eps, y.data(), &mean, &rstd);
+      double mu = 0, var = 0;
+      for (float e : x) mu += e;
+      mu /= c;
+      for (float e : x) var += (e - mu) * (e - mu);
+      var /= c;
+      const double rs = 1.0 / std::sqrt(var + eps);
+      EXPECT_NEAR(mean, mu, 1e-6 * (1 + std::fabs(mu)));
+      EXPECT_NEAR(rstd, rs, 1e-5 * rs);
+      std::vector<double> xh(c);
+      double mean_dxhat = 0, mean_dxhat_xhat = 0;
+      for (int64_t j = 0; j < c; ++j) {
+        xh[j] = (x[j] - mu) * rs;
+        EXPECT_NEAR(y[j], xh[j] * w[j] + b[j], 1e-5 * (1 + std::fabs(xh[j] * w[j]) + std::fabs(b[j])));
+        mean_dxhat += double(dy[j]) * w[j] / c;
+        mean_dxhat_xhat += double(dy[j]) * w[j] * xh[j] / c;
+      }
+      loops->layer_norm_backward_row(x.data(), dy.data(), w.data(), nullptr, mean, rstd, c,
+                                     dx.data());
+      dx_sum = dsum;  // dsum aliasing dx, as the fused backward may pass it
+      loops->layer_norm_backward_row(x.data(), dy.data(), w.data(), dx_sum.data(), mean, rstd,
+                                     c, dx_sum.data());
+      std::vector<double> dw(c, 0.5), db(c, -0.5);
+      loops->layer_norm_param_grads_row(x.data(), dy.data(), mean, rstd, c, dw.data(),
+                                        db.data());
+      for (int64_t j = 0; j < c; ++j) {
+        const double terms = std::fabs(double(dy[j]) * w[j]) + std::fabs(mean_dxhat) +
+                             std::fabs(xh[j] * mean_dxhat_xhat);
+        const double want = rs * (double(dy[j]) * w[j] - mean_dxhat - xh[j] * mean_dxhat_xhat);
+        EXPECT_NEAR(dx[j], want, 1e-5 * rs * terms) << j;
+        EXPECT_NEAR(dx_sum[j], dsum[j] + want, 1e-5 * (std::fabs(dsum[j]) + rs * terms)) << j;
+        EXPECT_NEAR(dw[j], 0.5 + dy[j] * xh[j], 1e-5 * (1 + std::fabs(dy[j] * xh[j]))) << j;
+        EXPECT_EQ(db[j], -0.5 + double(dy[j])) << j;
+      }
     }
   }
 }
