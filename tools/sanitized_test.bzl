@@ -35,12 +35,12 @@ _sanitize = transition(
 )
 
 def _environment(threads):
-    # As .bazelrc's `test:asan`. LeakSanitizer's tracer crashes at exit while
-    # libgomp's workers live, so a run with more than one OpenMP thread (to
-    # reach the kernels' threaded partitions) checks memory errors but not leaks.
-    leaks = "1" if threads == 1 else "0"
+    # As .bazelrc's `test:asan` (which says why intercept_tls_get_addr=0:
+    # without it LeakSanitizer's tracer crashed at exit beside libgomp's
+    # worker threads), so leaks are checked at any thread count.
     return {
-        "ASAN_OPTIONS": "halt_on_error=1:abort_on_error=1:strict_init_order=1:detect_leaks=" + leaks,
+        "ASAN_OPTIONS": "halt_on_error=1:abort_on_error=1:strict_init_order=1:detect_leaks=1:" +
+                        "intercept_tls_get_addr=0",
         "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
         "OMP_NUM_THREADS": str(threads),
         "OMP_WAIT_POLICY": "PASSIVE",
@@ -69,7 +69,7 @@ sanitized_test = rule(
         ),
         "threads": attr.int(
             default = 1,
-            doc = "OpenMP threads; above 1 the leak check is off (see _environment).",
+            doc = "OpenMP threads the test runs with.",
         ),
         "_allowlist_function_transition": attr.label(
             default = "@bazel_tools//tools/allowlists/function_transition_allowlist",
