@@ -192,15 +192,26 @@ class Gpt2Test : public ::testing::Test {
     return v;
   }
 
-  // Forward (+ Backward) in `dtype`; returns the loss, fills grads (f64).
-  // With `device_multiplier` each Backward's multiplier is an F32 [1]
-  // tensor (ABI 1.6's loss_multiplier_device; the host float then says
+  // One Backward's loss multiplier: a host float, or (`on_device`) an F32
+  // [1] tensor (ABI 1.6's loss_multiplier_device; the host float then says
   // NaN, which must never be read).
+  struct Multiplier {
+    float value;
+    bool on_device;
+  };
+  static std::vector<Multiplier> Multipliers(const std::vector<float>& values,
+                                             bool on_device) {
+    std::vector<Multiplier> v;
+    for (float x : values) v.push_back({x, on_device});
+    return v;
+  }
+
+  // Forward, then one Backward per multiplier (accumulating after the
+  // first) in `dtype`; returns the loss, fills grads (f64).
   double Run(const std::vector<std::vector<double>>& params, MNT_DType dtype,
              const std::vector<int>& ids, const std::vector<int>& targets,
-             std::vector<std::vector<double>>* grads, int backward_calls = 1,
-             std::vector<float> loss_multipliers = {1.0f, 1.0f},
-             bool device_multiplier = false) {
+             std::vector<std::vector<double>>* grads,
+             const std::vector<Multiplier>& backwards = {{1.0f, false}}) {
     std::vector<MNT_Tensor> p, g;
     const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -219,7 +230,7 @@ class Gpt2Test : public ::testing::Test {
     f.training = 1;
     f.loss_out = &loss;
     EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Forward(&f)), "");
-    for (int k = 0; k < backward_calls; ++k) {
+    for (size_t k = 0; k < backwards.size(); ++k) {
       MNT_Model_Backward_Args b{};
       b.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
       b.model = model_;
@@ -227,10 +238,10 @@ class Gpt2Test : public ::testing::Test {
       b.num_params = p.size();
       b.grads = g.data();
       b.num_grads = g.size();
-      b.loss_multiplier = loss_multipliers[k % 2];
+      b.loss_multiplier = backwards[k].value;
       MNT_Tensor device = {};
-      if (device_multiplier) {
-        device = Upload({loss_multipliers[k % 2]}, MNT_DTYPE_F32, {1});
+      if (backwards[k].on_device) {
+        device = Upload({backwards[k].value}, MNT_DTYPE_F32, {1});
         b.loss_multiplier = NAN;
         b.loss_multiplier_device = &device;
       }
@@ -288,7 +299,7 @@ TEST_F(Gpt2Test, CheckpointingIsBitIdenticalAndAccumulateAdds) {
   ASSERT_EQ(CreateModel(kOptions, Spec(), f32), "");
   std::vector<std::vector<double>> plain, ckpt, twice;
   const double loss = Run(params, MNT_DTYPE_F32, ids, targets, &plain);
-  const double loss2 = Run(params, MNT_DTYPE_F32, ids, targets, &twice, 2);
+  const double loss2 = Run(params, MNT_DTYPE_F32, ids, targets, &twice, Multipliers({1.0f, 1.0f}, false));
   ASSERT_EQ(CreateModel((std::string(kOptions) + ",checkpointing=1").c_str(),
                         Spec(), f32), "");
   EXPECT_EQ(Run(params, MNT_DTYPE_F32, ids, targets, &ckpt), loss);
@@ -358,10 +369,12 @@ TEST_F(Gpt2Test, FusedOpsGiveThePlainLossAndGradients) {
           std::string(kOptions) + (checkpointing ? ",checkpointing=1" : "");
       std::vector<std::vector<double>> fused, plain;
       ASSERT_EQ(CreateModel(options.c_str(), Spec(), Precision(m.dtype, m.compute)), "");
-      const double fused_loss = Run(params, m.dtype, ids, targets, &fused, 2, {1.0f, 0.5f});
+      const double fused_loss =
+          Run(params, m.dtype, ids, targets, &fused, Multipliers({1.0f, 0.5f}, false));
       ASSERT_EQ(CreateModel((options + ",fused=0").c_str(), Spec(),
                             Precision(m.dtype, m.compute)), "");
-      const double plain_loss = Run(params, m.dtype, ids, targets, &plain, 2, {1.0f, 0.5f});
+      const double plain_loss =
+          Run(params, m.dtype, ids, targets, &plain, Multipliers({1.0f, 0.5f}, false));
       ASSERT_TRUE(std::isfinite(fused_loss));
       EXPECT_NEAR(fused_loss, plain_loss, m.loss_tol * std::fabs(plain_loss));
       for (size_t k = 0; k < fused.size(); ++k) {
@@ -390,11 +403,11 @@ TEST_F(Gpt2Test, FusedClassifierTakesTheDeviceLossMultiplier) {
     const std::vector<float> mults = {2.0f, 0.75f};
     std::vector<std::vector<double>> device, host, plain;
     ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(m.dtype, m.compute)), "");
-    const double device_loss = Run(params, m.dtype, ids, targets, &device, 2, mults, true);
-    const double host_loss = Run(params, m.dtype, ids, targets, &host, 2, mults, false);
+    const double device_loss = Run(params, m.dtype, ids, targets, &device, Multipliers(mults, true));
+    const double host_loss = Run(params, m.dtype, ids, targets, &host, Multipliers(mults, false));
     ASSERT_EQ(CreateModel((std::string(kOptions) + ",fused=0").c_str(), Spec(),
                           Precision(m.dtype, m.compute)), "");
-    const double plain_loss = Run(params, m.dtype, ids, targets, &plain, 2, mults, true);
+    const double plain_loss = Run(params, m.dtype, ids, targets, &plain, Multipliers(mults, true));
     ASSERT_TRUE(std::isfinite(device_loss));
     EXPECT_EQ(device_loss, host_loss);
     EXPECT_NEAR(device_loss, plain_loss, m.loss_tol * std::fabs(plain_loss));
@@ -412,47 +425,14 @@ TEST_F(Gpt2Test, HostAndDeviceMultipliersMixWithinOneForward) {
   ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32)), "");
   auto params = RandomParams();
   const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
-  std::vector<MNT_Tensor> p, g;
-  const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
-  for (size_t i = 0; i < specs.size(); ++i) {
-    p.push_back(Upload(params[i], MNT_DTYPE_F32, specs[i].dims));
-    g.push_back(Alloc(MNT_DTYPE_F32, specs[i].dims));
-  }
-  const MNT_Tensor in = UploadI32(ids, {kB, kT}), tg = UploadI32(targets, {kB, kT});
-  const MNT_Tensor loss = Alloc(MNT_DTYPE_F32, {1});
-  const MNT_Tensor three = Upload({3.0}, MNT_DTYPE_F32, {1});
-  // kinds: 'h' host 1.5, 'd' device 3, 'H' host 3.
-  auto run = [&](const char* kinds) {
-    MNT_Model_Forward_Args f{};
-    f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
-    f.model = model_;
-    f.params = p.data();
-    f.num_params = p.size();
-    f.inputs = &in;
-    f.targets = &tg;
-    f.training = 1;
-    f.loss_out = &loss;
-    EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Forward(&f)), "");
-    for (int k = 0; kinds[k] != '\0'; ++k) {
-      MNT_Model_Backward_Args b{};
-      b.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
-      b.model = model_;
-      b.params = p.data();
-      b.num_params = p.size();
-      b.grads = g.data();
-      b.num_grads = g.size();
-      b.loss_multiplier = kinds[k] == 'h' ? 1.5f : kinds[k] == 'H' ? 3.0f : NAN;
-      if (kinds[k] == 'd') b.loss_multiplier_device = &three;
-      b.accumulate = k > 0;
-      EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Backward(&b)), "");
-    }
-    std::vector<std::vector<double>> out;
-    for (const MNT_Tensor& t : g) out.push_back(Download(t));
-    return out;
-  };
-  const auto want_hd = run("hH"), got_hd = run("hd");
-  const auto want_dh = run("Hh"), got_dh = run("dh");
-  for (size_t k = 0; k < g.size(); ++k) {
+  const Multiplier host_1_5{1.5f, false}, host_3{3.0f, false}, device_3{3.0f, true};
+  std::vector<std::vector<double>> want_hd, got_hd, want_dh, got_dh;
+  Run(params, MNT_DTYPE_F32, ids, targets, &want_hd, {host_1_5, host_3});
+  Run(params, MNT_DTYPE_F32, ids, targets, &got_hd, {host_1_5, device_3});
+  Run(params, MNT_DTYPE_F32, ids, targets, &want_dh, {host_3, host_1_5});
+  Run(params, MNT_DTYPE_F32, ids, targets, &got_dh, {device_3, host_1_5});
+  ASSERT_EQ(got_hd.size(), want_hd.size());
+  for (size_t k = 0; k < want_hd.size(); ++k) {
     EXPECT_EQ(got_hd[k], want_hd[k]) << k;
     EXPECT_EQ(got_dh[k], want_dh[k]) << k;
   }

@@ -14,10 +14,6 @@
 namespace mnt::trainer {
 namespace {
 
-using testing::InTreePluginDirs;
-using testing::MakeTrainer;
-using testing::RecordingSink;
-using testing::TempDir;
 using testing::TestConfig;
 using testing::TrainAndCheckpoint;
 using testing::TrainedRun;
