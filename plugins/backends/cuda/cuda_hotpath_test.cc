@@ -48,6 +48,28 @@ class CudaHotPathTest : public testing::DualBackendTest {
     // And neither is NaN-poison left unwritten.
     for (float v : d_.Download(wide, true)) ASSERT_FALSE(std::isnan(v));
   }
+
+  // Two identical random optimizer states of n elements (master weights,
+  // first and second moments) whose steps are compared: `_t` writes a
+  // working copy in `t`, `_f` an fp32 one.
+  struct TwinStates {
+    std::unique_ptr<Pair> master_t, master_f, m_t, m_f, v_t, v_f, work_t, work_f;
+  };
+  TwinStates Twins(int64_t n, MNT_DType t) {
+    const std::vector<float> w0 = Random(n), m0 = Random(n, 0.1f);
+    std::vector<float> v0 = Random(n, 0.1f);
+    for (float& e : v0) e = e * e;
+    TwinStates s;
+    s.master_t = d_.Upload(w0, MNT_DTYPE_F32, {n});
+    s.master_f = d_.Upload(w0, MNT_DTYPE_F32, {n});
+    s.m_t = d_.Upload(m0, MNT_DTYPE_F32, {n});
+    s.m_f = d_.Upload(m0, MNT_DTYPE_F32, {n});
+    s.v_t = d_.Upload(v0, MNT_DTYPE_F32, {n});
+    s.v_f = d_.Upload(v0, MNT_DTYPE_F32, {n});
+    s.work_t = d_.Poisoned(t, {n});
+    s.work_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+    return s;
+  }
 };
 
 TEST_F(CudaHotPathTest, ElementwiseSpecialisedMatchesSwitch) {
@@ -153,16 +175,9 @@ TEST_F(CudaHotPathTest, OptimizerSpecialisedMatchesSwitch) {
     const int64_t n = 2053;
     auto grad = d_.Upload(Random(n), t, {n});
     auto mult = d_.Upload({0.5f}, MNT_DTYPE_F32, {1});
-    const std::vector<float> w0 = Random(n), m0 = Random(n, 0.1f);
-    std::vector<float> v0 = Random(n, 0.1f);
-    for (float& e : v0) e = e * e;
-    // Two identical states: one stepped with a working copy in t (the
-    // specialised kernel), one with an fp32 working copy (the switch).
-    auto master_t = d_.Upload(w0, MNT_DTYPE_F32, {n}), master_f = d_.Upload(w0, MNT_DTYPE_F32, {n});
-    auto m_t = d_.Upload(m0, MNT_DTYPE_F32, {n}), m_f = d_.Upload(m0, MNT_DTYPE_F32, {n});
-    auto v_t = d_.Upload(v0, MNT_DTYPE_F32, {n}), v_f = d_.Upload(v0, MNT_DTYPE_F32, {n});
-    auto work_t = d_.Poisoned(t, {n});
-    auto work_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+    // One state stepped with a working copy in t (the specialised kernel),
+    // its twin with an fp32 working copy (the switch).
+    auto [master_t, master_f, m_t, m_f, v_t, v_f, work_t, work_f] = Twins(n, t);
     const MNT_AdamWParams ap{MNT_AdamWParams_STRUCT_SIZE, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 5};
     ASSERT_TRUE(d_.RunCuda(MNT_OP_ADAMW_STEP, {grad.get(), nullptr, mult.get()},
                            {master_t.get(), m_t.get(), v_t.get(), work_t.get()}, &ap)
@@ -293,14 +308,7 @@ TEST_F(CudaHotPathTest, OptimizerWithFp32GradAndSixteenBitCopyMatchesFp32Copy) {
   for (MNT_DType t : kSixteenBit) {
     SCOPED_TRACE(::testing::Message() << "dtype " << t);
     auto grad = d_.Upload(Random(n), MNT_DTYPE_F32, {n});
-    const std::vector<float> w0 = Random(n), m0 = Random(n, 0.1f);
-    std::vector<float> v0 = Random(n, 0.1f);
-    for (float& e : v0) e = e * e;
-    auto master_t = d_.Upload(w0, MNT_DTYPE_F32, {n}), master_f = d_.Upload(w0, MNT_DTYPE_F32, {n});
-    auto m_t = d_.Upload(m0, MNT_DTYPE_F32, {n}), m_f = d_.Upload(m0, MNT_DTYPE_F32, {n});
-    auto v_t = d_.Upload(v0, MNT_DTYPE_F32, {n}), v_f = d_.Upload(v0, MNT_DTYPE_F32, {n});
-    auto work_t = d_.Poisoned(t, {n});
-    auto work_f = d_.Poisoned(MNT_DTYPE_F32, {n});
+    auto [master_t, master_f, m_t, m_f, v_t, v_f, work_t, work_f] = Twins(n, t);
     const MNT_AdamWParams ap{MNT_AdamWParams_STRUCT_SIZE, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3};
     ASSERT_TRUE(d_.RunBoth(MNT_OP_ADAMW_STEP, {grad.get()},
                            {master_t.get(), m_t.get(), v_t.get(), work_t.get()}, &ap)
