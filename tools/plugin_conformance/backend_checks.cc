@@ -45,6 +45,13 @@ HostTensor Zeros(MNT_DType dtype, std::vector<int64_t> dims) {
   return HostTensor{dtype, dims, std::vector<float>(n, 0.0f)};
 }
 
+// One tensor's AdamW state as the step's outputs: master weights, first
+// moment, second moment (positive) and a zeroed bf16 working copy.
+std::vector<HostTensor> AdamWState(std::mt19937_64* rng, const std::vector<int64_t>& dims) {
+  return {Random(rng, MNT_DTYPE_F32, dims), Random(rng, MNT_DTYPE_F32, dims, -0.1, 0.1),
+          Random(rng, MNT_DTYPE_F32, dims, 0.01, 0.1), Zeros(MNT_DTYPE_BF16, dims)};
+}
+
 std::vector<unsigned char> Encode(const HostTensor& t) {
   const size_t es = sdk::DTypeSize(t.dtype);
   std::vector<unsigned char> bytes(t.values.size() * es);
@@ -376,8 +383,7 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
   }
   static MNT_AdamWParams adamw{MNT_AdamWParams_STRUCT_SIZE, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 3};
   cases.push_back({"ADAMW_STEP", MNT_OP_ADAMW_STEP, {Random(&rng, MNT_DTYPE_F32, {M, N})},
-                   {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}, -0.1, 0.1),
-                    Random(&rng, MNT_DTYPE_F32, {M, N}, 0.01, 0.1), Zeros(MNT_DTYPE_BF16, {M, N})},
+                   AdamWState(&rng, {M, N}),
                    &adamw, 1e-5});
   static MNT_SgdParams sgd{MNT_SgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 1};
   cases.push_back({"SGD_STEP nesterov", MNT_OP_SGD_STEP, {Random(&rng, MNT_DTYPE_F32, {M, N})},
@@ -390,8 +396,7 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                                   3, MNT_ROUNDING_STOCHASTIC, 0x5eedull, 4};
   cases.push_back({"ADAMW_STEP stochastic rounding", MNT_OP_ADAMW_STEP,
                    {Random(&rng, MNT_DTYPE_F32, {M, N})},
-                   {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}, -0.1, 0.1),
-                    Random(&rng, MNT_DTYPE_F32, {M, N}, 0.01, 0.1), Zeros(MNT_DTYPE_BF16, {M, N})},
+                   AdamWState(&rng, {M, N}),
                    &adamw_sr, 1e-5});
   cases.back().since_minor = 7;
   static MNT_SgdParams sgd_sr{MNT_SgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 0,
@@ -438,13 +443,8 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
   {
     HostTensor found{MNT_DTYPE_F32, {1}, {0.0f}}, mult{MNT_DTYPE_F32, {1}, {0.5f}};
     HostTensor counter{MNT_DTYPE_I32, {1}, {2.0f}};
-    std::vector<HostTensor> out;
-    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{M, N}, std::vector<int64_t>{K}}) {
-      out.push_back(Random(&rng, MNT_DTYPE_F32, dims));
-      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, -0.1, 0.1));
-      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, 0.01, 0.1));
-      out.push_back(Zeros(MNT_DTYPE_BF16, dims));
-    }
+    std::vector<HostTensor> out = AdamWState(&rng, {M, N});
+    for (HostTensor& t : AdamWState(&rng, {K})) out.push_back(std::move(t));
     cases.push_back({"MULTI_ADAMW_STEP 2 tensors, step counters", MNT_OP_MULTI_ADAMW_STEP,
                      {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}), counter,
                       Random(&rng, MNT_DTYPE_BF16, {K}), counter},
@@ -507,9 +507,7 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
     adamw_host = adamw_dev;
     adamw_host.lr = 3e-3f;
     const HostTensor g = Random(&rng, MNT_DTYPE_BF16, {M, N});
-    const std::vector<HostTensor> state = {
-        Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}, -0.1, 0.1),
-        Random(&rng, MNT_DTYPE_F32, {M, N}, 0.01, 0.1), Zeros(MNT_DTYPE_BF16, {M, N})};
+    const std::vector<HostTensor> state = AdamWState(&rng, {M, N});
     same_bits.push_back({cases.size(), cases.size() + 1});
     cases.push_back({"ADAMW_STEP step counter, host lr", MNT_OP_ADAMW_STEP,
                      {g, found, mult, counter}, state, &adamw_host, 1e-5});
@@ -519,13 +517,8 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                      {Random(&rng, MNT_DTYPE_F32, {M, N}), found, mult, lr},
                      {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N})},
                      &sgd_dev, 1e-5});
-    std::vector<HostTensor> out;
-    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{M, N}, std::vector<int64_t>{K}}) {
-      out.push_back(Random(&rng, MNT_DTYPE_F32, dims));
-      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, -0.1, 0.1));
-      out.push_back(Random(&rng, MNT_DTYPE_F32, dims, 0.01, 0.1));
-      out.push_back(Zeros(MNT_DTYPE_BF16, dims));
-    }
+    std::vector<HostTensor> out = AdamWState(&rng, {M, N});
+    for (HostTensor& t : AdamWState(&rng, {K})) out.push_back(std::move(t));
     cases.push_back({"MULTI_ADAMW_STEP 2 tensors, device lr (1.7)", MNT_OP_MULTI_ADAMW_STEP,
                      {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}), counter,
                       Random(&rng, MNT_DTYPE_BF16, {K}), counter, lr},
