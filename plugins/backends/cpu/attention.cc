@@ -10,7 +10,9 @@
 // split the B x H heads; a thread copies its head's Q, K, V into fp32
 // buffers (16-bit storage widened once) and computes it alone, its GEMMs
 // single-threaded inside the region, so results are the same run to run
-// for a given thread count.
+// for a given thread count. The copy packs each operand contiguously (ld =
+// D): GEMMs reading fp32 heads in place with the packed row length 3C as
+// leading dimension measured 2.7% slower on the 8-layer GPT.
 #include <omp.h>
 
 #include <algorithm>
