@@ -17,18 +17,22 @@ CUDA_GENCODE = [
     "arch=compute_90,code=compute_90",
 ]
 
+# The virtual architecture whose PTX the fatbin carries (and the objects'
+# "ptx" output group holds, for static checks).
+PTX_ARCH = "compute_90"
+
 def if_cuda(if_true, if_false = []):
     """Selects if_true when the CUDA toolkit was found at fetch time, else if_false."""
     return if_true if CUDA_AVAILABLE else if_false
 
-def _cuda_objects_impl(ctx):
+def _nvcc_inputs(ctx):
+    """(flags, headers): the include paths, defines and copts of ctx.attr.deps
+    and ctx.attr.copts, and the headers nvcc reads, for every nvcc action."""
     cc_infos = [d[CcInfo] for d in ctx.attr.deps if CcInfo in d]
     comp = cc_common.merge_cc_infos(cc_infos = cc_infos).compilation_context
 
-    flags = ["-c", "-O3", "-std=c++17", "-Xcompiler", "-fPIC"] + CUDA_GENCODE
-
     # Workspace root (and its generated-file twin) so "#include \"tools/x.h\"" works.
-    flags += ["-I.", "-I" + ctx.bin_dir.path]
+    flags = ["-I.", "-I" + ctx.bin_dir.path]
     for d in comp.includes.to_list() + comp.quote_includes.to_list():
         if d not in (".", ctx.bin_dir.path):
             flags.append("-I" + d)
@@ -40,28 +44,54 @@ def _cuda_objects_impl(ctx):
 
     # Headers are declared inputs: editing one recompiles, and sandboxing sees them.
     headers = depset(ctx.files.hdrs, transitive = [comp.headers])
-    objs = []
+    return flags, headers
+
+def _stem(src):
+    return src.basename[:-len(src.extension) - 1]
+
+def _cuda_objects_impl(ctx):
+    flags, headers = _nvcc_inputs(ctx)
+    objs, ptxs, reports = [], [], []
     for src in ctx.files.srcs:
-        obj = ctx.actions.declare_file("_objs/%s/%s.o" % (ctx.label.name, src.basename[:-len(src.extension) - 1]))
+        base = "_objs/%s/%s" % (ctx.label.name, _stem(src))
+        obj = ctx.actions.declare_file(base + ".o")
+        ptx = ctx.actions.declare_file(base + "." + PTX_ARCH + ".ptx")
+        report = ctx.actions.declare_file(base + ".ptxas.txt")
         objs.append(obj)
+        ptxs.append(ptx)
+        reports.append(report)
 
         # Private temp dir next to the object: nvcc's fixed-name temporaries in a
-        # shared /tmp collide between parallel (sandboxed) actions.
+        # shared /tmp collide between parallel (sandboxed) actions. --keep
+        # leaves the PTX the fatbin carries there, and -Xptxas -v writes
+        # ptxas's resource report (registers, stack, spills per kernel and
+        # architecture) to stderr: both kept for the static checks in
+        # //tools/cuda_static, at no extra compile.
         ctx.actions.run_shell(
             inputs = depset([src], transitive = [headers]),
-            outputs = [obj],
+            outputs = [obj, ptx, report],
             command = """set -e
-tmp="$1.tmp"; shift
+tmp="$1.tmp"; ptx="$2"; report="$3"; stem="$4"; shift 4
 rm -rf "$tmp"; mkdir -p "$tmp"
-TMPDIR="$tmp" "$@" --keep-dir "$tmp"
+if ! TMPDIR="$tmp" "$@" --keep --keep-dir "$tmp" -Xptxas -v 2> "$report"; then
+  grep -v '^ptxas info\\|^    [0-9]* bytes stack frame' "$report" >&2
+  exit 1
+fi
+grep -v '^ptxas info\\|^    [0-9]* bytes stack frame' "$report" >&2 || true
+cp "$tmp/$stem.%s.ptx" "$ptx"
 rm -rf "$tmp"
-""",
-            arguments = [obj.path, ctx.attr.nvcc] + flags + [src.path, "-o", obj.path],
+""" % PTX_ARCH,
+            arguments = [obj.path, ptx.path, report.path, _stem(src), ctx.attr.nvcc] +
+                        ["-c", "-O3", "-std=c++17", "-Xcompiler", "-fPIC"] + CUDA_GENCODE +
+                        flags + [src.path, "-o", obj.path],
             mnemonic = "NvccCompile",
             progress_message = "nvcc %s" % src.short_path,
             use_default_shell_env = True,
         )
-    return [DefaultInfo(files = depset(objs))]
+    return [
+        DefaultInfo(files = depset(objs)),
+        OutputGroupInfo(ptx = depset(ptxs), ptxas_report = depset(reports)),
+    ]
 
 _cuda_objects = rule(
     implementation = _cuda_objects_impl,

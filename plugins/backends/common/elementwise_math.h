@@ -8,6 +8,7 @@
 
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/common/host_device.h"
+#include "plugins/backends/common/rounded_arith.h"
 
 namespace mnt {
 
@@ -70,14 +71,15 @@ struct SgdCoefficients {
 // buffer instead: buf = momentum * 0 + g = g gives the same first step.
 MNT_HOST_DEVICE inline void SgdUpdate(const SgdCoefficients& c, float grad,
                                       float* param, float* momentum_buffer) {
+  // Every product and sum rounded once (rounded_arith.h): the CPU's bits.
   float g = grad;
-  if (c.weight_decay != 0.0f) g += c.weight_decay * *param;  // coupled L2
+  if (c.weight_decay != 0.0f) g = AddF32(g, MulF32(c.weight_decay, *param));  // coupled L2
   if (c.momentum != 0.0f) {
-    const float buf = c.momentum * *momentum_buffer + g;
+    const float buf = AddF32(MulF32(c.momentum, *momentum_buffer), g);
     *momentum_buffer = buf;
-    g = c.nesterov ? g + c.momentum * buf : buf;
+    g = c.nesterov ? AddF32(g, MulF32(c.momentum, buf)) : buf;
   }
-  *param -= c.lr * g;
+  *param = SubF32(*param, MulF32(c.lr, g));
 }
 
 // Per-step constants of torch.optim.AdamW; the bias corrections depend on the
@@ -95,12 +97,15 @@ struct AdamWCoefficients {
 // One torch.optim.AdamW element update (single-tensor path, amsgrad off).
 MNT_HOST_DEVICE inline void AdamWUpdate(const AdamWCoefficients& c, float grad,
                                         float* param, float* m, float* v) {
+  // Every product and sum rounded once (rounded_arith.h): the CPU's bits.
   float p = *param;
-  p *= 1.0f - c.lr * c.weight_decay;                  // decoupled decay
-  const float m_new = *m + (1.0f - c.beta1) * (grad - *m);  // lerp, as torch
-  const float v_new = c.beta2 * *v + (1.0f - c.beta2) * grad * grad;
-  const float denom = sqrtf(v_new) / c.bias_correction2_sqrt + c.epsilon;
-  p -= c.step_size * (m_new / denom);
+  p = MulF32(p, SubF32(1.0f, MulF32(c.lr, c.weight_decay)));  // decoupled decay
+  const float m_new =
+      AddF32(*m, MulF32(SubF32(1.0f, c.beta1), SubF32(grad, *m)));  // lerp, as torch
+  const float v_new =
+      AddF32(MulF32(c.beta2, *v), MulF32(MulF32(SubF32(1.0f, c.beta2), grad), grad));
+  const float denom = AddF32(sqrtf(v_new) / c.bias_correction2_sqrt, c.epsilon);
+  p = SubF32(p, MulF32(c.step_size, m_new / denom));
   *param = p;
   *m = m_new;
   *v = v_new;

@@ -58,7 +58,12 @@ __device__ inline void Load4(const DevTensor& t, int64_t i, int count, bool vec,
     }
     return;
   }
-  for (int k = 0; k < count; ++k) v[k] = Load<S>(t, i + k);
+  // A fixed trip count with a guard, not k < count: the group's arrays stay
+  // in registers instead of the stack (dynamic indexing needs local memory).
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (k < count) v[k] = Load<S>(t, i + k);
+  }
 }
 
 template <typename S>
@@ -82,7 +87,10 @@ __device__ inline void Store4(const DevTensor& t, int64_t i, int count,
     *reinterpret_cast<uint2*>(static_cast<uint16_t*>(t.data) + i) = q;
     return;
   }
-  for (int k = 0; k < count; ++k) Store<S>(t, i + k, v[k]);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (k < count) Store<S>(t, i + k, v[k]);
+  }
 }
 
 __device__ inline void Load4(const DevTensor& t, int64_t i, int count, bool vec,

@@ -28,7 +28,12 @@ inline DevTensor Dev(const Operand& o) {
   return o.present() ? DevTensor{o->data, o->dtype} : DevTensor{};
 }
 
+// Threads per block of most kernels. A kernel launched with more (a
+// one-block reduction over kWideThreads) declares __launch_bounds__ of its
+// block size, so ptxas keeps its registers within what that many threads
+// may use; //tools/cuda_static:kernel_resources_test checks both.
 constexpr int kThreads = 256;
+constexpr int kWideThreads = 1024;
 
 // Blocks for a grid-stride loop over `work` items of `per_block` each.
 inline unsigned GridFor(int64_t work, int64_t per_block) {

@@ -110,7 +110,10 @@ __device__ inline void StoreWorking(const StepBuffers& b, uint64_t key, int64_t 
   }
   uint16_t* out = static_cast<uint16_t*>(b.working.data);
   uint16_t h[4] = {0, 0, 0, 0};
-  for (int k = 0; k < count; ++k) h[k] = FloatToBf16BitsStochastic(w[k], key, i + k);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (k < count) h[k] = FloatToBf16BitsStochastic(w[k], key, i + k);
+  }
   if (vec && count == 4) {
     uint2 q;
     q.x = static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
@@ -118,7 +121,10 @@ __device__ inline void StoreWorking(const StepBuffers& b, uint64_t key, int64_t 
     *reinterpret_cast<uint2*>(out + i) = q;
     return;
   }
-  for (int k = 0; k < count; ++k) out[i + k] = h[k];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (k < count) out[i + k] = h[k];
+  }
 }
 
 // The fp32 state arrays as DevTensors, for the 4-element loads/stores.
@@ -138,8 +144,11 @@ __device__ inline void SgdGroup(const StepBuffers& b, const SgdCoefficients& c, 
   Load4<G>(b.grad, i, count, vec, g);
   Load4<F32Storage>(F32(b.master), i, count, vec, w);
   if (b.state1 != nullptr) Load4<F32Storage>(F32(b.state1), i, count, vec, mom);
-  for (int k = 0; k < count; ++k) {
-    if (mult != 1.0f) g[k] *= mult;
+  // A fixed trip count (the arrays stay in registers, not on the stack).
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (k >= count) break;
+    if (mult != 1.0f) g[k] = MulF32(g[k], mult);
     SgdUpdate(c, g[k], &w[k], &mom[k]);
   }
   Store4<F32Storage>(F32(b.master), i, count, vec, w);
@@ -156,8 +165,10 @@ __device__ inline void AdamWGroup(const StepBuffers& b, const AdamWCoefficients&
   Load4<F32Storage>(F32(b.master), i, count, vec, w);
   Load4<F32Storage>(F32(b.state1), i, count, vec, m);
   Load4<F32Storage>(F32(b.state2), i, count, vec, v);
-  for (int k = 0; k < count; ++k) {
-    if (mult != 1.0f) g[k] *= mult;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (k >= count) break;
+    if (mult != 1.0f) g[k] = MulF32(g[k], mult);
     AdamWUpdate(c, g[k], &w[k], &m[k], &v[k]);
   }
   Store4<F32Storage>(F32(b.master), i, count, vec, w);

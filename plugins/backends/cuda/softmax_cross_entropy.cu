@@ -129,20 +129,24 @@ __global__ void FusedClassifierKernel(DevTensor logits, const int32_t* targets,
   }
 }
 
-// mean = sum of losses / batch, one block, double in a fixed order.
-__global__ void MeanLossKernel(const float* losses, int64_t batch, float* mean) {
+// mean = sum of losses / batch, one block of kWideThreads, double in a
+// fixed order. __launch_bounds__: ptxas must fit the registers of 1024
+// threads (64 each), or the launch fails for want of resources.
+__global__ void __launch_bounds__(kWideThreads)
+    MeanLossKernel(const float* losses, int64_t batch, float* mean) {
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < batch; i += blockDim.x) sum += losses[i];
   sum = BlockReduce(sum, SumOp(), 0.0);
   if (threadIdx.x == 0) *mean = static_cast<float>(sum / static_cast<double>(batch));
 }
 
-// One block; a warp per row finds the first maximum; integer counting is
-// order-independent, so the shared atomic stays deterministic.
+// One block of kWideThreads; a warp per row finds the first maximum;
+// integer counting is order-independent, so the shared atomic stays
+// deterministic.
 template <typename S>
-__global__ void CountCorrectKernel(DevTensor logits, const int32_t* targets,
-                                   float* count, int64_t batch, int64_t width,
-                                   int64_t classes) {
+__global__ void __launch_bounds__(kWideThreads)
+    CountCorrectKernel(DevTensor logits, const int32_t* targets, float* count,
+                       int64_t batch, int64_t width, int64_t classes) {
   __shared__ unsigned long long correct;
   if (threadIdx.x == 0) correct = 0;
   __syncthreads();
@@ -201,7 +205,7 @@ Status CudaBackend::CrossEntropy(const backend::CrossEntropyCall& c) {
 Status CudaBackend::CountCorrect(const backend::CountCorrectCall& c) {
   const DevTensor logits = Dev(c.logits);
   const cudaError_t err = WithStorage(logits.dtype, [&](auto storage) {
-    return Launch(CountCorrectKernel<decltype(storage)>, 1, 1024, 0, stream, logits,
+    return Launch(CountCorrectKernel<decltype(storage)>, 1, kWideThreads, 0, stream, logits,
                   c.targets.i32(), c.count.f32(), c.batch, c.width, c.classes);
   });
   return Launched(c, err, "count_correct");
@@ -219,7 +223,7 @@ Status CudaBackend::FusedClassifier(const backend::FusedClassifierCall& c) {
   }
   if (!c.mean.present()) return Status::Ok();
   return Launched(c,
-                  Launch(MeanLossKernel, 1, 1024, 0, stream, c.losses.f32(), c.batch,
+                  Launch(MeanLossKernel, 1, kWideThreads, 0, stream, c.losses.f32(), c.batch,
                          c.mean.f32()),
                   "fused_classifier_mean");
 }

@@ -1,0 +1,44 @@
+// fp32 arithmetic rounded once per operation on every backend. nvcc
+// contracts a * b + c into one FMA (a single rounding) unless told not to;
+// the CPU backend is compiled with -ffp-contract=off and rounds twice. Math
+// whose contract is "the same bits on every backend" (the optimizer
+// updates) spells each product and sum with these, so nvcc cannot fuse
+// them: __fmul_rn/__fadd_rn are never contracted. //plugins/backends/cuda:
+// no_fma_test compiles those kernels to PTX and fails on any fma in them.
+#ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_ROUNDED_ARITH_H_
+#define MANTISSA_PLUGINS_BACKENDS_COMMON_ROUNDED_ARITH_H_
+
+#include "plugins/backends/common/host_device.h"
+
+namespace mnt {
+
+// a * b, rounded to nearest even.
+MNT_HOST_DEVICE inline float MulF32(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+// a + b, rounded to nearest even.
+MNT_HOST_DEVICE inline float AddF32(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+// a - b, rounded to nearest even.
+MNT_HOST_DEVICE inline float SubF32(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+}  // namespace mnt
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_COMMON_ROUNDED_ARITH_H_
