@@ -1,50 +1,64 @@
 #!/usr/bin/env python3
-"""The device check: one command, run from an unpacked device bundle on a GPU
-machine (device_bundle/run.sh RESULTS_DIR calls this), that runs, each part
-under its own time limit and the whole within --budget seconds:
+"""The device check: run from an unpacked device bundle on a GPU machine
+(device_bundle/run.sh RESULTS_DIR [options] calls this), in two stages that
+each fit a few minutes of a lent H200:
 
-  tests   every GPU test binary (4 at a time);
-  train   `train --device=cuda` for mlp, cnn and gpt2 (124M, T=256) in fp32,
-          tf32, bf16 and fp16 (3 at a time);
-  bench   //tools/benchmarks:gpt2_benchmark: GPT-2 124M, B=8 and 16, T=1024,
-          fp32/tf32/bf16/fp16, gradient checkpointing off and on; tokens/s,
-          ms/step, MFU against the GEMM rate measured in the same run and the
-          datasheet dense peak, peak memory (one process per precision and
-          checkpointing setting);
-  torch   tools/benchmarks/gpt2_torch_bench.py on the same shapes and the same
-          token shard. Its torch.compile work overlaps the untimed parts
-          (tests, train): it compiles and warms every configuration in the
-          background, stops when the Mantissa benchmark starts, and times its
-          rows after it (two-phase protocol, see that script);
-  cuda_benchmark  //plugins/backends/cuda:cuda_benchmark, if time is left.
+  stage 1 (--stage1_budget, 240 s): the environment and the CUDA libraries
+          (NVRTC required where cuDNN is used), every GPU test binary and the
+          cuda backend's conformance run (4 at a time), one short `train
+          --device=cuda` per model x precision, then compute-sanitizer
+          memcheck over the small GPU tests (a line saying why where it
+          cannot run);
+  stage 2 (--stage2_budget, 240 s): GPT-2 124M training throughput at
+          T=1024 (//tools/benchmarks:gpt2_benchmark, one process per row),
+          then PyTorch on the same shapes and token shard
+          (tools/benchmarks/gpt2_torch_bench.py: torch.compile, SDPA, fused
+          AdamW; its compile starts only now, never beside the GPU tests),
+          then cuda_benchmark if time is left.
 
-A part that overruns is killed and reported as TIMEOUT; parts that need a GPU
-report SKIPPED without one, the torch part without torch or without CUDA.
-Results (8 files at most, flat): summary.md (every table, the Mantissa/PyTorch
-ratios), environment.txt (which CUDA libraries were used, versions,
-nvidia-smi), gpu_tests.log, train.log, bench_mantissa.log, bench_torch.log,
-bench.csv, cuda_benchmark.log. The summary is also printed last.
+`--stage=1|2|all` picks the stages; `--rerun-failed=RESULTS_TSV` runs only
+what an earlier run's results.tsv did not record as passed or skipped
+(failed, timed out, never started, or running when that run was cut), and
+copies the rest of that file's rows in, so the new summary is whole.
+
+Everything lands in the results folder the moment it exists, flushed, so a
+run killed by the device tool's time limit still returns what it did (the
+tool returns at most 8 files, flat):
+  environment.txt  libraries chosen and why, versions, nvidia-smi (first);
+  results.tsv      one row per item as it starts (STARTED) and ends
+                   (PASS, FAIL, TIMEOUT, SKIPPED, NOT-RUN) with its seconds
+                   and a one-line reason: the input of --rerun-failed;
+  stage1.log, stage2.log  every process's output, line by line as printed,
+                   each line prefixed with the item's name;
+  bench.csv        the benchmark rows (Mantissa's and PyTorch's);
+  summary.md       rewritten after every row: counts, a table per part, the
+                   slow paths the backend announced, the benchmark table and
+                   the goals; printed last.
+Exit status 1 when anything failed or timed out.
+
+A GPU that is there but unusable is a failure, not a skip: where
+nvidia-smi or /dev/nvidia* shows a GPU, the tests run with
+MANTISSA_EXPECT_GPU=1 (their skip becomes a failure that prints the driver
+and runtime versions), and any "no CUDA device" skip is reported as FAIL.
 
 CUDA libraries: the bundle's lib/ first (cudart and every non-CUDA library
-the binaries need), then, for each of libcublasLt.so.13, libcublas.so.13,
-libcudnn.so.9 (optional) and libnvrtc.so.13 (optional), the first directory
-holding it among $CUDA_HOME/$CUDA_PATH lib64, /usr/local/cuda*/lib64 and
-targets/x86_64-linux/lib (CUDA 13 sonames only, so another major's toolkit is
-passed over) and the running python3's site-packages/nvidia/*/lib, then every
-directory found by searching /opt, /usr/local, /root, /home, /workspace and
-/usr/lib (hidden directories, so venvs such as
-/opt/torch/.venv/.../site-packages/nvidia/*/lib, included; bounded depth and
-time). `--print-env` prints the resulting `export` lines
-(device_bundle/env.sh evals them).
+the binaries need; the binaries find it through their own RPATH), then, for
+each of libcublasLt.so.13, libcublas.so.13, libcudnn.so.9 (optional) and
+libnvrtc.so.13 (required when libcudnn is found: cuDNN's attention kernels
+are compiled at run time), the first directory holding it among
+$CUDA_HOME/$CUDA_PATH lib64, /usr/local/cuda*/lib64 and
+targets/x86_64-linux/lib (CUDA 13 sonames only) and the running python3's
+site-packages/nvidia/*/lib, then a bounded search of /opt, /usr/local,
+/root, /home, /workspace and /usr/lib (hidden directories included).
+`--print-env` prints the resulting `export` lines (env.sh evals them).
 
 Standard library only; Python 3.8+.
 """
 import argparse
 import concurrent.futures
-import ctypes
 import csv
+import ctypes
 import glob
-import io
 import os
 import re
 import shutil
@@ -74,12 +88,29 @@ DATASHEET = {
     "H100 80GB HBM3": "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4",
 }
 
-PRECISIONS = ["bf16", "fp16", "tf32", "fp32"]
-STDBUF = shutil.which("stdbuf")
+PRECISIONS = ["fp32", "tf32", "bf16", "fp16"]
 
 CSV_HEADER = ["framework", "precision", "batch", "seq", "ckpt", "status", "tokens_per_s",
               "ms_per_step", "mfu_measured", "mfu_datasheet", "gemm_tflops",
               "datasheet_tflops", "peak_mib", "note"]
+TSV_HEADER = ["time_s", "stage", "part", "name", "status", "seconds", "detail"]
+DONE = {"PASS", "SKIPPED"}  # what --rerun-failed does not run again
+BAD = {"FAIL", "TIMEOUT"}   # what makes the exit status 1
+
+# Small GPU tests memcheck runs over (each well under a second of GPU work
+# natively; compute-sanitizer slows them 10-100x).
+SANITIZED_TESTS = ["cuda_api_test", "cuda_kernels_test", "cuda_gemm_test", "cuda_fused_test",
+                   "cuda_layers_test", "cuda_loss_scaling_test", "cuda_fused_ops_test",
+                   "cuda_hotpath_test", "cuda_stochastic_rounding_test"]
+
+TRAIN_JOBS = {
+    "mlp": ["--model=mlp", "--dataset=digits", "--steps=100", "--log_every=50"],
+    "cnn": ["--model=cnn", "--model_options=depth=2,width=16", "--dataset=digits",
+            "--steps=60", "--log_every=30"],
+    "gpt2": ["--model=gpt2", "--model_options=preset=gpt2-124m", "--dataset=shards",
+             "--seq_len=256", "--batch_size=8", "--steps=12", "--log_every=4",
+             "--eval_batches=2"],
+}
 
 
 # ---------------------------------------------------------------- discovery
@@ -164,9 +195,21 @@ def discover(lines, roots=SEARCH_ROOTS):
     return dirs, {n: os.path.join(d, n) for n, d in chosen.items()}
 
 
+def library_problems(libs):
+    """Why the libraries found cannot run everything: a required one
+    missing, or cuDNN without NVRTC (its Hopper attention kernels are
+    compiled at run time; without NVRTC attention would fall back)."""
+    out = [f"{n} not found (required)" for n in REQUIRED if n not in libs]
+    if "libcudnn.so.9" in libs and "libnvrtc.so.13" not in libs:
+        out.append("libcudnn.so.9 found but not libnvrtc.so.13, which cuDNN needs for its "
+                   "run-time compiled attention kernels")
+    return out
+
+
 def library_versions(paths):
     """Versions read through the libraries' own calls (ctypes)."""
     out = []
+
     def call(path, fn, restype=ctypes.c_size_t):
         lib = ctypes.CDLL(path)
         f = getattr(lib, fn)
@@ -188,10 +231,8 @@ def library_versions(paths):
         if name in paths:
             try:
                 v = call(paths[name], fn)
-                if name.startswith("libcublasLt"):
-                    out.append(f"cuBLASLt: {v // 10000}.{v % 10000 // 100}.{v % 100} ({v})")
-                else:
-                    out.append(f"cuDNN: {v // 10000}.{v % 10000 // 100}.{v % 100} ({v})")
+                label = "cuBLASLt" if name.startswith("libcublasLt") else "cuDNN"
+                out.append(f"{label}: {v // 10000}.{v % 10000 // 100}.{v % 100} ({v})")
             except (OSError, AttributeError) as e:
                 out.append(f"{name}: {e}")
     return out
@@ -209,188 +250,45 @@ def bundle_env(ld_dirs):
     return env
 
 
-# ---------------------------------------------------------------- running
-
-class Deadline:
-    def __init__(self, start, seconds):
-        self.start, self.seconds = start, seconds
-
-    def left(self, at=None):
-        """Seconds until `at` seconds after the start (default: the end)."""
-        end = self.start + (self.seconds if at is None else min(at, self.seconds))
-        return end - time.time()
-
-
-def run(cmd, env, log_path, timeout, cwd=None):
-    """(returncode or None on timeout, seconds, output). Kills the whole
-    process group on timeout."""
-    t = time.time()
-    if timeout <= 1:
-        return None, 0.0, "not started: no time left\n"
-    if STDBUF:  # line-buffered, so a killed process's log keeps what it printed
-        cmd = [STDBUF, "-oL", "-eL"] + cmd
-    with open(log_path, "wb") as log:
-        p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
-                             start_new_session=True)
+def visible_gpu():
+    """What shows a GPU on this machine ('' if nothing): nvidia-smi's list
+    or NVIDIA device nodes."""
+    if shutil.which("nvidia-smi"):
         try:
-            rc = p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            rc = None
-    with open(log_path, "rb") as log:
-        out = log.read().decode("utf-8", "replace")
-    return rc, time.time() - t, out
+            smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+            if smi.returncode == 0 and "GPU" in smi.stdout:
+                return smi.stdout.strip().splitlines()[0]
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    nodes = sorted(glob.glob("/dev/nvidia[0-9]*"))
+    return f"{nodes[0]} exists" if nodes else ""
 
 
-def gtest_result(rc, out):
-    passed = len(re.findall(r"^\[       OK \]", out, re.M))
-    skipped = len(set(re.findall(r"^\[  SKIPPED \] (\S+)", out, re.M)))
-    failed = len(set(re.findall(r"^\[  FAILED  \] (\S+\.\S+)", out, re.M)))
-    if rc is None:
-        result = "TIMEOUT"
-    elif rc != 0:
-        loader = re.search(r"error while loading shared libraries[^\n]*", out)
-        result = f"FAIL (rc {rc}{': ' + loader.group(0) if loader else ''})"
-    elif skipped:
-        why = re.search(r"SKIPPED: ([^\n]*)", out)
-        why = why.group(1) if why else "see gpu_tests.log"
-        result = f"SKIPPED ({why})" if not passed else f"PASS, {skipped} skipped ({why})"
-    else:
-        result = "PASS"
-    return result, passed, skipped, failed
-
-
-def parallel(jobs, workers):
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda j: j(), jobs))
-
-
-# ---------------------------------------------------------------- parts
-
-def part_tests(ctx):
-    tests = sorted(os.path.basename(p) for p in glob.glob(os.path.join(BUNDLE, "bin", "cuda_*test")))
-    logs = {}
-
-    def one(name):
-        def job():
-            tmp = tempfile.mkdtemp(prefix=name + ".", dir=ctx.work)
-            env = dict(ctx.env, TEST_TMPDIR=tmp)
-            timeout = min(ctx.args.test_timeout, ctx.deadline.left(ctx.at["tests"]))
-            rc, secs, out = run([os.path.join(BUNDLE, "bin", name)], env,
-                                os.path.join(ctx.work, name + ".log"), timeout)
-            logs[name] = out
-            result, passed, skipped, failed = gtest_result(rc, out)
-            return f"| {name} | {result} | {passed} | {skipped} | {failed} | {secs:.0f} s |"
-        return job
-
-    rows = parallel([one(t) for t in tests], 4)
-    with open(os.path.join(ctx.results, "gpu_tests.log"), "w") as f:
-        for t in tests:
-            f.write(f"==================== {t}\n{logs.get(t, '')}\n")
-    ctx.failed |= any("| FAIL" in r or "| TIMEOUT" in r for r in rows)
-    return (["## GPU tests", "", "| test | result | passed | skipped | failed | time |",
-             "|---|---|---|---|---|---|"] + rows)
-
-
-TRAIN_JOBS = {
-    "mlp": ["--model=mlp", "--dataset=digits", "--steps=200", "--log_every=50"],
-    "cnn": ["--model=cnn", "--model_options=depth=2,width=16", "--dataset=digits",
-            "--steps=150", "--log_every=50"],
-    "gpt2": ["--model=gpt2", "--model_options=preset=gpt2-124m", "--dataset=shards",
-             "--seq_len=256", "--batch_size=8", "--steps=30", "--log_every=10",
-             "--eval_batches=2"],
-}
-
-
-def part_train(ctx):
-    logs = {}
-
-    def one(model, prec):
-        def job():
-            args = [os.path.join(BUNDLE, "bin", "train"), "--device=cuda", f"--precision={prec}",
-                    "--progress=plain", f"--cache_dir={ctx.work}/cache", "--checkpoint_dir="]
-            args += TRAIN_JOBS[model]
-            if model == "gpt2":
-                args += [f"--train_shards={ctx.shard}", f"--val_shards={ctx.shard}"]
-            timeout = min(ctx.args.train_timeout, ctx.deadline.left(ctx.at["train"]))
-            rc, secs, out = run(args, ctx.env, os.path.join(ctx.work, f"train_{model}_{prec}.log"),
-                                timeout)
-            logs[(model, prec)] = " ".join(args) + "\n" + out
-            losses = re.findall(r"^step\s+\d+/\d+\s+loss\s+([0-9.naninf]+)", out, re.M)
-            ev = re.findall(r"^eval\s+step\s+\d+\s+loss\s+([0-9.]+)(?:\s+accuracy\s+([0-9.]+%))?",
-                            out, re.M)
-            if "no CUDA device" in out:
-                result = "SKIPPED (no CUDA device)"
-            elif rc is None:
-                result = "TIMEOUT"
-            elif rc != 0:
-                err = [l for l in out.splitlines() if "error" in l.lower()]
-                result = f"FAIL (rc {rc}: {err[-1][:160] if err else 'see train.log'})"
-            else:
-                result = "PASS"
-            first = losses[0] if losses else "-"
-            last = losses[-1] if losses else "-"
-            evs = (f"{ev[-1][0]}" + (f", {ev[-1][1]}" if ev[-1][1] else "")) if ev else "-"
-            return f"| {model} | {prec} | {result} | {first} | {last} | {evs} | {secs:.0f} s |"
-        return job
-
-    jobs = [one(m, p) for m in ("mlp", "cnn", "gpt2") for p in ("fp32", "tf32", "bf16", "fp16")]
-    rows = parallel(jobs, 3)
-    with open(os.path.join(ctx.results, "train.log"), "w") as f:
-        for k, v in logs.items():
-            f.write(f"==================== train {k[0]} {k[1]}\n{v}\n")
-    ctx.failed |= any("| FAIL" in r for r in rows)
-    return (["## train --device=cuda", "",
-             "| model | precision | result | first loss | last loss | eval (loss, acc) | time |",
-             "|---|---|---|---|---|---|---|"] + rows)
-
-
-def datasheet_for(ctx):
-    name = ctx.gpu_name or ""
-    for key, spec in DATASHEET.items():
-        if key in name:
-            return spec
+def find_sanitizer():
+    for cand in [shutil.which("compute-sanitizer"), "/usr/local/cuda/bin/compute-sanitizer",
+                 *sorted(glob.glob("/usr/local/cuda*/bin/compute-sanitizer"), reverse=True),
+                 *sorted(glob.glob("/opt/nvidia/*/compute-sanitizer/compute-sanitizer")),
+                 *sorted(glob.glob("/opt/**/compute-sanitizer", recursive=False))]:
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
     return ""
 
 
-def part_bench(ctx):
-    log = open(os.path.join(ctx.results, "bench_mantissa.log"), "w")
-    csv_path = os.path.join(ctx.results, "bench.csv")
-    batches = ctx.args.batches
-    ckpts = ctx.args.checkpointing.split(",")
-    # 16-bit first (cuDNN attention), then tf32/fp32, whose attention runs the
-    # fallback kernels (slow until they are replaced).
-    wanted = [p for p in PRECISIONS if p in ctx.args.precisions.split(",")]
-    groups = ([(p, c) for p in wanted if p in ("bf16", "fp16") for c in ckpts] +
-              [(p, c) for c in ckpts for p in wanted if p not in ("bf16", "fp16")])
-    for prec, ckpt in groups:
-        before = read_csv(csv_path)
-        timeout = min(ctx.args.bench_timeout, ctx.deadline.left(ctx.at["bench"]))
-        args = [os.path.join(BUNDLE, "bin", "gpt2_benchmark"), "--bench_device=cuda",
-                f"--bench_precisions={prec}", f"--bench_batches={batches}",
-                f"--bench_checkpointing={ckpt}", "--bench_model_options=preset=gpt2-124m",
-                "--bench_seq_len=1024", f"--bench_steps={ctx.args.steps}",
-                f"--bench_warmup_steps={ctx.args.warmup}", "--bench_gemm_size=8192",
-                f"--bench_train_shards={ctx.shard}", f"--bench_csv={csv_path}",
-                "--bench_python="]
-        if datasheet_for(ctx):
-            args.append(f"--bench_datasheet_tflops={datasheet_for(ctx)}")
-        rc, secs, out = run(args, ctx.env, os.path.join(ctx.work, f"bench_{prec}_{ckpt}.log"),
-                            timeout)
-        log.write(f"==================== {' '.join(args)}\n{out}\n(rc {rc}, {secs:.0f} s)\n")
-        log.flush()
-        have = {(r["batch"],) for r in read_csv(csv_path)[len(before):]}
-        for b in batches.split(","):
-            if (b,) not in have:
-                if timeout <= 1:
-                    status, note = "skipped", "time budget"
-                elif rc is None:
-                    status, note = "timeout", f"killed after {secs:.0f} s"
-                else:
-                    status, note = "error", f"rc {rc}; see bench_mantissa.log"
-                append_csv(csv_path, ["mantissa", prec, b, 1024, ckpt, status] + [""] * 7 + [note])
-    log.close()
+# ---------------------------------------------------------------- results
+
+def read_tsv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def last_rows(rows):
+    """The last row of each (stage, part, name), in first-seen order."""
+    out = {}
+    for r in rows:
+        out[(r["stage"], r["part"], r["name"])] = r
+    return out
 
 
 def read_csv(path):
@@ -407,83 +305,446 @@ def append_csv(path, row):
         if fresh:
             w.writerow(CSV_HEADER)
         w.writerow(row)
+        f.flush()
+        os.fsync(f.fileno())
 
 
-class Torch:
-    """The PyTorch side: phase 1 (compile + warm) starts at once in the
-    background, phase 2 (timed rows) after the Mantissa benchmark."""
+class Results:
+    """The results folder, written as things happen: rows of results.tsv
+    (flushed and synced), the stage logs line by line, and summary.md
+    rewritten (through a temporary file and a rename) after every row."""
 
-    def __init__(self, ctx):
-        self.ctx = ctx
-        self.dir = os.path.join(ctx.work, "torch")
-        os.makedirs(self.dir, exist_ok=True)
-        self.ready = os.path.join(self.dir, "ready")
-        self.go = os.path.join(self.dir, "go")
-        self.stop = os.path.join(self.dir, "stop_warm")
-        self.csv = os.path.join(self.dir, "rows.csv")
-        self.log_path = os.path.join(ctx.results, "bench_torch.log")
-        script = os.path.join(HERE, "gpt2_torch_bench.py")
-        ds = datasheet_for(ctx)
-        self.cmd = [ctx.args.torch_python, "-u", script, "--device=cuda",
-                    f"--batches={ctx.args.batches}", "--seq=1024",
-                    f"--precisions={ctx.args.precisions}",
-                    f"--checkpointing={ctx.args.checkpointing}", f"--steps={ctx.args.steps}",
-                    f"--warmup={ctx.args.warmup}", f"--data={ctx.shard}", "--gemm_size=8192",
-                    f"--csv={self.csv}", f"--ready_file={self.ready}", f"--go_file={self.go}",
-                    f"--stop_warm_file={self.stop}",
-                    f"--deadline={ctx.deadline.start + ctx.at['torch']:.0f}"]
-        if ds:
-            self.cmd.append(f"--datasheet={ds}")
-        # PyTorch's own environment: none of the bundle's library paths.
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.log = open(self.log_path, "w")
-        self.log.write(" ".join(self.cmd) + "\n")
-        self.log.flush()
-        self.proc = subprocess.Popen(self.cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, cwd=self.dir)
+    def __init__(self, folder, t0, header_lines):
+        self.folder = folder
+        self.t0 = t0
+        self.header_lines = header_lines
+        self.lock = threading.RLock()
+        self.logs = {}
+        self.tsv_path = os.path.join(folder, "results.tsv")
+        self.bench_csv = os.path.join(folder, "bench.csv")
+        self.said = []  # slow paths the backend announced
+        os.makedirs(folder, exist_ok=True)
+        fresh = not os.path.exists(self.tsv_path)
+        self.tsv = open(self.tsv_path, "a", newline="")
+        if fresh:
+            self._write_tsv(TSV_HEADER)
 
-    def exited(self):
-        return self.proc.poll() is not None
+    def _write_tsv(self, fields):
+        self.tsv.write("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields)
+                       + "\n")
+        self.tsv.flush()
+        os.fsync(self.tsv.fileno())
 
-    def pause(self, wait_until):
-        """Stops phase 1 and waits (until `wait_until` seconds after the
-        start) for it to reach its wait point; the GPU is then Mantissa's."""
-        open(self.stop, "w").close()
-        while not os.path.exists(self.ready) and not self.exited():
-            if self.ctx.deadline.left(wait_until) <= 0:
-                self.log.write("# device check: phase 1 still running when the Mantissa "
-                               "benchmark had to start; it overlaps the first rows\n")
-                self.log.flush()
-                return
-            time.sleep(0.5)
+    def row(self, stage, part, name, status, seconds=0.0, detail="", at=None):
+        with self.lock:
+            at = time.time() - self.t0 if at is None else at
+            self._write_tsv([f"{at:.0f}", stage, part, name, status, f"{seconds:.0f}", detail])
+            self.write_summary()
 
-    def finish(self):
-        open(self.go, "w").close()
+    def log(self, stage, name, line):
+        with self.lock:
+            f = self.logs.get(stage)
+            if f is None:
+                f = self.logs[stage] = open(os.path.join(self.folder, f"stage{stage}.log"), "a")
+            f.write(f"[{name}] {line}" if line.endswith("\n") else f"[{name}] {line}\n")
+            f.flush()
+            if line.startswith("mantissa: cuda backend:") and line.strip() not in self.said:
+                self.said.append(line.strip())
+
+    def write_summary(self, extra=None):
+        with self.lock:
+            text = "\n".join(summary_lines(self, extra)) + "\n"
+            tmp = os.path.join(self.folder, ".summary.md.tmp")
+            with open(tmp, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, os.path.join(self.folder, "summary.md"))
+            return text
+
+    def close(self):
+        with self.lock:
+            for f in self.logs.values():
+                f.close()
+            self.tsv.close()
+
+
+# ---------------------------------------------------------------- running
+
+def run_streamed(cmd, env, timeout, results, stage, name, cwd=None):
+    """Runs cmd, copying each output line into the stage log as it comes.
+    (returncode or None on timeout, seconds, output). Kills the process
+    group on timeout."""
+    t = time.time()
+    results.log(stage, name, "$ " + " ".join(cmd))
+    try:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             cwd=cwd, start_new_session=True)
+    except OSError as e:
+        results.log(stage, name, f"cannot start: {e}")
+        return 127, time.time() - t, f"cannot start: {e}\n"
+    chunks = []
+
+    def pump():
+        for raw in iter(p.stdout.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            chunks.append(line)
+            results.log(stage, name, line)
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        rc = p.wait(timeout=max(timeout, 0.1))
+    except subprocess.TimeoutExpired:
         try:
-            self.proc.wait(timeout=max(1.0, self.ctx.deadline.left(self.ctx.at["torch"] + 8)))
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-            self.log.write("\n# device check: killed at the time limit\n")
-        self.log.close()
-        with open(self.log_path) as f:
-            text = f.read()
-        skipped = re.search(r"^skipped: (.*)$", text, re.M)
-        rows = read_csv(self.csv)
-        csv_path = os.path.join(self.ctx.results, "bench.csv")
-        for r in rows:
-            append_csv(csv_path, [r.get(k, "") for k in CSV_HEADER])
-        have = {(r["precision"], r["batch"], r["ckpt"]) for r in rows}
-        for prec in self.ctx.args.precisions.split(","):
-            for b in self.ctx.args.batches.split(","):
-                for c in self.ctx.args.checkpointing.split(","):
-                    if (prec, b, c) not in have:
-                        why = (skipped.group(1) if skipped else
-                               f"no row (rc {self.proc.returncode}); see bench_torch.log")
-                        status = "skipped" if skipped else "timeout" if self.proc.returncode in (
-                            -9, None) else "error"
-                        append_csv(csv_path, ["pytorch", prec, b, 1024, c, status] + [""] * 7 + [why])
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        rc = None
+        results.log(stage, name, f"killed at its time limit ({timeout:.0f} s)")
+    reader.join(timeout=5)
+    return rc, time.time() - t, "".join(chunks)
 
+
+class Item:
+    """One thing the check runs: a command and a function reading its
+    (rc, output) into (status, detail)."""
+
+    def __init__(self, stage, part, name, cmd, timeout, classify, env=None, cwd=None):
+        self.stage, self.part, self.name = stage, part, name
+        self.cmd, self.timeout, self.classify = cmd, timeout, classify
+        self.env, self.cwd = env, cwd
+
+
+def run_items(items, workers, deadline, results, ctx):
+    """Runs items, `workers` at a time, none started within 5 s of
+    `deadline` (those are NOT-RUN); each under min(its timeout, time left)."""
+    lock = threading.Lock()
+    queue = list(items)
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                item = queue.pop(0)
+            left = deadline - time.time()
+            if left < 5:
+                results.row(item.stage, item.part, item.name, "NOT-RUN", 0,
+                            f"no time left in stage {item.stage}")
+                continue
+            results.row(item.stage, item.part, item.name, "STARTED")
+            env = dict(ctx.env, **(item.env or {}))
+            rc, secs, out = run_streamed(item.cmd, env, min(item.timeout, left), results,
+                                         item.stage, item.name, cwd=item.cwd)
+            if rc is None:
+                status, detail = "TIMEOUT", f"killed after {secs:.0f} s"
+            elif out.startswith("cannot start"):
+                status, detail = "FAIL", out.strip()[:200]
+            else:
+                status, detail = item.classify(rc, out)
+            results.row(item.stage, item.part, item.name, status, secs, detail)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+# ---------------------------------------------------------- classifiers
+
+def first_line(out, pattern):
+    m = re.search(pattern, out, re.M)
+    return m.group(0).strip()[:200] if m else ""
+
+
+def gtest_classifier(gpu):
+    def classify(rc, out):
+        passed = len(re.findall(r"^\[       OK \]", out, re.M))
+        skipped = len(set(re.findall(r"^\[  SKIPPED \] (\S+)", out, re.M)))
+        failed = sorted(set(re.findall(r"^\[  FAILED  \] (\S+\.\S+)", out, re.M)))
+        counts = f"{passed} passed, {skipped} skipped, {len(failed)} failed"
+        if rc != 0:
+            loader = first_line(out, r"error while loading shared libraries.*$")
+            why = loader or (", ".join(failed[:3]) if failed else first_line(out, r"^.*(error|Error|abort).*$"))
+            return "FAIL", f"rc {rc}; {counts}{': ' + why if why else ''}"
+        no_device = first_line(out, r"SKIPPED: no CUDA device.*$")
+        if skipped and gpu and no_device:
+            return "FAIL", f"a GPU is present ({gpu}) but the test skipped: {no_device}"
+        if skipped and not passed:
+            why = first_line(out, r"SKIPPED: .*$") or "see the stage log"
+            return "SKIPPED", why
+        return "PASS", counts + (f" ({first_line(out, r'SKIPPED: .*$')})" if skipped else "")
+    return classify
+
+
+def conformance_classifier(gpu):
+    def classify(rc, out):
+        no_device = first_line(out, r"^\[FAIL\] backend/create: .*no CUDA device.*$")
+        if no_device and not gpu:
+            return "SKIPPED", "no CUDA device (the cuda backend's conformance needs one)"
+        summary = first_line(out, r"^conformance: \d+ passed, \d+ failed.*$")
+        if rc == 0 and re.search(r"^conformance: \d+ passed, 0 failed", out, re.M):
+            return "PASS", summary
+        fails = re.findall(r"^\[FAIL\] (.*)$", out, re.M)
+        return "FAIL", f"rc {rc}; {summary or 'no summary'}" + (f"; {fails[0][:160]}" if fails else "")
+    return classify
+
+
+def train_classifier(gpu):
+    def classify(rc, out):
+        losses = re.findall(r"^step\s+\d+/\d+\s+loss\s+([0-9.naninf]+)", out, re.M)
+        ev = re.findall(r"^eval\s+step\s+\d+\s+loss\s+([0-9.]+)(?:\s+accuracy\s+([0-9.]+%))?",
+                        out, re.M)
+        if "no CUDA device" in out:
+            if gpu:
+                return "FAIL", f"a GPU is present ({gpu}) but: {first_line(out, r'^.*no CUDA device.*$')}"
+            return "SKIPPED", "no CUDA device"
+        if rc != 0:
+            err = [l for l in out.splitlines() if "error" in l.lower()]
+            return "FAIL", f"rc {rc}: {err[-1][:160] if err else 'see the stage log'}"
+        if any(x in ("nan", "inf") for x in losses):
+            return "FAIL", f"non-finite loss: {', '.join(losses)}"
+        detail = f"loss {losses[0] if losses else '-'} -> {losses[-1] if losses else '-'}"
+        if ev:
+            detail += f"; eval {ev[-1][0]}" + (f", {ev[-1][1]}" if ev[-1][1] else "")
+        return "PASS", detail
+    return classify
+
+
+def sanitizer_classifier(rc, out):
+    summary = first_line(out, r"=+ ERROR SUMMARY: \d+ errors?")
+    m = re.search(r"ERROR SUMMARY: (\d+) error", out)
+    if m and int(m.group(1)) > 0:
+        where = first_line(out, r"=+ (Invalid|Uninitialized|Race|Barrier|Program hit).*$")
+        return "FAIL", f"{summary}{'; ' + where if where else ''}"
+    unsupported = first_line(out, r"^.*(Device not supported|not supported on this|"
+                                  r"Unable to find injection library|Target application terminated "
+                                  r"before first instrumented API call).*$")
+    if unsupported and not m:
+        return "SKIPPED", f"compute-sanitizer cannot run here: {unsupported}"
+    if "SKIPPED: no CUDA device" in out:
+        return "SKIPPED", "no CUDA device"
+    if rc != 0:
+        return "FAIL", f"rc {rc}; {summary or first_line(out, r'^.*FAILED.*$') or 'see the stage log'}"
+    return "PASS", summary or "no error summary printed"
+
+
+# ---------------------------------------------------------------- stage 1
+
+def bundle_tests():
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(BUNDLE, "bin", "cuda_*test"))
+                  if os.path.isfile(p))
+
+
+def stage1_items(ctx):
+    gpu = ctx.gpu
+    test_env = {"MANTISSA_EXPECT_GPU": "1"} if gpu else {}
+    if gpu and "libcudnn.so.9" in ctx.libs:
+        test_env["MANTISSA_REQUIRE_CUDNN"] = "1"
+    items = []
+    for name in bundle_tests():
+        tmp = os.path.join(ctx.work, name)
+        os.makedirs(tmp, exist_ok=True)
+        items.append(Item("1", "test", name, [os.path.join(BUNDLE, "bin", name)],
+                          ctx.args.test_timeout, gtest_classifier(gpu),
+                          env=dict(test_env, TEST_TMPDIR=tmp)))
+    conformance = os.path.join(BUNDLE, "bin", "plugin_conformance")
+    if os.path.exists(conformance):
+        items.append(Item("1", "test", "plugin_conformance(cuda)",
+                          [conformance, os.path.join(BUNDLE, "runfiles", "mantissa", "plugins",
+                                                     "backends", "cuda", "mnt_backend_cuda.so")],
+                          ctx.args.test_timeout, conformance_classifier(gpu), env=test_env))
+    for model in ("mlp", "cnn", "gpt2"):
+        for prec in PRECISIONS:
+            args = [os.path.join(BUNDLE, "bin", "train"), "--device=cuda", f"--precision={prec}",
+                    "--progress=plain", f"--cache_dir={ctx.work}/cache", "--checkpoint_dir="]
+            args += TRAIN_JOBS[model]
+            if model == "gpt2":
+                args += [f"--train_shards={ctx.shard}", f"--val_shards={ctx.shard}"]
+            items.append(Item("1", "train", f"train {model} {prec}", args, ctx.args.train_timeout,
+                              train_classifier(gpu)))
+    sanitizer = find_sanitizer()
+    for name in SANITIZED_TESTS:
+        if name not in bundle_tests():
+            continue
+        if not sanitizer:
+            continue
+        items.append(Item("1", "memcheck", f"memcheck {name}",
+                          [sanitizer, "--tool", "memcheck", "--error-exitcode", "86",
+                           "--print-limit", "20", os.path.join(BUNDLE, "bin", name)],
+                          ctx.args.sanitizer_timeout, sanitizer_classifier,
+                          env=dict(test_env, TEST_TMPDIR=os.path.join(ctx.work, name))))
+    return items, sanitizer
+
+
+def run_stage1(ctx, results, wanted):
+    start = time.time()
+    deadline = start + ctx.args.stage1_budget
+    if wanted("1", "env", "libraries"):
+        problems = library_problems(ctx.libs)
+        results.row("1", "env", "libraries", "FAIL" if problems else "PASS", 0,
+                    "; ".join(problems) or ", ".join(sorted(ctx.libs)))
+    if wanted("1", "env", "gpu"):
+        results.row("1", "env", "gpu", "PASS" if ctx.gpu else "SKIPPED", 0,
+                    ctx.gpu or "no GPU on this machine (nvidia-smi, /dev/nvidia*)")
+    items, sanitizer = stage1_items(ctx)
+    if not sanitizer and wanted("1", "memcheck", "compute-sanitizer"):
+        results.row("1", "memcheck", "compute-sanitizer", "SKIPPED", 0,
+                    "compute-sanitizer not found (PATH, /usr/local/cuda*/bin, /opt/nvidia)")
+    items = [i for i in items if wanted(i.stage, i.part, i.name)]
+    # Tests and training first, 4 at a time on the one GPU (16 CPU cores);
+    # memcheck last, so a cut loses the slowest part first.
+    run_items([i for i in items if i.part != "memcheck"], ctx.args.workers, deadline, results, ctx)
+    run_items([i for i in items if i.part == "memcheck"], ctx.args.workers, deadline, results, ctx)
+    return time.time() - start
+
+
+# ---------------------------------------------------------------- stage 2
+
+def datasheet_for(ctx):
+    for key, spec in DATASHEET.items():
+        if key in (ctx.gpu_name or ""):
+            return spec
+    return ""
+
+
+def bench_rows(args):
+    """(precision, batch, ckpt) of Mantissa's rows: 16-bit first, then the
+    32-bit ones; checkpointing only where asked (the goal's bf16 pair)."""
+    out = []
+    precs = [p for p in ["bf16", "fp16", "tf32", "fp32"] if p in args.precisions.split(",")]
+    for b in args.batches.split(","):
+        for p in precs:
+            out.append((p, b, "off"))
+            if p in args.checkpointing_precisions.split(","):
+                out.append((p, b, "on"))
+    return out
+
+
+def bench_name(fw, prec, batch, ckpt):
+    return f"{fw} {prec} B={batch} ckpt={ckpt}"
+
+
+def csv_status(row):
+    return {"ok": "PASS", "skipped": "SKIPPED", "timeout": "TIMEOUT"}.get(row["status"], "FAIL")
+
+
+def run_stage2(ctx, results, wanted):
+    start = time.time()
+    deadline = start + ctx.args.stage2_budget
+    csv_path = results.bench_csv
+    ds = datasheet_for(ctx)
+    # PyTorch's rows keep part of the stage (at most 40% of it).
+    reserve = min(ctx.args.torch_reserve, 0.4 * ctx.args.stage2_budget)
+    for prec, batch, ckpt in bench_rows(ctx.args):
+        name = bench_name("mantissa", prec, batch, ckpt)
+        if not wanted("2", "bench", name):
+            continue
+        left = deadline - time.time() - reserve
+        if left < 10:
+            append_csv(csv_path, ["mantissa", prec, batch, 1024, ckpt, "not-run"] + [""] * 7
+                       + ["no time left in stage 2"])
+            results.row("2", "bench", name, "NOT-RUN", 0, "no time left in stage 2")
+            continue
+        results.row("2", "bench", name, "STARTED")
+        before = len(read_csv(csv_path))
+        cmd = [os.path.join(BUNDLE, "bin", "gpt2_benchmark"), "--bench_device=cuda",
+               f"--bench_precisions={prec}", f"--bench_batches={batch}",
+               f"--bench_checkpointing={ckpt}", "--bench_model_options=preset=gpt2-124m",
+               "--bench_seq_len=1024", f"--bench_steps={ctx.args.steps}",
+               f"--bench_warmup_steps={ctx.args.warmup}", "--bench_gemm_size=8192",
+               f"--bench_train_shards={ctx.shard}", f"--bench_csv={csv_path}", "--bench_python="]
+        if ds:
+            cmd.append(f"--bench_datasheet_tflops={ds}")
+        rc, secs, out = run_streamed(cmd, ctx.env, min(ctx.args.bench_timeout, left), results, "2",
+                                     name)
+        rows = read_csv(csv_path)[before:]
+        if rows:
+            r = rows[-1]
+            status = csv_status(r)
+            if status == "SKIPPED" and ctx.gpu and "no CUDA device" in r["note"]:
+                status = "FAIL"
+            detail = (f"{float(r['tokens_per_s']):.0f} tokens/s, {float(r['ms_per_step']):.1f} ms/step"
+                      if r["status"] == "ok" else r["note"])
+        else:
+            status = "TIMEOUT" if rc is None else "FAIL"
+            detail = f"killed after {secs:.0f} s" if rc is None else f"rc {rc}, no row"
+            append_csv(csv_path, ["mantissa", prec, batch, 1024, ckpt, status.lower()] + [""] * 7
+                       + [detail])
+        results.row("2", "bench", name, status, secs, detail)
+
+    torch_rows = [(p, b, "off") for b in ctx.args.batches.split(",")
+                  for p in ctx.args.torch_precisions.split(",")]
+    torch_rows = [r for r in torch_rows if wanted("2", "torch", bench_name("pytorch", *r))]
+    if torch_rows:
+        run_torch(ctx, results, torch_rows, deadline)
+
+    if wanted("2", "cuda_benchmark", "cuda_benchmark"):
+        left = deadline - time.time()
+        if left < 20:
+            results.row("2", "cuda_benchmark", "cuda_benchmark", "NOT-RUN", 0,
+                        "no time left in stage 2")
+        else:
+            results.row("2", "cuda_benchmark", "cuda_benchmark", "STARTED")
+            rc, secs, out = run_streamed([os.path.join(BUNDLE, "bin", "cuda_benchmark")], ctx.env,
+                                         left - 2, results, "2", "cuda_benchmark")
+            if "no CUDA device" in out:
+                status = "FAIL" if ctx.gpu else "SKIPPED"
+                detail = "no CUDA device"
+            elif rc is None:
+                status, detail = "TIMEOUT", f"cut after {secs:.0f} s (rows so far in stage2.log)"
+            else:
+                status, detail = ("PASS", "rows in stage2.log") if rc == 0 else ("FAIL", f"rc {rc}")
+            results.row("2", "cuda_benchmark", "cuda_benchmark", status, secs, detail)
+    return time.time() - start
+
+
+def run_torch(ctx, results, rows, deadline):
+    """PyTorch's rows in one process (one compile per precision), started
+    after Mantissa's rows; its own deadline stops rows that would not end."""
+    precs = sorted({p for p, _, _ in rows}, key=ctx.args.torch_precisions.split(",").index)
+    batches = sorted({b for _, b, _ in rows}, key=int)
+    out_csv = os.path.join(ctx.work, "torch_rows.csv")
+    cmd = [ctx.args.torch_python, "-u", os.path.join(HERE, "gpt2_torch_bench.py"), "--device=cuda",
+           f"--batches={','.join(batches)}", "--seq=1024", f"--precisions={','.join(precs)}",
+           "--checkpointing=off", f"--steps={ctx.args.steps}", f"--warmup={ctx.args.warmup}",
+           f"--data={ctx.shard}", "--gemm_size=8192", f"--csv={out_csv}",
+           f"--deadline={deadline - 3:.0f}"]
+    if datasheet_for(ctx):
+        cmd.append(f"--datasheet={datasheet_for(ctx)}")
+    names = [bench_name("pytorch", *r) for r in rows]
+    for n in names:
+        results.row("2", "torch", n, "STARTED")
+    # PyTorch's own environment: none of the bundle's library paths.
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    left = deadline - time.time()
+    rc, secs, out = run_streamed(cmd, env, max(left, 1), results, "2", "pytorch", cwd=ctx.work)
+    skipped = re.search(r"^skipped: (.*)$", out, re.M)
+    got = {}
+    for r in read_csv(out_csv):
+        append_csv(results.bench_csv, [r.get(k, "") for k in CSV_HEADER])
+        got[(r["precision"], r["batch"], r["ckpt"])] = r
+    for (p, b, c), n in zip(rows, names):
+        r = got.get((p, b, c))
+        if r is not None:
+            status = csv_status(r)
+            detail = (f"{float(r['tokens_per_s']):.0f} tokens/s" if r["status"] == "ok"
+                      else r["note"])
+        elif skipped:
+            status, detail = "SKIPPED", skipped.group(1)[:200]
+            append_csv(results.bench_csv, ["pytorch", p, b, 1024, c, "skipped"] + [""] * 7
+                       + [detail])
+        else:
+            status = "TIMEOUT" if rc is None else "FAIL"
+            detail = f"no row (rc {rc}); see stage2.log"
+            append_csv(results.bench_csv, ["pytorch", p, b, 1024, c, status.lower()] + [""] * 7
+                       + [detail])
+        results.row("2", "torch", n, status, secs, detail)
+
+
+# ---------------------------------------------------------------- summary
 
 def fmt(v, pct=False):
     if v in ("", None):
@@ -492,16 +753,15 @@ def fmt(v, pct=False):
     return f"{100 * x:.1f}%" if pct else (f"{x:.0f}" if x >= 100 else f"{x:.2f}")
 
 
-def bench_table(ctx):
-    rows = read_csv(os.path.join(ctx.results, "bench.csv"))
+def bench_table(rows, datasheet=""):
     by = {(r["framework"], r["precision"], r["batch"], r["ckpt"]): r for r in rows}
     keys = sorted({(r["precision"], r["batch"], r["ckpt"]) for r in rows},
-                  key=lambda k: (["fp32", "tf32", "bf16", "fp16"].index(k[0])
-                                 if k[0] in PRECISIONS else 9, int(k[1]), k[2]))
+                  key=lambda k: (PRECISIONS.index(k[0]) if k[0] in PRECISIONS else 9,
+                                 int(k[1]), k[2]))
     out = ["## GPT-2 124M training, T=1024 (Mantissa vs PyTorch)", "",
            "MFU meas = against the GEMM rate each framework measured in the same run "
            "(8192^3, that precision); MFU data = against the datasheet dense peak"
-           + (f" ({datasheet_for(ctx)} TFLOP/s)" if datasheet_for(ctx) else " (unknown GPU: none)")
+           + (f" ({datasheet} TFLOP/s)" if datasheet else " (unknown GPU: none)")
            + "; memory: Mantissa = backend allocator peak (all categories), PyTorch = "
            "max_memory_allocated of the configuration.", "",
            "| prec | B | ckpt | Mantissa tokens/s | ms/step | MFU meas | MFU data | GEMM TFLOP/s "
@@ -525,18 +785,12 @@ def bench_table(ctx):
         cells.append(f"{tps['mantissa'] / tps['pytorch']:.2f}x"
                      if len(tps) == 2 and tps["pytorch"] > 0 else "-")
         out.append("| " + " | ".join(str(c) for c in cells) + " |")
-    notes = sorted({r["note"] for r in rows if r["framework"] == "pytorch" and r["status"] == "ok"
-                    and r["note"]})
-    if notes:
-        out += ["", "PyTorch rows: " + "; ".join(n.split(" loss")[0] for n in notes[:1]) +
-                " (torch.compile with a dynamic batch dimension, SDPA, fused AdamW, autocast; "
-                "GradScaler for fp16)."]
     return out
 
 
-# The issue's goals (GPT-2 124M, T=1024, B=16 on an H200), each checked
-# against the rows of bench.csv: (name, threshold text, function of the rows
-# giving (figure, passed) or raising KeyError when a row it needs is missing).
+# The goals (GPT-2 124M, T=1024, B=16 on an H200), each checked against the
+# rows of bench.csv: (name, threshold text, function of the rows giving
+# (figure, passed) or raising KeyError when a row it needs is missing).
 GOAL_BATCH = "16"
 
 
@@ -605,7 +859,7 @@ def goal_lines(rows):
     """The goals as a table, one line each: PASS/FAIL with the figure, or
     NOT-RUN with the missing row. Counts of each at the end."""
     by = {(r["framework"], r["precision"], r["batch"], r["ckpt"]): r for r in rows}
-    out = [f"## Goals (GPT-2 124M, B={GOAL_BATCH}, T=1024; issue 15)", "",
+    out = [f"## Goals (GPT-2 124M, B={GOAL_BATCH}, T=1024)", "",
            "| goal | target | result | figure |", "|---|---|---|---|"]
     counts = {"PASS": 0, "FAIL": 0, "NOT-RUN": 0}
     for name, target, fn in GOALS:
@@ -622,25 +876,39 @@ def goal_lines(rows):
     return out
 
 
-def part_cuda_benchmark(ctx):
-    timeout = ctx.deadline.left() - 10
-    frag = os.path.join(ctx.work, "performance_fragment.md")
-    if timeout < 20:
-        return ["## cuda_benchmark", "", "SKIPPED (time budget)"]
-    rc, secs, out = run([os.path.join(BUNDLE, "bin", "cuda_benchmark"), f"--append={frag}"],
-                        ctx.env, os.path.join(ctx.results, "cuda_benchmark.log"), timeout)
-    if "no CUDA device" in out:
-        result = "SKIPPED (no CUDA device)"
-    elif rc is None:
-        result = f"TIMEOUT after {secs:.0f} s"
-    else:
-        result = "PASS" if rc == 0 else f"FAIL (rc {rc})"
-    lines = ["## cuda_benchmark (GEMM per precision, bandwidth, MLP step, attention)", "",
-             f"{result}, {secs:.0f} s"]
-    if os.path.exists(frag):
-        with open(frag) as f:
-            lines += ["", f.read().rstrip()]
-    return lines
+PART_TITLES = [("env", "Environment"), ("test", "GPU tests"), ("train", "train --device=cuda"),
+               ("memcheck", "compute-sanitizer memcheck"), ("bench", "Mantissa benchmark rows"),
+               ("torch", "PyTorch benchmark rows"), ("cuda_benchmark", "cuda_benchmark")]
+
+
+def summary_lines(results, extra=None):
+    rows = read_tsv(results.tsv_path)
+    last = last_rows(rows)
+    counts = {}
+    for r in last.values():
+        status = "RUNNING" if r["status"] == "STARTED" else r["status"]
+        counts[status] = counts.get(status, 0) + 1
+    out = list(results.header_lines)
+    out += ["", "Items: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none yet")
+            + f" ({time.time() - results.t0:.0f} s since the start)."]
+    if counts.get("RUNNING"):
+        out.append("RUNNING = started and not ended: the run was cut (or is still going) there.")
+    for part, title in PART_TITLES:
+        these = [r for r in last.values() if r["part"] == part]
+        if not these:
+            continue
+        out += ["", f"## {title}", "", "| item | result | time | detail |", "|---|---|---|---|"]
+        for r in these:
+            status = "RUNNING" if r["status"] == "STARTED" else r["status"]
+            out.append(f"| {r['name']} | {status} | {r['seconds']} s | {r['detail']} |")
+    out += ["", "## Slow paths the backend announced (once per shape)", ""]
+    out += [f"- {s}" for s in results.said] or ["none"]
+    bench = read_csv(results.bench_csv)
+    if bench:
+        out += [""] + bench_table(bench, results.datasheet) + [""] + goal_lines(bench)
+    if extra:
+        out += [""] + extra
+    return out
 
 
 # ---------------------------------------------------------------- main
@@ -649,33 +917,71 @@ class Ctx:
     pass
 
 
-def main(argv):
+def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", default=os.path.join(BUNDLE, "results"))
-    p.add_argument("--parts", default="tests,train,bench,torch,cuda_benchmark")
-    p.add_argument("--budget", type=float, default=470.0,
-                   help="seconds for everything, library discovery included")
+    p.add_argument("--stage", default="all", choices=["1", "2", "all"])
+    p.add_argument("--rerun-failed", dest="rerun_failed", default="",
+                   help="an earlier run's results.tsv: run only what it did not pass or skip")
+    p.add_argument("--only", default="", help="a regular expression over item names")
+    p.add_argument("--stage1_budget", type=float, default=240.0)
+    p.add_argument("--stage2_budget", type=float, default=240.0)
+    p.add_argument("--workers", type=int, default=4, help="stage 1 items at a time")
+    p.add_argument("--test_timeout", type=float, default=120)
+    p.add_argument("--train_timeout", type=float, default=60)
+    p.add_argument("--sanitizer_timeout", type=float, default=90)
+    p.add_argument("--bench_timeout", type=float, default=40)
+    p.add_argument("--torch_reserve", type=float, default=90,
+                   help="seconds of stage 2 kept for PyTorch's rows")
     p.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
-    p.add_argument("--batches", default="8,16")
-    p.add_argument("--checkpointing", default="off,on")
+    p.add_argument("--batches", default="16")
+    p.add_argument("--checkpointing_precisions", default="bf16",
+                   help="precisions also benchmarked with gradient checkpointing")
+    p.add_argument("--torch_precisions", default="bf16,fp16,tf32,fp32",
+                   help="PyTorch's rows, in this order, as time allows")
     p.add_argument("--steps", type=int, default=5, help="timed benchmark steps per row")
     p.add_argument("--warmup", type=int, default=2, help="benchmark warm-up steps per row")
-    p.add_argument("--test_timeout", type=float, default=90)
-    p.add_argument("--train_timeout", type=float, default=45)
-    p.add_argument("--bench_timeout", type=float, default=45)
     p.add_argument("--torch_python", default=sys.executable)
     p.add_argument("--print-env", action="store_true", dest="print_env")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
 
+
+def environment_lines(ctx, lib_lines):
+    smi = None
+    if shutil.which("nvidia-smi"):
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                              "--format=csv,noheader"], capture_output=True, text=True)
+    ctx.gpu_name = smi.stdout.strip().split(",")[0] if smi and smi.returncode == 0 else ""
+    lines = ["# Device check environment", "", f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+             f"bundle: {BUNDLE}",
+             f"GPU: {smi.stdout.strip() if smi and smi.returncode == 0 else 'none (nvidia-smi: ' + ('not found' if smi is None else smi.stderr.strip()[:200]) + ')'}",
+             f"GPU visible: {ctx.gpu or 'no'}", "", "CUDA libraries used:"]
+    lines += ["  " + l for l in lib_lines]
+    lines += ["", "versions:"] + ["  " + v for v in library_versions(ctx.libs)]
+    lines += ["", f"compute-sanitizer: {find_sanitizer() or 'not found'}",
+              f"LD_LIBRARY_PATH={ctx.env['LD_LIBRARY_PATH']}",
+              f"RUNFILES_DIR={ctx.env['RUNFILES_DIR']}"]
+    manifest = os.path.join(BUNDLE, "MANIFEST")
+    if os.path.exists(manifest):
+        with open(manifest) as f:
+            lines += ["", "bundle manifest:", f.read().rstrip()]
+    if smi is not None:
+        full = subprocess.run(["nvidia-smi"], capture_output=True, text=True)
+        lines += ["", full.stdout.rstrip()]
+    return lines
+
+
+def main(argv):
+    args = parse_args(argv)
     t0 = time.time()
-    lines = []
-    ld_dirs, libs = discover(lines)
+    lib_lines = []
+    ld_dirs, libs = discover(lib_lines)
     if args.print_env:
         env = bundle_env(ld_dirs)
         for k in ("LD_LIBRARY_PATH", "RUNFILES_DIR", "TEST_SRCDIR", "TEST_WORKSPACE",
                   "MANTISSA_DIGITS_CSV"):
             print(f"export {k}='{env[k]}'")
-        for l in lines:
+        for l in lib_lines:
             print(f"echo 'env.sh: {l}' >&2")
         return 0
 
@@ -685,94 +991,65 @@ def main(argv):
             os.chmod(f, 0o755)
     ctx = Ctx()
     ctx.args = args
-    ctx.failed = False
-    parts = set(args.parts.split(","))
-    ctx.deadline = Deadline(t0, args.budget)
-    # Part ends, in seconds after the start, for the default 470 s budget
-    # (scaled for another): tests 150, train 225, PyTorch phase 1 stopped by
-    # 265, Mantissa benchmark 360, PyTorch timed rows 430, then
-    # cuda_benchmark in what is left.
-    scale = args.budget / 470.0
-    ctx.at = {k: v * scale for k, v in
-              {"tests": 150, "train": 225, "torch_pause": 265, "bench": 360,
-               "torch": 430}.items()}
-    os.makedirs(args.results, exist_ok=True)
-    ctx.results = args.results
-    ctx.work = tempfile.mkdtemp(prefix="mantissa_device_check.")
+    ctx.libs = libs
     ctx.env = bundle_env(ld_dirs)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
-                          "--format=csv,noheader"], capture_output=True, text=True) \
-        if shutil.which("nvidia-smi") else None
-    ctx.gpu_name = smi.stdout.strip().split(",")[0] if smi and smi.returncode == 0 else ""
-    env_lines = ["# Device check environment", "", f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-                 f"bundle: {BUNDLE}", f"GPU: {smi.stdout.strip() if smi and smi.returncode == 0 else 'none (nvidia-smi: ' + ('not found' if smi is None else smi.stderr.strip()[:200]) + ')'}",
-                 "", "CUDA libraries used:"] + ["  " + l for l in lines]
-    env_lines += ["", "versions:"] + ["  " + v for v in library_versions(libs)]
-    env_lines += ["", f"LD_LIBRARY_PATH={ctx.env['LD_LIBRARY_PATH']}",
-                  f"RUNFILES_DIR={ctx.env['RUNFILES_DIR']}"]
-    manifest = os.path.join(BUNDLE, "MANIFEST")
-    if os.path.exists(manifest):
-        with open(manifest) as f:
-            env_lines += ["", "bundle manifest:", f.read().rstrip()]
-    if shutil.which("nvidia-smi"):
-        full = subprocess.run(["nvidia-smi"], capture_output=True, text=True)
-        env_lines += ["", full.stdout.rstrip()]
+    ctx.gpu = visible_gpu()
+    os.makedirs(args.results, exist_ok=True)
+    env_lines = environment_lines(ctx, lib_lines)
     with open(os.path.join(args.results, "environment.txt"), "w") as f:
         f.write("\n".join(env_lines) + "\n")
-    print("\n".join(env_lines[:12 + len(lines)]), flush=True)
-    missing = [n for n in REQUIRED if n not in libs]
+    print("\n".join(env_lines[:10 + len(lib_lines)]), flush=True)
 
-    ctx.shard = os.path.join(ctx.work, "tokens.bin")
+    earlier = {}
+    if args.rerun_failed:
+        earlier = last_rows(read_tsv(args.rerun_failed))
+    pattern = re.compile(args.only) if args.only else None
+
+    def wanted(stage, part, name):
+        if args.stage != "all" and stage != args.stage:
+            return False
+        if pattern is not None and not pattern.search(name):
+            return False
+        r = earlier.get((stage, part, name))
+        return r is None or r["status"] not in DONE
+
+    stages = ["1", "2"] if args.stage == "all" else [args.stage]
+    header = ["# Mantissa device check", "",
+              f"GPU: {ctx.gpu_name or 'none'}; stage {args.stage}"
+              f" (budgets: stage 1 {args.stage1_budget:.0f} s, stage 2 {args.stage2_budget:.0f} s); "
+              f"started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; libraries and versions: "
+              "environment.txt; every output line: stage1.log, stage2.log"]
+    if args.rerun_failed:
+        header.append(f"Rerun of what {args.rerun_failed} did not pass or skip; its other rows "
+                      "are copied in (time_s 0, detail 'earlier run: ...').")
+    results = Results(args.results, t0, header)
+    results.datasheet = datasheet_for(ctx)
+    for (stage, part, name), r in earlier.items():
+        if r["status"] in DONE and stage in stages:
+            results.row(stage, part, name, r["status"], float(r["seconds"] or 0),
+                        "earlier run: " + r["detail"], at=0)
+    results.write_summary()
+
+    work = tempfile.mkdtemp(prefix="mantissa_device_check.")
+    ctx.work = work
+    ctx.shard = os.path.join(work, "tokens.bin")
     subprocess.run([sys.executable, os.path.join(HERE, "make_token_shard.py"), ctx.shard],
                    check=True)
-
-    torch = Torch(ctx) if "torch" in parts else None
-    summary = ["# Mantissa device check", "",
-               f"GPU: {ctx.gpu_name or 'none'}; budget {args.budget:.0f} s; "
-               f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; CUDA libraries: see environment.txt"]
-    if missing:
-        summary += ["", f"**Missing required CUDA libraries: {', '.join(missing)}** "
-                        "(the cuda backend cannot load)"]
-
     timeline = []
-
-    def stamp(name):
-        timeline.append(f"{name} {time.time() - t0:.0f} s")
-        print(f"device check: {name} done at {time.time() - t0:.0f} s", flush=True)
-
-    if "tests" in parts:
-        summary += [""] + part_tests(ctx)
-        stamp("tests")
-    if "train" in parts:
-        summary += [""] + part_train(ctx)
-        stamp("train")
-    if torch is not None:
-        torch.pause(ctx.at["torch_pause"])
-        stamp("torch phase 1")
-    if "bench" in parts:
-        part_bench(ctx)
-        stamp("Mantissa benchmark")
-    if torch is not None:
-        torch.finish()
-        stamp("PyTorch benchmark")
-    if "cuda_benchmark" in parts:
-        summary += [""] + part_cuda_benchmark(ctx)
-        stamp("cuda_benchmark")
-    # The benchmark table last: the part of the printed summary a device
-    # tool's output tail keeps.
-    if "bench" in parts or torch is not None:
-        summary += [""] + bench_table(ctx)
-        summary += [""] + goal_lines(read_csv(os.path.join(ctx.results, "bench.csv")))
-    summary += ["", "Parts done at: " + ", ".join(timeline) + ".",
-                f"Total {time.time() - t0:.0f} s (budget {args.budget:.0f} s). "
-                "Logs: gpu_tests.log, train.log, bench_mantissa.log, bench_torch.log, "
-                "bench.csv, cuda_benchmark.log, environment.txt."]
-    text = "\n".join(summary) + "\n"
-    with open(os.path.join(args.results, "summary.md"), "w") as f:
-        f.write(text)
-    shutil.rmtree(ctx.work, ignore_errors=True)
+    if "1" in stages:
+        secs = run_stage1(ctx, results, wanted)
+        timeline.append(f"stage 1 took {secs:.0f} s (budget {args.stage1_budget:.0f})")
+        print(f"device check: stage 1 done at {time.time() - t0:.0f} s", flush=True)
+    if "2" in stages:
+        secs = run_stage2(ctx, results, wanted)
+        timeline.append(f"stage 2 took {secs:.0f} s (budget {args.stage2_budget:.0f})")
+        print(f"device check: stage 2 done at {time.time() - t0:.0f} s", flush=True)
+    text = results.write_summary([f"Done: {'; '.join(timeline)}; total {time.time() - t0:.0f} s."])
+    results.close()
+    shutil.rmtree(work, ignore_errors=True)
     print("\n" + text, flush=True)
-    return 1 if ctx.failed else 0
+    bad = [r for r in last_rows(read_tsv(results.tsv_path)).values() if r["status"] in BAD]
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

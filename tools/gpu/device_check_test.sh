@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The device check end to end from the unpacked bundle on a machine without a
-# GPU (CI): it must finish, exit 0, write at most 8 flat files, and report the
-# GPU parts as skipped for want of a device (never FAIL or TIMEOUT), every
-# benchmark row with a reason, and the PyTorch side as skipped.
+# GPU (CI): both stages must finish, exit 0, write at most 8 flat files, and
+# report every GPU part as skipped for want of a device (never FAIL, TIMEOUT
+# or NOT-RUN), every GPU test of the bundle's GPU_TESTS list included, every
+# benchmark row with a reason, the PyTorch side as skipped, the six goals as
+# NOT-RUN.
 set -uo pipefail
 tar_file="$1"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}/device_check"
 rm -rf "$tmp"
 mkdir -p "$tmp/bundle"
 tar -xf "$tar_file" -C "$tmp/bundle"
-"$tmp/bundle/run.sh" "$tmp/results" --budget=240 > "$tmp/out.txt" 2>&1
+"$tmp/bundle/run.sh" "$tmp/results" --stage1_budget=150 --stage2_budget=90 > "$tmp/out.txt" 2>&1
 rc=$?
 cat "$tmp/out.txt"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -17,21 +19,32 @@ fail() { echo "FAIL: $*"; exit 1; }
 files="$(find "$tmp/results" -type f | wc -l)"
 (( files >= 1 && files <= 8 )) || fail "$files result files (at most 8 come back from the device tool)"
 [[ -z "$(find "$tmp/results" -mindepth 1 -type d)" ]] || fail "results must be flat"
-summary="$tmp/results/summary.md"
-[[ -f "$summary" ]] || fail "no summary.md"
-grep -q "FAIL\|TIMEOUT" "$summary" && fail "a FAIL or TIMEOUT row without a GPU"
-for t in "$tmp"/bundle/bin/cuda_*test; do
-  grep -q "| $(basename "$t") | .*no CUDA device" "$summary" || fail "$(basename "$t") did not skip for want of a device"
+for f in summary.md results.tsv environment.txt stage1.log stage2.log bench.csv; do
+  [[ -f "$tmp/results/$f" ]] || fail "no $f"
 done
-n_train="$(grep -c '^| \(mlp\|cnn\|gpt2\) | .* | SKIPPED (no CUDA device) |' "$summary")"
+summary="$tmp/results/summary.md"
+grep -q "^| [^|]* | \(FAIL\|TIMEOUT\|NOT-RUN\|RUNNING\) |" "$summary" && fail "a FAIL, TIMEOUT, NOT-RUN or RUNNING item without a GPU"
+while read -r label how; do
+  case "$how" in
+    bin/cuda_*) t="$(basename "$how")"
+      # SKIPPED, or PASS for the tests that need no device with the others skipped.
+      grep -q "^| $t | \(SKIPPED\|PASS\) | .* | .*no CUDA device" "$summary" || fail "$label ($t) did not skip for want of a device" ;;
+    bin/plugin_conformance)
+      grep -q "^| plugin_conformance(cuda) | SKIPPED | .*no CUDA device" "$summary" || fail "$label did not run as plugin_conformance(cuda)" ;;
+    *) fail "$label: the device check does not know how to run '$how'" ;;
+  esac
+done < "$tmp/bundle/GPU_TESTS"
+n_train="$(grep -c '^| train \(mlp\|cnn\|gpt2\) \(fp32\|tf32\|bf16\|fp16\) | SKIPPED | .* | no CUDA device |' "$summary")"
 (( n_train == 12 )) || fail "$n_train of 12 train runs skipped for want of a device"
-rows="$(grep -c '^| \(fp32\|tf32\|bf16\|fp16\) | \(8\|16\) | \(on\|off\) | SKIPPED: no CUDA device' "$summary")"
-(( rows == 16 )) || fail "$rows of 16 benchmark rows say 'no CUDA device' for Mantissa"
-grep -q "PyTorch\|pytorch" "$summary" || fail "no PyTorch column"
-n_torch="$(grep -c 'SKIPPED: torch' "$summary")"
-(( n_torch == 16 )) || fail "$n_torch of 16 PyTorch cells say why they were skipped"
+grep -q "^| compute-sanitizer | SKIPPED \|^| memcheck cuda_kernels_test | SKIPPED " "$summary" ||
+  fail "memcheck neither ran (skipping for want of a device) nor said why it could not"
+rows="$(grep -c '^| \(fp32\|tf32\|bf16\|fp16\) | 16 | \(on\|off\) | SKIPPED: no CUDA device' "$summary")"
+(( rows == 5 )) || fail "$rows of 5 Mantissa benchmark rows say 'no CUDA device'"
+n_torch="$(grep -c '^| pytorch \(fp32\|tf32\|bf16\|fp16\) B=16 ckpt=off | SKIPPED | ' "$summary")"
+(( n_torch == 4 )) || fail "$n_torch of 4 PyTorch rows say why they were skipped"
 n_goals="$(grep -c '^| .* | NOT-RUN | ' "$summary")"
 (( n_goals == 6 )) || fail "$n_goals of 6 goals NOT-RUN (each with the row it lacks)"
 grep -q '^Goals: 6 NOT-RUN\.$' "$summary" || fail "no goal count line"
 grep -q "libcublasLt.so.13: " "$tmp/results/environment.txt" || fail "environment.txt does not say which cuBLASLt was used"
+grep -q "^\[cuda_kernels_test\] " "$tmp/results/stage1.log" || fail "stage1.log lacks the tests' output"
 echo "PASS: device check ran end to end without a GPU ($files files)"

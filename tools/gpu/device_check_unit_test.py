@@ -99,13 +99,92 @@ class TableTest(unittest.TestCase):
                              "torch.compile loss 10.9"])
         dc.append_csv(path, ["mantissa", "fp32", "16", "1024", "on", "timeout"] + [""] * 7 +
                       ["killed after 45 s"])
-        ctx = dc.Ctx()
-        ctx.results, ctx.gpu_name = tmp, "NVIDIA H200"
-        table = "\n".join(dc.bench_table(ctx))
+        table = "\n".join(dc.bench_table(dc.read_csv(path), dc.DATASHEET["H200"]))
         self.assertIn("| bf16 | 8 | off | 100000 | 81.92 | 30.0% | 25.0% | 700 | 20000 | "
                       "400000 | 20.48 | 90.0% | 80.0% | 720 | 9000 | 0.25x |", table)
         self.assertIn("| fp32 | 16 | on | TIMEOUT: killed after 45 s |", table)
         self.assertIn("bf16=989.4", table)
+
+
+class LibraryProblemsTest(unittest.TestCase):
+    def test_cudnn_without_nvrtc_is_a_problem(self):
+        libs = {n: "/x/" + n for n in dc.REQUIRED + ["libcudnn.so.9"]}
+        self.assertEqual(len(dc.library_problems(libs)), 1)
+        self.assertIn("libnvrtc.so.13", dc.library_problems(libs)[0])
+        libs["libnvrtc.so.13"] = "/x/libnvrtc.so.13"
+        self.assertEqual(dc.library_problems(libs), [])
+        # Without cuDNN, NVRTC is not needed; without cuBLASLt nothing runs.
+        self.assertEqual(dc.library_problems({n: "/x/" + n for n in dc.REQUIRED}), [])
+        self.assertIn("libcublasLt.so.13 not found (required)",
+                      dc.library_problems({"libcublas.so.13": "/x"}))
+
+
+GTEST_SKIPPED = """[ RUN      ] CudaKernelsTest.Add
+SKIPPED: no CUDA device (cudaGetDeviceCount: CUDA driver version is insufficient)
+[  SKIPPED ] CudaKernelsTest.Add (0 ms)
+"""
+GTEST_PASSED = """[ RUN      ] CudaKernelsTest.Add
+[       OK ] CudaKernelsTest.Add (3 ms)
+[ RUN      ] CudaKernelsTest.Mul
+[       OK ] CudaKernelsTest.Mul (3 ms)
+"""
+
+
+class ClassifierTest(unittest.TestCase):
+    def test_a_skip_is_a_skip_without_a_gpu_and_a_failure_with_one(self):
+        self.assertEqual(dc.gtest_classifier("")(0, GTEST_SKIPPED)[0], "SKIPPED")
+        status, detail = dc.gtest_classifier("GPU 0: NVIDIA H200 (UUID: x)")(0, GTEST_SKIPPED)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("driver version is insufficient", detail)
+
+    def test_gtest_pass_and_fail(self):
+        self.assertEqual(dc.gtest_classifier("gpu")(0, GTEST_PASSED),
+                         ("PASS", "2 passed, 0 skipped, 0 failed"))
+        out = GTEST_PASSED + "[  FAILED  ] CudaKernelsTest.Mul (3 ms)\n"
+        status, detail = dc.gtest_classifier("gpu")(1, out)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("CudaKernelsTest.Mul", detail)
+        status, detail = dc.gtest_classifier("")(127, "bin/x: error while loading shared "
+                                                      "libraries: libprotobuf.so.32: cannot open")
+        self.assertEqual(status, "FAIL")
+        self.assertIn("libprotobuf.so.32", detail)
+
+    def test_train_without_device(self):
+        out = "mantissa: error: cuda backend: no CUDA device available (cudaGetDeviceCount: x)\n"
+        self.assertEqual(dc.train_classifier("")(1, out), ("SKIPPED", "no CUDA device"))
+        self.assertEqual(dc.train_classifier("/dev/nvidia0 exists")(1, out)[0], "FAIL")
+        ok = "step   1/12  loss 10.98\nstep  12/12  loss 7.5\neval  step 12 loss 7.4\n"
+        self.assertEqual(dc.train_classifier("gpu")(0, ok), ("PASS", "loss 10.98 -> 7.5; eval 7.4"))
+        self.assertEqual(dc.train_classifier("gpu")(0, ok.replace("7.5", "nan"))[0], "FAIL")
+
+    def test_sanitizer(self):
+        clean = "========= COMPUTE-SANITIZER\n" + GTEST_PASSED + "========= ERROR SUMMARY: 0 errors\n"
+        self.assertEqual(dc.sanitizer_classifier(0, clean)[0], "PASS")
+        bad = ("========= Invalid __global__ write of size 4 bytes\n"
+               "========= ERROR SUMMARY: 3 errors\n")
+        status, detail = dc.sanitizer_classifier(86, bad)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("3 errors", detail)
+        self.assertIn("Invalid __global__ write", detail)
+        status, detail = dc.sanitizer_classifier(1, "========= Error: Device not supported\n")
+        self.assertEqual(status, "SKIPPED")
+
+    def test_conformance(self):
+        out = "[FAIL] backend/create: cuda backend: no CUDA device available (x)\nconformance: 0 passed, 1 failed\n"
+        self.assertEqual(dc.conformance_classifier("")(1, out)[0], "SKIPPED")
+        self.assertEqual(dc.conformance_classifier("gpu")(1, out)[0], "FAIL")
+        self.assertEqual(dc.conformance_classifier("gpu")(0, "[PASS] a\nconformance: 40 passed, 0 failed\n")[0],
+                         "PASS")
+
+
+class RerunTest(unittest.TestCase):
+    def test_last_row_wins(self):
+        rows = [dict(stage="1", part="test", name="a", status="STARTED"),
+                dict(stage="1", part="test", name="b", status="STARTED"),
+                dict(stage="1", part="test", name="a", status="PASS")]
+        last = dc.last_rows(rows)
+        self.assertEqual(last[("1", "test", "a")]["status"], "PASS")
+        self.assertEqual(last[("1", "test", "b")]["status"], "STARTED")
 
 
 def row(fw, prec, ckpt, tps, ms, mfu, gemm, peak, batch="16", status="ok", note=""):

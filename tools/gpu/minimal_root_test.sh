@@ -3,15 +3,17 @@
 # libstdc++/libgcc_s and the CUDA toolkit's lib64: unpacks it into a root that
 # holds nothing else (no /etc/ld.so.cache, no /usr/lib), enters it with chroot
 # inside a user+mount namespace (/usr/local/cuda/lib64, /dev and /proc bound
-# in), and runs every bundled executable there with the LD_LIBRARY_PATH that
-# device_check.py computes in such a root (<bundle>/lib:/usr/local/cuda/lib64):
+# in), and runs every bundled executable there with LD_LIBRARY_PATH naming
+# only the toolkit's lib64 (where a GPU image keeps cuBLAS): each finds the
+# bundle's own libraries through its RPATH, so they run by hand too:
 #   - no executable may fail to load ("error while loading shared libraries");
 #   - every GPU test exits 0 and reaches its "no CUDA device" skip;
 #   - cuda_benchmark and gpt2_benchmark --bench_device=cuda say "no CUDA device";
 #   - train --device=cuda fails with one "no CUDA device" line;
 #   - train --device=cpu trains (CPU plugin, reference BLAS, protobuf, absl,
 #     digits) and gpt2_benchmark --bench_device=cpu measures a row;
-#   - plugin_info loads every plugin (all their libraries resolve);
+#   - plugin_info loads every plugin (all their libraries resolve), and
+#     plugin_conformance passes on the CPU backend;
 #   - no bundled file needs cuDNN or NVRTC at load time (both load lazily).
 # Skips, saying why, where a user+mount namespace cannot be made.
 set -uo pipefail
@@ -53,7 +55,7 @@ mount --rbind /proc "$root/proc" || exit 92
 while IFS='|' read -r name cmd; do
   [[ -z "$name" ]] && continue
   # shellcheck disable=SC2086
-  env -i LD_LIBRARY_PATH=/bundle/lib:/usr/local/cuda/lib64 RUNFILES_DIR=/bundle/runfiles \
+  env -i LD_LIBRARY_PATH=/usr/local/cuda/lib64 RUNFILES_DIR=/bundle/runfiles \
       TEST_SRCDIR=/bundle/runfiles TEST_WORKSPACE=mantissa TEST_TMPDIR=/tmp HOME=/tmp \
       MANTISSA_DIGITS_CSV=/bundle/runfiles/sklearn_digits/digits.csv.gz \
       "$chroot_bin" "$root" $cmd > "$out/$name.log" 2>&1
@@ -72,6 +74,7 @@ gpt2_benchmark_cuda|/bundle/bin/gpt2_benchmark --bench_device=cuda --bench_pytho
 gpt2_benchmark_cpu|/bundle/bin/gpt2_benchmark --bench_device=cpu --bench_precisions=fp32 --bench_batches=2 --bench_checkpointing=off --bench_steps=1 --bench_warmup_steps=1 --bench_gemm_size=64 --bench_python=
 train_cuda|/bundle/bin/train --device=cuda --model=mlp --dataset=digits --steps=2 --progress=plain --cache_dir=/tmp/cache --checkpoint_dir=
 train_cpu|/bundle/bin/train --device=cpu --model=mlp --dataset=digits --steps=5 --progress=plain --cache_dir=/tmp/cache --checkpoint_dir=
+conformance_cpu|/bundle/bin/plugin_conformance /bundle/runfiles/mantissa/plugins/backends/cpu/mnt_backend_cpu.so
 CMDS
 for so in $(cd "$root/bundle" && find runfiles -name 'mnt_*.so' | sort); do
   echo "plugin_info_$(basename "$so" .so)|/bundle/bin/plugin_info /bundle/$so" >> "$commands"
@@ -118,6 +121,7 @@ check gpt2_benchmark_cuda ok "no CUDA device"
 check gpt2_benchmark_cpu ok "fp32 .* 2 off"
 check train_cuda fail "no CUDA device"
 check train_cpu ok "eval  step 5"
+check conformance_cpu ok "^conformance: [0-9]* passed, 0 failed"
 for so in $(cd "$root/bundle" && find runfiles -name 'mnt_*.so' | sort); do
   check "plugin_info_$(basename "$so" .so)" ok "^abi: "
 done

@@ -18,6 +18,10 @@
 #                        not OpenBLAS (35 MB), for the CPU reference backend
 #   scripts/             device_check.py, the PyTorch benchmark, the shard maker
 #   MANIFEST             what is inside and where each library came from
+# Every ELF file carries an RPATH to lib/ ($ORIGIN-relative, DT_RPATH so it
+# also covers the libraries its libraries load), so each binary runs by hand
+# without LD_LIBRARY_PATH; only CUDA's large libraries come from the machine
+# (its loader cache, or LD_LIBRARY_PATH as env.sh sets it).
 # Fails if any ELF file needs a library that is neither in lib/ nor allowed
 # from the system, or if the bundle exceeds 48 MiB.
 set -euo pipefail
@@ -100,6 +104,21 @@ while read -r f; do
   done
 done < <(elf_files)
 (( bad == 0 )) || exit 1
+
+# RPATHs: bin/* -> $ORIGIN/../lib, lib/* -> $ORIGIN, a plugin under
+# runfiles/ -> $ORIGIN/<as many ../ as it is deep>/lib.
+command -v patchelf >/dev/null || {
+  echo "pack_bundle: patchelf missing; install Debian's patchelf (tools/bazel does)" >&2
+  exit 1
+}
+while read -r f; do
+  rel="${f#$stage/}"
+  up="$(dirname "$rel" | sed -e 's|[^/][^/]*|..|g')"
+  patchelf --force-rpath --set-rpath "\$ORIGIN/$up/lib" "$f"
+done < <(elf_files | grep -v "^$stage/lib/")
+while read -r f; do
+  patchelf --force-rpath --set-rpath '$ORIGIN' "$f"
+done < <(elf_files | grep "^$stage/lib/")
 
 cuda_version="$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || true)"
 size="$(du -sb "$stage" | cut -f1)"

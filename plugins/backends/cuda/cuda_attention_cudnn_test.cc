@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -55,6 +57,12 @@ class CudaAttentionCudnnTest : public ::testing::Test {
     MNT_SKIP_WITHOUT_GPU();
     const std::string why = SdpaUnsupportedReason();
     if (!why.empty()) {
+      // The device check sets MANTISSA_REQUIRE_CUDNN=1 where it found
+      // libcudnn: there, cuDNN that cannot run SDPA is a failure.
+      const char* require = std::getenv("MANTISSA_REQUIRE_CUDNN");
+      if (require != nullptr && std::string(require) == "1") {
+        GTEST_FAIL() << "cuDNN SDPA unavailable although MANTISSA_REQUIRE_CUDNN=1: " << why;
+      }
       std::printf("SKIPPED: cuDNN SDPA unavailable (%s)\n", why.c_str());
       GTEST_SKIP() << "cuDNN SDPA unavailable (" << why << ")";
     }

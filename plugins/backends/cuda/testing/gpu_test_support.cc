@@ -2,8 +2,11 @@
 
 #include <cuda_runtime.h>
 
+#include <glob.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -22,6 +25,35 @@ std::string NoDeviceReason() {
     return std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
   }
   return count == 0 ? "cudaGetDeviceCount: 0 devices" : "";
+}
+
+namespace {
+// "13.0" from CUDA's integer version (13000), or "none (<error>)".
+std::string VersionText(cudaError_t err, int version) {
+  if (err != cudaSuccess) return std::string("none (") + cudaGetErrorString(err) + ")";
+  if (version == 0) return "none (no driver)";
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+}  // namespace
+
+std::string VisibleGpuReport() {
+  std::string shown;
+  glob_t g{};
+  if (glob("/dev/nvidia[0-9]*", 0, nullptr, &g) == 0 && g.gl_pathc > 0) {
+    shown = std::string(g.gl_pathv[0]) + " exists";
+  }
+  globfree(&g);
+  const char* expect = std::getenv("MANTISSA_EXPECT_GPU");
+  if (shown.empty() && expect != nullptr && std::strcmp(expect, "1") == 0) {
+    shown = "MANTISSA_EXPECT_GPU=1";
+  }
+  if (shown.empty()) return "";
+  int driver = 0, runtime = 0;
+  const cudaError_t driver_err = cudaDriverGetVersion(&driver);
+  const cudaError_t runtime_err = cudaRuntimeGetVersion(&runtime);
+  (void)cudaGetLastError();
+  return shown + "; CUDA driver " + VersionText(driver_err, driver) + ", runtime " +
+         VersionText(runtime_err, runtime);
 }
 
 uint32_t FreshSeed() {

@@ -22,13 +22,26 @@ namespace mnt::cuda::testing {
 // cudaGetDeviceCount error).
 std::string NoDeviceReason();
 
-#define MNT_SKIP_WITHOUT_GPU()                                              \
-  do {                                                                      \
-    const std::string mnt_reason_ = ::mnt::cuda::testing::NoDeviceReason(); \
-    if (!mnt_reason_.empty()) {                                             \
-      std::printf("SKIPPED: no CUDA device (%s)\n", mnt_reason_.c_str());   \
-      GTEST_SKIP() << "no CUDA device (" << mnt_reason_ << ")";             \
-    }                                                                       \
+// "" when this machine shows no GPU; else what shows one (NVIDIA device
+// nodes such as /dev/nvidia0, or MANTISSA_EXPECT_GPU=1, which the device
+// check sets), with the driver and runtime versions. A test that cannot
+// use the GPU on such a machine fails instead of skipping: a broken CUDA
+// setup (a driver older than the runtime, a missing library) must not
+// read as "no device".
+std::string VisibleGpuReport();
+
+#define MNT_SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                             \
+    const std::string mnt_reason_ = ::mnt::cuda::testing::NoDeviceReason();        \
+    if (!mnt_reason_.empty()) {                                                    \
+      const std::string mnt_visible_ = ::mnt::cuda::testing::VisibleGpuReport();   \
+      if (!mnt_visible_.empty()) {                                                 \
+        GTEST_FAIL() << "a GPU is present but unusable: " << mnt_reason_ << " ("    \
+                     << mnt_visible_ << ")";                                       \
+      }                                                                            \
+      std::printf("SKIPPED: no CUDA device (%s)\n", mnt_reason_.c_str());          \
+      GTEST_SKIP() << "no CUDA device (" << mnt_reason_ << ")";                    \
+    }                                                                              \
   } while (0)
 
 // A fresh seed, printed so a failure can be replayed.
