@@ -11,6 +11,10 @@
 //   // Launches the captured step again; `issue` would issue the same ops.
 //   sdk::Status ReplayStep(const std::function<sdk::Status()>& issue);
 // A backend without them gets markers that do nothing (ops run as issued).
+// It may also supply
+//   void BeforeStepIssue();   // a deferred step is about to be issued
+// (replayed, captured or run eagerly); the CUDA backend marks there where
+// the scratch requests of one step begin, to reserve them before a capture.
 //
 // Deferred, not executed under capture. Inside a marked step each op is
 // checked at its Backend_Run (bad calls fail at once) and recorded
@@ -57,6 +61,11 @@ struct HasStepGraphs : std::false_type {};
 template <typename B>
 struct HasStepGraphs<B, std::void_t<decltype(&B::CaptureStep), decltype(&B::ReplayStep),
                                     decltype(&B::StepGraphsEnabled)>> : std::true_type {};
+
+template <typename B, typename = void>
+struct HasBeforeStepIssue : std::false_type {};
+template <typename B>
+struct HasBeforeStepIssue<B, std::void_t<decltype(&B::BeforeStepIssue)>> : std::true_type {};
 
 // Counts since the instance was created (tests, reports).
 struct StepCounts {
@@ -116,6 +125,7 @@ class StepSession {
     ++counts_.steps;
     if (!deferring_) return sdk::Status::Ok();
     deferring_ = false;
+    if constexpr (HasBeforeStepIssue<B>::value) device.BeforeStepIssue();
     if constexpr (HasStepGraphs<B>::value) {
       const std::function<sdk::Status()> issue = [&] { return IssueEagerly(device); };
       if (have_captured_) {

@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -291,24 +290,23 @@ enum class FallbackReason : int32_t { kMixedDtypes = 1, kDtype = 2, kForwardPlan
                                       kBackwardPlan = 4 };
 
 // Says on stderr, once per shape and reason (so at the first step), that the
-// fallback kernels run and why: they are much slower than cuDNN's fused
-// kernels, and a run should not be slow silently. `why` is only called (and
-// only formats) the first time.
+// fallback kernels run and why, and counts every such call (slow_paths.h):
+// they are much slower than cuDNN's fused kernels, and a run should not be
+// slow silently. `why` is only called (and only formats) the first time.
 template <typename Why>
 void SayFallback(CudaBackend& b, const AttentionDims& s, FallbackReason reason,
                  MNT_DType dtype, Why&& why) {
-  AttentionPlanKey key;
-  key.what = static_cast<int32_t>(reason);
-  key.dtype = static_cast<int32_t>(dtype);
-  key.causal = s.causal ? 1 : 0;
-  key.b = s.b, key.h = s.h, key.t = s.t, key.d = s.d;
-  if (!b.attention_fallbacks_said.insert(key).second) return;
-  const std::string text = why();
-  std::fprintf(stderr,
-               "mantissa: cuda backend: attention=%s uses the fallback attention kernels "
-               "for B=%lld H=%lld T=%lld D=%lld%s: %s\n",
-               AttentionImplName(b.options.attention), (long long)s.b, (long long)s.h,
-               (long long)s.t, (long long)s.d, s.causal ? " (causal)" : "", text.c_str());
+  const std::string shape = sdk::Format(
+      "B=%lld H=%lld T=%lld D=%lld%s %s", (long long)s.b, (long long)s.h, (long long)s.t,
+      (long long)s.d, s.causal ? " causal" : "", sdk::DTypeName(dtype));
+  static const char* const kReasons[] = {"", "mixed dtypes", "dtype", "forward plan",
+                                       "backward plan"};
+  b.slow_paths.Note("attention fallback", shape + ", " + kReasons[static_cast<int>(reason)],
+                    [&] {
+                      return sdk::Format("attention=%s runs the fallback attention kernels: %s",
+                                         AttentionImplName(b.options.attention),
+                                         why().c_str());
+                    });
 }
 
 // Whether to go on with cuDNN: false (run the fallback) for fp32/mixed

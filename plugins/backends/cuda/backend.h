@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/common/backend_plugin.h"
@@ -29,6 +29,7 @@
 #include "plugins/backends/cuda/device_errors.h"
 #include "plugins/backends/cuda/launch.h"
 #include "plugins/backends/cuda/pinned_staging.h"
+#include "plugins/backends/cuda/slow_paths.h"
 #include "plugins/backends/cuda/step_graph.h"
 #include "plugins/sdk/status.h"
 
@@ -90,6 +91,10 @@ struct CudaBackend {
   // pinned staging slots, or, while a step is being captured, from a pinned
   // copy the graph owns (a replay copies it again).
   sdk::Status UploadForKernel(void* dst, const void* src, size_t bytes);
+  // A deferred step is about to be issued (step_session.h): what the ops
+  // issued since the last one asked for (the step before, when it ran
+  // eagerly) becomes what the next capture reserves beforehand.
+  void BeforeStepIssue();
 
   int device = 0;
   std::string device_name;
@@ -102,12 +107,19 @@ struct CudaBackend {
   DeviceErrors errors;  // bits set by kernels, reported at sync points
   PinnedStaging staging;  // host-to-device uploads (pinned_staging.h)
   StepGraph step_graph;   // the captured step, if any (step_graph.h)
+  // Scratch and pinned-upload requests (bytes) of the ops issued since the
+  // last BeforeStepIssue, and of the span before it: a capture reserves the
+  // latter first, so that nothing is allocated inside it (block_cache.h).
+  std::vector<size_t> scratch_requests, upload_requests;
+  std::vector<size_t> previous_scratch_requests, previous_upload_requests;
+  static constexpr size_t kMaxRecordedRequests = 1 << 16;
+  bool graph_capture_said = false;  // the first capture's kept bytes, said once
   std::unordered_map<ConvPlanKey, std::unique_ptr<ConvPlan>, ConvPlanKeyHash> conv_plans;
   // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
   std::unordered_map<AttentionPlanKey, std::unique_ptr<CudnnPlan>, AttentionPlanKeyHash>
       sdpa_plans;
-  // attention=auto fallbacks already announced on stderr (shape, reason).
-  std::unordered_set<AttentionPlanKey, AttentionPlanKeyHash> attention_fallbacks_said;
+  // Fallbacks and refused fusions, said once per shape and counted.
+  SlowPaths slow_paths;
 };
 
 // Scratch memory (WORKSPACE category) released when the holder goes out of
@@ -122,12 +134,16 @@ class Scratch {
   ~Scratch() {
     if (data_ == nullptr) return;
     if (backend_.step_graph.capturing()) {
-      backend_.step_graph.Keep(data_);
+      backend_.step_graph.Keep(data_, bytes_);
     } else {
       (void)backend_.memory.Free(data_);
     }
   }
   sdk::Status Allocate(size_t bytes) {
+    if (bytes > 0 && backend_.scratch_requests.size() < CudaBackend::kMaxRecordedRequests) {
+      backend_.scratch_requests.push_back(bytes);
+    }
+    bytes_ = bytes;
     return backend_.memory.Allocate(bytes, MNT_MEMORY_WORKSPACE, &data_);
   }
   void* data() const { return data_; }
@@ -135,6 +151,7 @@ class Scratch {
  private:
   CudaBackend& backend_;
   void* data_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 }  // namespace mnt::cuda

@@ -18,7 +18,7 @@ sdk::Status ParseCudaBackendOptions(const char* text, CudaBackendOptions* out) {
   constexpr char kContext[] = "cuda backend options";
   sdk::Options options;
   MNT_RETURN_IF_ERROR(sdk::Options::Parse(text, kContext, &options));
-  MNT_RETURN_IF_ERROR(options.CheckKnown({"attention", "cuda_graphs"}));
+  MNT_RETURN_IF_ERROR(options.CheckKnown({"attention", "cuda_graphs", "graph_workspace_mb"}));
   CudaBackendOptions parsed;
   if (options.Has("attention")) {
     std::string value;
@@ -43,6 +43,15 @@ sdk::Status ParseCudaBackendOptions(const char* text, CudaBackendOptions* out) {
           "%s: cuda_graphs='%s' is not one of on, off", kContext, value.c_str()));
     }
     parsed.cuda_graphs = value == "on";
+  }
+  if (options.Has("graph_workspace_mb")) {
+    long long mb = 0;
+    MNT_RETURN_IF_ERROR(options.GetInt("graph_workspace_mb", &mb));
+    if (mb < 0 || mb > (1ll << 30)) {
+      return sdk::InvalidArgument(sdk::Format(
+          "%s: graph_workspace_mb=%lld is not a size in MiB (0 or more)", kContext, mb));
+    }
+    parsed.graph_workspace_mb = mb;
   }
   *out = parsed;
   return sdk::Status::Ok();

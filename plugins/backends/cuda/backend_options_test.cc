@@ -43,6 +43,16 @@ TEST(CudaBackendOptionsTest, CudaGraphsOnByDefaultAndSwitchable) {
   EXPECT_EQ(o.attention, AttentionImpl::kFallback);
 }
 
+TEST(CudaBackendOptionsTest, GraphWorkspaceBound) {
+  CudaBackendOptions o;
+  ASSERT_TRUE(ParseCudaBackendOptions("", &o).ok());
+  EXPECT_EQ(o.graph_workspace_mb, 2048);
+  ASSERT_TRUE(ParseCudaBackendOptions("graph_workspace_mb=512", &o).ok());
+  EXPECT_EQ(o.graph_workspace_mb, 512);
+  ASSERT_TRUE(ParseCudaBackendOptions("graph_workspace_mb=0", &o).ok());
+  EXPECT_EQ(o.graph_workspace_mb, 0);
+}
+
 void ExpectOneLineError(const char* text, const std::string& needle) {
   CudaBackendOptions o;
   o.attention = AttentionImpl::kCudnn;
@@ -58,13 +68,15 @@ TEST(CudaBackendOptionsTest, BadValuesAreOneLineErrors) {
   ExpectOneLineError("attention=flash", "attention='flash' is not one of auto, cudnn, fallback");
   ExpectOneLineError("attention=", "attention='' is not one of");
   ExpectOneLineError("attention=CUDNN", "'CUDNN'");
-  ExpectOneLineError("atention=cudnn", "unknown key 'atention' (known: attention, cuda_graphs)");
+  ExpectOneLineError("atention=cudnn", "unknown key 'atention' (known: attention, cuda_graphs, graph_workspace_mb)");
   ExpectOneLineError("cuda_graphs=yes", "cuda_graphs='yes' is not one of on, off");
   ExpectOneLineError("cuda_graphs=ON", "'ON'");
   ExpectOneLineError("cuda_graphs=", "cuda_graphs='' is not one of on, off");
   ExpectOneLineError("cuda_graphs=on,cuda_graphs=off", "given twice");
   ExpectOneLineError("attention=cudnn,attention=auto", "given twice");
   ExpectOneLineError("attention", "expected key=value");
+  ExpectOneLineError("graph_workspace_mb=-1", "graph_workspace_mb=-1 is not a size in MiB");
+  ExpectOneLineError("graph_workspace_mb=lots", "graph_workspace_mb");
 }
 
 }  // namespace

@@ -6,7 +6,12 @@
 // step, so every step after the second is a replay; bf16 (the host path,
 // which reads the loss inside the step) runs as issued and must agree too.
 // attention=fallback: the deterministic kernels, so both runs can be
-// compared bit for bit.
+// compared bit for bit. With cuDNN present, GPT-2 tiny also runs with
+// attention=cudnn (its SDPA captured into the graph, reserved workspace and
+// all): replays must happen and the losses agree to fp16's tolerance
+// (cuDNN's backward accumulates dQ in an order that may vary run to run).
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -47,14 +52,14 @@ struct Run {
   int64_t replayed = -1;
 };
 
-Run Train(const std::string& model, const std::string& precision, bool graphs) {
+Run Train(const std::string& model, const std::string& precision, bool graphs,
+          const std::string& attention = "fallback") {
   const std::string ws = Runfiles() + "/mantissa/";
   PluginRegistry registry({ws + "plugins/backends/cuda", ws + "plugins/precisions",
                            ws + "models/gpt2", ws + "models/mlp"});
   TrainConfig c = DefaultTrainConfig();
   c.set_device("cuda");
-  c.set_backend_options(std::string("attention=fallback,cuda_graphs=") +
-                        (graphs ? "on" : "off"));
+  c.set_backend_options("attention=" + attention + ",cuda_graphs=" + (graphs ? "on" : "off"));
   c.set_precision(precision);
   if (precision == "fp16") c.set_device_loss_scaling("on");
   c.set_progress("none");
@@ -138,6 +143,35 @@ TEST(CudaGraphsTest, Gpt2TinyFp16DeviceScalingReplaysWithTheSameBits) {
 TEST(CudaGraphsTest, Gpt2TinyBf16HostPathGivesTheSameBits) {
   MNT_SKIP_WITHOUT_GPU();
   ExpectSameBits("gpt2", "bf16", /*replays=*/-1);  // today's host path: 0
+}
+
+// "" when libcudnn.so.9 loads, else why not.
+std::string NoCudnnReason() {
+  void* h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return std::string("libcudnn.so.9 does not load: ") + dlerror();
+  dlclose(h);
+  return "";
+}
+
+TEST(CudaGraphsTest, Gpt2TinyFp16CudnnAttentionIsCapturedAndReplayed) {
+  MNT_SKIP_WITHOUT_GPU();
+  const std::string why = NoCudnnReason();
+  if (!why.empty()) {
+    const char* require = std::getenv("MANTISSA_REQUIRE_CUDNN");
+    if (require != nullptr && std::string(require) == "1") GTEST_FAIL() << why;
+    std::printf("SKIPPED: %s\n", why.c_str());
+    GTEST_SKIP() << why;
+  }
+  const auto on = Train("gpt2", "fp16", true, "cudnn");
+  const auto off = Train("gpt2", "fp16", false, "cudnn");
+  ASSERT_EQ(on.losses.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(off.losses.size(), on.losses.size());
+  for (size_t i = 0; i < on.losses.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(on.losses[i])) << "step " << i + 1;
+    EXPECT_NEAR(on.losses[i], off.losses[i], 1e-2 * std::fabs(off.losses[i])) << "step " << i + 1;
+  }
+  EXPECT_EQ(on.replayed, kSteps - 2);
+  EXPECT_EQ(off.replayed, 0);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "plugins/backends/common/float_convert.h"
@@ -364,6 +365,19 @@ Status CudaBackend::Gemm(const backend::GemmCall& g) {
   return Status::Ok();
 }
 
+namespace {
+const char* EpilogueName(cublasLtEpilogue_t e) {
+  switch (e) {
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "GELU_AUX_BIAS";
+    case CUBLASLT_EPILOGUE_DGELU: return "DGELU";
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: return "DGELU_BGRAD";
+    case CUBLASLT_EPILOGUE_BGRADB: return "BGRADB";
+    case CUBLASLT_EPILOGUE_BIAS: return "BIAS";
+    default: return "epilogue";
+  }
+}
+}  // namespace
+
 Status MatmulWithEpilogue(CudaBackend& be, const backend::TypedCall& call,
                           const backend::GemmProduct& g, float beta,
                           const MatmulEpilogue& ep, bool* done) {
@@ -372,24 +386,38 @@ Status MatmulWithEpilogue(CudaBackend& be, const backend::TypedCall& call,
   if (m == 0 || n == 0 || k == 0) return Status::Ok();  // the unfused path
   const OperandFormat format = ChooseOperandFormat(g.a->dtype, g.b->dtype, g.compute);
   const DevTensor d_dev = Dev(g.c);
+  // Every refusal runs the unfused sequence (same result, more launches and
+  // memory traffic): said once per shape and counted (slow_paths.h).
+  const auto refuse = [&](const char* why) {
+    be.slow_paths.Note(
+        "fused GEMM epilogue refused",
+        sdk::Format("%s M=%lld N=%lld K=%lld %s x %s -> %s", EpilogueName(ep.epilogue),
+                    (long long)m, (long long)n, (long long)k, sdk::DTypeName(g.a->dtype),
+                    sdk::DTypeName(g.b->dtype), sdk::DTypeName(d_dev.dtype)),
+        [&] { return std::string(why) + "; the unfused GEMM and kernels run instead"; });
+    return Status::Ok();
+  };
   // cuBLASLt writes D, the aux matrix and the bias gradient in D's type,
   // which must be fp32 or the operands' type; everything 16-byte aligned.
-  if (d_dev.dtype != MNT_DTYPE_F32 && d_dev.dtype != format.op_type) return Status::Ok();
+  if (d_dev.dtype != MNT_DTYPE_F32 && d_dev.dtype != format.op_type) {
+    return refuse("the output is neither fp32 nor the operands' type");
+  }
   if (ep.aux.data != nullptr &&
       (ep.aux.dtype != d_dev.dtype || n % 8 != 0 || !Aligned16(ep.aux.data))) {
-    return Status::Ok();
+    return refuse("the aux matrix is not in the output's type, N % 8 != 0, or it is not "
+                  "16-byte aligned");
   }
   if (ep.bias.data != nullptr &&
       (ep.bias.dtype != d_dev.dtype || !Aligned16(ep.bias.data))) {
-    return Status::Ok();
+    return refuse("the bias is not in the output's type or not 16-byte aligned");
   }
   // A bias read by the forward epilogue must be exact in the compute format,
   // as GEMM stages it otherwise.
   if (ep.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
       !RoundingIsIdentity(ep.bias.dtype, g.compute)) {
-    return Status::Ok();
+    return refuse("the bias is not exact in the compute format");
   }
-  if (!Aligned16(d_dev.data)) return Status::Ok();
+  if (!Aligned16(d_dev.data)) return refuse("the output is not 16-byte aligned");
 
   Scratch a_scratch(be), b_scratch(be);
   DevTensor a_dev, b_dev;
@@ -424,7 +452,9 @@ Status MatmulWithEpilogue(CudaBackend& be, const backend::TypedCall& call,
     }
     plan = be.gemm->plans.Insert(key, std::move(fresh));
   }
-  if (!plan->algo.has_value()) return Status::Ok();  // cached "no algorithm"
+  if (!plan->algo.has_value()) {  // cached "no algorithm"
+    return refuse("cuBLASLt offers no algorithm for this epilogue and these types");
+  }
   // The per-call pointers; their alignments are the key's.
   if (ep.bias.data != nullptr) {
     MNT_CUBLAS_RETURN_IF_ERROR(

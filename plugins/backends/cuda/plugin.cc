@@ -1,10 +1,13 @@
 // The CUDA backend's device side (creation and teardown, copies, sync,
 // events, the device error word) and its registration as the "cuda" plugin;
 // the C entry points are the common plugin's (common/backend_plugin.h).
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "plugins/backends/cuda/backend.h"
+#include "plugins/backends/cuda/block_cache.h"
 #include "plugins/backends/cuda/cuda_backend.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/gemm.h"
@@ -49,6 +52,11 @@ Status CudaBackend::Create(const char* options_text, int32_t ordinal,
 }
 
 CudaBackend::~CudaBackend() {
+  const std::string slow = slow_paths.Report();
+  if (!slow.empty()) {
+    std::fprintf(stderr, "mantissa: cuda backend: slow paths taken (calls x kind: shape):\n%s",
+                 slow.c_str());
+  }
   if (stream != nullptr) cudaStreamSynchronize(stream);
   if (stream != nullptr) (void)step_graph.Release(stream, memory);
   memory.ReleaseEverything();
@@ -107,8 +115,55 @@ Status CudaBackend::DestroyEvent(Event* e) {
   return CudaStatus(cudaEventDestroy(*e), "Event_Destroy: cudaEventDestroy");
 }
 
+void CudaBackend::BeforeStepIssue() {
+  previous_scratch_requests = std::move(scratch_requests);
+  previous_upload_requests = std::move(upload_requests);
+  scratch_requests.clear();
+  upload_requests.clear();
+}
+
 Status CudaBackend::CaptureStep(const std::function<Status()>& issue, std::string* why_not) {
-  return step_graph.Capture(stream, memory, issue, why_not);
+  why_not->clear();
+  // A capture refused runs the step eagerly (step_session.h says why, once).
+  const auto refuse = [&](std::string why) {
+    slow_paths.Count("CUDA graph capture off", "step");
+    *why_not = std::move(why);
+    return Status::Ok();
+  };
+  // The last graph's blocks and buffers back first (Release waits for a
+  // replay still running), then what this step will ask for reserved: the
+  // step before was equal to it and ran eagerly (step_session.h), so its
+  // requests are this step's, one block each under capture.
+  MNT_RETURN_IF_ERROR(step_graph.Release(stream, memory));
+  const size_t keep = BlockCache::ClassBytes(previous_scratch_requests);
+  const size_t bound = static_cast<size_t>(options.graph_workspace_mb) << 20;
+  if (keep > bound) {
+    return refuse(sdk::Format(
+        "the graph would keep %.1f MiB of scratch memory for its life, over "
+        "graph_workspace_mb=%lld (raise it with --backend_options=graph_workspace_mb=N)",
+        keep / 1048576.0, static_cast<long long>(options.graph_workspace_mb)));
+  }
+  size_t added = 0;
+  const Status reserved = memory.Reserve(previous_scratch_requests, &added);
+  if (!reserved.ok()) {
+    return refuse("reserving the graph's scratch memory before capture: " + reserved.message());
+  }
+  const Status pinned = step_graph.ReservePinned(previous_upload_requests);
+  if (!pinned.ok()) return refuse("reserving pinned buffers before capture: " + pinned.message());
+  memory.set_capturing(true);
+  const Status captured = step_graph.Capture(stream, memory, issue, why_not);
+  memory.set_capturing(false);
+  MNT_RETURN_IF_ERROR(captured);
+  if (!why_not->empty()) return refuse(*why_not);
+  if (!graph_capture_said) {
+    graph_capture_said = true;
+    std::fprintf(stderr,
+                 "mantissa: cuda backend: CUDA graph captured; it keeps %.1f MiB of scratch "
+                 "memory (WORKSPACE) for its life (bound: graph_workspace_mb=%lld)\n",
+                 step_graph.kept_bytes() / 1048576.0,
+                 static_cast<long long>(options.graph_workspace_mb));
+  }
+  return Status::Ok();
 }
 
 Status CudaBackend::ReplayStep(const std::function<Status()>&) {
@@ -116,7 +171,10 @@ Status CudaBackend::ReplayStep(const std::function<Status()>&) {
 }
 
 Status CudaBackend::UploadForKernel(void* dst, const void* src, size_t bytes) {
-  if (!step_graph.capturing()) return staging.Upload(dst, src, bytes, stream);
+  if (!step_graph.capturing()) {
+    if (upload_requests.size() < kMaxRecordedRequests) upload_requests.push_back(bytes);
+    return staging.Upload(dst, src, bytes, stream);
+  }
   void* pinned = nullptr;
   MNT_RETURN_IF_ERROR(step_graph.PinnedCopy(src, bytes, &pinned));
   MNT_CUDA_RETURN_IF_ERROR(

@@ -12,21 +12,43 @@ using sdk::Status;
 StepGraph::~StepGraph() {
   if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
   for (Owned* o : {&owned_, &pending_}) {
-    for (void* p : o->pinned) (void)cudaFreeHost(p);
+    for (auto& [size, p] : o->pinned) (void)cudaFreeHost(p);
   }
+  for (auto& [size, p] : pinned_pool_) (void)cudaFreeHost(p);
 }
 
 void StepGraph::Free(Owned* owned, backend::Allocator& memory) {
   for (void* b : owned->blocks) (void)memory.Free(b);  // ours: cannot be foreign
-  for (void* p : owned->pinned) (void)cudaFreeHost(p);
+  for (auto& entry : owned->pinned) pinned_pool_.insert(entry);
   *owned = Owned{};
 }
 
+Status StepGraph::ReservePinned(const std::vector<size_t>& sizes) {
+  std::map<size_t, size_t> need;
+  for (size_t s : sizes) ++need[PinnedClass(s)];
+  for (const auto& [size, count] : need) {
+    for (size_t have = pinned_pool_.count(size); have < count; ++have) {
+      void* p = nullptr;
+      MNT_CUDA_RETURN_IF_ERROR(
+          cudaMallocHost(&p, size),
+          sdk::Format("CUDA graph: cudaMallocHost(%zu bytes) before capture", size));
+      pinned_pool_.emplace(size, p);
+    }
+  }
+  return Status::Ok();
+}
+
 Status StepGraph::PinnedCopy(const void* src, size_t bytes, void** pinned) {
-  void* p = nullptr;
-  MNT_CUDA_RETURN_IF_ERROR(cudaMallocHost(&p, bytes),
-                           sdk::Format("CUDA graph capture: cudaMallocHost(%zu bytes)", bytes));
-  pending_.pinned.push_back(p);
+  const size_t size = PinnedClass(bytes);
+  auto it = pinned_pool_.find(size);
+  if (it == pinned_pool_.end()) {
+    return sdk::ResourceExhausted(sdk::Format(
+        "no pinned buffer of %zu bytes reserved for a copy made while a CUDA graph is "
+        "captured (the step before did not upload it)", size));
+  }
+  void* p = it->second;
+  pinned_pool_.erase(it);
+  pending_.pinned.emplace_back(size, p);
   std::memcpy(p, src, bytes);
   *pinned = p;
   return Status::Ok();

@@ -12,10 +12,14 @@
 //     the same bytes at every replay because a step is replayed only when
 //     its ops and params equal the captured step's.
 //
-// Capture runs in cudaStreamCaptureModeRelaxed: the allocator may cudaMalloc
-// a new block while capturing. Anything that cannot be captured (a sync, a
-// failed call) makes the capture fail; the step is then issued eagerly (no
-// work was done under capture) and the instance captures no more.
+// Nothing is allocated or freed inside a capture: the device allocator
+// serves it from blocks reserved beforehand (block_cache.h), and the pinned
+// buffers come from a pool filled beforehand (ReservePinned); a released
+// graph's buffers go back to the pool, not to the driver. Capture runs in
+// cudaStreamCaptureModeRelaxed. Anything that cannot be captured (a sync, a
+// failed call, a request nothing was reserved for) makes the capture fail;
+// the step is then issued eagerly (no work was done under capture) and the
+// instance captures no more.
 // Every CUDA status is checked; a failure reports why in `why_not`.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_STEP_GRAPH_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_STEP_GRAPH_H_
@@ -24,6 +28,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -44,12 +50,20 @@ class StepGraph {
   bool capturing() const { return capturing_; }
   bool has_graph() const { return exec_ != nullptr; }
 
-  // While capturing: `block` (from `memory`) belongs to the graph being
-  // captured and is freed with it.
-  void Keep(void* block) { pending_.blocks.push_back(block); }
+  // While capturing: `block` (from `memory`, `bytes` requested) belongs to
+  // the graph being captured and is freed with it.
+  void Keep(void* block, size_t bytes) {
+    pending_.blocks.push_back(block);
+    pending_.bytes += bytes;
+  }
   // While capturing: a pinned copy of `bytes` of host memory at `src`,
-  // owned by the graph being captured, for a captured host-to-device copy.
+  // owned by the graph being captured, for a captured host-to-device copy;
+  // from the pool only (an error when ReservePinned did not provide it).
   sdk::Status PinnedCopy(const void* src, size_t bytes, void** pinned);
+  // Outside capture: the pool holds a buffer for each of `sizes`.
+  sdk::Status ReservePinned(const std::vector<size_t>& sizes);
+  // Device bytes the current graph keeps for its life (WORKSPACE).
+  size_t kept_bytes() const { return owned_.bytes; }
 
   // Releases the current graph (waits for `stream` first: a replay may be
   // in flight), then captures `issue` on `stream`, instantiates and
@@ -66,13 +80,17 @@ class StepGraph {
  private:
   struct Owned {
     std::vector<void*> blocks;  // device, from the allocator
-    std::vector<void*> pinned;  // cudaMallocHost
+    size_t bytes = 0;           // requested bytes of `blocks`
+    std::vector<std::pair<size_t, void*>> pinned;  // (pool class, buffer)
   };
-  static void Free(Owned* owned, backend::Allocator& memory);
+  // Blocks back to the allocator, pinned buffers back to the pool.
+  void Free(Owned* owned, backend::Allocator& memory);
+  static size_t PinnedClass(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 
   cudaGraphExec_t exec_ = nullptr;
   Owned owned_;    // the current graph's
   Owned pending_;  // the capture in progress's
+  std::multimap<size_t, void*> pinned_pool_;  // class -> cudaMallocHost buffer
   bool capturing_ = false;
 };
 
