@@ -18,9 +18,11 @@
 //     masked upper triangle is mostly skipped. GPU blocks are larger (256
 //     rows causal, the whole sequence otherwise): bigger GEMMs, fewer
 //     launches.
-//   - Scores live in fp32 scratch [heads, rows, keys] (ld = keys), bounded
-//     by a byte budget: the budget sets the heads per GEMM (then, for very
-//     long sequences, fewer rows per block).
+//   - Scores live in fp32 scratch [heads, rows, keys] with rows padded to a
+//     multiple of 4 floats (16 bytes, so every score row is as aligned as
+//     tensor-core kernels want whatever T), bounded by a byte budget: the
+//     budget sets the heads per GEMM (then, for very long sequences, fewer
+//     rows per block).
 //   - The backward runs its blocks last to first: the last block sees every
 //     key (causal or not), so its dK and dV products overwrite (beta 0) and
 //     the earlier blocks add to them (beta 1); nothing is zeroed first.
@@ -48,6 +50,9 @@ struct AttentionGemmDims {
   MNT_HOST_DEVICE int64_t c() const { return h * d; }
 };
 
+// Floats between score rows of `keys` keys: padded to 16 bytes.
+MNT_HOST_DEVICE inline int64_t ScoreRowPitch(int64_t keys) { return (keys + 3) / 4 * 4; }
+
 // Score buffers a direction keeps: the forward's probabilities; the
 // backward's probabilities and score gradients.
 constexpr int kForwardScoreBuffers = 1;
@@ -58,16 +63,16 @@ struct AttentionGemmPlan {
   int64_t blocks = 0;           // ceil(T / block_rows)
   int64_t heads_per_chunk = 0;  // heads of one sequence per GEMM batch
   int64_t chunks = 0;           // per sequence: ceil(H / heads_per_chunk)
-  int64_t buffer_floats = 0;    // one score buffer: heads_per_chunk * block_rows * T
+  int64_t buffer_floats = 0;    // one buffer: heads_per_chunk * block_rows * pitch(T)
   int buffers = 0;
   size_t scratch_bytes = 0;     // buffers * buffer_floats * 4
 };
 
-// The plan for `dims` with `buffers` score buffers in at most `budget`
-// bytes: blocks of `causal_rows` query rows when causal, of the whole
+// The plan for `dims` with `buffers` score buffers (rows of
+// ScoreRowPitch(T) floats) in at most `budget` bytes: blocks of `causal_rows` query rows when causal, of the whole
 // sequence otherwise, and as many heads per chunk as the budget then
 // allows; for a budget too small for one head, fewer rows per block. Never
-// fewer than one row and one head (a budget below one row of T keys per
+// fewer than one row and one head (a budget below one score row per
 // buffer is exceeded by that one row). T, H > 0. (The tests pass small
 // budgets and blocks to get many blocks and chunks out of small shapes.)
 inline AttentionGemmPlan PlanAttentionGemm(const AttentionGemmDims& dims, int buffers,
@@ -75,7 +80,8 @@ inline AttentionGemmPlan PlanAttentionGemm(const AttentionGemmDims& dims, int bu
                                            int64_t causal_rows = kAttentionGemmCausalRows) {
   AttentionGemmPlan p;
   p.buffers = buffers;
-  const int64_t row_bytes = static_cast<int64_t>(sizeof(float)) * buffers * dims.t;
+  const int64_t row_bytes =
+      static_cast<int64_t>(sizeof(float)) * buffers * ScoreRowPitch(dims.t);
   const int64_t budget_rows = static_cast<int64_t>(budget) / row_bytes;
   int64_t rows = dims.causal && dims.t > causal_rows ? causal_rows : dims.t;
   if (rows > budget_rows) rows = budget_rows > 0 ? budget_rows : 1;
@@ -86,7 +92,7 @@ inline AttentionGemmPlan PlanAttentionGemm(const AttentionGemmDims& dims, int bu
   if (heads < 1) heads = 1;
   p.heads_per_chunk = heads;
   p.chunks = (dims.h + heads - 1) / heads;
-  p.buffer_floats = heads * rows * dims.t;
+  p.buffer_floats = heads * rows * ScoreRowPitch(dims.t);
   p.scratch_bytes = sizeof(float) * static_cast<size_t>(buffers * p.buffer_floats);
   return p;
 }
@@ -132,7 +138,7 @@ struct AttentionGemmStep {
 
 // Where score row g of a step lies, and what it belongs to.
 struct ScoreRow {
-  int64_t scores;   // first element in a score buffer (ld = block.keys)
+  int64_t scores;   // first element in a score buffer (ld = ScoreRowPitch(keys))
   int64_t query;    // position in the sequence
   int64_t visible;  // keys [0, visible) are visible, the rest of the row masked
   int64_t lse;      // element of lse [B,H,T]
@@ -142,7 +148,7 @@ MNT_HOST_DEVICE inline ScoreRow ScoreRowAt(const AttentionGemmStep& s, int64_t g
   const int64_t j = g / s.block.rows, i = g % s.block.rows;
   const int64_t head = s.chunk.h0 + j, query = s.block.r0 + i;
   ScoreRow r;
-  r.scores = (j * s.block.rows + i) * s.block.keys;
+  r.scores = (j * s.block.rows + i) * ScoreRowPitch(s.block.keys);
   r.query = query;
   r.visible = s.dims.causal ? query + 1 : s.dims.t;
   r.lse = (s.chunk.b * s.dims.h + head) * s.dims.t + query;
@@ -199,7 +205,8 @@ struct StepOperands {
     return MatrixRef{buf, Out(row), s.dims.c(), s.dims.d};
   }
   MatrixRef ScoresRef(AttentionBuffer buf) const {
-    return MatrixRef{buf, 0, s.block.keys, s.block.rows * s.block.keys};
+    const int64_t pitch = ScoreRowPitch(s.block.keys);
+    return MatrixRef{buf, 0, pitch, s.block.rows * pitch};
   }
 };
 

@@ -46,7 +46,7 @@ std::vector<AttentionGemmDims> PlanShapes() {
 }
 
 std::vector<size_t> Budgets() {
-  return {1, 64, 4000, 37 * 4 * 10, 1 << 16, 1 << 20, kAttentionGemmScratchBudget};
+  return {1, 64, 4000, 40 * 4 * 10, 1 << 16, 1 << 20, kAttentionGemmScratchBudget};
 }
 
 TEST(AttentionGemmPlanTest, ScratchStaysWithinTheBudgetAndUsesIt) {
@@ -63,9 +63,13 @@ TEST(AttentionGemmPlanTest, ScratchStaysWithinTheBudgetAndUsesIt) {
         ASSERT_LE(p.heads_per_chunk, d.h);
         EXPECT_EQ(p.blocks, (d.t + p.block_rows - 1) / p.block_rows);
         EXPECT_EQ(p.chunks, (d.h + p.heads_per_chunk - 1) / p.heads_per_chunk);
-        EXPECT_EQ(p.buffer_floats, p.heads_per_chunk * p.block_rows * d.t);
+        const int64_t pitch = ScoreRowPitch(d.t);
+        ASSERT_GE(pitch, d.t);
+        ASSERT_LT(pitch, d.t + 4);
+        ASSERT_EQ(pitch % 4, 0);  // 16-byte score rows
+        EXPECT_EQ(p.buffer_floats, p.heads_per_chunk * p.block_rows * pitch);
         EXPECT_EQ(p.scratch_bytes, sizeof(float) * buffers * p.buffer_floats);
-        const size_t one_row = sizeof(float) * buffers * d.t;
+        const size_t one_row = sizeof(float) * buffers * pitch;
         if (budget >= one_row) {
           EXPECT_LE(p.scratch_bytes, budget);
           // As many heads as fit, and no fewer rows than the preference.
@@ -173,7 +177,7 @@ std::vector<Meaning> Meanings(const AttentionGemmStep& s, const AttentionGemmPla
   };
   const auto scores = [=](AttentionBuffer buf) {
     return [=](int64_t j, int64_t r, int64_t key) {
-      return Element{buf, (j * q.rows + r) * q.keys + key};
+      return Element{buf, (j * q.rows + r) * ScoreRowPitch(q.keys) + key};
     };
   };
   using B = AttentionBuffer;
@@ -200,7 +204,7 @@ TEST(AttentionGemmPlanTest, EveryOperandElementIsThePackedLayoutsElement) {
   for (int causal = 0; causal < 2; ++causal) {
     const AttentionGemmDims d{2, 23, 3, 4, causal != 0};
     // Budgets giving one block of one chunk, and several of both.
-    for (size_t budget : {kAttentionGemmScratchBudget, size_t{2 * 4 * 23 * 5 * 2}}) {
+    for (size_t budget : {kAttentionGemmScratchBudget, size_t{2 * 4 * 24 * 5 * 2}}) {
       const AttentionGemmPlan p = PlanAttentionGemm(d, kBackwardScoreBuffers, budget);
       for (int64_t ci = 0; ci < d.b * p.chunks; ++ci) {
         for (int64_t bi = 0; bi < p.blocks; ++bi) {
@@ -231,6 +235,7 @@ TEST(AttentionGemmPlanTest, EveryOperandElementIsThePackedLayoutsElement) {
                   if (g.c.buffer == AttentionBuffer::kProbs ||
                       g.c.buffer == AttentionBuffer::kScoreGrads) {
                     ASSERT_LT(At(g.c, j, r, c), p.buffer_floats);  // within its buffer
+                    ASSERT_EQ(g.c.ld % 4, 0);
                   }
                 }
               }
@@ -242,7 +247,7 @@ TEST(AttentionGemmPlanTest, EveryOperandElementIsThePackedLayoutsElement) {
             const int64_t j = g / s.block.rows, r = g % s.block.rows;
             const int64_t h = s.chunk.h0 + j, t = s.block.r0 + r;
             const ScoreRow row = ScoreRowAt(s, g);
-            EXPECT_EQ(row.scores, (j * s.block.rows + r) * s.block.keys);
+            EXPECT_EQ(row.scores, (j * s.block.rows + r) * ScoreRowPitch(s.block.keys));
             EXPECT_EQ(row.query, t);
             EXPECT_EQ(row.visible, causal ? t + 1 : d.t);
             EXPECT_LE(row.visible, s.block.keys);
@@ -519,7 +524,7 @@ void RunEmulation(const EmulationCase& ec, Operands ops, const Tolerances& tol) 
 std::vector<EmulationCase> EmulationCases() {
   std::vector<EmulationCase> out;
   const AttentionGemmDims small{2, 37, 3, 8, false};
-  // Score bytes per row of 37 keys: forward 148, backward 296.
+  // Score bytes per row of 37 keys (pitch 40): forward 160, backward 320.
   for (int causal = 0; causal < 2; ++causal) {
     AttentionGemmDims d = small;
     d.causal = causal != 0;
@@ -528,9 +533,9 @@ std::vector<EmulationCase> EmulationCases() {
     // Small budgets and causal blocks of 10 rows: several blocks (the last
     // one shorter) and chunks (of 1 or 2 heads, the last one smaller); the
     // trace prints each direction's plan.
-    out.push_back({d, 0.3f, PlanChoice{size_t{296} * 10 * 2, 10}});
-    out.push_back({d, 0.0f, PlanChoice{size_t{148} * 10 * 2, 10}});
-    out.push_back({d, 0.0f, PlanChoice{size_t{296} * 37 * 2, 10}});
+    out.push_back({d, 0.3f, PlanChoice{size_t{320} * 10 * 2, 10}});
+    out.push_back({d, 0.0f, PlanChoice{size_t{160} * 10 * 2, 10}});
+    out.push_back({d, 0.0f, PlanChoice{size_t{320} * 37 * 2, 10}});
     // GPT-2's head dim; causal: blocks of 256 and 44 rows.
     out.push_back({{1, 300, 2, 64, d.causal}, 0.0f, PlanChoice{}});
   }
