@@ -100,6 +100,7 @@ BAD = {"FAIL", "TIMEOUT"}   # what makes the exit status 1
 # Small GPU tests memcheck runs over (each well under a second of GPU work
 # natively; compute-sanitizer slows them 10-100x).
 SANITIZED_TESTS = ["cuda_api_test", "cuda_kernels_test", "cuda_gemm_test", "cuda_fused_test",
+                   "cuda_attention_gemm_test",
                    "cuda_layers_test", "cuda_loss_scaling_test", "cuda_fused_ops_test",
                    "cuda_hotpath_test", "cuda_stochastic_rounding_test"]
 

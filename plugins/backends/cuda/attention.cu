@@ -1,6 +1,9 @@
-// ATTENTION_FORWARD/BACKWARD. cuDNN's fused SDPA runs where the backend's
-// `attention` option and the call allow it (attention_cudnn.cc); otherwise,
-// and as the GPU reference, these tiled flash-style kernels (bookkeeping and
+// ATTENTION_FORWARD/BACKWARD. Where the call goes (attention_route.h): 16-bit
+// storage to cuDNN's fused SDPA (attention_cudnn.cc), fp32 storage to
+// cuBLASLt GEMMs with row kernels between them (attention_gemm.cu), as the
+// backend's `attention` option allows and each can run the call; otherwise
+// (mixed dtypes, attention=fallback, a refused shape), and as the GPU
+// reference, these tiled flash-style kernels (bookkeeping and
 // online softmax in attention_tiles.h): compiled per storage type (operands
 // of one dtype; the per-element dtype switch otherwise), fp32 math,
 // K/V (and Q/dY) tiles in shared memory, all threads of a block busy in
@@ -13,11 +16,18 @@
 #include <cuda_runtime.h>
 #include <math.h>
 
+#include <initializer_list>
+#include <string>
+
 #include "plugins/backends/common/layer_math.h"
 #include "plugins/backends/cuda/attention_cudnn.h"
+#include "plugins/backends/cuda/attention_gemm.h"
+#include "plugins/backends/cuda/attention_notice.h"
+#include "plugins/backends/cuda/attention_route.h"
 #include "plugins/backends/cuda/attention_tiles.h"
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/device_math.cuh"
+#include "plugins/sdk/tensor.h"
 
 namespace mnt::cuda {
 
@@ -329,13 +339,35 @@ Status Plan(const backend::TypedCall& call, const AttentionDims& s, const char* 
   return Status::Ok();
 }
 
+// Mixed storage: cuDNN and the GEMM path both take one dtype; said once
+// per shape, as the other fallbacks.
+void SayMixedDtypes(CudaBackend& b, const AttentionDims& s, const AttentionRoute& route,
+                    std::initializer_list<const Operand*> io) {
+  if (route.reason != FallbackReason::kMixedDtypes || s.b * s.h * s.t == 0) return;
+  SayAttentionFallback(b, s, route.reason, (**io.begin())->dtype, [&] {
+    std::string dtypes;
+    for (const Operand* o : io) {
+      dtypes += (dtypes.empty() ? "" : ", ") + o->label.str() + " " +
+                sdk::DTypeName((*o)->dtype);
+    }
+    return "cuDNN SDPA and the GEMM path take operands of one dtype, this call has " +
+           dtypes;
+  });
+}
+
 }  // namespace
 
 Status CudaBackend::AttentionForward(const backend::AttentionForwardCall& a) {
   const AttentionDims& s = a.shape;
-  bool ran;
-  MNT_RETURN_IF_ERROR(MaybeCudnnAttentionForward(*this, *a.op, s, a.qkv, a.y, a.lse, &ran));
+  const AttentionRoute route = RouteAttention(options.attention, {a.qkv->dtype, a.y->dtype});
+  bool ran = false;
+  if (route.path == AttentionPath::kCudnn) {
+    MNT_RETURN_IF_ERROR(MaybeCudnnAttentionForward(*this, *a.op, s, a.qkv, a.y, a.lse, &ran));
+  } else if (route.path == AttentionPath::kGemm) {
+    MNT_RETURN_IF_ERROR(MaybeGemmAttentionForward(*this, a, &ran));
+  }
   if (ran) return Status::Ok();
+  SayMixedDtypes(*this, s, route, {&a.qkv, &a.y});
   if (s.b * s.h * s.t == 0) return Status::Ok();
   int64_t tile;
   dim3 grid;
@@ -352,10 +384,17 @@ Status CudaBackend::AttentionForward(const backend::AttentionForwardCall& a) {
 
 Status CudaBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
   const AttentionDims& s = a.shape;
-  bool ran;
-  MNT_RETURN_IF_ERROR(MaybeCudnnAttentionBackward(*this, *a.op, s, a.dy, a.qkv, a.y, a.lse,
-                                                  a.dqkv, &ran));
+  const AttentionRoute route = RouteAttention(
+      options.attention, {a.dy->dtype, a.qkv->dtype, a.y->dtype, a.dqkv->dtype});
+  bool ran = false;
+  if (route.path == AttentionPath::kCudnn) {
+    MNT_RETURN_IF_ERROR(MaybeCudnnAttentionBackward(*this, *a.op, s, a.dy, a.qkv, a.y, a.lse,
+                                                    a.dqkv, &ran));
+  } else if (route.path == AttentionPath::kGemm) {
+    MNT_RETURN_IF_ERROR(MaybeGemmAttentionBackward(*this, a, &ran));
+  }
   if (ran) return Status::Ok();
+  SayMixedDtypes(*this, s, route, {&a.dy, &a.qkv, &a.y, &a.dqkv});
   const int64_t rows = s.b * s.h * s.t;
   if (rows == 0) return Status::Ok();
   int64_t key_tile, query_tile;

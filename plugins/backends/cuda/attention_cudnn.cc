@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/backends/cuda/attention_notice.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/cudnn_graph.h"
 #include "plugins/sdk/tensor.h"
@@ -285,32 +286,10 @@ Status GetPlan(CudaBackend& b, Direction dir, const AttentionDims& s, MNT_DType 
   return Status::Ok();
 }
 
-// Why the fallback kernels run, as announced once per shape.
-enum class FallbackReason : int32_t { kMixedDtypes = 1, kDtype = 2, kForwardPlan = 3,
-                                      kBackwardPlan = 4 };
-
-// Says on stderr, once per shape and reason (so at the first step), that the
-// fallback kernels run and why, and counts every such call (slow_paths.h):
-// they are much slower than cuDNN's fused kernels, and a run should not be
-// slow silently. `why` is only called (and only formats) the first time.
-template <typename Why>
-void SayFallback(CudaBackend& b, const AttentionDims& s, FallbackReason reason,
-                 MNT_DType dtype, Why&& why) {
-  const std::string shape = sdk::Format(
-      "B=%lld H=%lld T=%lld D=%lld%s %s", (long long)s.b, (long long)s.h, (long long)s.t,
-      (long long)s.d, s.causal ? " causal" : "", sdk::DTypeName(dtype));
-  static const char* const kReasons[] = {"", "mixed dtypes", "dtype", "forward plan",
-                                       "backward plan"};
-  b.slow_paths.Note("attention fallback", shape + ", " + kReasons[static_cast<int>(reason)],
-                    [&] {
-                      return sdk::Format("attention=%s runs the fallback attention kernels: %s",
-                                         AttentionImplName(b.options.attention),
-                                         why().c_str());
-                    });
-}
-
-// Whether to go on with cuDNN: false (run the fallback) for fp32/mixed
-// storage, attention=fallback and (with auto) what cuDNN cannot run.
+// Whether to go on with cuDNN: false (run the fallback) for
+// attention=fallback and (with auto or gemm) what cuDNN cannot run. The
+// caller (attention.cu, attention_route.h) only comes here for operands of
+// one 16-bit dtype.
 Status Choose(CudaBackend& b, const OpCall& call, Direction dir, const AttentionDims& s,
               std::initializer_list<const Operand*> io, const CudnnPlan** plan) {
   *plan = nullptr;
@@ -319,30 +298,23 @@ Status Choose(CudaBackend& b, const OpCall& call, Direction dir, const Attention
   const MNT_DType dtype = (**io.begin())->dtype;
   for (const Operand* o : io) {
     if ((*o)->dtype != dtype || !Is16Bit((*o)->dtype)) {
-      const bool mixed = (*o)->dtype != dtype;
-      SayFallback(b, s, mixed ? FallbackReason::kMixedDtypes : FallbackReason::kDtype, dtype,
-                  [&] {
-                    return sdk::Format(
-                        "cuDNN SDPA takes bf16 or fp16 storage only, this call has %s",
-                        mixed ? "mixed dtypes" : sdk::DTypeName(dtype));
-                  });
-      return Status::Ok();
+      return sdk::Internal(sdk::Format("%s: cuDNN SDPA was asked to run %s storage",
+                                       call.op_name(), sdk::DTypeName((*o)->dtype)));
     }
   }
   const std::string* why = nullptr;
   MNT_RETURN_IF_ERROR(GetPlan(b, dir, s, dtype, plan, &why));
-  if (*plan == nullptr && impl == AttentionImpl::kAuto) {
-    SayFallback(b, s,
-                dir == Direction::kForward ? FallbackReason::kForwardPlan
-                                           : FallbackReason::kBackwardPlan,
-                dtype, [&] { return *why; });
-  }
-  if (*plan == nullptr && impl == AttentionImpl::kCudnn) {
+  if (*plan != nullptr) return Status::Ok();
+  if (impl == AttentionImpl::kCudnn) {
     return sdk::Unimplemented(sdk::Format("%s: attention=cudnn, but cuDNN SDPA cannot run "
                                           "B=%lld H=%lld T=%lld D=%lld: %s",
                                           call.op_name(), (long long)s.b, (long long)s.h,
                                           (long long)s.t, (long long)s.d, why->c_str()));
   }
+  SayAttentionFallback(b, s,
+                       dir == Direction::kForward ? FallbackReason::kCudnnForwardPlan
+                                                  : FallbackReason::kCudnnBackwardPlan,
+                       dtype, [&] { return *why; });
   return Status::Ok();
 }
 

@@ -19,9 +19,10 @@ namespace mnt::cuda {
 using AttentionDims = backend::AttentionShape;
 
 // Runs the op through cuDNN when the backend's `attention` option and the
-// operands allow it; *ran says whether it did (false: run the fallback
-// kernels). With attention=cudnn, a 16-bit call cuDNN cannot take is an
-// error instead; fp32 or mixed storage never runs here.
+// shape allow it; *ran says whether it did (false: run the fallback
+// kernels). With attention=cudnn, a call cuDNN cannot take is an error
+// instead. Only for operands of one 16-bit dtype (attention_route.h): fp32
+// goes to the GEMM path, mixed dtypes to the fallback.
 sdk::Status MaybeCudnnAttentionForward(CudaBackend& b, const OpCall& call,
                                        const AttentionDims& s, const Operand& qkv,
                                        const Operand& y, const Operand& lse, bool* ran);

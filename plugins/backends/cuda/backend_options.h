@@ -1,14 +1,26 @@
 // The cuda backend's creation options ("key=value,..." in
 // MNT_Backend_Create_Args.options). Parsed apart from Backend_Create so the
 // parsing is testable on machines without a device.
-//   attention=auto|cudnn|fallback (default auto)
-//     auto:     cuDNN SDPA (flash attention) for 16-bit storage when the
+//   attention=auto|cudnn|gemm|fallback (default auto)
+//     auto:     16-bit storage: cuDNN SDPA (flash attention) when the
 //               device, the cuDNN version and the shape allow it and an
-//               execution plan builds; otherwise the fallback kernels.
+//               execution plan builds. fp32 storage: cuBLASLt GEMMs over
+//               blocks of query rows with small softmax kernels between
+//               them (attention_gemm.cu; cuDNN's SDPA has no fp32 path).
+//               Anything else (operands of mixed dtypes, a call neither
+//               can run): the fallback kernels, said once per shape on
+//               stderr.
 //     cudnn:    like auto, but a 16-bit call cuDNN cannot run is an error.
-//     fallback: always the fallback kernels (deterministic).
-//   fp32 (or mixed) storage always runs the fallback kernels: cuDNN's SDPA
-//   has no fp32 path.
+//     gemm:     like auto, but an fp32 call the GEMM path cannot run is an
+//               error.
+//     fallback: always the fallback kernels (deterministic, any dtypes).
+//   attention_tf32=off|on (default off)
+//     on: the GEMM path's products run on TF32 tensor cores
+//     (CUBLAS_COMPUTE_32F_FAST_TF32: q, k, v, the probabilities and the
+//     score gradients rounded to 10-bit mantissas, fp32 accumulation).
+//     off: plain fp32 products (CUBLAS_COMPUTE_32F), as the op's contract
+//     says ("scores and softmax compute in fp32"). An opt-in backend option
+//     because ABI 1.7's MNT_AttentionParams carries no compute mode.
 //   cuda_graphs=on|off (default on)
 //     on: a step marked with Backend_StepBegin/StepEnd (ABI 1.7) is
 //     deferred and recorded; the second of two equal steps is captured into
@@ -28,12 +40,13 @@
 
 namespace mnt::cuda {
 
-enum class AttentionImpl { kAuto, kCudnn, kFallback };
+enum class AttentionImpl { kAuto, kCudnn, kGemm, kFallback };
 
 const char* AttentionImplName(AttentionImpl impl);
 
 struct CudaBackendOptions {
   AttentionImpl attention = AttentionImpl::kAuto;
+  bool attention_tf32 = false;
   bool cuda_graphs = true;
   long long graph_workspace_mb = 2048;
 };

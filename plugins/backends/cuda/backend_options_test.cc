@@ -24,8 +24,10 @@ TEST(CudaBackendOptionsTest, DefaultsToAuto) {
 TEST(CudaBackendOptionsTest, ParsesEveryAttentionValue) {
   EXPECT_EQ(Parsed("attention=auto"), AttentionImpl::kAuto);
   EXPECT_EQ(Parsed("attention=cudnn"), AttentionImpl::kCudnn);
+  EXPECT_EQ(Parsed("attention=gemm"), AttentionImpl::kGemm);
   EXPECT_EQ(Parsed(" attention = fallback "), AttentionImpl::kFallback);
   EXPECT_STREQ(AttentionImplName(AttentionImpl::kCudnn), "cudnn");
+  EXPECT_STREQ(AttentionImplName(AttentionImpl::kGemm), "gemm");
   EXPECT_STREQ(AttentionImplName(AttentionImpl::kFallback), "fallback");
   EXPECT_STREQ(AttentionImplName(AttentionImpl::kAuto), "auto");
 }
@@ -53,6 +55,20 @@ TEST(CudaBackendOptionsTest, GraphWorkspaceBound) {
   EXPECT_EQ(o.graph_workspace_mb, 0);
 }
 
+TEST(CudaBackendOptionsTest, AttentionTf32OffByDefaultAndSwitchable) {
+  CudaBackendOptions o;
+  o.attention_tf32 = true;  // proves the parser overwrites it
+  ASSERT_TRUE(ParseCudaBackendOptions(nullptr, &o).ok());
+  EXPECT_FALSE(o.attention_tf32);
+  ASSERT_TRUE(ParseCudaBackendOptions("attention=gemm,attention_tf32=on", &o).ok());
+  EXPECT_TRUE(o.attention_tf32);
+  EXPECT_EQ(o.attention, AttentionImpl::kGemm);
+  EXPECT_TRUE(o.cuda_graphs);
+  ASSERT_TRUE(ParseCudaBackendOptions("attention_tf32 = off", &o).ok());
+  EXPECT_FALSE(o.attention_tf32);
+  EXPECT_EQ(o.attention, AttentionImpl::kAuto);
+}
+
 void ExpectOneLineError(const char* text, const std::string& needle) {
   CudaBackendOptions o;
   o.attention = AttentionImpl::kCudnn;
@@ -65,10 +81,15 @@ void ExpectOneLineError(const char* text, const std::string& needle) {
 }
 
 TEST(CudaBackendOptionsTest, BadValuesAreOneLineErrors) {
-  ExpectOneLineError("attention=flash", "attention='flash' is not one of auto, cudnn, fallback");
+  ExpectOneLineError("attention=flash",
+                     "attention='flash' is not one of auto, cudnn, gemm, fallback");
   ExpectOneLineError("attention=", "attention='' is not one of");
   ExpectOneLineError("attention=CUDNN", "'CUDNN'");
-  ExpectOneLineError("atention=cudnn", "unknown key 'atention' (known: attention, cuda_graphs, graph_workspace_mb)");
+  ExpectOneLineError("atention=cudnn",
+                     "unknown key 'atention' (known: attention, attention_tf32, cuda_graphs, "
+                     "graph_workspace_mb)");
+  ExpectOneLineError("attention_tf32=yes", "attention_tf32='yes' is not one of on, off");
+  ExpectOneLineError("attention_tf32=on,attention_tf32=on", "given twice");
   ExpectOneLineError("cuda_graphs=yes", "cuda_graphs='yes' is not one of on, off");
   ExpectOneLineError("cuda_graphs=ON", "'ON'");
   ExpectOneLineError("cuda_graphs=", "cuda_graphs='' is not one of on, off");

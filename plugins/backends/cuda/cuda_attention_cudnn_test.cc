@@ -192,7 +192,8 @@ TEST_F(CudaAttentionCudnnTest, ForcedCudnnRefusesWhatItCannotRunInOneLine) {
   EXPECT_NE(s.message().find("attention=cudnn"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("D=12"), std::string::npos) << s.message();
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
-  // ... while fp32 storage always runs the fallback, even when forced.
+  // ... while fp32 storage runs the GEMM path (attention_gemm.cu), even
+  // with cuDNN forced.
   auto qkv32 = cudnn_.Upload(Random(b * t * 3 * c), MNT_DTYPE_F32, {b, t, 3 * c});
   auto y32 = cudnn_.Poisoned(MNT_DTYPE_F32, {b, t, c});
   auto lse32 = cudnn_.Poisoned(MNT_DTYPE_F32, {b, h, t});

@@ -12,8 +12,10 @@
 //  4. Causal attention (ATTENTION_FORWARD / BACKWARD) at GPT-2 124M's shape
 //     (B=8, T=1024, C=768, H=12) per storage dtype: forward and
 //     forward+backward ms, for the fallback kernels (a backend created with
-//     attention=fallback; fp32 math) and cuDNN SDPA (attention=cudnn; bf16
-//     and fp16 only, "unavailable: why" when cuDNN cannot run it).
+//     attention=fallback; fp32 math), the fp32 GEMM path (attention=gemm:
+//     cuBLASLt products in fp32, and with attention_tf32=on on TF32 tensor
+//     cores) and cuDNN SDPA (attention=cudnn; bf16 and fp16 only).
+//     "unavailable: why" when a path refuses the call.
 //     "TFLOP/s" counts the causal half of the 4*B*H*T^2*D matmul FLOPs
 //     forward and 3.5x that for forward+backward.
 //  5. EMBEDDING_BACKWARD at GPT-2 124M's shape (V=50304, C=768, N=8*1024
@@ -274,16 +276,30 @@ struct AttentionResult {
   std::string unavailable;  // set when the implementation refused the call
 };
 
-// `b` runs on a backend created with attention=`impl`.
-std::vector<AttentionResult> BenchAttention(Bench& b, const char* impl, bool quick) {
-  const bool cudnn = std::strcmp(impl, "cudnn") == 0;
+// One attention implementation, as a backend created with `options` runs it,
+// and the storage it takes.
+struct AttentionImplRow {
+  const char* name;
+  const char* options;
+  bool fp32, sixteen_bit;
+};
+constexpr AttentionImplRow kAttentionImpls[] = {
+    {"fallback", "attention=fallback", true, true},
+    {"gemm (fp32)", "attention=gemm", true, false},
+    {"gemm (tf32)", "attention=gemm,attention_tf32=on", true, false},
+    {"cudnn", "attention=cudnn", false, true},
+};
+
+// `b` runs on a backend created with `row.options`.
+std::vector<AttentionResult> BenchAttention(Bench& b, const AttentionImplRow& row, bool quick) {
+  const char* impl = row.name;
   const int64_t batch = 8, t = 1024, c = 768, h = 12, d = c / h;
   const MNT_AttentionParams ap{MNT_AttentionParams_STRUCT_SIZE, int32_t(h), 1, 0.0f};
   const double fwd_flops = 4.0 * batch * h * t * t * d / 2;  // causal half
   std::vector<AttentionResult> out;
   for (const Precision& p : kPrecisions) {
-    if (p.mode == MNT_COMPUTE_TF32) continue;  // attention math is fp32 anyway
-    if (cudnn && p.dtype == MNT_DTYPE_F32) continue;  // cuDNN SDPA is 16-bit only
+    if (p.mode == MNT_COMPUTE_TF32) continue;  // same storage as fp32 (the options pick)
+    if (!(p.dtype == MNT_DTYPE_F32 ? row.fp32 : row.sixteen_bit)) continue;
     DeviceBuffer qkv = b.Random(batch * t * 3 * c, p.dtype);
     DeviceBuffer dy = b.Random(batch * t * c, p.dtype);
     DeviceBuffer y = b.Alloc(batch * t * c * sdk::DTypeSize(p.dtype));
@@ -296,7 +312,7 @@ std::vector<AttentionResult> BenchAttention(Bench& b, const char* impl, bool qui
     const MNT_Tensor tdq = MakeTensor(dqkv.data(), p.dtype, {batch, t, 3 * c});
     const sdk::Status first = b.c().Run(MNT_OP_ATTENTION_FORWARD, {tq}, {ty, tl}, &ap);
     if (!first.ok()) {
-      if (!cudnn) Die("ATTENTION_FORWARD", first);
+      if (std::strcmp(impl, "fallback") == 0) Die("ATTENTION_FORWARD", first);
       out.push_back({impl, p.name, 0, 0, 0, 0, first.message()});
       std::printf("  attention %s %s: unavailable: %s\n", impl, p.name,
                   first.message().c_str());
@@ -454,13 +470,13 @@ int Main(int argc, char** argv) {
       emit(line);
     }
     emit("\nCausal attention at GPT-2 124M's shape (B=8, T=1024, C=768, H=12): the "
-         "fallback kernels (fp32 math) vs cuDNN SDPA (flash attention):\n");
+         "fallback kernels (fp32 math) vs the fp32 GEMM path (cuBLASLt, fp32 or TF32 "
+         "products) vs cuDNN SDPA (flash attention, 16-bit):\n");
     emit("| attention | storage | fwd ms | fwd TFLOP/s | fwd+bwd ms | fwd+bwd TFLOP/s |");
     emit("|---|---|---|---|---|---|");
     std::vector<AttentionResult> attention;
-    for (const char* impl : {"fallback", "cudnn"}) {
-      const std::string options = std::string("attention=") + impl;
-      MNT_Backend* backend = CreateBackend(api, options.c_str());
+    for (const AttentionImplRow& impl : kAttentionImpls) {
+      MNT_Backend* backend = CreateBackend(api, impl.options);
       {
         BackendClient ac(api, backend);
         Bench ab(ac);

@@ -14,6 +14,9 @@
 // alignment of every pointer) and reused; a call that hits the cache formats
 // no string and creates nothing. One 32 MiB workspace per backend. K == 0 (an
 // empty sum) is this file's one kernel: C = beta * C (+ bias).
+// StridedMatmul (the fp32 attention path's products) shares the handle,
+// the workspace and the plan cache: its key adds leading dimensions, batch
+// count and strides.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -127,21 +130,41 @@ Status CreatePlan(cublasLtHandle_t lt, const GemmPlanKey& key, void* bias,
       cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                      sizeof(epilogue)),
       "GEMM: cublasLtMatmulDescSetAttribute(EPILOGUE)");
-  // Stored (pre-op) shapes: B row-major [K,N] is column-major [N,K], etc.
+  // Stored (pre-op) shapes: B row-major [K,N] is column-major [N,K], etc.;
+  // a row-major matrix's row pitch is its column-major leading dimension
+  // (packed unless the key gives one).
   const uint64_t m = key.m, n = key.n, k = key.k;
   const uint64_t a_rows = key.trans_b ? k : n, a_cols = key.trans_b ? n : k;
   const uint64_t b_rows = key.trans_a ? m : k, b_cols = key.trans_a ? k : m;
+  const uint64_t a_ld = key.ldb != 0 ? key.ldb : a_rows;
+  const uint64_t b_ld = key.lda != 0 ? key.lda : b_rows;
+  const uint64_t c_ld = key.ldc != 0 ? key.ldc : n;
   const cudaDataType_t op_type = CudaType(static_cast<MNT_DType>(key.operand_dtype));
   MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatrixLayoutCreate(&plan->a, op_type, a_rows, a_cols, a_rows),
+      cublasLtMatrixLayoutCreate(&plan->a, op_type, a_rows, a_cols, a_ld),
       "GEMM: cublasLtMatrixLayoutCreate(A)");
   MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatrixLayoutCreate(&plan->b, op_type, b_rows, b_cols, b_rows),
+      cublasLtMatrixLayoutCreate(&plan->b, op_type, b_rows, b_cols, b_ld),
       "GEMM: cublasLtMatrixLayoutCreate(B)");
   MNT_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatrixLayoutCreate(&plan->c, CudaType(static_cast<MNT_DType>(key.output_dtype)),
-                                 n, m, n),
+                                 n, m, c_ld),
       "GEMM: cublasLtMatrixLayoutCreate(C)");
+  if (key.batch > 1) {
+    const int32_t count = static_cast<int32_t>(key.batch);
+    const std::pair<cublasLtMatrixLayout_t, int64_t> batched[] = {
+        {plan->a, key.stride_b}, {plan->b, key.stride_a}, {plan->c, key.stride_c}};
+    for (const auto& [layout, stride] : batched) {
+      MNT_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                           sizeof(count)),
+          "GEMM: cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
+      MNT_CUBLAS_RETURN_IF_ERROR(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                           &stride, sizeof(stride)),
+          "GEMM: cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+    }
+  }
 
   PreferenceHolder pref;
   MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref.pref),
@@ -475,6 +498,56 @@ Status MatmulWithEpilogue(CudaBackend& be, const backend::TypedCall& call,
                      &*plan->algo, be.gemm->workspace, GemmState::kWorkspaceBytes,
                      be.stream),
       "GEMM: cublasLtMatmul");
+  *done = true;
+  return Status::Ok();
+}
+
+Status StridedMatmul(CudaBackend& be, const char* op_name, const StridedMatmulF32& g,
+                     MNT_ComputeMode mode, bool* done) {
+  *done = false;
+  if (g.m < 1 || g.n < 1 || g.k < 1 || g.batch < 1 || g.batch > 0x7fffffff) {
+    return sdk::Internal(sdk::Format(
+        "%s: strided matmul of M=%lld N=%lld K=%lld batch=%lld (each must be >= 1)", op_name,
+        (long long)g.m, (long long)g.n, (long long)g.k, (long long)g.batch));
+  }
+  MNT_RETURN_IF_ERROR(EnsureWorkspace(be));
+  constexpr int64_t kF32 = sizeof(float);
+  GemmPlanKey key;
+  key.m = g.m;
+  key.n = g.n;
+  key.k = g.k;
+  key.trans_a = g.trans_a;
+  key.trans_b = g.trans_b;
+  key.operand_dtype = MNT_DTYPE_F32;
+  key.output_dtype = MNT_DTYPE_F32;
+  key.bias_dtype = MNT_DTYPE_INVALID;
+  key.compute = static_cast<int32_t>(mode == MNT_COMPUTE_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                              : CUBLAS_COMPUTE_32F);
+  key.epilogue = static_cast<int32_t>(CUBLASLT_EPILOGUE_DEFAULT);
+  // cuBLASLt's A is our B (the column-major view, as GEMM's).
+  key.align_a = StridedAlignment(g.b, g.ldb * kF32, g.stride_b * kF32);
+  key.align_b = StridedAlignment(g.a, g.lda * kF32, g.stride_a * kF32);
+  key.align_c = StridedAlignment(g.c, g.ldc * kF32, g.stride_c * kF32);
+  key.lda = g.lda;
+  key.ldb = g.ldb;
+  key.ldc = g.ldc;
+  key.batch = g.batch;
+  key.stride_a = g.stride_a;
+  key.stride_b = g.stride_b;
+  key.stride_c = g.stride_c;
+  GemmPlan* plan = be.gemm->plans.Find(key);
+  if (plan == nullptr) {
+    GemmPlan fresh;
+    MNT_RETURN_IF_ERROR(CreatePlan(be.gemm->lt, key, nullptr, nullptr, &fresh));
+    plan = be.gemm->plans.Insert(key, std::move(fresh));
+  }
+  if (!plan->algo.has_value()) return Status::Ok();  // cached "no algorithm"
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmul(be.gemm->lt, plan->op, &g.alpha, g.b, plan->a, g.a, plan->b, &g.beta, g.c,
+                     plan->c, g.c, plan->c, &*plan->algo, be.gemm->workspace,
+                     GemmState::kWorkspaceBytes, be.stream),
+      sdk::Format("%s: cublasLtMatmul (strided, M=%lld N=%lld K=%lld batch=%lld)", op_name,
+                  (long long)g.m, (long long)g.n, (long long)g.k, (long long)g.batch));
   *done = true;
   return Status::Ok();
 }

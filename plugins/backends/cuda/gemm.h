@@ -81,6 +81,33 @@ sdk::Status MatmulWithEpilogue(CudaBackend& b, const backend::TypedCall& call,
                                const backend::GemmProduct& g, float beta,
                                const MatmulEpilogue& ep, bool* done);
 
+// One fp32 strided-batched product, row-major: for j < batch,
+//   C[j] = alpha * op(A[j]) op(B[j]) + beta * C[j],
+// C[j] m x n at c + j * stride_c with rows ldc apart, op(A[j]) m x k (A
+// stored k x m when trans_a), op(B[j]) k x n (B stored n x k when trans_b);
+// all sizes in elements. The matrices of a batch may interleave (heads of
+// a packed row, attention_gemm_plan.h); the C[j] must not overlap.
+struct StridedMatmulF32 {
+  int64_t m, n, k, batch;
+  bool trans_a, trans_b;
+  const float* a;
+  int64_t lda, stride_a;
+  const float* b;
+  int64_t ldb, stride_b;
+  float* c;
+  int64_t ldc, stride_c;
+  float alpha, beta;
+};
+
+// One cublasLtMatmul on the backend's handle, workspace and plan cache
+// (GEMM's): CUBLAS_COMPUTE_32F_FAST_TF32 (TF32 tensor cores) for
+// MNT_COMPUTE_TF32, CUBLAS_COMPUTE_32F (no TF32) for anything else; fp32
+// accumulation either way. Sets *done false and issues nothing when
+// cuBLASLt has no algorithm for this configuration (cached, as GEMM's).
+// m, n, k and batch must be >= 1.
+sdk::Status StridedMatmul(CudaBackend& b, const char* op_name, const StridedMatmulF32& g,
+                          MNT_ComputeMode mode, bool* done);
+
 }  // namespace mnt::cuda
 
 #endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_GEMM_H_

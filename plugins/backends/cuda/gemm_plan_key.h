@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <unordered_map>
 #include <utility>
 
@@ -23,6 +24,16 @@ inline uint32_t PointerAlignment(const void* p) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (a == 0) return 256;
   return static_cast<uint32_t>(std::min<uintptr_t>(256, a & (~a + 1)));
+}
+
+// The alignment cuBLASLt may assume of every matrix of a strided batch whose
+// first starts at p, rows `ld_bytes` and matrices `stride_bytes` apart: the
+// least of the three (an ld or stride of 0 takes nothing away).
+inline uint32_t StridedAlignment(const void* p, int64_t ld_bytes, int64_t stride_bytes) {
+  const auto of = [](int64_t bytes) {
+    return PointerAlignment(reinterpret_cast<const void*>(static_cast<uintptr_t>(bytes)));
+  };
+  return std::min({PointerAlignment(p), of(ld_bytes), of(stride_bytes)});
 }
 
 // Everything the descriptors, the layouts and the heuristic's answer depend
@@ -43,6 +54,11 @@ struct GemmPlanKey {
   // an algorithm chosen for one bias alignment is never used with a smaller.
   uint32_t align_a = 0, align_b = 0, align_c = 0, align_bias = 0;
   uint32_t align_aux = 0;
+  // Strided-batched products (attention_gemm.cu): leading dimensions of the
+  // row-major A, B, C (0: packed, as GEMM's), the batch count (0: one
+  // matrix) and the batch strides, all in elements.
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 0, stride_a = 0, stride_b = 0, stride_c = 0;
 
   friend bool operator==(const GemmPlanKey& x, const GemmPlanKey& y) {
     return x.m == y.m && x.n == y.n && x.k == y.k && x.trans_a == y.trans_a &&
@@ -51,7 +67,9 @@ struct GemmPlanKey {
            x.compute == y.compute && x.epilogue == y.epilogue &&
            x.aux_dtype == y.aux_dtype && x.align_aux == y.align_aux &&
            x.align_a == y.align_a && x.align_b == y.align_b &&
-           x.align_c == y.align_c && x.align_bias == y.align_bias;
+           x.align_c == y.align_c && x.align_bias == y.align_bias && x.lda == y.lda &&
+           x.ldb == y.ldb && x.ldc == y.ldc && x.batch == y.batch &&
+           x.stride_a == y.stride_a && x.stride_b == y.stride_b && x.stride_c == y.stride_c;
   }
   friend bool operator!=(const GemmPlanKey& x, const GemmPlanKey& y) { return !(x == y); }
 };
@@ -81,6 +99,10 @@ struct GemmPlanKeyHash {
     mix(pair(static_cast<int32_t>(key.align_a), static_cast<int32_t>(key.align_b)));
     mix(pair(static_cast<int32_t>(key.align_c), static_cast<int32_t>(key.align_bias)));
     mix(static_cast<uint64_t>(key.align_aux));
+    for (int64_t v : {key.lda, key.ldb, key.ldc, key.batch, key.stride_a, key.stride_b,
+                      key.stride_c}) {
+      mix(static_cast<uint64_t>(v));
+    }
     return static_cast<size_t>(h);
   }
 };

@@ -37,6 +37,13 @@ GemmPlanKey RandomKey(std::mt19937_64& rng) {
   k.align_b = 1u << (small(rng) % 9);
   k.align_c = 1u << (small(rng) % 9);
   k.align_bias = 1u << (small(rng) % 9);
+  k.lda = dim(rng);
+  k.ldb = dim(rng);
+  k.ldc = dim(rng);
+  k.batch = small(rng);
+  k.stride_a = dim(rng);
+  k.stride_b = dim(rng);
+  k.stride_c = dim(rng);
   return k;
 }
 
@@ -58,6 +65,15 @@ std::vector<std::function<void(GemmPlanKey&)>> FieldChanges() {
       [](GemmPlanKey& k) { k.align_b ^= 512; },
       [](GemmPlanKey& k) { k.align_c ^= 512; },
       [](GemmPlanKey& k) { k.align_bias ^= 512; },
+      [](GemmPlanKey& k) { k.aux_dtype += 1; },
+      [](GemmPlanKey& k) { k.align_aux ^= 512; },
+      [](GemmPlanKey& k) { k.lda += 1; },
+      [](GemmPlanKey& k) { k.ldb += 1; },
+      [](GemmPlanKey& k) { k.ldc += 1; },
+      [](GemmPlanKey& k) { k.batch += 1; },
+      [](GemmPlanKey& k) { k.stride_a += 1; },
+      [](GemmPlanKey& k) { k.stride_b += 1; },
+      [](GemmPlanKey& k) { k.stride_c += 1; },
   };
 }
 
@@ -135,6 +151,20 @@ TEST(PointerAlignmentTest, LargestPowerOfTwoUpTo256) {
   }
   EXPECT_EQ(PointerAlignment(reinterpret_cast<const void*>(uintptr_t{0x1006})), 2u);
   EXPECT_EQ(PointerAlignment(reinterpret_cast<const void*>(uintptr_t{0x1030})), 16u);
+}
+
+// Every matrix of a strided batch is as aligned as the least of its start,
+// its row pitch and its batch stride; 0 (packed, or one matrix) takes
+// nothing away.
+TEST(StridedAlignmentTest, LeastOfPointerPitchAndStride) {
+  const void* p = reinterpret_cast<const void*>(uintptr_t{0x10000});
+  EXPECT_EQ(StridedAlignment(p, 0, 0), 256u);
+  EXPECT_EQ(StridedAlignment(p, 2304 * 4, 64 * 4), 256u);  // GPT-2's qkv heads
+  EXPECT_EQ(StridedAlignment(p, 2304 * 4, 12 * 4), 16u);   // D = 12: 48-byte stride
+  EXPECT_EQ(StridedAlignment(p, 37 * 4, 0), 4u);           // odd row pitch
+  EXPECT_EQ(StridedAlignment(p, 0, 5 * 4), 4u);
+  const void* q = reinterpret_cast<const void*>(uintptr_t{0x10008});
+  EXPECT_EQ(StridedAlignment(q, 2304 * 4, 64 * 4), 8u);    // start only 8-byte aligned
 }
 
 // A move-only plan that counts how often an owned resource is released.
