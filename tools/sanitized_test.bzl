@@ -11,7 +11,11 @@ protobuf, oneDNN) stay uninstrumented, as under --config=asan.
 _SANITIZE = ["-fsanitize=address,undefined"]
 
 # The same flags as .bazelrc's `build:asan` (keep the two in step).
+# -O1, as AddressSanitizer's documentation suggests: the instrumented copy
+# of every library (half of a cold build's compile time went to it at -O2)
+# compiles faster, and the checks are the same.
 _COPTS = _SANITIZE + [
+    "-O1",
     "-fno-sanitize-recover=all",
     "-fno-omit-frame-pointer",
     "-g1",
