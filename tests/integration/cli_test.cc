@@ -196,9 +196,17 @@ TEST(CliTest, UnknownPlugins) {
 TEST(CliTest, PluginErrorMidStepEndsTheRunWithItsMessage) {
   // The flaky test backend (tests/abi) is the CPU backend failing its 50th
   // kernel launch.
-  CliResult r = RunTrain("--device=flaky --backend_options=fail_after=50 --steps=100");
+  const std::string jsonl = TempDir() + "/plugin_error.jsonl";
+  CliResult r = RunTrain("--device=flaky --backend_options=fail_after=50 --steps=100"
+                         " --metrics_jsonl=" + jsonl);
   ExpectOneLineError(r, "injected failure");
   EXPECT_NE(r.err.find("step "), std::string::npos) << r.err;
+  // The log ends with the error, so a reader can tell it from a kill.
+  std::string log = Slurp(jsonl);
+  while (!log.empty() && log.back() == '\n') log.pop_back();
+  const std::string last = log.substr(log.rfind('\n') + 1);
+  EXPECT_NE(last.find("\"type\":\"error\""), std::string::npos) << last;
+  EXPECT_NE(last.find("injected failure"), std::string::npos) << last;
 }
 
 TEST(CliTest, NanLossStopsWithTheStepNumber) {

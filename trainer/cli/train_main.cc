@@ -26,6 +26,7 @@
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
+#include "trainer/core/stop_signals.h"
 #include "trainer/core/trainer.h"
 #include "trainer/data/digits.h"
 #include "trainer/loader/plugin_registry.h"
@@ -193,12 +194,31 @@ int Run(int argc, char** argv) {
                               resumed_from));
   if (auto s = sinks.status(); !s.ok()) return Fail(s);
 
-  if (auto s = (*trainer)->Train(&sinks); !s.ok()) return Fail(s);
+  // Ctrl-C / SIGTERM from here on: the step in flight finishes, a
+  // checkpoint is saved, and the run ends with 128 + the signal.
+  InstallStopSignalHandlers();
+  (*trainer)->set_stop_check(PendingStopSignal);
+  if (auto s = (*trainer)->Train(&sinks); !s.ok()) {
+    // The log's last record says why the run ended.
+    sinks.OnError(std::string(s.message()));
+    return Fail(s);
+  }
   const FinalReport report = (*trainer)->Report();
   sinks.OnFinish(report);
   std::fputs(FormatFinalReport(report).c_str(), stdout);
   // The summary record is the last write: a log that lost it fails the run.
   if (auto s = sinks.status(); !s.ok()) return Fail(s);
+  if (const int sig = (*trainer)->stopped_by_signal(); sig != 0) {
+    const std::string saved =
+        config->checkpoint_dir().empty()
+            ? std::string("no checkpoint was saved (the run has no --checkpoint_dir)")
+            : absl::StrCat("its checkpoint is ", LatestCheckpointPath(config->checkpoint_dir()),
+                           "; continue with the same flags and --resume");
+    std::fprintf(stdout, "mantissa: interrupted by %s at step %lld of %lld: %s\n",
+                 StopSignalName(sig), static_cast<long long>((*trainer)->step()),
+                 static_cast<long long>(config->steps()), saved.c_str());
+    return 128 + sig;
+  }
   return 0;
 }
 

@@ -86,6 +86,9 @@ struct FinalReport {
   // Steps the backend issued as a replay of a captured step (ABI 1.7 step
   // markers; CUDA graphs), out of `steps` taken by this process.
   int64_t replayed_steps = 0;
+  // The signal (SIGINT, SIGTERM) that stopped the run at a step boundary
+  // before its last step, else 0.
+  int stopped_by_signal = 0;
   double final_loss_scale = 1;
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second
@@ -116,6 +119,9 @@ class MetricsSink {
   // trainer (trainer/cli), not by the Trainer itself.
   virtual void OnStart(const RunHeader& header) { (void)header; }
   virtual void OnFinish(const FinalReport& report) { (void)report; }
+  // Instead of OnFinish when the run stops on an error after OnStart: a
+  // reader of the log can tell an error from a kill (no record at all).
+  virtual void OnError(const std::string& message) { (void)message; }
   // Not OK once the sink's output failed (a full disk, a vanished file): the
   // trainer then stops the run with this error rather than train on with a
   // log that silently ends early.

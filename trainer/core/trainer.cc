@@ -301,6 +301,18 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     if (sink != nullptr) {
       if (absl::Status s = sink->status(); !s.ok()) return s;
     }
+    // Ctrl-C / SIGTERM: stop here, with this step's work saved.
+    if (stop_check_ != nullptr && step_ < last_step) {
+      if (const int sig = stop_check_(); sig != 0) {
+        stopped_by_signal_ = sig;
+        if (!config_.checkpoint_dir().empty() && last_checkpoint_step_ != step_) {
+          Stopwatch phase;
+          if (auto s = SaveStepCheckpoint(sink); !s.ok()) return s;
+          meter.Exclude(phase.Seconds());
+        }
+        break;
+      }
+    }
   }
   // One clock reading for both: rate x time = samples exactly.
   train_seconds_ = meter.TrainSeconds();
@@ -334,6 +346,7 @@ absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
   const std::string& dir = config_.checkpoint_dir();
   const std::string path = StepCheckpointPath(dir, step_);
   if (auto s = SaveCheckpoint(path); !s.ok()) return s;
+  last_checkpoint_step_ = step_;
   std::vector<std::string> removed;
   if (auto s = PublishCheckpoint(dir, path, config_.save_total_limit(), &removed); !s.ok())
     return s;
@@ -380,6 +393,7 @@ FinalReport Trainer::Report() const {
   r.phases = phases_.phases();
   r.steps = step_;
   r.replayed_steps = replayed_steps_;
+  r.stopped_by_signal = stopped_by_signal_;
   MNT_LossScalerState st{};
   if (plugins_->scaler.GetState(&st).ok()) {
     r.skipped_steps = st.skipped_steps;

@@ -63,6 +63,14 @@ class Trainer {
   // step. A checkpoint of another model, options or precision is refused.
   absl::Status RestoreCheckpoint(const std::string& path);
 
+  // A function Train polls after every step (the CLI's: stop_signals.h);
+  // when it returns a signal number the run stops at that step boundary,
+  // saves a checkpoint (when checkpoint_dir is set and this step has none
+  // yet) and Train returns OK with stopped_by_signal() set.
+  void set_stop_check(int (*check)()) { stop_check_ = check; }
+  // 0, or the signal that stopped the last Train/TrainUntil early.
+  int stopped_by_signal() const { return stopped_by_signal_; }
+
   FinalReport Report() const;
   int64_t step() const { return step_; }
   int64_t num_parameters() const;
@@ -119,6 +127,9 @@ class Trainer {
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)
   int64_t unreported_step_reads_ = 0;
   int64_t replayed_steps_ = 0;  // issued by the backend as a replay (ABI 1.7)
+  int (*stop_check_)() = nullptr;
+  int stopped_by_signal_ = 0;
+  int64_t last_checkpoint_step_ = -1;  // the step SaveStepCheckpoint last saved
   PhaseTimes phases_;
   double samples_per_second_ = 0;
   double train_seconds_ = 0;

@@ -35,6 +35,9 @@ class FanoutSink : public MetricsSink {
   void OnStart(const RunHeader& h) override {
     for (MetricsSink* s : sinks_) s->OnStart(h);
   }
+  void OnError(const std::string& message) override {
+    for (MetricsSink* s : sinks_) s->OnError(message);
+  }
   void OnFinish(const FinalReport& r) override {
     for (MetricsSink* s : sinks_) s->OnFinish(r);
   }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "trainer/core/stop_signals.h"
 #include "trainer/sinks/json.h"
 
 namespace mnt::trainer {
@@ -142,6 +143,11 @@ void JsonlSink::OnMessage(const std::string& line) {
                          ",", Field("text", JsonString(line))));
 }
 
+void JsonlSink::OnError(const std::string& message) {
+  WriteLine(absl::StrCat(Field("type", "\"error\""), ",", Field("time", JsonNumber(Now())),
+                         ",", Field("message", JsonString(message))));
+}
+
 void JsonlSink::OnFinish(const FinalReport& r) {
   std::vector<std::string> memory, phases;
   for (const MemoryLine& m : r.memory) {
@@ -168,6 +174,8 @@ void JsonlSink::OnFinish(const FinalReport& r) {
   WriteLine(absl::StrJoin(
       {Field("type", "\"summary\""), Field("time", JsonNumber(Now())),
        Field("steps", absl::StrCat(r.steps)),
+       Field("stopped_by",
+             r.stopped_by_signal == 0 ? "null" : JsonString(StopSignalName(r.stopped_by_signal))),
        Field("skipped_steps", absl::StrCat(r.skipped_steps)),
        Field("final_loss_scale", JsonNumber(r.final_loss_scale)),
        Field("samples_per_second", JsonNumber(r.samples_per_second)),

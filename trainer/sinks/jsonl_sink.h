@@ -43,6 +43,8 @@ class JsonlSink : public MetricsSink {
   void OnEval(const EvalMetrics& m) override;
   void OnMessage(const std::string& line) override;
   void OnFinish(const FinalReport& r) override;
+  // {"type":"error","time":...,"message":...}: the run's last record.
+  void OnError(const std::string& message) override;
 
  private:
   JsonlSink(FILE* file, std::string path, std::string kept_previous)
