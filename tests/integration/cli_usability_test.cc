@@ -230,8 +230,8 @@ TEST(TensorBoardTest, WritesAnEventFileOrRefusesTheDirectory) {
 }
 
 TEST(ResumeTest, MainJobResumesFromItsDefaultDirectory) {
-  // gpt2 on fortunes checkpoints to <cache>/runs/gpt2-fortunes by default;
-  // --resume used to be refused there ("invalid without --checkpoint_dir").
+  // Every run checkpoints to <cache>/runs/<model>-<dataset>-<precision> by
+  // default, the main job too (gpt2 on fortunes, fp32 on the CPU).
   const std::string small = "--progress=plain --steps=2 --batch_size=4 --seq_len=16 "
                             "--eval_batches=1 --eval_every=0 ";
   Result first = Train(small);
@@ -239,7 +239,7 @@ TEST(ResumeTest, MainJobResumesFromItsDefaultDirectory) {
   Result again = Train(small + "--steps=3 --resume");
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_TRUE(absl::StrContains(
-      again.out, "resumed from " + TempDir() + "/cache/runs/gpt2-fortunes/latest at step 2"))
+      again.out, "resumed from " + TempDir() + "/cache/runs/gpt2-fortunes-fp32/latest at step 2"))
       << again.out;
   EXPECT_TRUE(absl::StrContains(again.out, "step 3/3")) << again.out;
 }
@@ -260,8 +260,55 @@ TEST(ResumeTest, FromAnExplicitCheckpoint) {
   EXPECT_EQ(hf.exit_code, 0) << hf.err;
   ExpectOneLineError(Train(std::string(kMlp) + "--resume_from=" + dir + "/nope"),
                      dir + "/nope");
-  ExpectOneLineError(Train(std::string(kMlp) + "--resume"),
-                     "--resume=true is invalid without --checkpoint_dir");
+  ExpectOneLineError(Train(std::string(kMlp) + "--checkpoint_dir=none --resume"),
+                     "--resume is invalid with --checkpoint_dir=none");
+}
+
+TEST(ResumeTest, NothingToResumeIsAnErrorUnlessIfExists) {
+  const std::string args = std::string(kMlp) + "--steps=3 --run_name=never_trained ";
+  const std::string folder = TempDir() + "/cache/runs/never_trained";
+  fs::remove_all(folder);
+  ExpectOneLineError(Train(args + "--resume"),
+                     "--resume: no checkpoint at " + folder + "/latest (--resume=if_exists");
+  EXPECT_FALSE(fs::exists(folder + "/latest")) << "a refused run wrote a checkpoint";
+  Result fresh = Train(args + "--resume=if_exists");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_TRUE(absl::StrContains(fresh.out, "no checkpoint at " + folder +
+                                               "/latest; starting fresh (--resume=if_exists)"))
+      << fresh.out;
+  // Now there is one: the same command resumes it, and a finished run says
+  // there is nothing to do, without touching its logs.
+  Result done = Train(args + "--resume=if_exists");
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_TRUE(absl::StrContains(done.out, "nothing to do: " + folder +
+                                              "/latest is at step 3 of --steps=3"))
+      << done.out;
+  EXPECT_FALSE(absl::StrContains(done.out, "samples/s")) << done.out;
+  Result more = Train(std::string(kMlp) + "--steps=5 --run_name=never_trained --resume");
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_TRUE(absl::StrContains(more.out, "resumed from " + folder + "/latest at step 3"))
+      << more.out;
+}
+
+TEST(CheckpointTest, EveryRunKeepsItsWorkInAFolderOfItsOwn) {
+  const std::string runs = TempDir() + "/cache/runs";
+  fs::remove_all(runs + "/mlp-digits-bf16");
+  Result r = Train(std::string(kMlp) + "--steps=2 --precision=bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "checkpoints: " + runs + "/mlp-digits-bf16 (this run's"))
+      << r.out;
+  EXPECT_TRUE(fs::exists(runs + "/mlp-digits-bf16/latest"));
+  EXPECT_TRUE(fs::exists(runs + "/mlp-digits-bf16/checkpoint-2"));
+  // --run_name picks the folder; --checkpoint_dir=none keeps nothing.
+  fs::remove_all(runs + "/my_run");
+  ASSERT_EQ(Train(std::string(kMlp) + "--steps=2 --run_name=my_run").exit_code, 0);
+  EXPECT_TRUE(fs::exists(runs + "/my_run/latest"));
+  fs::remove_all(runs + "/mlp-digits-tf32");
+  Result none = Train(std::string(kMlp) + "--steps=2 --precision=tf32 --checkpoint_dir=none");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_FALSE(fs::exists(runs + "/mlp-digits-tf32"));
+  EXPECT_FALSE(absl::StrContains(none.out, "checkpoint: ")) << none.out;
+  ExpectOneLineError(Train(std::string(kMlp) + "--run_name=../x"), "--run_name='../x' must be");
 }
 
 TEST(CheckpointTest, StepNumberedFilesLatestAndRetention) {

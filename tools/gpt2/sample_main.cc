@@ -2,21 +2,26 @@
 // vocabulary: bytes in, bytes out; a larger vocabulary prints token ids).
 //
 //   tools/bazel run //tools/gpt2:sample -- --prompt='The ' --tokens=300
-//       [--checkpoint=~/.cache/mantissa/runs/gpt2-fortunes/latest]
+//       [--checkpoint=FILE or DIR (its latest); default: the newest gpt2 run's]
 //       [--temperature=0.8 --top_k=40 --seed=1234]   (--temperature=0: greedy)
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "tools/gpt2/sampler.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/checkpoint/checkpoint_history.h"
 
 ABSL_FLAG(std::string, checkpoint, "",
-          "Mantissa gpt2 checkpoint; default: the main job's, "
-          "$XDG_CACHE_HOME or ~/.cache + /mantissa/runs/gpt2-fortunes/latest");
+          "Mantissa gpt2 checkpoint file, or a checkpoint directory (its latest); default: "
+          "the newest <cache>/runs/gpt2-*/latest ($XDG_CACHE_HOME or ~/.cache + /mantissa), "
+          "which the main job writes");
 ABSL_FLAG(std::string, prompt, "\n", "text to continue (byte-level)");
 ABSL_FLAG(int64_t, tokens, 200, "tokens to generate");
 ABSL_FLAG(double, temperature, 0.8, "softmax temperature; 0 = greedy");
@@ -35,20 +40,56 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-std::string DefaultCheckpoint() {
+// The newest runs/gpt2-*/latest under the cache (every train run keeps its
+// checkpoints in runs/<model>-<dataset>-<precision>), or "" with *looked
+// saying where it looked.
+std::string NewestGpt2Run(std::string* looked) {
+  namespace fs = std::filesystem;
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");
   const std::string cache = xdg && *xdg ? std::string(xdg)
                                         : std::string(home ? home : ".") + "/.cache";
-  return cache + "/mantissa/runs/gpt2-fortunes/latest";
+  const fs::path runs = fs::path(cache) / "mantissa" / "runs";
+  *looked = (runs / "gpt2-*" / "latest").string();
+  std::error_code ec;
+  std::string best;
+  fs::file_time_type best_time;
+  for (fs::directory_iterator it(runs, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename().string().rfind("gpt2-", 0) != 0) continue;
+    const fs::path latest = it->path() / "latest";
+    std::error_code e;
+    const auto t = fs::last_write_time(latest, e);
+    if (e) continue;
+    if (best.empty() || t > best_time) {
+      best = latest.string();
+      best_time = t;
+    }
+  }
+  return best;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "generates text from a Mantissa gpt2 checkpoint:\n"
+      "  sample --prompt='The ' --tokens=300 [--checkpoint=FILE|DIR] [--temperature=0.8] "
+      "[--top_k=40] [--seed=1234]");
   absl::ParseCommandLine(argc, argv);
   std::string path = absl::GetFlag(FLAGS_checkpoint);
-  if (path.empty()) path = DefaultCheckpoint();
+  if (path.empty()) {
+    std::string looked;
+    path = NewestGpt2Run(&looked);
+    if (path.empty()) {
+      return Fail("no gpt2 checkpoint at " + looked +
+                  " (train one: tools/bazel run //:train; or give --checkpoint=FILE|DIR)");
+    }
+  } else {
+    // A file, or a directory's latest: as train --resume_from takes it.
+    auto resolved = mnt::trainer::ResolveCheckpointPath(path);
+    if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+    path = *resolved;
+  }
   const double temperature = absl::GetFlag(FLAGS_temperature);
   if (!(temperature >= 0) || absl::GetFlag(FLAGS_top_k) < 0 ||
       absl::GetFlag(FLAGS_tokens) < 0) {
@@ -56,6 +97,9 @@ int main(int argc, char** argv) {
   }
   auto ckpt = mnt::trainer::ReadCheckpoint(path);
   if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  // Which model speaks, on stderr (stdout is the text).
+  std::fprintf(stderr, "sample: checkpoint %s (step %lld)\n", path.c_str(),
+               static_cast<long long>(ckpt->step()));
   auto sampler = mnt::gpt2::Gpt2Sampler::Create(
       *ckpt, absl::GetFlag(FLAGS_vocab_size), path);
   if (!sampler.ok()) return Fail(std::string(sampler.status().message()));

@@ -45,7 +45,7 @@ const std::vector<Topic>& Topics() {
       {"Evaluation, output, checkpoints",
        {"eval_every", "eval_batches", "log_every", "progress", "metrics_jsonl",
         "tensorboard_dir", "checkpoint_dir", "checkpoint_every", "save_total_limit",
-        "resume", "resume_from", "resume_from_checkpoint"}},
+        "run_name", "resume", "resume_if_exists", "resume_from", "resume_from_checkpoint"}},
       {"Files", {"config", "plugin_path"}},
   };
   return *topics;

@@ -23,6 +23,7 @@
 #include "trainer/config/config.h"
 #include "trainer/config/flags.h"
 #include "trainer/core/console_reporter.h"
+#include "trainer/core/device_choice.h"
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
@@ -61,7 +62,27 @@ std::string DigitsRunfile(const std::string& argv0) {
   return "";
 }
 
-int Run(int argc, char** argv) {
+// `--resume=if_exists` (the form scripts use) as the two flags it means;
+// absl's bool --resume takes only true/false.
+std::vector<char*> ExpandResumeIfExists(int argc, char** argv) {
+  static char resume[] = "--resume";
+  static char if_exists[] = "--resume_if_exists";
+  std::vector<char*> out;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::string(argv[i]) == "--resume=if_exists") {
+      out.push_back(resume);
+      out.push_back(if_exists);
+    } else {
+      out.push_back(argv[i]);
+    }
+  }
+  return out;
+}
+
+int Run(int original_argc, char** original_argv) {
+  std::vector<char*> args = ExpandResumeIfExists(original_argc, original_argv);
+  const int argc = static_cast<int>(args.size());
+  char** argv = args.data();
   absl::SetProgramUsageMessage(UsageText());
   // Before absl parses: its --help finds no flags in a file named after the
   // program and exits 1.
@@ -88,17 +109,27 @@ int Run(int argc, char** argv) {
       ApplyModelDefaults(*device, FieldChosenByUser, &*config);
   if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
   if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
-  if (config->checkpoint_dir().empty() && config->model() == "gpt2" &&
-      config->data().dataset() == "fortunes") {
-    // The main job keeps its result (README); other runs opt in.
+  // Every run keeps its work: without --checkpoint_dir, a folder of its own
+  // (--run_name, else model-dataset-precision) under <cache>/runs.
+  bool own_folder = false;
+  if (config->checkpoint_dir() == "none") {
+    config->set_checkpoint_dir("");
+  } else if (config->checkpoint_dir().empty()) {
     const std::string cache = config->data().cache_dir().empty()
                                   ? DefaultCacheDir()
                                   : config->data().cache_dir();
-    config->set_checkpoint_dir(cache + "/runs/gpt2-fortunes");
+    const std::string name =
+        !config->run_name().empty()
+            ? config->run_name()
+            : absl::StrCat(config->model(), "-", config->data().dataset(), "-",
+                           ResolvePrecision(config->precision(), *device));
+    config->set_checkpoint_dir(absl::StrCat(cache, "/runs/", name));
+    own_folder = true;
   }
-  if (config->resume() && config->checkpoint_dir().empty() && config->resume_from().empty()) {
+  const bool resume = config->resume() || config->resume_if_exists();
+  if (resume && config->checkpoint_dir().empty() && config->resume_from().empty()) {
     return Fail(absl::InvalidArgumentError(
-        "--resume=true is invalid without --checkpoint_dir: expected a directory to resume "
+        "--resume is invalid with --checkpoint_dir=none: expected a directory to resume "
         "from (or --resume_from=<checkpoint file or directory>)"));
   }
   if (config->gradient_checkpointing()) {
@@ -145,19 +176,42 @@ int Run(int argc, char** argv) {
     auto path = ResolveCheckpointPath(config->resume_from());
     if (!path.ok()) return Fail(path.status());
     resumed_from = *path;
-  } else if (config->resume()) {
+  } else if (resume) {
     const std::string path = LatestCheckpointPath(config->checkpoint_dir());
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
       std::fclose(f);
       resumed_from = path;
+    } else if (config->resume_if_exists()) {
+      console.OnMessage(absl::StrCat("no checkpoint at ", path,
+                                     "; starting fresh (--resume=if_exists)"));
     } else {
-      console.OnMessage(absl::StrCat("no checkpoint at ", path, "; starting fresh"));
+      // A typo in a path or a run name must not silently start over.
+      return Fail(absl::NotFoundError(absl::StrCat(
+          "--resume: no checkpoint at ", path,
+          " (--resume=if_exists starts fresh when there is none; --resume_from=PATH "
+          "resumes another checkpoint)")));
     }
   }
   if (!resumed_from.empty()) {
     if (auto s = (*trainer)->RestoreCheckpoint(resumed_from); !s.ok()) return Fail(s);
+    if ((*trainer)->step() >= config->steps()) {
+      // Before any sink opens: a finished run's logs stay as they are.
+      std::fprintf(stdout,
+                   "mantissa: nothing to do: %s is at step %lld of --steps=%lld (raise "
+                   "--steps to train on)\n",
+                   resumed_from.c_str(), static_cast<long long>((*trainer)->step()),
+                   static_cast<long long>(config->steps()));
+      return 0;
+    }
     console.OnMessage(absl::StrCat("resumed from ", resumed_from, " at step ",
                                    (*trainer)->step()));
+  }
+  if (!config->checkpoint_dir().empty()) {
+    console.OnMessage(absl::StrCat(
+        "checkpoints: ", config->checkpoint_dir(),
+        own_folder ? " (this run's folder; --run_name or --checkpoint_dir choose another, "
+                     "--checkpoint_dir=none keeps none)"
+                   : ""));
   }
 
   // Every sink opens before the first step: a bad path stops the run here,

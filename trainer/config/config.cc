@@ -246,8 +246,14 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok() && !c.device_loss_scaling().empty())
     s = CheckOneOf("device_loss_scaling", c.device_loss_scaling(), {"auto", "on", "off"});
   if (s.ok()) s = CheckAtLeast("save_total_limit", c.save_total_limit(), 0);
-  // --resume without --checkpoint_dir is judged by the command line, after
-  // the main job's default directory is known (trainer/cli).
+  if (s.ok() && (c.run_name() == "." || c.run_name() == ".." ||
+                 c.run_name().find('/') != std::string::npos)) {
+    s = absl::InvalidArgumentError(absl::StrCat(
+        "--run_name='", c.run_name(), "' must be a folder name (no '/'), not a path; "
+        "use --checkpoint_dir=PATH for a folder elsewhere"));
+  }
+  // --resume with nothing to resume is judged by the command line, once the
+  // run's folder is known (trainer/cli).
   return s;
 }
 

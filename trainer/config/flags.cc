@@ -79,9 +79,11 @@ ABSL_FLAG(int64_t, eval_every, 100, "Evaluate every N steps; 0 = only at the end
 ABSL_FLAG(int64_t, eval_batches, 0, "Validation batches per evaluation; 0 = all");
 ABSL_FLAG(int64_t, log_every, 10, "Log every N steps");
 ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
-ABSL_FLAG(std::string, checkpoint_dir, "", "Checkpoint directory; \"\" = no checkpoints");
+ABSL_FLAG(std::string, checkpoint_dir, "", "Checkpoint directory; \"\" = <cache>/runs/<run_name>, none = no checkpoints");
+ABSL_FLAG(std::string, run_name, "", "The run's checkpoint folder under <cache>/runs/ when --checkpoint_dir is not given; \"\" = <model>-<dataset>-<precision>");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "Checkpoint every N steps; 0 = only at the end");
-ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest if present (the main job's default directory too)");
+ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest (the run's own folder by default); an error when there is none, unless --resume=if_exists");
+ABSL_FLAG(bool, resume_if_exists, false, "With --resume: start fresh when there is no checkpoint (--resume=if_exists sets both)");
 ABSL_FLAG(std::string, resume_from, "", "Resume from this checkpoint file, or a checkpoint directory's latest");
 ABSL_FLAG(int64_t, save_total_limit, 0, "Keep only the newest N checkpoint-<step> files in --checkpoint_dir; 0 = keep all");
 ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here (docs/metrics.md); an existing file is kept as <file>.1 unless --resume; \"\" = none");
@@ -180,6 +182,8 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(tensorboard_dir, c->set_tensorboard_dir(v)),
       MNT_BIND(save_total_limit, c->set_save_total_limit(v)),
       MNT_BIND(resume_from, c->set_resume_from(v)),
+      MNT_BIND(run_name, c->set_run_name(v)),
+      MNT_BIND(resume_if_exists, c->set_resume_if_exists(v)),
   };
   return *bindings;
 }
