@@ -26,10 +26,12 @@ MNT_LayerNormParams LayerNormParams(float epsilon, bool accumulate) {
   return {MNT_LayerNormParams_STRUCT_SIZE, epsilon, accumulate ? 1 : 0};
 }
 
-MNT_AttentionParams CausalAttentionParams(int64_t num_heads) {
-  // scale 0: the backend's 1/sqrt(head size).
-  return {MNT_AttentionParams_STRUCT_SIZE, static_cast<int32_t>(num_heads), 1,
-          0.0f};
+// scale 0: the backend's 1/sqrt(head size). The products in TF32 when the
+// precision's GEMMs are (ABI 1.8; a 1.2-1.7 backend ignores the field and
+// computes them in fp32); 16-bit operands are exact in fp32 products anyway.
+MNT_AttentionParams CausalAttentionParams(int64_t num_heads, MNT_ComputeMode matmul_compute) {
+  return {MNT_AttentionParams_STRUCT_SIZE, static_cast<int32_t>(num_heads), 1, 0.0f,
+          matmul_compute == MNT_COMPUTE_TF32 ? MNT_COMPUTE_TF32 : MNT_COMPUTE_F32};
 }
 
 MNT_Pool2dParams PoolParams(const Pool2dSpec& s) {
@@ -316,7 +318,7 @@ Status Ops::LayerNormBackwardAdd(const MNT_Tensor& dy, const MNT_Tensor& x,
 Status Ops::CausalSelfAttention(const MNT_Tensor& qkv, int64_t batch,
                                 int64_t num_heads, const MNT_Tensor& y,
                                 const MNT_Tensor& lse) const {
-  const MNT_AttentionParams p = CausalAttentionParams(num_heads);
+  const MNT_AttentionParams p = CausalAttentionParams(num_heads, matmul_compute_);
   return Run(MNT_OP_ATTENTION_FORWARD, {Batched(qkv, batch)},
              {Batched(y, batch), lse}, &p);
 }
@@ -327,7 +329,7 @@ Status Ops::CausalSelfAttentionBackward(const MNT_Tensor& dy,
                                         const MNT_Tensor& lse, int64_t batch,
                                         int64_t num_heads,
                                         const MNT_Tensor& dqkv) const {
-  const MNT_AttentionParams p = CausalAttentionParams(num_heads);
+  const MNT_AttentionParams p = CausalAttentionParams(num_heads, matmul_compute_);
   return Run(MNT_OP_ATTENTION_BACKWARD,
              {Batched(dy, batch), Batched(qkv, batch), Batched(y, batch), lse},
              {Batched(dqkv, batch)}, &p);

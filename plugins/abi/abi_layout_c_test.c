@@ -102,6 +102,7 @@ _Static_assert(offsetof(MNT_AttentionParams, struct_size) == 0, "MNT_AttentionPa
 _Static_assert(offsetof(MNT_AttentionParams, num_heads) == 8, "MNT_AttentionParams.num_heads");
 _Static_assert(offsetof(MNT_AttentionParams, causal) == 12, "MNT_AttentionParams.causal");
 _Static_assert(offsetof(MNT_AttentionParams, scale) == 16, "MNT_AttentionParams.scale");
+_Static_assert(offsetof(MNT_AttentionParams, compute) == 20, "MNT_AttentionParams.compute");
 _Static_assert(sizeof(MNT_Conv2dParams) == 48, "sizeof MNT_Conv2dParams");
 _Static_assert(offsetof(MNT_Conv2dParams, struct_size) == 0, "MNT_Conv2dParams.struct_size");
 _Static_assert(offsetof(MNT_Conv2dParams, pad_h) == 8, "MNT_Conv2dParams.pad_h");
@@ -185,13 +186,14 @@ _Static_assert(sizeof(MNT_Backend_Destroy_Args) == 24, "sizeof MNT_Backend_Destr
 _Static_assert(offsetof(MNT_Backend_Destroy_Args, struct_size) == 0, "MNT_Backend_Destroy_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_Destroy_Args, extension_start) == 8, "MNT_Backend_Destroy_Args.extension_start");
 _Static_assert(offsetof(MNT_Backend_Destroy_Args, backend) == 16, "MNT_Backend_Destroy_Args.backend");
-_Static_assert(sizeof(MNT_Backend_GetInfo_Args) == 48, "sizeof MNT_Backend_GetInfo_Args");
+_Static_assert(sizeof(MNT_Backend_GetInfo_Args) == 56, "sizeof MNT_Backend_GetInfo_Args");
 _Static_assert(offsetof(MNT_Backend_GetInfo_Args, struct_size) == 0, "MNT_Backend_GetInfo_Args.struct_size");
 _Static_assert(offsetof(MNT_Backend_GetInfo_Args, extension_start) == 8, "MNT_Backend_GetInfo_Args.extension_start");
 _Static_assert(offsetof(MNT_Backend_GetInfo_Args, backend) == 16, "MNT_Backend_GetInfo_Args.backend");
 _Static_assert(offsetof(MNT_Backend_GetInfo_Args, device_name) == 24, "MNT_Backend_GetInfo_Args.device_name");
 _Static_assert(offsetof(MNT_Backend_GetInfo_Args, total_memory_bytes) == 32, "MNT_Backend_GetInfo_Args.total_memory_bytes");
 _Static_assert(offsetof(MNT_Backend_GetInfo_Args, host_addressable) == 40, "MNT_Backend_GetInfo_Args.host_addressable");
+_Static_assert(offsetof(MNT_Backend_GetInfo_Args, slow_paths) == 48, "MNT_Backend_GetInfo_Args.slow_paths");
 _Static_assert(sizeof(MNT_Memory_Allocate_Args) == 48, "sizeof MNT_Memory_Allocate_Args");
 _Static_assert(offsetof(MNT_Memory_Allocate_Args, struct_size) == 0, "MNT_Memory_Allocate_Args.struct_size");
 _Static_assert(offsetof(MNT_Memory_Allocate_Args, extension_start) == 8, "MNT_Memory_Allocate_Args.extension_start");
@@ -605,7 +607,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_6, 24),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 64),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_6, 40),
-      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE_1_7, 20),
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
@@ -619,7 +622,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),
+      MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE_1_7, 44),
       MNT_EXPECT_SIZE(MNT_Memory_Allocate_Args_STRUCT_SIZE, 48),
       MNT_EXPECT_SIZE(MNT_Memory_Free_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Memory_Copy_Args_STRUCT_SIZE, 52),

@@ -108,6 +108,7 @@ static_assert(offsetof(MNT_AttentionParams, struct_size) == 0);
 static_assert(offsetof(MNT_AttentionParams, num_heads) == 8);
 static_assert(offsetof(MNT_AttentionParams, causal) == 12);
 static_assert(offsetof(MNT_AttentionParams, scale) == 16);
+static_assert(offsetof(MNT_AttentionParams, compute) == 20);
 static_assert(sizeof(MNT_Conv2dParams) == 48);
 static_assert(offsetof(MNT_Conv2dParams, struct_size) == 0);
 static_assert(offsetof(MNT_Conv2dParams, pad_h) == 8);
@@ -192,13 +193,14 @@ static_assert(sizeof(MNT_Backend_Destroy_Args) == 24);
 static_assert(offsetof(MNT_Backend_Destroy_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_Destroy_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Backend_Destroy_Args, backend) == 16);
-static_assert(sizeof(MNT_Backend_GetInfo_Args) == 48);
+static_assert(sizeof(MNT_Backend_GetInfo_Args) == 56);
 static_assert(offsetof(MNT_Backend_GetInfo_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Backend_GetInfo_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Backend_GetInfo_Args, backend) == 16);
 static_assert(offsetof(MNT_Backend_GetInfo_Args, device_name) == 24);
 static_assert(offsetof(MNT_Backend_GetInfo_Args, total_memory_bytes) == 32);
 static_assert(offsetof(MNT_Backend_GetInfo_Args, host_addressable) == 40);
+static_assert(offsetof(MNT_Backend_GetInfo_Args, slow_paths) == 48);
 static_assert(sizeof(MNT_Memory_Allocate_Args) == 48);
 static_assert(offsetof(MNT_Memory_Allocate_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Memory_Allocate_Args, extension_start) == 8);
@@ -616,7 +618,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_6, 24),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 64),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_6, 40),
-      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 20),
+      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE_1_7, 20),
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
       MNT_EXPECT_SIZE(MNT_Pool2dParams_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_BatchNormParams_STRUCT_SIZE, 24),
@@ -630,7 +633,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 44),
+      MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE_1_7, 44),
       MNT_EXPECT_SIZE(MNT_Memory_Allocate_Args_STRUCT_SIZE, 48),
       MNT_EXPECT_SIZE(MNT_Memory_Free_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Memory_Copy_Args_STRUCT_SIZE, 52),
@@ -702,9 +706,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs17) {
+TEST(AbiLayoutTest, VersionIs18) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 7);
+  EXPECT_EQ(MNT_ABI_MINOR, 8);
 }
 
 }  // namespace

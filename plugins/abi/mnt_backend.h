@@ -445,8 +445,16 @@ typedef struct MNT_AttentionParams {
   int32_t num_heads; /* H; C = in[0].dims[2] / 3 must divide by it */
   int32_t causal;    /* 1: position t attends to positions <= t only */
   float scale;       /* multiplies q.k; 0 means 1/sqrt(D) */
+  /* Since 1.8 (absent in a 1.2-1.7 caller's struct, or 0: F32). The
+   * precision of the products (Q K^T, P V and the backward's): F32, or TF32
+   * (each product's fp32 operands rounded to TF32, as GEMM's compute mode;
+   * 16-bit operands are exact in it). Softmax and accumulation stay fp32.
+   * Other modes are INVALID_ARGUMENT. */
+  MNT_ComputeMode compute;
 } MNT_AttentionParams;
 #define MNT_AttentionParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AttentionParams, compute)
+#define MNT_AttentionParams_STRUCT_SIZE_1_7 \
   MNT_STRUCT_SIZE(MNT_AttentionParams, scale)
 
 /* Since 1.3: MNT_OP_CONV2D_FORWARD/BACKWARD_DATA/BACKWARD_FILTER. */
@@ -621,8 +629,16 @@ typedef struct MNT_Backend_GetInfo_Args {
   const char* device_name;      /* out; owned by backend, lives as long */
   int64_t total_memory_bytes;   /* out; 0 if unknown */
   int32_t host_addressable;     /* out; 1 if device pointers are host memory */
+  /* Since 1.8, out (written when the caller's struct has it): the slow
+   * paths the instance took so far, one per line, "<calls> x <kind>: <shape>"
+   * (a refused fused epilogue, a fallback kernel, a step run without its
+   * graph), or "" / NULL for none. Owned by the backend; valid until the
+   * next call on the instance. */
+  const char* slow_paths;
 } MNT_Backend_GetInfo_Args;
 #define MNT_Backend_GetInfo_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_GetInfo_Args, slow_paths)
+#define MNT_Backend_GetInfo_Args_STRUCT_SIZE_1_7 \
   MNT_STRUCT_SIZE(MNT_Backend_GetInfo_Args, host_addressable)
 typedef MNT_Error* MNT_Backend_GetInfo(MNT_Backend_GetInfo_Args* args);
 

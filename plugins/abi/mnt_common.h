@@ -18,7 +18,7 @@ extern "C" {
  * Minor: bumped when something is appended (a field, a function, an enum
  * value). A host loads a plugin with the same major and a minor <= its own. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_MINOR 7
+#define MNT_ABI_MINOR 8
 
 /* Size of a struct up to and including `last_field`: what a producer compiled
  * against this header stores in `struct_size`. Tail padding is not ABI. */

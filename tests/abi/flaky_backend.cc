@@ -44,6 +44,8 @@ struct FlakyBackend {
   MNT_Backend* inner = nullptr;
   long long fail_after = 0;  // 0: never fail
   long long run_calls = 0;
+  bool report_slow_paths = false;  // report_slow_paths=1
+  std::string slow_paths;          // what Backend_GetInfo's slow_paths points at
 };
 
 FlakyBackend* Unwrap(MNT_Backend* b) {
@@ -51,7 +53,7 @@ FlakyBackend* Unwrap(MNT_Backend* b) {
 }
 
 // Splits "fail_after=N" off the options; the rest goes to the CPU backend.
-sdk::Status ParseOptions(const char* text, long long* fail_after,
+sdk::Status ParseOptions(const char* text, long long* fail_after, bool* report_slow_paths,
                          std::string* inner_options) {
   std::string s = text != nullptr ? text : "";
   size_t pos = 0;
@@ -72,6 +74,8 @@ sdk::Status ParseOptions(const char* text, long long* fail_after,
             value.c_str()));
       }
       *fail_after = n;
+    } else if (item == "report_slow_paths=1") {
+      *report_slow_paths = true;
     } else if (!item.empty()) {
       if (!inner_options->empty()) *inner_options += ",";
       *inner_options += item;
@@ -84,8 +88,9 @@ MNT_Error* Create(MNT_Backend_Create_Args* args) {
   MNT_Error* error = sdk::Guard("Backend_Create", [&]() -> sdk::Status {
     MNT_CHECK_ARGS(MNT_Backend_Create_Args, args);
     long long fail_after = 0;
+    bool report_slow_paths = false;
     std::string inner_options;
-    MNT_RETURN_IF_ERROR(ParseOptions(args->options, &fail_after,
+    MNT_RETURN_IF_ERROR(ParseOptions(args->options, &fail_after, &report_slow_paths,
                                      &inner_options));
     MNT_Backend_Create_Args inner = *args;
     inner.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
@@ -100,6 +105,7 @@ MNT_Error* Create(MNT_Backend_Create_Args* args) {
     auto* flaky = new FlakyBackend;
     flaky->inner = inner.backend;
     flaky->fail_after = fail_after;
+    flaky->report_slow_paths = report_slow_paths;
     args->backend = reinterpret_cast<MNT_Backend*>(flaky);
     return sdk::Status::Ok();
   });
@@ -153,7 +159,21 @@ MNT_Error* Forward(const char* args_name, size_t args_size, Args* args,
                    Inner()->backend->Name);                                 \
   }
 
-MNT_FORWARD(Backend_GetInfo, MNT_Backend_GetInfo_Args)
+// The CPU backend's answer; with report_slow_paths=1 also one slow path
+// (ABI 1.8) per Backend_Run call so far, as a GPU backend reports its
+// fallbacks, so the trainer's plumbing of them runs in CI.
+MNT_Error* Backend_GetInfo(MNT_Backend_GetInfo_Args* args) {
+  MNT_Error* e = Forward("MNT_Backend_GetInfo_Args", MNT_Backend_GetInfo_Args_STRUCT_SIZE_1_7,
+                         args, Inner()->backend->Backend_GetInfo);
+  if (e != nullptr || !MNT_HAS_FIELD(args, MNT_Backend_GetInfo_Args, slow_paths)) return e;
+  FlakyBackend* flaky = Unwrap(args->backend);
+  flaky->slow_paths =
+      flaky->report_slow_paths
+          ? sdk::Format("%lld x injected slow path: every Backend_Run\n", flaky->run_calls)
+          : "";
+  args->slow_paths = flaky->slow_paths.c_str();
+  return nullptr;
+}
 MNT_FORWARD(Memory_Allocate, MNT_Memory_Allocate_Args)
 MNT_FORWARD(Memory_Free, MNT_Memory_Free_Args)
 MNT_FORWARD(Memory_Copy, MNT_Memory_Copy_Args)

@@ -6,7 +6,9 @@
 // 1..N-1 are forwarded to the CPU backend, call N and every later one fail
 // with MNT_ERROR_INTERNAL and the message
 //   "flaky backend: injected failure in Backend_Run call <call number>".
-// Without fail_after (or fail_after=0) nothing fails. Every other key is
+// Without fail_after (or fail_after=0) nothing fails. "report_slow_paths=1":
+// Backend_GetInfo's slow_paths (ABI 1.8) reports "<N> x injected slow path:
+// every Backend_Run" with N the Backend_Run calls so far. Every other key is
 // passed on to the CPU backend (e.g. "threads=1"). Counts are per instance.
 //
 // Built as //tests/abi:mnt_backend_flaky.so; tests may link

@@ -209,6 +209,25 @@ TEST(CliTest, PluginErrorMidStepEndsTheRunWithItsMessage) {
   EXPECT_NE(last.find("injected failure"), std::string::npos) << last;
 }
 
+TEST(CliTest, SlowPathsTheBackendReportsReachTheReportAndTheJsonl) {
+  // ABI 1.8: a backend's slow paths (the flaky test backend reports every
+  // Backend_Run as one) end up in the console report and the JSONL summary.
+  const std::string jsonl = TempDir() + "/slow_paths.jsonl";
+  CliResult r = RunTrain("--device=flaky --backend_options=report_slow_paths=1 --steps=3"
+                         " --eval_every=0 --metrics_jsonl=" + jsonl);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("slow paths the backend took"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" x injected slow path: every Backend_Run"), std::string::npos) << r.out;
+  const std::string log = Slurp(jsonl);
+  EXPECT_NE(log.find("\"slow_paths\":[\""), std::string::npos) << log;
+  EXPECT_NE(log.find(" x injected slow path: every Backend_Run\"]"), std::string::npos) << log;
+  // A backend that reports none: an empty list, no report section.
+  CliResult quiet = RunTrain("--steps=2 --eval_every=0 --metrics_jsonl=" + jsonl);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.out.find("slow paths"), std::string::npos) << quiet.out;
+  EXPECT_NE(Slurp(jsonl).find("\"slow_paths\":[]"), std::string::npos);
+}
+
 TEST(CliTest, NanLossStopsWithTheStepNumber) {
   CliResult r = RunTrain("--precision=fp32 --lr=1e30 --clip_grad_norm=0 "
                          "--warmup_steps=0 --steps=50");

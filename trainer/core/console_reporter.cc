@@ -259,6 +259,10 @@ std::string FormatFinalReport(const FinalReport& r) {
     absl::StrAppendFormat(&s, "%-16s %12s %12s\n", m.category, Bytes(m.current_bytes),
                           Bytes(m.peak_bytes));
   }
+  if (!r.slow_paths.empty()) {
+    absl::StrAppend(&s, "\nslow paths the backend took (calls x kind: shape)\n");
+    for (const std::string& line : r.slow_paths) absl::StrAppend(&s, "  ", line, "\n");
+  }
   double total = 0;
   for (const PhaseTime& p : r.phases) total += p.seconds;
   absl::StrAppendFormat(&s, "\n%-16s %10s %7s\n", "phase", "seconds", "share");

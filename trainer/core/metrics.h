@@ -89,6 +89,9 @@ struct FinalReport {
   // The signal (SIGINT, SIGTERM) that stopped the run at a step boundary
   // before its last step, else 0.
   int stopped_by_signal = 0;
+  // The backend's slow paths (ABI 1.8 Backend_GetInfo slow_paths), one per
+  // entry: "<calls> x <kind>: <shape>"; empty when none or not reported.
+  std::vector<std::string> slow_paths;
   double final_loss_scale = 1;
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/core/device_batch.h"
@@ -394,6 +395,11 @@ FinalReport Trainer::Report() const {
   r.steps = step_;
   r.replayed_steps = replayed_steps_;
   r.stopped_by_signal = stopped_by_signal_;
+  MNT_Backend_GetInfo_Args info;
+  if (plugins_->backend->GetInfo(&info).ok() &&
+      MNT_HAS_FIELD(&info, MNT_Backend_GetInfo_Args, slow_paths) && info.slow_paths != nullptr) {
+    r.slow_paths = absl::StrSplit(info.slow_paths, '\n', absl::SkipEmpty());
+  }
   MNT_LossScalerState st{};
   if (plugins_->scaler.GetState(&st).ok()) {
     r.skipped_steps = st.skipped_steps;

@@ -33,8 +33,9 @@ constexpr const char* kAbiVersion =
 // an optional learning-rate input of the optimizer ops (no struct changed),
 // appended the optional step markers to MNT_Backend_Api (both or neither,
 // checked below; the required set stays the 1.0 table) and appended fields
-// to the optimizer params structs.
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 7,
+// to the optimizer params structs; 1.8 appended fields to
+// MNT_AttentionParams and MNT_Backend_GetInfo_Args (no API table changed).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 8,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

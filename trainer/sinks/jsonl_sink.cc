@@ -149,7 +149,8 @@ void JsonlSink::OnError(const std::string& message) {
 }
 
 void JsonlSink::OnFinish(const FinalReport& r) {
-  std::vector<std::string> memory, phases;
+  std::vector<std::string> memory, phases, slow;
+  for (const std::string& line : r.slow_paths) slow.push_back(JsonString(line));
   for (const MemoryLine& m : r.memory) {
     memory.push_back(Field(m.category.c_str(),
                            absl::StrCat("{", Field("current", absl::StrCat(m.current_bytes)),
@@ -183,7 +184,8 @@ void JsonlSink::OnFinish(const FinalReport& r) {
        Field("train_seconds", JsonNumber(r.train_seconds)),
        Field("last_eval", eval), Field("bytes_per_parameter", bytes),
        Field("memory_bytes", absl::StrCat("{", absl::StrJoin(memory, ","), "}")),
-       Field("phase_seconds", absl::StrCat("{", absl::StrJoin(phases, ","), "}"))},
+       Field("phase_seconds", absl::StrCat("{", absl::StrJoin(phases, ","), "}")),
+       Field("slow_paths", absl::StrCat("[", absl::StrJoin(slow, ","), "]"))},
       ","));
 }
 

@@ -29,7 +29,10 @@
 //   sdk::Status DestroyEvent(Event*);
 //   MNT_DECLARE_BACKEND_KERNELS()               // calls.h: one method per op
 // and, to capture marked steps (ABI 1.7), the hooks in common/step_session.h;
-// without them Backend_StepBegin/StepEnd are accepted and do nothing.
+// without them Backend_StepBegin/StepEnd are accepted and do nothing. A
+// backend with slow paths to report (ABI 1.8, Backend_GetInfo's slow_paths)
+// also supplies
+//   std::string SlowPathReport() const;   // "<calls> x <kind>: <shape>\n"...
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_BACKEND_PLUGIN_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_BACKEND_PLUGIN_H_
 
@@ -37,6 +40,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "plugins/abi/mantissa.h"
 #include "plugins/backends/common/allocator.h"
@@ -48,6 +52,11 @@
 #include "plugins/sdk/status.h"
 
 namespace mnt::backend {
+
+template <typename B, typename = void>
+struct HasSlowPathReport : std::false_type {};
+template <typename B>
+struct HasSlowPathReport<B, std::void_t<decltype(&B::SlowPathReport)>> : std::true_type {};
 
 // Backend_GetInfo's answer; `name` lives as long as the backend instance.
 struct DeviceInfo {
@@ -86,6 +95,7 @@ class BackendPlugin {
     std::unique_ptr<B> device;
     std::set<Event*> events;
     StepSession<B> step;  // the open step's deferred ops, the captured one
+    std::string slow_path_report;  // what Backend_GetInfo's slow_paths points at
 
     ~Instance() {
       for (Event* e : events) {
@@ -150,13 +160,24 @@ class BackendPlugin {
 
   static MNT_Error* BackendGetInfo(MNT_Backend_GetInfo_Args* args) {
     return sdk::Guard("Backend_GetInfo", [&]() -> Status {
-      MNT_CHECK_ARGS(MNT_Backend_GetInfo_Args, args);
+      // 1.8 appended slow_paths: a 1.0-1.7 caller's shorter struct is fine.
+      if (args == nullptr) return sdk::InvalidArgument("MNT_Backend_GetInfo_Args: args is NULL");
+      MNT_RETURN_IF_ERROR(sdk::CheckStructSize("MNT_Backend_GetInfo_Args",
+                                               MNT_Backend_GetInfo_Args_STRUCT_SIZE_1_7,
+                                               args->struct_size));
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Backend_GetInfo", args->backend, &in));
       const DeviceInfo info = in->device->Info();
       args->device_name = info.name;
       args->total_memory_bytes = info.total_memory_bytes;
       args->host_addressable = info.host_addressable ? 1 : 0;
+      if (MNT_HAS_FIELD(args, MNT_Backend_GetInfo_Args, slow_paths)) {
+        // Kept in the instance: valid until its next call.
+        if constexpr (HasSlowPathReport<B>::value) {
+          in->slow_path_report = in->device->SlowPathReport();
+        }
+        args->slow_paths = in->slow_path_report.c_str();
+      }
       return Status::Ok();
     });
   }

@@ -13,6 +13,10 @@
 // for a given thread count. The copy packs each operand contiguously (ld =
 // D): GEMMs reading fp32 heads in place with the packed row length 3C as
 // leading dimension measured 2.7% slower on the 8-layer GPT.
+// With compute TF32 (ABI 1.8) every product's operands are rounded to TF32
+// first, as a tensor core rounds them (the CUDA backend's GEMM path): q, k,
+// v and dy once per head, P before P V and P^T dY, dS before dS K and
+// dS^T Q; the softmax, its derivative and the lse use the unrounded values.
 #include <omp.h>
 
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/convert_arrays.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/backends/cpu/vector_loops.h"
@@ -108,6 +113,7 @@ Status CpuBackend::AttentionForward(const backend::AttentionForwardCall& a) {
       LoadHead(L, *a.qkv, bi, hi, 0, q.data());
       LoadHead(L, *a.qkv, bi, hi, 1, k.data());
       LoadHead(L, *a.qkv, bi, hi, 2, v.data());
+      for (float* x : {q.data(), k.data(), v.data()}) RoundArrayToCompute(x, t * d, s.compute);
       for (int64_t r0 = 0; r0 < t; r0 += kRows) {
         const int64_t rows = std::min(kRows, t - r0), keys = L.BlockKeys(r0, rows);
         // P = softmax(scale Q K^T) over each row's visible keys.
@@ -123,6 +129,7 @@ Status CpuBackend::AttentionForward(const backend::AttentionForwardCall& a) {
           for (int64_t j = 0; j < n; ++j) row[j] *= inv;
           lse[r0 + i] = max + std::log(sum);
         }
+        RoundArrayToCompute(p.data(), rows * keys, s.compute);
         // Y = P V.
         Sgemm(false, false, rows, d, keys, p.data(), keys, v.data(), d, 0.0f,
               y.data() + r0 * d, d);
@@ -140,11 +147,13 @@ Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
   const Layout L{a.shape};
   const backend::AttentionShape s = a.shape;
   const int64_t heads = s.b * s.h, t = s.t, d = s.d;
+  const bool tf32 = s.compute == MNT_COMPUTE_TF32;
   const int threads = HeadThreads(s);
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     std::vector<float> q(t * d), k(t * d), v(t * d), gy(t * d), y(t * d), dq(t * d),
-        dk(t * d), dv(t * d), p(kRows * t), ds(kRows * t), lse(t), dy_dot_y(t);
+        dk(t * d), dv(t * d), p(kRows * t), ds(kRows * t), lse(t), dy_dot_y(t),
+        gy_rounded(tf32 ? t * d : 0);
 #pragma omp for schedule(static)
     for (int64_t head = 0; head < heads; ++head) {
       const int64_t bi = head / s.h, hi = head % s.h;
@@ -153,6 +162,14 @@ Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
       LoadHead(L, *a.qkv, bi, hi, 2, v.data());
       LoadRows(L, *a.dy, bi, hi, gy.data());
       LoadRows(L, *a.y, bi, hi, y.data());
+      for (float* x : {q.data(), k.data(), v.data()}) RoundArrayToCompute(x, t * d, s.compute);
+      // dy . y below from the unrounded dy; the products from the rounded copy.
+      const float* gy_products = gy.data();
+      if (tf32) {
+        std::copy(gy.begin(), gy.end(), gy_rounded.begin());
+        RoundArrayToCompute(gy_rounded.data(), t * d, s.compute);
+        gy_products = gy_rounded.data();
+      }
       ReadF32Range(*a.lse, L.Lse(bi, hi, 0), t, lse.data());
       // The softmax's derivative needs sum_j p_j dp_j per row, which is dy . y.
       for (int64_t ti = 0; ti < t; ++ti) {
@@ -168,15 +185,14 @@ Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
       for (int64_t r0 = 0; r0 < t; r0 += kRows) {
         const int64_t rows = std::min(kRows, t - r0), keys = L.BlockKeys(r0, rows);
         const float* q_blk = q.data() + r0 * d;
-        const float* gy_blk = gy.data() + r0 * d;
+        const float* gy_blk = gy_products + r0 * d;
         // P recomputed from the saved logsumexp; masked keys get 0.
         Sgemm(false, true, rows, keys, d, q_blk, d, k.data(), d, 0.0f, p.data(), keys);
         for (int64_t i = 0; i < rows; ++i) {
           ExpScaled(p.data() + i * keys, L.Visible(r0 + i), keys, s.scale, lse[r0 + i]);
         }
-        // dP = dY V^T; dV += P^T dY.
+        // dP = dY V^T.
         Sgemm(false, true, rows, keys, d, gy_blk, d, v.data(), d, 0.0f, ds.data(), keys);
-        Sgemm(true, false, keys, d, rows, p.data(), keys, gy_blk, d, 1.0f, dv.data(), d);
         // dS = scale P (dP - dy . y), zero where P is.
         for (int64_t i = 0; i < rows; ++i) {
           const float* pr = p.data() + i * keys;
@@ -185,6 +201,10 @@ Status CpuBackend::AttentionBackward(const backend::AttentionBackwardCall& a) {
 #pragma omp simd
           for (int64_t j = 0; j < keys; ++j) dsr[j] = s.scale * pr[j] * (dsr[j] - shift);
         }
+        // dV += P^T dY (P as a product operand from here on).
+        RoundArrayToCompute(p.data(), rows * keys, s.compute);
+        Sgemm(true, false, keys, d, rows, p.data(), keys, gy_blk, d, 1.0f, dv.data(), d);
+        RoundArrayToCompute(ds.data(), rows * keys, s.compute);
         // dQ = dS K; dK += dS^T Q.
         Sgemm(false, false, rows, d, keys, ds.data(), keys, k.data(), d, 0.0f,
               dq.data() + r0 * d, d);

@@ -212,6 +212,58 @@ TEST_F(AttentionTest, LongSequencesMatchFloat64InEveryBlock) {
   }
 }
 
+// ABI 1.8: compute TF32 rounds every product's operands to TF32 (as the
+// CUDA backend's tensor cores do): within TF32's tolerance of float64, not
+// the fp32 result's bits; a 1.7 caller's shorter params (whatever lies
+// where `compute` would be) and compute 0 give fp32; other modes are refused.
+TEST_F(AttentionTest, Tf32ProductsRoundTheirOperands) {
+  const Shape sh{4, 150, 4, 16};
+  for (int causal : {1, 0}) {
+    SCOPED_TRACE(::testing::Message() << "causal=" << causal);
+    const std::vector<double> qkv = Random(sh.b * sh.t * 3 * sh.c(), -2.0, 2.0);
+    const std::vector<double> dy = Random(sh.b * sh.t * sh.c());
+    std::vector<double> y, lse, dqkv;
+    ReferenceWithGradient(sh, qkv, dy, causal, 0.25, &y, &lse, &dqkv);
+    MNT_Tensor tqkv = Upload(qkv, MNT_DTYPE_F32, {sh.b, sh.t, 3 * sh.c()});
+    MNT_Tensor tdy = Upload(dy, MNT_DTYPE_F32, {sh.b, sh.t, sh.c()});
+    struct Result {
+      std::vector<double> y, lse, dqkv;
+    };
+    const auto run = [&](const MNT_AttentionParams& p) {
+      MNT_Tensor ty = Empty(MNT_DTYPE_F32, {sh.b, sh.t, sh.c()});
+      MNT_Tensor tlse = Empty(MNT_DTYPE_F32, {sh.b, sh.h, sh.t});
+      MNT_Tensor tdqkv = Empty(MNT_DTYPE_F32, {sh.b, sh.t, 3 * sh.c()});
+      EXPECT_TRUE(Run(MNT_OP_ATTENTION_FORWARD, {tqkv}, {ty, tlse}, &p).ok());
+      EXPECT_TRUE(Run(MNT_OP_ATTENTION_BACKWARD, {tdy, tqkv, ty, tlse}, {tdqkv}, &p).ok());
+      return Result{Download(ty), Download(tlse), Download(tdqkv)};
+    };
+    const int32_t h = static_cast<int32_t>(sh.h);
+    const Result f32 = run({MNT_AttentionParams_STRUCT_SIZE, h, causal, 0.25f, MNT_COMPUTE_F32});
+    const Result tf32 = run({MNT_AttentionParams_STRUCT_SIZE, h, causal, 0.25f, MNT_COMPUTE_TF32});
+    EXPECT_TRUE(AllCloseRelative(f32.y, y, 1e-5));
+    EXPECT_TRUE(AllCloseRelative(tf32.y, y, 3e-3));
+    EXPECT_TRUE(AllCloseRelative(tf32.lse, lse, 3e-3));
+    EXPECT_TRUE(AllCloseRelative(tf32.dqkv, dqkv, 1e-2));
+    EXPECT_NE(tf32.y, f32.y) << "compute TF32 gave fp32's bits: nothing was rounded";
+    EXPECT_NE(tf32.dqkv, f32.dqkv) << "the backward's products were not rounded";
+    // Absent (a 1.7 caller) or 0: fp32, bit for bit.
+    const Result old = run({MNT_AttentionParams_STRUCT_SIZE_1_7, h, causal, 0.25f,
+                            MNT_COMPUTE_TF32});
+    const Result zero = run({MNT_AttentionParams_STRUCT_SIZE, h, causal, 0.25f,
+                             MNT_COMPUTE_INVALID});
+    for (const Result* r : {&old, &zero}) {
+      EXPECT_EQ(r->y, f32.y);
+      EXPECT_EQ(r->dqkv, f32.dqkv);
+    }
+  }
+  MNT_Tensor qkv = Upload(Random(kB * kT * 3 * kC), MNT_DTYPE_F32, {kB, kT, 3 * kC});
+  MNT_Tensor ty = Empty(MNT_DTYPE_F32, {kB, kT, kC});
+  MNT_Tensor tlse = Empty(MNT_DTYPE_F32, {kB, kH, kT});
+  const MNT_AttentionParams bf16{MNT_AttentionParams_STRUCT_SIZE, kH, 1, 0.0f, MNT_COMPUTE_BF16};
+  EXPECT_EQ(Run(MNT_OP_ATTENTION_FORWARD, {qkv}, {ty, tlse}, &bf16).message(),
+            "ATTENTION_FORWARD: compute mode 3: attention's products take F32 or TF32");
+}
+
 TEST_F(AttentionTest, OperandErrorsAreOneLine) {
   MNT_Tensor qkv = Upload(Random(kB * kT * 3 * kC), MNT_DTYPE_F32, {kB, kT, 3 * kC});
   MNT_Tensor y = Empty(MNT_DTYPE_F32, {kB, kT, kC});

@@ -84,8 +84,11 @@ __global__ void ScoreGradRowsKernel(AttentionGemmStep s, float scale, const floa
   }
 }
 
-MNT_ComputeMode ProductMode(const CudaBackend& b) {
-  return b.options.attention_tf32 ? MNT_COMPUTE_TF32 : MNT_COMPUTE_F32;
+// TF32 when the call asks for it (ABI 1.8: the tf32 precision's attention)
+// or the backend option forces it for every call.
+MNT_ComputeMode ProductMode(const CudaBackend& b, const backend::AttentionShape& s) {
+  return s.compute == MNT_COMPUTE_TF32 || b.options.attention_tf32 ? MNT_COMPUTE_TF32
+                                                                   : MNT_COMPUTE_F32;
 }
 
 // Device addresses of a call's buffers, by AttentionBuffer.
@@ -111,8 +114,8 @@ Buffers CallBuffers(const AttentionGemmPlan& plan, float* qkv, float* y, float* 
 }
 
 // The product `p` on the device; *done false when cuBLASLt has no algorithm.
-Status RunProduct(CudaBackend& b, const OpCall& call, const StridedProductSpec& p,
-                  const Buffers& buf, bool* done) {
+Status RunProduct(CudaBackend& b, const OpCall& call, const backend::AttentionShape& s,
+                  const StridedProductSpec& p, const Buffers& buf, bool* done) {
   StridedMatmulF32 g;
   g.m = p.m, g.n = p.n, g.k = p.k, g.batch = p.batch;
   g.trans_a = p.trans_a, g.trans_b = p.trans_b;
@@ -120,7 +123,7 @@ Status RunProduct(CudaBackend& b, const OpCall& call, const StridedProductSpec& 
   g.b = buf[p.b.buffer] + p.b.offset, g.ldb = p.b.ld, g.stride_b = p.b.stride;
   g.c = buf[p.c.buffer] + p.c.offset, g.ldc = p.c.ld, g.stride_c = p.c.stride;
   g.alpha = p.alpha, g.beta = p.beta;
-  return StridedMatmul(b, call.op_name(), g, ProductMode(b), done);
+  return StridedMatmul(b, call.op_name(), g, ProductMode(b, s), done);
 }
 
 // A product cuBLASLt has no algorithm for: an error with attention=gemm,
@@ -130,7 +133,7 @@ Status Refused(CudaBackend& b, const OpCall& call, const backend::AttentionShape
   const auto why = [&] {
     return sdk::Format("cuBLASLt has no %s algorithm for the strided product M=%lld N=%lld "
                        "K=%lld batch=%lld%s%s",
-                       ProductMode(b) == MNT_COMPUTE_TF32 ? "TF32" : "fp32", (long long)p.m,
+                       ProductMode(b, s) == MNT_COMPUTE_TF32 ? "TF32" : "fp32", (long long)p.m,
                        (long long)p.n, (long long)p.k, (long long)p.batch,
                        p.trans_a ? ", A transposed" : "", p.trans_b ? ", B transposed" : "");
   };
@@ -168,7 +171,7 @@ Status MaybeGemmAttentionForward(CudaBackend& b, const backend::AttentionForward
       const AttentionGemmStep step{dims, ChunkAt(dims, plan, ci), BlockAt(dims, plan, bi)};
       bool done;
       const StridedProductSpec scores = ScoresProduct(step, AttentionBuffer::kProbs);
-      MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, scores, buf, &done));
+      MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, s, scores, buf, &done));
       if (!done) return Refused(b, *a.op, s, FallbackReason::kGemmForward, scores);
       MNT_RETURN_IF_ERROR(Launched(
           a,
@@ -176,7 +179,7 @@ Status MaybeGemmAttentionForward(CudaBackend& b, const backend::AttentionForward
                  s.scale, buf[AttentionBuffer::kProbs], lse),
           "attention_softmax_rows"));
       const StridedProductSpec out = OutputProduct(step);
-      MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, out, buf, &done));
+      MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, s, out, buf, &done));
       if (!done) return Refused(b, *a.op, s, FallbackReason::kGemmForward, out);
     }
   }
@@ -207,7 +210,7 @@ Status MaybeGemmAttentionBackward(CudaBackend& b, const backend::AttentionBackwa
                                                 ProbGradProduct(step)};
       for (const StridedProductSpec& p : before_rows) {
         bool done;
-        MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, p, buf, &done));
+        MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, s, p, buf, &done));
         if (!done) return Refused(b, *a.op, s, FallbackReason::kGemmBackward, p);
       }
       MNT_RETURN_IF_ERROR(Launched(
@@ -222,7 +225,7 @@ Status MaybeGemmAttentionBackward(CudaBackend& b, const backend::AttentionBackwa
                                                KeyGradProduct(step, s.scale, first)};
       for (const StridedProductSpec& p : after_rows) {
         bool done;
-        MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, p, buf, &done));
+        MNT_RETURN_IF_ERROR(RunProduct(b, *a.op, s, p, buf, &done));
         if (!done) return Refused(b, *a.op, s, FallbackReason::kGemmBackward, p);
       }
     }

@@ -95,6 +95,8 @@ struct CudaBackend {
   // issued since the last one asked for (the step before, when it ran
   // eagerly) becomes what the next capture reserves beforehand.
   void BeforeStepIssue();
+  // Backend_GetInfo's slow_paths (ABI 1.8): slow_paths.h's counts.
+  std::string SlowPathReport() const { return slow_paths.Report(); }
 
   int device = 0;
   std::string device_name;

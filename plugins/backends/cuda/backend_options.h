@@ -18,9 +18,10 @@
 //     on: the GEMM path's products run on TF32 tensor cores
 //     (CUBLAS_COMPUTE_32F_FAST_TF32: q, k, v, the probabilities and the
 //     score gradients rounded to 10-bit mantissas, fp32 accumulation).
-//     off: plain fp32 products (CUBLAS_COMPUTE_32F), as the op's contract
-//     says ("scores and softmax compute in fp32"). An opt-in backend option
-//     because ABI 1.7's MNT_AttentionParams carries no compute mode.
+//     off: the call's compute mode decides (ABI 1.8 MNT_AttentionParams.
+//     compute: TF32 from the tf32 precision, else plain fp32 products,
+//     CUBLAS_COMPUTE_32F). on forces TF32 for every call, also from a
+//     1.7 caller that cannot ask for it.
 //   cuda_graphs=on|off (default on)
 //     on: a step marked with Backend_StepBegin/StepEnd (ABI 1.7) is
 //     deferred and recorded; the second of two equal steps is captured into

@@ -70,15 +70,16 @@ class CudaAttentionGemmTest : public ::testing::Test {
     for (float& e : v) e = dist(rng_);
     return v;
   }
-  static MNT_AttentionParams Params(const Shape& sh) {
+  static MNT_AttentionParams Params(const Shape& sh, MNT_ComputeMode compute) {
     return MNT_AttentionParams{MNT_AttentionParams_STRUCT_SIZE, int32_t(sh.h), sh.causal,
-                               sh.scale};
+                               sh.scale, compute};
   }
   static AttentionRun Attention(DualBackend& d, const Shape& sh, const std::vector<float>& qkv,
                                 const std::vector<float>& dy,
-                                MNT_DType y_dtype = MNT_DTYPE_F32) {
+                                MNT_DType y_dtype = MNT_DTYPE_F32,
+                                MNT_ComputeMode compute = MNT_COMPUTE_F32) {
     const int64_t c = sh.h * sh.d;
-    const MNT_AttentionParams p = Params(sh);
+    const MNT_AttentionParams p = Params(sh, compute);
     AttentionRun r;
     r.qkv = d.Upload(qkv, MNT_DTYPE_F32, {sh.b, sh.t, 3 * c});
     r.dy = d.Upload(dy, MNT_DTYPE_F32, {sh.b, sh.t, c});
@@ -146,6 +147,22 @@ TEST_F(CudaAttentionGemmTest, Fp32AndTf32MatchCpuAndFallback) {
           << "attention_tf32=on gave the fp32 path's dqkv";
     }
   }
+}
+
+// ABI 1.8: a call asking for TF32 (MNT_AttentionParams.compute, as GPT-2
+// passes it under --precision=tf32) runs the TF32 products without the
+// backend option, with the option's bits, and the CPU backend (which rounds
+// the same operands) agrees to TF32's tolerance.
+TEST_F(CudaAttentionGemmTest, Tf32PerCallMatchesTheOptionAndTheCpu) {
+  const Shape sh{2, 3, 300, 64, 1, 0.0f};
+  const int64_t c = sh.h * sh.d;
+  const std::vector<float> qkv = Random(sh.b * sh.t * 3 * c), dy = Random(sh.b * sh.t * c);
+  const AttentionRun per_call = Attention(gemm_, sh, qkv, dy, MNT_DTYPE_F32, MNT_COMPUTE_TF32);
+  const AttentionRun option = Attention(tf32_, sh, qkv, dy);
+  EXPECT_EQ(gemm_.Bytes(*per_call.y, true), tf32_.Bytes(*option.y, true));
+  EXPECT_EQ(gemm_.Bytes(*per_call.dqkv, true), tf32_.Bytes(*option.dqkv, true));
+  const AttentionRun fb = Attention(fallback_, sh, qkv, dy);
+  ExpectMatches(gemm_, per_call, fb, kTf32);
 }
 
 // Same inputs, same bits: the algorithm is cached per configuration and the

@@ -11,7 +11,7 @@ using sdk::Status;
 namespace {
 
 Status ReadParams(const OpCall& call, const MNT_AttentionParams** p) {
-  return call.Params("MNT_AttentionParams", MNT_AttentionParams_STRUCT_SIZE, false, p);
+  return call.Params("MNT_AttentionParams", MNT_AttentionParams_STRUCT_SIZE_1_7, false, p);
 }
 
 // The shape from qkv [B, T, 3C] and the params.
@@ -39,6 +39,13 @@ Status ResolveShape(const OpCall& call, const Operand& qkv,
   s->scale = p->scale != 0.0f ? p->scale
                               : static_cast<float>(1.0 / std::sqrt(double(s->d)));
   s->causal = p->causal != 0;
+  // Absent (a 1.2-1.7 caller) or 0 (a zeroed struct): F32.
+  s->compute = MNT_HAS_FIELD(p, MNT_AttentionParams, compute) ? p->compute : MNT_COMPUTE_F32;
+  if (s->compute == MNT_COMPUTE_INVALID) s->compute = MNT_COMPUTE_F32;
+  if (s->compute != MNT_COMPUTE_F32 && s->compute != MNT_COMPUTE_TF32) {
+    return call.Invalid(sdk::Format("compute mode %d: attention's products take F32 or TF32",
+                                    static_cast<int>(s->compute)));
+  }
   return Status::Ok();
 }
 

@@ -17,6 +17,8 @@ struct AttentionShape {
   int64_t b, t, c, h, d;
   float scale;  // resolved: params->scale, or 1/sqrt(D) for 0
   bool causal;
+  // The products' precision (1.8; F32 from an older caller): F32 or TF32.
+  MNT_ComputeMode compute;
 };
 
 // y [B, T, C] and lse F32 [B, H, T] from qkv.
