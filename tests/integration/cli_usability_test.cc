@@ -44,13 +44,14 @@ std::string Slurp(const std::string& path) {
 
 std::string Binary() { return RunfilesRoot() + "/mantissa/trainer/cli/train"; }
 
-// `args` as given, plus a cache inside the test's temp dir.
-Result Train(const std::string& args) {
+// `args` as given, plus a cache inside the test's temp dir; `prefix` goes
+// before the command (a cd, environment variables).
+Result Train(const std::string& args, const std::string& prefix = "") {
   static int n = 0;
   const std::string out = TempDir() + "/u_out_" + std::to_string(n) + ".txt";
   const std::string err = TempDir() + "/u_err_" + std::to_string(n++) + ".txt";
-  const std::string cmd = Binary() + " --device=cpu --cache_dir=" + TempDir() + "/cache " +
-                          args + " >" + out + " 2>" + err;
+  const std::string cmd = prefix + Binary() + " --device=cpu --cache_dir=" + TempDir() +
+                          "/cache " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -288,6 +289,34 @@ TEST(ResumeTest, NothingToResumeIsAnErrorUnlessIfExists) {
   ASSERT_EQ(more.exit_code, 0) << more.err;
   EXPECT_TRUE(absl::StrContains(more.out, "resumed from " + folder + "/latest at step 3"))
       << more.out;
+}
+
+// tools/bazel run starts the binary inside its runfiles tree and names the
+// user's directory in BUILD_WORKING_DIRECTORY: relative paths mean that
+// directory (the data read, the logs and checkpoints written), and the
+// plugins are still found.
+TEST(PathsTest, RelativeToWhereBazelRunWasStarted) {
+  const std::string user = TempDir() + "/user_dir", elsewhere = TempDir() + "/elsewhere";
+  fs::remove_all(user);
+  fs::create_directories(user + "/sub");
+  fs::create_directories(elsewhere);
+  {
+    std::ofstream text(user + "/corpus.txt");
+    for (int i = 0; i < 200; ++i) text << "the quick brown fox jumps over the lazy dog. ";
+  }
+  const std::string env = "cd " + elsewhere + " && BUILD_WORKING_DIRECTORY=" + user + "/sub ";
+  Result r = Train("--model=gpt2 --dataset=text --text_path=../corpus.txt --steps=2 "
+                   "--model_options=n_layer=1,n_head=2,d_model=16,seq_len=8 --seq_len=8 "
+                   "--batch_size=2 --eval_every=0 --progress=plain --metrics_jsonl=m.jsonl "
+                   "--checkpoint_dir=ck",
+                   env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(user + "/sub/m.jsonl"));
+  EXPECT_TRUE(fs::exists(user + "/sub/ck/latest"));
+  EXPECT_FALSE(fs::exists(elsewhere + "/m.jsonl"));
+  ExpectOneLineError(Train("--steps=1", "BUILD_WORKING_DIRECTORY=" + user + "/missing "),
+                     "cannot enter the directory the command was started in (" + user +
+                         "/missing");
 }
 
 TEST(CheckpointTest, EveryRunKeepsItsWorkInAFolderOfItsOwn) {

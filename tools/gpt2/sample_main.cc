@@ -17,6 +17,7 @@
 #include "tools/gpt2/sampler.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
+#include "trainer/cli/user_directory.h"
 
 ABSL_FLAG(std::string, checkpoint, "",
           "Mantissa gpt2 checkpoint file, or a checkpoint directory (its latest); default: "
@@ -71,6 +72,12 @@ std::string NewestGpt2Run(std::string* looked) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --checkpoint=relative/path means the user's directory under bazel run too.
+  std::string argv0;
+  if (const absl::Status s = mnt::trainer::EnterUserDirectory(argv[0], &argv0); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  argv[0] = argv0.data();
   absl::SetProgramUsageMessage(
       "generates text from a Mantissa gpt2 checkpoint:\n"
       "  sample --prompt='The ' --tokens=300 [--checkpoint=FILE|DIR] [--temperature=0.8] "

@@ -3,8 +3,13 @@
 // Every failure ends the run with one line on stderr, "mantissa: error: ...",
 // and a non-zero exit code; nothing already on disk is overwritten by a run
 // that fails to start.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,12 +18,14 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "trainer/cli/help.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
 #include "trainer/cli/run_header.h"
+#include "trainer/cli/user_directory.h"
 #include "trainer/config/command_line_check.h"
 #include "trainer/config/config.h"
 #include "trainer/config/flags.h"
@@ -80,6 +87,10 @@ std::vector<char*> ExpandResumeIfExists(int argc, char** argv) {
 }
 
 int Run(int original_argc, char** original_argv) {
+  // Relative paths mean the user's directory, under tools/bazel run too.
+  std::string argv0;
+  if (auto s = EnterUserDirectory(original_argv[0], &argv0); !s.ok()) return Fail(s);
+  original_argv[0] = argv0.data();
   std::vector<char*> args = ExpandResumeIfExists(original_argc, original_argv);
   const int argc = static_cast<int>(args.size());
   char** argv = args.data();
