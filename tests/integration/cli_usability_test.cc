@@ -159,6 +159,27 @@ TEST(FlagsTest, HuggingFaceNamesWork) {
   ExpectOneLineError(Train(std::string(kMlp) + "--lr_scheduler=step"), "linear");
 }
 
+TEST(FlagsTest, HuggingFaceTrainingArgumentsNames) {
+  // TrainingArguments' names a user types: the same run as our names.
+  const std::string dir = TempDir() + "/hf_out";
+  fs::remove_all(dir);
+  const std::string jsonl = TempDir() + "/hf_args.jsonl";
+  Result r = Train("--model=mlp --dataset=digits --progress=plain "
+                   "--max_steps=6 --learning_rate=0.02 --per_device_train_batch_size=16 "
+                   "--logging_steps=3 --save_steps=3 --eval_steps=3 --output_dir=" + dir +
+                   " --metrics_jsonl=" + jsonl);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir + "/checkpoint-3")) << r.out;
+  EXPECT_TRUE(fs::exists(dir + "/checkpoint-6")) << r.out;
+  const std::string header = Slurp(jsonl).substr(0, Slurp(jsonl).find('\n'));
+  for (const char* field : {"\"steps\":\"6\"", "\"lr\":0.02", "\"batch_size\":\"16\"",
+                            "\"log_every\":\"3\"", "\"eval_every\":\"3\""}) {
+    EXPECT_TRUE(absl::StrContains(header, field)) << field << " in " << header;
+  }
+  ExpectOneLineError(Train(std::string(kMlp) + "--max_steps=5 --steps=7"),
+                     "--max_steps=5 disagrees with --steps=7");
+}
+
 TEST(DefaultsTest, AConfigWithOnlyTheModelGetsTheModelsDefaults) {
   const std::string cfg = TempDir() + "/only_model.textproto";
   std::ofstream(cfg) << "model: \"mlp\"\n";

@@ -106,6 +106,13 @@ ABSL_FLAG(int64_t, gradient_accumulation_steps, 1, "Same as --grad_accum_steps")
 ABSL_FLAG(double, max_grad_norm, 1.0, "Same as --clip_grad_norm");
 ABSL_FLAG(std::string, lr_scheduler, "cosine", "Same as --schedule: cosine|linear|constant");
 ABSL_FLAG(std::string, resume_from_checkpoint, "", "Same as --resume_from");
+ABSL_FLAG(double, learning_rate, 0, "Same as --lr");
+ABSL_FLAG(int64_t, max_steps, 0, "Same as --steps");
+ABSL_FLAG(int64_t, per_device_train_batch_size, 0, "Same as --batch_size");
+ABSL_FLAG(std::string, output_dir, "", "Same as --checkpoint_dir (checkpoint-<step> files go there, as Hugging Face's do)");
+ABSL_FLAG(int64_t, logging_steps, 0, "Same as --log_every");
+ABSL_FLAG(int64_t, save_steps, 0, "Same as --checkpoint_every");
+ABSL_FLAG(int64_t, eval_steps, 0, "Same as --eval_every");
 
 namespace mnt {
 namespace trainer {
@@ -219,6 +226,20 @@ const std::vector<FlagAlias>& Aliases() {
        [] { return Unparsed(FLAGS_lr_scheduler); }},
       {&absl::GetFlagReflectionHandle(FLAGS_resume_from_checkpoint), "resume_from",
        [] { return absl::GetFlag(FLAGS_resume_from_checkpoint); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_learning_rate), "lr",
+       [] { return Unparsed(FLAGS_learning_rate); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_max_steps), "steps",
+       [] { return Unparsed(FLAGS_max_steps); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_per_device_train_batch_size), "batch_size",
+       [] { return Unparsed(FLAGS_per_device_train_batch_size); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_output_dir), "checkpoint_dir",
+       [] { return absl::GetFlag(FLAGS_output_dir); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_logging_steps), "log_every",
+       [] { return Unparsed(FLAGS_logging_steps); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_save_steps), "checkpoint_every",
+       [] { return Unparsed(FLAGS_save_steps); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_eval_steps), "eval_every",
+       [] { return Unparsed(FLAGS_eval_steps); }},
   };
   return *aliases;
 }
