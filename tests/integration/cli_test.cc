@@ -191,6 +191,14 @@ TEST(CliTest, ImageModelsPickTheirDatasetWhenNoneIsGiven) {
 TEST(CliTest, UnknownPlugins) {
   ExpectOneLineError(RunTrain("--model=transformer9000"), "transformer9000");
   ExpectOneLineError(RunTrain("--device=tpu"), "tpu");
+  // A typo gets its name and the list; the search path only with --verbose.
+  CliResult typo = RunTrain("--model=gtp2");
+  ExpectOneLineError(typo, "unknown model 'gtp2'; did you mean 'gpt2'? (available: cnn, gpt2, mlp;");
+  EXPECT_EQ(typo.err.find("searched for"), std::string::npos) << typo.err;
+  ExpectOneLineError(RunTrain("--device=cdua"), "did you mean 'cuda'?");
+  ExpectOneLineError(RunTrain("--precision=bf61 --verbose"),
+                     "did you mean 'bf16'? (available: bf16, fp16, fp32, tf32; searched for "
+                     "mnt_precision_bf61.so in: ");
 }
 
 TEST(CliTest, PluginErrorMidStepEndsTheRunWithItsMessage) {

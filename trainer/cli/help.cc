@@ -47,7 +47,7 @@ const std::vector<Topic>& Topics() {
         "metrics_jsonl", "tensorboard_dir", "checkpoint_dir", "output_dir", "checkpoint_every",
         "save_steps", "save_total_limit",
         "run_name", "resume", "resume_if_exists", "resume_from", "resume_from_checkpoint"}},
-      {"Files", {"config", "plugin_path"}},
+      {"Files", {"config", "plugin_path", "verbose"}},
   };
   return *topics;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
@@ -41,6 +42,9 @@
 #include "trainer/sinks/fanout_sink.h"
 #include "trainer/sinks/jsonl_sink.h"
 #include "trainer/tensorboard/tensorboard_sink.h"
+
+ABSL_FLAG(bool, verbose, false,
+          "Say more where it helps: an unknown plugin name lists the directories searched");
 
 namespace mnt::trainer {
 namespace {
@@ -111,6 +115,7 @@ int Run(int original_argc, char** original_argv) {
 
   PluginRegistry registry(
       PluginRegistry::DefaultSearchPath(config->plugin_path(), argv[0]));
+  registry.set_verbose_errors(absl::GetFlag(FLAGS_verbose));
   auto device = ResolveDevice(config->device(), &registry);
   if (!device.ok()) return Fail(device.status());
   config->set_device(*device);

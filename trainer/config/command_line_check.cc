@@ -7,25 +7,11 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "trainer/text/nearest_name.h"
 
 namespace mnt {
 namespace trainer {
 namespace {
-
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // absl's own flags that act on the command line itself: their values are
 // files and names, handled by absl's parser.
@@ -69,19 +55,7 @@ std::vector<std::string> DefinedFlagNames() {
 }  // namespace
 
 std::string NearestFlagName(absl::string_view name, const std::vector<std::string>& names) {
-  std::string best;
-  size_t best_distance = SIZE_MAX;
-  for (const std::string& candidate : names) {
-    const size_t d = EditDistance(name, candidate);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  }
-  // A third of the name may be wrong (--precison, --learning_rat); more is
-  // a different word, not a typo.
-  const size_t allowed = std::max<size_t>(2, name.size() / 3);
-  return best_distance <= allowed ? best : "";
+  return NearestName(name, names);
 }
 
 absl::Status CheckCommandLine(int argc, char* const argv[]) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "trainer/text/nearest_name.h"
 #include "trainer/loader/plugin_file.h"
 
 namespace mnt::trainer {
@@ -115,12 +116,19 @@ absl::StatusOr<const LoadedPlugin*> PluginRegistry::Get(
         "' but the plugin in it is called something else"));
   }
   std::vector<std::string> available = Available(kind);
+  const std::string nearest = NearestName(name, available);
+  // The search path is long and rarely the point: only when asked for.
+  const std::string where =
+      verbose_errors_
+          ? absl::StrCat("; searched for ", file, " in: ",
+                         search_dirs_.empty() ? "(empty plugin path)"
+                                              : absl::StrJoin(search_dirs_, ":"))
+          : absl::StrCat("; --plugin_path adds directories, --verbose shows where ", file,
+                         " was looked for");
   return absl::NotFoundError(absl::StrCat(
-      "unknown ", kind_name, " '", name, "' (available: ",
-      available.empty() ? "none" : absl::StrJoin(available, ", "),
-      "; searched for ", file, " in: ",
-      search_dirs_.empty() ? "(empty plugin path)"
-                           : absl::StrJoin(search_dirs_, ":"),
+      "unknown ", kind_name, " '", name, "'",
+      nearest.empty() ? "" : absl::StrCat("; did you mean '", nearest, "'?"),
+      " (available: ", available.empty() ? "none" : absl::StrJoin(available, ", "), where,
       ")"));
 }
 

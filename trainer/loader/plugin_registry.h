@@ -54,6 +54,10 @@ class PluginRegistry {
 
   const std::vector<std::string>& search_dirs() const { return search_dirs_; }
 
+  // An unknown plugin name's error lists the directories searched (long);
+  // by default it says only how to see them (train --verbose).
+  void set_verbose_errors(bool verbose) { verbose_errors_ = verbose; }
+
   // dlopen()s `path`, validates its MNT_Plugin_Api, initializes and registers
   // it. Loading the same file twice is a no-op.
   absl::Status LoadFile(const std::string& path);
@@ -81,6 +85,7 @@ class PluginRegistry {
                         void* handle);
 
   std::vector<std::string> search_dirs_;
+  bool verbose_errors_ = false;
   std::vector<std::unique_ptr<LoadedPlugin>> plugins_;
   std::map<std::pair<MNT_PluginKind, std::string>, const LoadedPlugin*>
       by_name_;

@@ -1,0 +1,24 @@
+#include "trainer/text/nearest_name.h"
+
+#include "gtest/gtest.h"
+
+namespace mnt::trainer {
+namespace {
+
+TEST(NearestNameTest, TyposFindTheirName) {
+  const std::vector<std::string> backends = {"cpu", "cuda"};
+  EXPECT_EQ(NearestName("cdua", backends), "cuda");  // two letters swapped: one edit
+  EXPECT_EQ(NearestName("cpus", backends), "cpu");
+  const std::vector<std::string> models = {"cnn", "gpt2", "mlp"};
+  EXPECT_EQ(NearestName("gtp2", models), "gpt2");
+  EXPECT_EQ(NearestName("gpt-2", models), "gpt2");
+  EXPECT_EQ(NearestName("precison", {"precision", "progress"}), "precision");
+}
+
+TEST(NearestNameTest, ADifferentWordIsNoTypo) {
+  EXPECT_EQ(NearestName("transformer9000", {"cnn", "gpt2", "mlp"}), "");
+  EXPECT_EQ(NearestName("anything", {}), "");
+}
+
+}  // namespace
+}  // namespace mnt::trainer
