@@ -196,6 +196,12 @@ TEST(CliTest, UnknownPlugins) {
   ExpectOneLineError(typo, "unknown model 'gtp2'; did you mean 'gpt2'? (available: cnn, gpt2, mlp;");
   EXPECT_EQ(typo.err.find("searched for"), std::string::npos) << typo.err;
   ExpectOneLineError(RunTrain("--device=cdua"), "did you mean 'cuda'?");
+  // No usable GPU: the error says what to do instead (on a GPU machine the
+  // run simply works).
+  CliResult cuda = RunTrain("--device=cuda --steps=1");
+  if (cuda.exit_code != 0) {
+    ExpectOneLineError(cuda, "; train on the CPU with --device=cpu, or use --device=auto");
+  }
   ExpectOneLineError(RunTrain("--precision=bf61 --verbose"),
                      "did you mean 'bf16'? (available: bf16, fp16, fp32, tf32; searched for "
                      "mnt_precision_bf61.so in: ");

@@ -1,11 +1,14 @@
 #include "trainer/config/config.h"
 
+#include <regex>
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
+#include <regex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +17,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/checkpoint/atomic_file.h"
+#include "trainer/text/nearest_name.h"
 
 namespace mnt {
 namespace trainer {
@@ -268,7 +272,8 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
                 const std::string& message) override {
     if (!first_error_.empty()) return;
     // The parser counts from 0; editors count from 1.
-    first_error_ = absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message);
+    first_error_ = absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message,
+                                Suggestion(message));
   }
   void AddWarning(int, google::protobuf::io::ColumnNumber,
                   const std::string&) override {}
@@ -276,6 +281,22 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   const std::string& first_error() const { return first_error_; }
 
  private:
+  // " (did you mean 'steps'?)" for protobuf's 'Message type "mantissa.X"
+  // has no field named "stpes".' when a field of X is a typo away; else "".
+  static std::string Suggestion(const std::string& message) {
+    static const std::regex kUnknown(
+        R"re(Message type "([\w.]+)" has no field named "(\w+)")re");
+    std::smatch m;
+    if (!std::regex_search(message, m, kUnknown)) return "";
+    const google::protobuf::Descriptor* type =
+        TrainConfig::descriptor()->file()->pool()->FindMessageTypeByName(m[1].str());
+    if (type == nullptr) return "";
+    std::vector<std::string> fields;
+    for (int i = 0; i < type->field_count(); ++i) fields.push_back(type->field(i)->name());
+    const std::string nearest = NearestName(m[2].str(), fields);
+    return nearest.empty() ? "" : absl::StrCat(" (did you mean '", nearest, "'?)");
+  }
+
   std::string source_;
   std::string first_error_;
 };

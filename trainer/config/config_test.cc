@@ -257,6 +257,20 @@ TEST(LoadTextConfigTest, UnknownFieldNamesFieldAndLine) {
   EXPECT_NE(msg.find("learning_rate"), std::string::npos) << msg;
 }
 
+TEST(LoadTextConfigTest, TypoGetsASuggestionInItsOwnMessage) {
+  TrainConfig c;
+  absl::Status s = MergeTextConfig("stpes: 3\n", "typo", &c);
+  EXPECT_EQ(s.message(),
+            "typo:1:6: Message type \"mantissa.TrainConfig\" has no field named \"stpes\". "
+            "(did you mean 'steps'?)");
+  // Nested messages use their own fields.
+  s = MergeTextConfig("optimizer { betta1: 0.9 }\n", "nested", &c);
+  EXPECT_NE(s.message().find("(did you mean 'beta1'?)"), std::string::npos) << s.message();
+  // Not a typo of anything: no suggestion.
+  s = MergeTextConfig("completely_unrelated_name: 1\n", "other", &c);
+  EXPECT_EQ(s.message().find("did you mean"), std::string::npos) << s.message();
+}
+
 TEST(LoadTextConfigTest, TypeErrorNamesLine) {
   const std::string path = TempPath("badtype.textproto");
   WriteFile(path, "model: \"mlp\"\n\nbatch_size: \"many\"\n");

@@ -67,7 +67,14 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   if (sdk::Status s = sdk::BackendInstance::Create((*backend)->api,
                                                    config.backend_options(), &p->backend);
       !s.ok()) {
-    return Prefixed(s, absl::StrCat("backend '", p->device_name, "': "));
+    absl::Status st = Prefixed(s, absl::StrCat("backend '", p->device_name, "': "));
+    if (s.code() == MNT_ERROR_UNAVAILABLE && p->device_name != "cpu") {
+      // The device is missing or unusable: say what runs instead.
+      st = absl::Status(st.code(), absl::StrCat(st.message(),
+                                                 "; train on the CPU with --device=cpu, or use "
+                                                 "--device=auto to take the GPU when it works"));
+    }
+    return st;
   }
   MNT_Backend_GetInfo_Args info;
   if (sdk::Status s = p->backend->GetInfo(&info); !s.ok()) return sdk::ToAbsl(s);
