@@ -105,6 +105,13 @@ TEST(CliTest, Fp16HysteresisTwoOnTheDeviceAndOnTheHost) {
     EXPECT_NE(r.out.find(on ? "loss scaling: on the device" : "loss scaling: on the host"),
               std::string::npos)
         << r.out;
+    // The JSONL run record says the same, for plugin authors and scripts.
+    const std::string run = Slurp(jsonl).substr(0, Slurp(jsonl).find('\n'));
+    EXPECT_NE(run.find(on ? "\"loss_scaling\":\"device\"" : "\"loss_scaling\":\"host\""),
+              std::string::npos)
+        << run;
+    EXPECT_NE(run.find("\"loss_scaling_reason\":\"loss scaling: on the"), std::string::npos)
+        << run;
     std::vector<double> scale;
     std::vector<bool> skipped;
     for (absl::string_view line : absl::StrSplit(Slurp(jsonl), '\n', absl::SkipEmpty())) {

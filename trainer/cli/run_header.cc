@@ -32,6 +32,10 @@ RunHeader MakeRunHeader(const TrainConfig& config, const Trainer& trainer,
   h.total_steps = config.steps();
   h.start_step = trainer.step();
   h.resumed_from = resumed_from;
+  h.loss_scaling_reason = trainer.loss_scaling_description();
+  h.loss_scaling = h.loss_scaling_reason.empty() ? "none"
+                   : trainer.device_loss_scaling() ? "device"
+                                                   : "host";
   h.samples_per_step = config.batch_size() * std::max<int64_t>(1, config.grad_accum_steps());
   h.targets_per_example = std::max(1, targets_per_example);
   // The plugins this run uses (the registry may also hold ones it only

@@ -67,6 +67,10 @@ struct RunHeader {
   int64_t samples_per_step = 0;      // batch_size x grad_accum_steps
   int64_t targets_per_example = 1;   // tokens per sequence for language models
   std::vector<PluginInfo> plugins;   // every plugin the run loaded
+  // Where the loss is scaled: "device", "host" or "none" (the run does not
+  // scale), and the trainer's one-line reason ("" for none).
+  std::string loss_scaling;
+  std::string loss_scaling_reason;
   // Component -> version: mantissa's ABI, protobuf, absl, the compiler.
   std::vector<std::pair<std::string, std::string>> versions;
 };

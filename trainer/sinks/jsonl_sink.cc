@@ -107,6 +107,8 @@ void JsonlSink::OnStart(const RunHeader& h) {
        Field("total_steps", absl::StrCat(h.total_steps)),
        Field("start_step", absl::StrCat(h.start_step)),
        Field("resumed_from", h.resumed_from.empty() ? "null" : JsonString(h.resumed_from)),
+       Field("loss_scaling", JsonString(h.loss_scaling.empty() ? "none" : h.loss_scaling)),
+       Field("loss_scaling_reason", JsonString(h.loss_scaling_reason)),
        Field("samples_per_step", absl::StrCat(h.samples_per_step)),
        Field("targets_per_example", absl::StrCat(h.targets_per_example)),
        Field("versions", absl::StrCat("{", absl::StrJoin(versions, ","), "}")),
