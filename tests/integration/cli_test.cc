@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -212,6 +213,17 @@ TEST(CliTest, UnknownPlugins) {
   ExpectOneLineError(RunTrain("--precision=bf61 --verbose"),
                      "did you mean 'bf16'? (available: bf16, fp16, fp32, tf32; searched for "
                      "mnt_precision_bf61.so in: ");
+}
+
+TEST(CliTest, VersionNamesTheReleaseAndTheCommit) {
+  CliResult r = RunTrain("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The release from //:VERSION, the commit of the checkout it was built
+  // from (tools/workspace_status.sh), the plugin ABI.
+  EXPECT_TRUE(std::regex_match(
+      r.out, std::regex("train \\(Mantissa\\) [0-9]+\\.[0-9]+\\.[0-9]+, commit "
+                        "([0-9a-f]{7,40}(\\+local-changes)?|unknown), plugin ABI 1\\.[0-9]+\n")))
+      << r.out;
 }
 
 TEST(CliTest, PluginErrorMidStepEndsTheRunWithItsMessage) {

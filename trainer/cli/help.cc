@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "plugins/abi/mnt_common.h"
+#include "trainer/cli/build_info.h"
 
 namespace mnt::trainer {
 namespace {
@@ -149,7 +150,8 @@ std::optional<int> HandleHelpFlags(int argc, char* const argv[], FILE* out) {
       name = name.substr(0, eq);
     }
     if (name == "version") {
-      std::fprintf(out, "train (Mantissa), plugin ABI %d.%d\n", MNT_ABI_MAJOR, MNT_ABI_MINOR);
+      std::fprintf(out, "train (Mantissa) %s, commit %s, plugin ABI %d.%d\n", MANTISSA_RELEASE,
+                   MANTISSA_COMMIT, MNT_ABI_MAJOR, MNT_ABI_MINOR);
       return 0;
     }
     const bool help = name == "h" || name == "help" || name == "helpshort" ||

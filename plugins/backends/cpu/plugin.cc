@@ -128,7 +128,8 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
   if (threads > 0 && IsOpenBlas()) openblas_set_num_threads(static_cast<int>(threads));
   const int shown = backend->onednn_gemm_ != nullptr || !IsOpenBlas()
                         ? omp_get_max_threads() : openblas_get_num_threads();
-  backend->device_name_ = sdk::Format("cpu (%s, %d threads)", gemm_name.c_str(), shown);
+  backend->device_name_ =
+      sdk::Format("cpu (%s, %d thread%s)", gemm_name.c_str(), shown, shown == 1 ? "" : "s");
   *out = std::move(backend);
   return Status::Ok();
 }
