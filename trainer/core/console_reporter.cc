@@ -185,7 +185,8 @@ void ConsoleReporter::OnStep(const StepMetrics& m) {
     }
     last_draw_ = m.elapsed_seconds;
     const int width = width_ > 0 ? width_ : TerminalWidth(out_);
-    absl::FPrintF(out_, "\r\033[K%s", FormatProgressLine(m, start_step_, width));
+    last_bar_ = FormatProgressLine(m, start_step_, width);
+    absl::FPrintF(out_, "\r\033[K%s", last_bar_);
     std::fflush(out_);
     bar_open_ = true;
   } else if (style_ == ProgressStyle::kPlain) {
@@ -196,19 +197,22 @@ void ConsoleReporter::OnStep(const StepMetrics& m) {
   }
 }
 
+void ConsoleReporter::PrintAboveBar(const std::string& line) {
+  if (bar_open_) std::fputs("\r\033[K", out_);
+  absl::FPrintF(out_, "%s\n", line);
+  if (bar_open_) absl::FPrintF(out_, "%s", last_bar_);
+  std::fflush(out_);
+}
+
 void ConsoleReporter::OnEval(const EvalMetrics& m) {
   if (style_ == ProgressStyle::kNone) return;
-  EndBarLine();
-  absl::FPrintF(out_, "eval  step %d  loss %.4f  accuracy %.2f%%  (%d examples)\n",
-                m.step, m.loss, 100.0 * m.accuracy, m.examples);
-  std::fflush(out_);
+  PrintAboveBar(absl::StrFormat("eval  step %d  loss %.4f  accuracy %.2f%%  (%d examples)",
+                                m.step, m.loss, 100.0 * m.accuracy, m.examples));
 }
 
 void ConsoleReporter::OnMessage(const std::string& line) {
   if (style_ == ProgressStyle::kNone) return;
-  EndBarLine();
-  absl::FPrintF(out_, "%s\n", line);
-  std::fflush(out_);
+  PrintAboveBar(line);
 }
 
 namespace {

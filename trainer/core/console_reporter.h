@@ -56,6 +56,10 @@ class ConsoleReporter : public MetricsSink {
   void OnMessage(const std::string& line) override;
 
  private:
+  // A line other than the bar: the bar is cleared first (no stale copy
+  // above the line) and drawn again below it.
+  void PrintAboveBar(const std::string& line);
+  // At the end: the last bar stays, its line ended.
   void EndBarLine();
   FILE* out_;
   ProgressStyle style_;
@@ -63,6 +67,7 @@ class ConsoleReporter : public MetricsSink {
   int width_;
   int64_t start_step_ = 0;
   bool bar_open_ = false;
+  std::string last_bar_;  // the bar as last drawn
   double last_draw_ = -1;
 };
 

@@ -131,11 +131,19 @@ TEST(ConsoleReporterTest, PlainLinesAtLogEveryPlusSkipsFirstAndLast) {
   EXPECT_EQ(out.find('\r'), std::string::npos);
 }
 
-TEST(ConsoleReporterTest, BarRedrawsInPlaceAndEndsItsLineBeforeMessages) {
+TEST(ConsoleReporterTest, BarRedrawsInPlaceAndClearsItselfForMessages) {
   const std::string out = Captured(ProgressStyle::kBar, 4);
   EXPECT_TRUE(absl::StrContains(out, "\r\033[K[")) << out;
   EXPECT_TRUE(absl::StrContains(out, "5/5")) << out;
-  EXPECT_TRUE(absl::EndsWith(out, "\ndone\n")) << out;
+  // The message replaces the bar on its line (no stale bar above it); the
+  // bar is drawn again below and stays when the run ends.
+  const size_t done = out.find("\r\033[Kdone\n");
+  ASSERT_NE(done, std::string::npos) << out;
+  const std::string after = out.substr(done + std::string("\r\033[Kdone\n").size());
+  EXPECT_TRUE(absl::StrContains(after, "5/5")) << after;
+  EXPECT_TRUE(absl::EndsWith(after, "\n")) << after;
+  EXPECT_EQ(out.substr(0, done).find('\n'), std::string::npos)
+      << "a line was ended before the message: the bar was left above it\n" << out;
   // Every redraw fits the 60 columns it was given.
   for (const auto& piece : absl::StrSplit(out, '\r')) {
     std::string line(piece);
