@@ -10,6 +10,7 @@ import collections
 Verdict = collections.namedtuple("Verdict", "claim status measured rule")
 
 HOLDS, FAILS, NOT_MEASURED = "holds", "does not hold", "not measured"
+NOISY = "too noisy to judge"
 SIXTEEN_BIT = ("bf16", "fp16")
 
 
@@ -69,23 +70,54 @@ def gradients_no_saving(runs):
         _by_16bit(runs, "gradients"), lambda r: r >= 0.95, "%s %.3fx fp32")
 
 
-def sixteen_bit_faster(runs):
+def _median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def sixteen_bit_faster(runs, timings=None):
+    """`timings`: {precision: [throughput of each timing run]} (interleaved
+    repeats); without them each run's own throughput, one timing each. With
+    repeats a pair is judged only when the ranges do not overlap: a 16-bit
+    range wholly above the other's holds, wholly below fails, else the
+    spread is larger than the difference and the verdict is NOISY."""
     claim = "16-bit is faster than tf32 and fp32 on this device"
     rule = "training throughput of each 16-bit run above both fp32's and tf32's"
-    base = {p: runs[p].throughput() for p in ("fp32", "tf32") if p in runs}
-    fast = {p: runs[p].throughput() for p in SIXTEEN_BIT if p in runs}
+    if timings:
+        samples = {p: list(v) for p, v in timings.items() if v}
+        rule += (" (medians of %d interleaved timing runs each; judged only where the "
+                 "min-max ranges do not overlap)" % min(len(v) for v in samples.values()))
+    else:
+        samples = {p: [runs[p].throughput()] for p in runs}
+    base = {p: samples[p] for p in ("fp32", "tf32") if p in samples}
+    fast = {p: samples[p] for p in SIXTEEN_BIT if p in samples}
     if not base or not fast:
         return Verdict(claim, NOT_MEASURED, "needs a 16-bit run and fp32 or tf32", rule)
-    parts, holds = [], True
+    parts, holds, fails, noisy = [], True, False, False
     for p, v in sorted(fast.items()):
         for q, w in sorted(base.items()):
-            r = _ratio(v, w)
-            holds &= r > 1.0
-            parts.append("%s %.2fx %s" % (p, r, q))
-    return Verdict(claim, HOLDS if holds else FAILS, ", ".join(parts), rule)
+            r = _ratio(_median(v), _median(w))
+            if len(v) > 1 or len(w) > 1:
+                if min(v) > max(w):
+                    part_ok = True
+                elif max(v) < min(w):
+                    part_ok = False
+                else:
+                    noisy = True
+                    part_ok = True
+                parts.append("%s %.2fx %s (ranges %.0f-%.0f vs %.0f-%.0f)"
+                             % (p, r, q, min(v), max(v), min(w), max(w)))
+            else:
+                part_ok = r > 1.0
+                parts.append("%s %.2fx %s" % (p, r, q))
+            holds &= part_ok
+            fails |= not part_ok
+    status = FAILS if fails else NOISY if noisy else HOLDS
+    return Verdict(claim, status, ", ".join(parts), rule)
 
 
-def judge_all(runs, loss_tolerance):
+def judge_all(runs, loss_tolerance, timings=None):
     return [tf32_matches_fp32(runs, loss_tolerance), activations_halve(runs),
             model_at_one_and_a_half(runs), gradients_no_saving(runs),
-            sixteen_bit_faster(runs)]
+            sixteen_bit_faster(runs, timings)]

@@ -63,6 +63,22 @@ class ClaimsTest(unittest.TestCase):
         self.assertEqual(v.status, claims.FAILS)
         self.assertIn("bf16 0.50x fp32", v.measured)
 
+    def test_repeated_timings_judge_only_ranges_that_do_not_overlap(self):
+        r = {"fp32": make_run("fp32", FP32), "bf16": make_run("bf16", MIXED)}
+        # Clearly faster: every bf16 timing above every fp32 one.
+        v = claims.sixteen_bit_faster(r, {"fp32": [100, 110, 105], "bf16": [200, 190, 210]})
+        self.assertEqual(v.status, claims.HOLDS)
+        self.assertIn("bf16 1.90x fp32 (ranges 190-210 vs 100-110)", v.measured)
+        self.assertIn("medians of 3 interleaved timing runs", v.rule)
+        # Clearly slower: fails.
+        v = claims.sixteen_bit_faster(r, {"fp32": [100, 110, 105], "bf16": [50, 60, 55]})
+        self.assertEqual(v.status, claims.FAILS)
+        # A busy machine: the ranges overlap, so no verdict either way (the
+        # issue saw one timing each say bf16 5.08x and fp16 0.33x fp32).
+        v = claims.sixteen_bit_faster(r, {"fp32": [100, 20, 105], "bf16": [508, 90, 101]})
+        self.assertEqual(v.status, claims.NOISY)
+        self.assertIn("ranges 90-508 vs 20-105", v.measured)
+
     def test_tf32_loss_within_the_stated_tolerance(self):
         r = {"fp32": make_run("fp32", FP32, eval_loss=2.0),
              "tf32": make_run("tf32", FP32, eval_loss=2.03)}

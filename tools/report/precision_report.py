@@ -5,7 +5,13 @@ plotted data (plots.json, steps.csv, summary.csv) and a verdict on each claim
 of the mixed-precision guide as measured on this run.
 
   tools/bazel run //tools/report:precision_report -- [--out=DIR]
-      [--precisions=fp32,tf32,bf16,fp16] [--loss_tolerance=0.02] [train flags]
+      [--precisions=fp32,tf32,bf16,fp16] [--loss_tolerance=0.02]
+      [--timing_repeats=3 --timing_steps=50] [train flags]
+
+Speed is judged on short timing runs, each precision --timing_repeats times
+interleaved (fp32, tf32, bf16, fp16, fp32, ...), so the load of a busy
+machine spreads over every precision: the report shows each one's median
+and range, and where the ranges overlap says "too noisy to judge".
 
 Flags this script does not know go to `train` unchanged (--model, --device,
 --steps, ...); without any it is the main job (GPT-2 on English text).
@@ -32,6 +38,10 @@ def parse_args(argv):
     parser.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
     parser.add_argument("--loss_tolerance", type=float, default=0.02,
                         help="relative gap allowed between tf32's and fp32's final eval loss")
+    parser.add_argument("--timing_repeats", type=int, default=3,
+                        help="timing runs per precision, interleaved (0: time the main runs only)")
+    parser.add_argument("--timing_steps", type=int, default=50,
+                        help="steps of each timing run")
     args, train_args = parser.parse_known_args(argv)
     for a in train_args:
         if a.startswith("--precision=") or a in ("--bf16", "--fp16", "--tf32"):
@@ -65,7 +75,22 @@ def write_csvs(runs, out):
                        [run.peak_bytes(c) for c in runs_lib.MEMORY_CATEGORIES + ["total"]])
 
 
-def markdown(runs, verdicts, figures, train_args, args):
+def timing_runs(precisions, out, train_args, args):
+    """{precision: [throughput]} of args.timing_repeats short runs each,
+    interleaved; {} when repeats are off."""
+    timings = {p: [] for p in precisions}
+    if args.timing_repeats <= 0:
+        return {}
+    extra = ["--steps=%d" % args.timing_steps, "--eval_every=0", "--log_every=1000000"]
+    for i in range(args.timing_repeats):
+        for p in precisions:
+            run = runs_lib.train(p, out, list(train_args) + extra, name="%s.timing%d" % (p, i),
+                                 checkpoints=False)
+            timings[p].append(run.throughput())
+    return timings
+
+
+def markdown(runs, verdicts, figures, train_args, args, timings=None):
     first = next(iter(runs.values()))
     h = first.header
     unit = first.throughput_unit()
@@ -92,7 +117,14 @@ def markdown(runs, verdicts, figures, train_args, args):
             p, run.train[-1]["loss"], run.final_eval_loss(), acc, run.throughput(),
             run.peak_bytes("total") / plots.MIB, run.summary["skipped_steps"]))
     lines += ["", "Throughput counts training steps only (data, forward, backward,"
-              " optimizer); evaluation and checkpoints are left out.", ""]
+              " optimizer); evaluation and checkpoints are left out."]
+    if timings:
+        lines += ["", "Timing runs (%d steps, %d of each precision, interleaved): %s."
+                  % (args.timing_steps, args.timing_repeats, "; ".join(
+                      "%s median %.1f (%.1f-%.1f) %s" % (
+                          p, claims_lib._median(v), min(v), max(v), unit)
+                      for p, v in timings.items()))]
+    lines.append("")
     titles = {"loss": "Loss curves", "throughput": "Throughput",
               "memory": "Memory by category", "loss_scale": "fp16 loss scale"}
     for name in ["loss", "throughput", "memory", "loss_scale"]:
@@ -101,7 +133,8 @@ def markdown(runs, verdicts, figures, train_args, args):
     lines += ["## The guide's claims, measured on this run", "",
               "| claim | verdict | measured | rule |", "|---|---|---|---|"]
     for v in verdicts:
-        mark = {"holds": "**holds**", "does not hold": "**does not hold**"}.get(v.status, v.status)
+        mark = {"holds": "**holds**", "does not hold": "**does not hold**",
+                "too noisy to judge": "**too noisy to judge**"}.get(v.status, v.status)
         lines.append("| %s | %s | %s | %s |" % (v.claim, mark, v.measured, v.rule))
     speed = verdicts[-1]
     if speed.status == claims_lib.FAILS and h["device"] == "cpu":
@@ -137,9 +170,14 @@ def main(argv):
     with open(os.path.join(out, "plots.json"), "w") as f:
         json.dump(figures, f, indent=1)
     write_csvs(runs, out)
-    verdicts = claims_lib.judge_all(runs, args.loss_tolerance)
+    try:
+        timings = timing_runs(precisions, out, train_args, args)
+    except RuntimeError as e:
+        print("mantissa: error: %s" % e, file=sys.stderr)
+        return 1
+    verdicts = claims_lib.judge_all(runs, args.loss_tolerance, timings)
     with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(markdown(runs, verdicts, figures, train_args, args))
+        f.write(markdown(runs, verdicts, figures, train_args, args, timings))
     for v in verdicts:
         print("  %-52s %-14s %s" % (v.claim, v.status, v.measured))
     print("report: %s" % os.path.join(out, "report.md"))

@@ -84,21 +84,24 @@ def load_run(precision, jsonl_path):
     return Run(precision, records)
 
 
-def train(precision, out_dir, train_args, log=sys.stdout):
+def train(precision, out_dir, train_args, log=sys.stdout, name=None, checkpoints=True):
     """Runs `train` in `precision` with the user's flags; returns its Run.
-    Metrics, the console log and checkpoints go under out_dir/runs/."""
+    Metrics, the console log and checkpoints go under out_dir/runs/, named
+    `name` (default: the precision); checkpoints=False keeps none."""
+    name = name or precision
     runs_dir = os.path.join(out_dir, "runs")
     os.makedirs(runs_dir, exist_ok=True)
-    jsonl = os.path.join(runs_dir, precision + ".jsonl")
+    jsonl = os.path.join(runs_dir, name + ".jsonl")
     if os.path.exists(jsonl):
         os.remove(jsonl)  # this report's own earlier output
-    console = os.path.join(runs_dir, precision + ".log")
+    console = os.path.join(runs_dir, name + ".log")
     cmd = [train_binary()] + list(train_args) + [
         "--precision=" + precision,
         "--metrics_jsonl=" + jsonl,
         "--progress=plain",
         # Never the main job's own checkpoint directory.
-        "--checkpoint_dir=" + os.path.join(runs_dir, precision + "-checkpoint"),
+        "--checkpoint_dir=" + (os.path.join(runs_dir, name + "-checkpoint") if checkpoints
+                               else "none"),
     ]
     log.write("  %s: %s\n" % (precision, " ".join(cmd[1:])))
     log.flush()
