@@ -101,6 +101,7 @@ absl::StatusOr<LossScalingPlan> PlanLossScaling(
     return absl::Status(s.code(), absl::StrCat("precision '", precision_name,
                                                "' loss scaling: ", s.message()));
   }
+  if (recipe.declared) plan.min_scale = recipe.params.min_scale;
   std::string why;
   if (!recipe.declared) {
     why = absl::StrCat("precision '", precision_name,

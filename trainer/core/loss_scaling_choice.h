@@ -27,6 +27,9 @@ struct LossScalingPlan {
   MNT_AmpUpdateScaleParams amp{};
   // One line for the console: where the scaling runs and why.
   std::string description;
+  // The declared recipe's floor (min_scale; 0: none or no recipe), so a
+  // warning about skipped steps can tell a floor from an overflow.
+  double min_scale = 0;
 };
 
 // The device path needs a scaler that declares the dynamic recipe (no

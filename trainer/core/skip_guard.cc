@@ -36,11 +36,27 @@ absl::StatusOr<std::string> SkipGuard::Observe(const StepMetrics& m) {
       every_step ? absl::StrFormat("all %d steps so far", stretch_)
                  : absl::StrFormat("the last %d steps in a row (steps %d-%d)", stretch_,
                                    m.step - stretch_ + 1, m.step);
+  // Why, as far as the scale tells: held up by the recipe's floor, still
+  // backing off, or overflowing with no scale left to take back.
+  std::string diagnosis;
+  if (min_scale_ > 1 && m.loss_scale <= min_scale_) {
+    diagnosis = absl::StrFormat(
+        "The scale sits at the precision's floor (min_scale=%g) and cannot back off "
+        "further: lower the floor (--precision_options=min_scale=...), or the gradients "
+        "overflow even at it",
+        min_scale_);
+  } else if (m.loss_scale > 1) {
+    diagnosis =
+        "The scale is still backing off; if the skips go on once it is at 1, the model or "
+        "loss produces inf/NaN";
+  } else {
+    diagnosis =
+        "The gradients overflow even unscaled: the model or loss produces inf/NaN (a lower "
+        "--lr, --clip_grad_norm or --precision=bf16 may help)";
+  }
   return absl::StrFormat(
-      "warning: %s were skipped (non-finite gradients); the loss scale is now %g. The "
-      "gradients overflow even unscaled: the model or loss produces inf/NaN (a lower "
-      "--lr, --clip_grad_norm or --precision=bf16 may help)",
-      which, m.loss_scale);
+      "warning: %s were skipped (non-finite gradients); the loss scale is now %g. %s", which,
+      m.loss_scale, diagnosis);
 }
 
 }  // namespace mnt::trainer

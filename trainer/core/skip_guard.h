@@ -26,9 +26,11 @@ class SkipGuard {
   // `start_step`: the step training (re)starts from; `skipped_before`: the
   // skipped-step count then (a resumed run's); `static_scale`: the scale
   // never changes (--loss_scale_mode=static).
-  SkipGuard(int64_t start_step, int64_t skipped_before, bool static_scale)
+  // `min_scale`: the recipe's floor (0: none), for the warning's diagnosis.
+  SkipGuard(int64_t start_step, int64_t skipped_before, bool static_scale,
+            double min_scale = 0)
       : last_step_(start_step), last_skipped_(skipped_before),
-        start_step_(start_step), static_scale_(static_scale) {}
+        start_step_(start_step), static_scale_(static_scale), min_scale_(min_scale) {}
 
   // A warning line for the console (or "") after the metrics of step
   // m.step; an error (FailedPrecondition) when the run should stop.
@@ -37,6 +39,7 @@ class SkipGuard {
  private:
   int64_t last_step_, last_skipped_, start_step_;
   bool static_scale_;
+  double min_scale_;
   int64_t stretch_ = 0;         // skipped steps in a row up to last_step_
   int64_t next_warning_ = kStretch;
 };

@@ -55,6 +55,27 @@ TEST(SkipGuardTest, DynamicStretchWarnsOnceThenAtFourTimesTheLength) {
   EXPECT_TRUE(absl::StrContains(first, "all 20 steps so far were skipped")) << first;
 }
 
+TEST(SkipGuardTest, TheWarningTellsAFloorFromAnOverflow) {
+  const auto warning_at = [](double scale, double min_scale) {
+    SkipGuard guard(0, 0, false, min_scale);
+    std::string w;
+    for (int64_t step = 1; step <= SkipGuard::kStretch; ++step) {
+      w = *guard.Observe(At(step, step, true, scale));
+    }
+    return w;
+  };
+  // Held at a plugin's floor: the floor is named, not the model blamed.
+  std::string w = warning_at(64, 64);
+  EXPECT_TRUE(absl::StrContains(w, "sits at the precision's floor (min_scale=64)")) << w;
+  EXPECT_FALSE(absl::StrContains(w, "even unscaled")) << w;
+  // Still backing off from a large scale.
+  w = warning_at(1024, 0);
+  EXPECT_TRUE(absl::StrContains(w, "still backing off")) << w;
+  // Down to 1 (no floor): then the model or the loss is at fault.
+  w = warning_at(1, 0);
+  EXPECT_TRUE(absl::StrContains(w, "overflow even unscaled")) << w;
+}
+
 TEST(SkipGuardTest, StretchAfterProgressNamesItsSteps) {
   SkipGuard guard(100, 3, false);  // resumed at step 100 with 3 skips before
   ASSERT_EQ(*guard.Observe(At(110, 3, false, 65536)), "");

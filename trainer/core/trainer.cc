@@ -97,6 +97,7 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
                               loss_scaling_active_);
   if (!plan.ok()) return plan.status();
   loss_scaling_description_ = plan->description;
+  loss_scale_floor_ = plan->min_scale;
   // ABI 1.6: the device scale goes to the model as a tensor (no per-step read).
   device_loss_multiplier_ = plan->on_device && loss_scaling_active_ &&
                             plugins_->model.TakesDeviceLossMultiplier();
@@ -272,7 +273,8 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   MNT_LossScalerState start{};
   if (auto s = sdk::ToAbsl(plugins_->scaler.GetState(&start)); !s.ok()) return s;
   SkipGuard guard(step_, start.skipped_steps,
-                  loss_scaling_active_ && config_.loss_scale().mode() == "static");
+                  loss_scaling_active_ && config_.loss_scale().mode() == "static",
+                  loss_scale_floor_);
   const sdk::BackendClient& client = plugins_->backend->client();
   while (step_ < last_step) {
     StepMetrics m;

@@ -123,6 +123,7 @@ class Trainer {
   // The scale is on the device and the model takes it there (ABI 1.6).
   bool device_loss_multiplier_ = false;
   std::string loss_scaling_description_;
+  double loss_scale_floor_ = 0;  // the recipe's min_scale, for SkipGuard
 
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)
   int64_t unreported_step_reads_ = 0;
