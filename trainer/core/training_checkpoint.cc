@@ -234,7 +234,10 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   if (auto s = sdk::ToAbsl(
           p_.scaler->SetFullState(st, /*with_plugin_state=*/!st.plugin_state.empty()));
       !s.ok())
-    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+    return absl::Status(s.code(),
+                        absl::StrCat(path, " (step ", ckpt.step(),
+                                     "): the precision plugin refused the loss scaler state: ",
+                                     s.message()));
   *p_.sampler = std::move(restored_sampler);
   *step = ckpt.step();
   p_.optimizer->set_applied_steps(applied);
