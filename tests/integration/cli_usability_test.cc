@@ -286,6 +286,22 @@ TEST(ResumeTest, FromAnExplicitCheckpoint) {
                      "--resume is invalid with --checkpoint_dir=none");
 }
 
+TEST(ResumeTest, DifferentPrecisionOptionsAreSaid) {
+  const std::string dir = TempDir() + "/popts";
+  fs::remove_all(dir);
+  const std::string args = std::string(kMlp) + "--precision=fp16 --checkpoint_dir=" + dir + " ";
+  ASSERT_EQ(Train(args + "--steps=2 --precision_options=hysteresis=2").exit_code, 0);
+  Result same = Train(args + "--steps=3 --precision_options=hysteresis=2 --resume");
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_FALSE(absl::StrContains(same.out, "precision_options=")) << same.out;
+  Result other = Train(args + "--steps=4 --precision_options=hysteresis=3 --resume");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_TRUE(absl::StrContains(
+      other.out, "note: the checkpoint was written with --precision_options=\"hysteresis=2\"; "
+                 "this run continues with --precision_options=\"hysteresis=3\""))
+      << other.out;
+}
+
 TEST(ResumeTest, NothingToResumeIsAnErrorUnlessIfExists) {
   const std::string args = std::string(kMlp) + "--steps=3 --run_name=never_trained ";
   const std::string folder = TempDir() + "/cache/runs/never_trained";

@@ -221,6 +221,7 @@ int Run(int original_argc, char** original_argv) {
     }
     console.OnMessage(absl::StrCat("resumed from ", resumed_from, " at step ",
                                    (*trainer)->step()));
+    if (!(*trainer)->restore_note().empty()) console.OnMessage((*trainer)->restore_note());
   }
   if (!config->checkpoint_dir().empty()) {
     console.OnMessage(absl::StrCat(

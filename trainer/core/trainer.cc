@@ -380,6 +380,8 @@ absl::Status Trainer::RestoreCheckpoint(const std::string& path) {
   return checkpoint_->Restore(path, &step_);
 }
 
+const std::string& Trainer::restore_note() const { return checkpoint_->restore_note(); }
+
 FinalReport Trainer::Report() const {
   FinalReport r;
   r.backend = plugins_->backend_description;

@@ -62,6 +62,9 @@ class Trainer {
   // Restores weights, optimizer and loss-scaler state, data position and
   // step. A checkpoint of another model, options or precision is refused.
   absl::Status RestoreCheckpoint(const std::string& path);
+  // After RestoreCheckpoint: a line about what the run changed on purpose
+  // (--precision_options), else "".
+  const std::string& restore_note() const;
 
   // A function Train polls after every step (the CLI's: stop_signals.h);
   // when it returns a signal number the run stops at that step boundary,

@@ -16,6 +16,7 @@ namespace {
 
 constexpr char kAppliedStepsKey[] = "applied_steps";
 constexpr char kOptimizerKey[] = "optimizer";
+constexpr char kPrecisionOptionsKey[] = "precision_options";
 constexpr char kState1Prefix[] = "opt.state1/";
 constexpr char kState2Prefix[] = "opt.state2/";
 // --stochastic_rounding: the seed of the random bits, and each bf16 working
@@ -77,6 +78,7 @@ absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
   ckpt.set_model_options(config.model_options());
   ckpt.set_precision(p_.precision_name);
   ckpt.set_step(step);
+  (*ckpt.mutable_metadata())[kPrecisionOptionsKey] = config.precision_options();
   (*ckpt.mutable_metadata())[kAppliedStepsKey] =
       absl::StrCat(p_.optimizer->applied_steps());
   (*ckpt.mutable_metadata())[kOptimizerKey] = config.optimizer().name();
@@ -141,6 +143,14 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
                                p_.precision_name);
       !s.ok())
     return s;
+  restore_note_.clear();
+  if (auto po = ckpt.metadata().find(kPrecisionOptionsKey);
+      po != ckpt.metadata().end() && po->second != config.precision_options()) {
+    restore_note_ = absl::StrCat(
+        "note: the checkpoint was written with --precision_options=\"", po->second,
+        "\"; this run continues with --precision_options=\"", config.precision_options(),
+        "\" (the loss scaler's saved state is kept)");
+  }
   auto it = ckpt.metadata().find(kOptimizerKey);
   if (it != ckpt.metadata().end() && it->second != config.optimizer().name()) {
     return absl::FailedPreconditionError(

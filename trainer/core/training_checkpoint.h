@@ -50,8 +50,14 @@ class TrainingCheckpoint {
   // refused before any state changes.
   absl::Status Restore(const std::string& path, int64_t* step);
 
+  // After Restore: a line when the run's --precision_options differ from
+  // those the checkpoint was written with (allowed: a floor or hysteresis
+  // may be changed on purpose), else "".
+  const std::string& restore_note() const { return restore_note_; }
+
  private:
   Parts p_;
+  std::string restore_note_;
 };
 
 }  // namespace mnt::trainer
