@@ -15,6 +15,7 @@
 #include "tools/gpt2/llmc_convert.h"
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/cli/tool_command_line.h"
 
 ABSL_FLAG(std::string, input, "", "Mantissa checkpoint to read");
 ABSL_FLAG(std::string, output, "", "llm.c checkpoint to write");
@@ -36,7 +37,12 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  std::string argv0;
+  if (const int code = mnt::trainer::ParseToolCommandLine(
+          argc, argv, "export_llmc", "converts a Mantissa gpt2 checkpoint to an llm.c GPT-2 checkpoint:\n  export_llmc --input=CHECKPOINT --output=model.bin [--dtype=fp32|bf16] [--vocab_size=N]", &argv0);
+      code >= 0) {
+    return code;
+  }
   const std::string input = absl::GetFlag(FLAGS_input);
   const std::string output = absl::GetFlag(FLAGS_output);
   const std::string dtype = absl::GetFlag(FLAGS_dtype);

@@ -20,6 +20,7 @@
 #include "tools/gpt2/llmc_convert.h"
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/cli/tool_command_line.h"
 
 ABSL_FLAG(std::string, input, "", "llm.c checkpoint to read");
 ABSL_FLAG(std::string, output, "", "Mantissa checkpoint to write");
@@ -45,7 +46,12 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  std::string argv0;
+  if (const int code = mnt::trainer::ParseToolCommandLine(
+          argc, argv, "import_llmc", "converts an llm.c GPT-2 checkpoint to a Mantissa checkpoint:\n  import_llmc --input=gpt2_124M.bin --output=runs/x/latest --model_options=preset=gpt2-124m [--precision=fp32] [--optimizer=adamw] [--seed=1234]", &argv0);
+      code >= 0) {
+    return code;
+  }
   const std::string input = absl::GetFlag(FLAGS_input);
   const std::string output = absl::GetFlag(FLAGS_output);
   if (input.empty() || output.empty()) {

@@ -17,7 +17,7 @@
 #include "tools/gpt2/sampler.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
-#include "trainer/cli/user_directory.h"
+#include "trainer/cli/tool_command_line.h"
 
 ABSL_FLAG(std::string, checkpoint, "",
           "Mantissa gpt2 checkpoint file, or a checkpoint directory (its latest); default: "
@@ -72,17 +72,16 @@ std::string NewestGpt2Run(std::string* looked) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --checkpoint=relative/path means the user's directory under bazel run too.
   std::string argv0;
-  if (const absl::Status s = mnt::trainer::EnterUserDirectory(argv[0], &argv0); !s.ok()) {
-    return Fail(std::string(s.message()));
+  if (const int code = mnt::trainer::ParseToolCommandLine(
+          argc, argv, "sample",
+          "generates text from a Mantissa gpt2 checkpoint:\n"
+          "  sample --prompt='The ' --tokens=300 [--checkpoint=FILE|DIR] [--temperature=0.8] "
+          "[--top_k=40] [--seed=1234]",
+          &argv0);
+      code >= 0) {
+    return code;
   }
-  argv[0] = argv0.data();
-  absl::SetProgramUsageMessage(
-      "generates text from a Mantissa gpt2 checkpoint:\n"
-      "  sample --prompt='The ' --tokens=300 [--checkpoint=FILE|DIR] [--temperature=0.8] "
-      "[--top_k=40] [--seed=1234]");
-  absl::ParseCommandLine(argc, argv);
   std::string path = absl::GetFlag(FLAGS_checkpoint);
   if (path.empty()) {
     std::string looked;
@@ -93,7 +92,7 @@ int main(int argc, char** argv) {
     }
   } else {
     // A file, or a directory's latest: as train --resume_from takes it.
-    auto resolved = mnt::trainer::ResolveCheckpointPath(path);
+    auto resolved = mnt::trainer::ResolveCheckpointPath(path, "--checkpoint");
     if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
     path = *resolved;
   }

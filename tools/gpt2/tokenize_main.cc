@@ -10,6 +10,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_format.h"
 #include "trainer/checkpoint/atomic_file.h"
+#include "trainer/cli/tool_command_line.h"
 #include "trainer/data/token_shards.h"
 
 ABSL_FLAG(std::string, input, "", "Plain text file");
@@ -27,7 +28,12 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  std::string argv0;
+  if (const int code = mnt::trainer::ParseToolCommandLine(
+          argc, argv, "tokenize", "turns plain text into llm.c token shards (byte-level):\n  tokenize --input=book.txt --output_prefix=/data/book [--val_fraction=0.1] [--shard_tokens=100000000]", &argv0);
+      code >= 0) {
+    return code;
+  }
   const std::string input = absl::GetFlag(FLAGS_input);
   const std::string prefix = absl::GetFlag(FLAGS_output_prefix);
   const double val = absl::GetFlag(FLAGS_val_fraction);

@@ -96,16 +96,17 @@ absl::Status PublishCheckpoint(const std::string& dir, const std::string& step_f
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ResolveCheckpointPath(const std::string& path) {
+absl::StatusOr<std::string> ResolveCheckpointPath(const std::string& path,
+                                                  const std::string& flag) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     const std::string latest = LatestCheckpointPath(path);
     if (fs::exists(latest, ec)) return latest;
-    return absl::NotFoundError(absl::StrCat(
-        "--resume_from=", path, " is a directory without a 'latest' checkpoint"));
+    return absl::NotFoundError(
+        absl::StrCat(flag, "=", path, " is a directory without a 'latest' checkpoint"));
   }
   if (fs::exists(path, ec)) return path;
-  return absl::NotFoundError(absl::StrCat("--resume_from=", path, ": no such checkpoint"));
+  return absl::NotFoundError(absl::StrCat(flag, "=", path, ": no such checkpoint"));
 }
 
 }  // namespace trainer

@@ -34,8 +34,10 @@ absl::Status PublishCheckpoint(const std::string& dir, const std::string& step_f
                                int64_t keep, std::vector<std::string>* removed);
 
 // What --resume_from=PATH names: a checkpoint file, or a checkpoint
-// directory (its `latest`). NotFound naming PATH when neither exists.
-absl::StatusOr<std::string> ResolveCheckpointPath(const std::string& path);
+// directory (its `latest`). NotFound naming the flag (`flag`, as the user
+// typed it) and PATH when neither exists.
+absl::StatusOr<std::string> ResolveCheckpointPath(const std::string& path,
+                                                  const std::string& flag = "--resume_from");
 
 }  // namespace trainer
 }  // namespace mnt

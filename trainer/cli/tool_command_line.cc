@@ -1,0 +1,52 @@
+#include "trainer/cli/tool_command_line.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "trainer/cli/user_directory.h"
+#include "trainer/config/command_line_check.h"
+
+namespace mnt::trainer {
+
+int ParseToolCommandLine(int argc, char** argv, const char* tool, const char* usage,
+                         std::string* argv0) {
+  const auto fail = [&](const absl::Status& s) {
+    std::string line(s.message());
+    for (char& c : line) {
+      if (c == '\n') c = ' ';
+    }
+    std::fprintf(stderr, "%s: error: %s\n", tool, line.c_str());
+    return 1;
+  };
+  if (absl::Status s = EnterUserDirectory(argv[0], argv0); !s.ok()) return fail(s);
+  argv[0] = argv0->data();
+  absl::SetProgramUsageMessage(usage);
+  // --help and --version are absl's own (it prints the usage above and this
+  // tool's flags); anything else is checked first, since absl would print
+  // its own "ERROR: ..." lines and exit.
+  bool asks_for_help = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    const std::string name = arg.substr(0, arg.find('='));
+    for (const char* h : {"--help", "-help", "--helpfull", "--helpshort", "--helppackage",
+                          "--helpmatch", "--version"}) {
+      asks_for_help |= name == h;
+    }
+  }
+  if (!asks_for_help) {
+    if (absl::Status s = CheckCommandLine(argc, argv); !s.ok()) return fail(s);
+  }
+  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    return fail(absl::InvalidArgumentError(std::string("unexpected argument '") + rest[1] +
+                                           "' (flags are written --name=value)"));
+  }
+  return -1;
+}
+
+}  // namespace mnt::trainer
