@@ -9,45 +9,41 @@ namespace mnt::cuda {
 
 using sdk::Status;
 
+StepGraph::StepGraph()
+    : pinned_pool_(
+          [](size_t bytes, void** data, bool* out_of_memory) {
+            const cudaError_t err = cudaMallocHost(data, bytes);
+            *out_of_memory = err == cudaErrorMemoryAllocation;
+            if (err != cudaSuccess) (void)cudaGetLastError();  // not the next call's error
+            return CudaStatus(
+                err, sdk::Format("CUDA graph: cudaMallocHost(%zu bytes) before capture", bytes));
+          },
+          [](void* data) { (void)cudaFreeHost(data); }) {}
+
 StepGraph::~StepGraph() {
   if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
   for (Owned* o : {&owned_, &pending_}) {
     for (auto& [size, p] : o->pinned) (void)cudaFreeHost(p);
   }
-  for (auto& [size, p] : pinned_pool_) (void)cudaFreeHost(p);
+  // pinned_pool_ frees what it holds.
 }
 
 void StepGraph::Free(Owned* owned, backend::Allocator& memory) {
   for (void* b : owned->blocks) (void)memory.Free(b);  // ours: cannot be foreign
-  for (auto& entry : owned->pinned) pinned_pool_.insert(entry);
+  for (auto& [size, p] : owned->pinned) pinned_pool_.Release(p, size);
   *owned = Owned{};
 }
 
 Status StepGraph::ReservePinned(const std::vector<size_t>& sizes) {
-  std::map<size_t, size_t> need;
-  for (size_t s : sizes) ++need[PinnedClass(s)];
-  for (const auto& [size, count] : need) {
-    for (size_t have = pinned_pool_.count(size); have < count; ++have) {
-      void* p = nullptr;
-      MNT_CUDA_RETURN_IF_ERROR(
-          cudaMallocHost(&p, size),
-          sdk::Format("CUDA graph: cudaMallocHost(%zu bytes) before capture", size));
-      pinned_pool_.emplace(size, p);
-    }
-  }
-  return Status::Ok();
+  size_t added = 0;
+  return pinned_pool_.Reserve(sizes, &added);
 }
 
 Status StepGraph::PinnedCopy(const void* src, size_t bytes, void** pinned) {
-  const size_t size = PinnedClass(bytes);
-  auto it = pinned_pool_.find(size);
-  if (it == pinned_pool_.end()) {
-    return sdk::ResourceExhausted(sdk::Format(
-        "no pinned buffer of %zu bytes reserved for a copy made while a CUDA graph is "
-        "captured (the step before did not upload it)", size));
-  }
-  void* p = it->second;
-  pinned_pool_.erase(it);
+  void* p = nullptr;
+  size_t size = 0;
+  const Status got = pinned_pool_.Obtain(bytes, &p, &size);
+  if (!got.ok()) return Status(got.code(), "pinned upload buffer: " + got.message());
   pending_.pinned.emplace_back(size, p);
   std::memcpy(p, src, bytes);
   *pinned = p;
@@ -83,10 +79,12 @@ Status StepGraph::Capture(cudaStream_t stream, backend::Allocator& memory,
     return refuse(CudaStatus(err, "cudaStreamBeginCapture").message());
   }
   capturing_ = true;
+  pinned_pool_.set_capturing(true);  // served from what ReservePinned put there
   const Status issued = issue();
   cudaGraph_t graph = nullptr;
   err = cudaStreamEndCapture(stream, &graph);  // always: leaves capture mode
   capturing_ = false;
+  pinned_pool_.set_capturing(false);
   if (!issued.ok() || err != cudaSuccess) {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     return refuse(!issued.ok() ? "an op under capture: " + issued.message()

@@ -28,19 +28,19 @@
 
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <utility>
 #include <string>
 #include <vector>
 
 #include "plugins/backends/common/allocator.h"
+#include "plugins/backends/cuda/block_cache.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
 
 class StepGraph {
  public:
-  StepGraph() = default;
+  StepGraph();
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
   // Frees the pinned buffers and destroys the graph; the owner has
@@ -81,16 +81,17 @@ class StepGraph {
   struct Owned {
     std::vector<void*> blocks;  // device, from the allocator
     size_t bytes = 0;           // requested bytes of `blocks`
-    std::vector<std::pair<size_t, void*>> pinned;  // (pool class, buffer)
+    std::vector<std::pair<size_t, void*>> pinned;  // (size class, buffer)
   };
   // Blocks back to the allocator, pinned buffers back to the pool.
   void Free(Owned* owned, backend::Allocator& memory);
-  static size_t PinnedClass(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 
   cudaGraphExec_t exec_ = nullptr;
   Owned owned_;    // the current graph's
   Owned pending_;  // the capture in progress's
-  std::multimap<size_t, void*> pinned_pool_;  // class -> cudaMallocHost buffer
+  // cudaMallocHost buffers by size class, with the device allocator's rules
+  // (block_cache.h): filled before a capture, served from during it.
+  BlockCache pinned_pool_;
   bool capturing_ = false;
 };
 
