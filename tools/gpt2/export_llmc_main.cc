@@ -25,14 +25,7 @@ ABSL_FLAG(int64_t, vocab_size, 0,
 
 namespace {
 
-int Fail(const std::string& message) {
-  std::string line = message;
-  for (char& c : line) {
-    if (c == '\n') c = ' ';
-  }
-  std::fprintf(stderr, "export_llmc: error: %s\n", line.c_str());
-  return 1;
-}
+int Fail(const std::string& message) { return mnt::trainer::ToolError("export_llmc", message); }
 
 }  // namespace
 

@@ -34,14 +34,7 @@ ABSL_FLAG(double, init_scale, 65536.0, "fp16 initial loss scale");
 
 namespace {
 
-int Fail(const std::string& message) {
-  std::string line = message;
-  for (char& c : line) {
-    if (c == '\n') c = ' ';
-  }
-  std::fprintf(stderr, "import_llmc: error: %s\n", line.c_str());
-  return 1;
-}
+int Fail(const std::string& message) { return mnt::trainer::ToolError("import_llmc", message); }
 
 }  // namespace
 

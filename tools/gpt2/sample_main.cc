@@ -32,14 +32,7 @@ ABSL_FLAG(int64_t, vocab_size, 0, "real vocabulary; 0: from the checkpoint");
 
 namespace {
 
-int Fail(const std::string& message) {
-  std::string line = message;
-  for (char& c : line) {
-    if (c == '\n') c = ' ';
-  }
-  std::fprintf(stderr, "sample: error: %s\n", line.c_str());
-  return 1;
-}
+int Fail(const std::string& message) { return mnt::trainer::ToolError("sample", message); }
 
 // The newest runs/gpt2-*/latest under the cache (every train run keeps its
 // checkpoints in runs/<model>-<dataset>-<precision>), or "" with *looked

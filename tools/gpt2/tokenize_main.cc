@@ -20,10 +20,7 @@ ABSL_FLAG(int64_t, shard_tokens, 100000000, "Tokens per training shard");
 
 namespace {
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "tokenize: error: %s\n", message.c_str());
-  return 1;
-}
+int Fail(const std::string& message) { return mnt::trainer::ToolError("tokenize", message); }
 
 }  // namespace
 

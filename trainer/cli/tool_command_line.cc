@@ -12,16 +12,18 @@
 
 namespace mnt::trainer {
 
+int ToolError(const char* tool, absl::string_view message) {
+  std::string line(message);
+  for (char& c : line) {
+    if (c == '\n') c = ' ';  // one line, always
+  }
+  std::fprintf(stderr, "%s: error: %s\n", tool, line.c_str());
+  return 1;
+}
+
 int ParseToolCommandLine(int argc, char** argv, const char* tool, const char* usage,
                          std::string* argv0) {
-  const auto fail = [&](const absl::Status& s) {
-    std::string line(s.message());
-    for (char& c : line) {
-      if (c == '\n') c = ' ';
-    }
-    std::fprintf(stderr, "%s: error: %s\n", tool, line.c_str());
-    return 1;
-  };
+  const auto fail = [&](const absl::Status& s) { return ToolError(tool, s.message()); };
   if (absl::Status s = EnterUserDirectory(argv[0], argv0); !s.ok()) return fail(s);
   argv[0] = argv0->data();
   absl::SetProgramUsageMessage(usage);

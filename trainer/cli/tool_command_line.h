@@ -8,7 +8,13 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
+
 namespace mnt::trainer {
+
+// "<tool>: error: <message>" as one line on stderr (newlines in the message
+// become spaces); returns 1, the exit code.
+int ToolError(const char* tool, absl::string_view message);
 
 // Enters the user's directory (user_directory.h), sets `usage` as the
 // program's usage message, checks the flags and parses them with absl.

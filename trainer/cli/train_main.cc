@@ -26,6 +26,7 @@
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
 #include "trainer/cli/run_header.h"
+#include "trainer/cli/tool_command_line.h"
 #include "trainer/cli/user_directory.h"
 #include "trainer/config/command_line_check.h"
 #include "trainer/config/config.h"
@@ -49,14 +50,7 @@ ABSL_FLAG(bool, verbose, false,
 namespace mnt::trainer {
 namespace {
 
-int Fail(const absl::Status& s) {
-  std::string msg(s.message());
-  for (char& c : msg) {
-    if (c == '\n') c = ' ';  // one line, always
-  }
-  std::fprintf(stderr, "mantissa: error: %s\n", msg.c_str());
-  return 1;
-}
+int Fail(const absl::Status& s) { return ToolError("mantissa", s.message()); }
 
 // Where `bazel run` put Debian's digits csv among the runfiles, if anywhere.
 std::string DigitsRunfile(const std::string& argv0) {
