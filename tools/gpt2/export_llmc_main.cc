@@ -32,7 +32,11 @@ int Fail(const std::string& message) { return mnt::trainer::ToolError("export_ll
 int main(int argc, char** argv) {
   std::string argv0;
   if (const int code = mnt::trainer::ParseToolCommandLine(
-          argc, argv, "export_llmc", "converts a Mantissa gpt2 checkpoint to an llm.c GPT-2 checkpoint:\n  export_llmc --input=CHECKPOINT --output=model.bin [--dtype=fp32|bf16] [--vocab_size=N]", &argv0);
+          argc, argv, "export_llmc",
+          "converts a Mantissa gpt2 checkpoint to an llm.c GPT-2 checkpoint:\n"
+          "  export_llmc --input=CHECKPOINT --output=model.bin [--dtype=fp32|bf16] "
+          "[--vocab_size=N]",
+          &argv0);
       code >= 0) {
     return code;
   }

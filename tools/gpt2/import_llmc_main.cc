@@ -41,7 +41,12 @@ int Fail(const std::string& message) { return mnt::trainer::ToolError("import_ll
 int main(int argc, char** argv) {
   std::string argv0;
   if (const int code = mnt::trainer::ParseToolCommandLine(
-          argc, argv, "import_llmc", "converts an llm.c GPT-2 checkpoint to a Mantissa checkpoint:\n  import_llmc --input=gpt2_124M.bin --output=runs/x/latest --model_options=preset=gpt2-124m [--precision=fp32] [--optimizer=adamw] [--seed=1234]", &argv0);
+          argc, argv, "import_llmc",
+          "converts an llm.c GPT-2 checkpoint to a Mantissa checkpoint:\n"
+          "  import_llmc --input=gpt2_124M.bin --output=runs/x/latest "
+          "--model_options=preset=gpt2-124m [--precision=fp32] "
+          "[--optimizer=adamw] [--seed=1234]",
+          &argv0);
       code >= 0) {
     return code;
   }

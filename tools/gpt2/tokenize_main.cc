@@ -27,7 +27,11 @@ int Fail(const std::string& message) { return mnt::trainer::ToolError("tokenize"
 int main(int argc, char** argv) {
   std::string argv0;
   if (const int code = mnt::trainer::ParseToolCommandLine(
-          argc, argv, "tokenize", "turns plain text into llm.c token shards (byte-level):\n  tokenize --input=book.txt --output_prefix=/data/book [--val_fraction=0.1] [--shard_tokens=100000000]", &argv0);
+          argc, argv, "tokenize",
+          "turns plain text into llm.c token shards (byte-level):\n"
+          "  tokenize --input=book.txt --output_prefix=/data/book "
+          "[--val_fraction=0.1] [--shard_tokens=100000000]",
+          &argv0);
       code >= 0) {
     return code;
   }
