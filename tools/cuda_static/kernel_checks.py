@@ -94,17 +94,15 @@ def check_no_fma(ptx_files, canary, only):
         with open(path) as f:
             funcs = ptx_functions(f.read())
         names = demangle(n for _, n, _, _ in funcs)
-        count = 0
+        found = []
         for kind, name, _, body in funcs:
-            hits = fused_lines(body)
-            count += 1
-            for h in hits[:3]:
-                problems.append(f"{os.path.basename(path)}: {kind} {names[name]}: {h} (a fused "
-                                "multiply-add where the CPU backend rounds twice: spell the "
-                                "math with rounded_arith.h's MulF32/AddF32/SubF32)")
-        print(f"{os.path.basename(path)}: {count} functions, no fma/mad on f32/f64"
-              if not any(p.startswith(os.path.basename(path)) for p in problems) else
-              f"{os.path.basename(path)}: FUSED MULTIPLY-ADDS FOUND")
+            found += [(kind, name, h) for h in fused_lines(body)[:3]]
+        for kind, name, h in found:
+            problems.append(f"{os.path.basename(path)}: {kind} {names[name]}: {h} (a fused "
+                            "multiply-add where the CPU backend rounds twice: spell the "
+                            "math with rounded_arith.h's MulF32/AddF32/SubF32)")
+        print(f"{os.path.basename(path)}: {len(funcs)} functions, "
+              + ("FUSED MULTIPLY-ADDS FOUND" if found else "no fma/mad on f32/f64"))
     return problems
 
 

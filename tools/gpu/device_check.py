@@ -567,10 +567,9 @@ def stage1_items(ctx):
             items.append(Item("1", "train", f"train {model} {prec}", args, ctx.args.train_timeout,
                               train_classifier(gpu)))
     sanitizer = find_sanitizer()
+    bundled = bundle_tests() if sanitizer else []
     for name in SANITIZED_TESTS:
-        if name not in bundle_tests():
-            continue
-        if not sanitizer:
+        if name not in bundled:
             continue
         items.append(Item("1", "memcheck", f"memcheck {name}",
                           [sanitizer, "--tool", "memcheck", "--error-exitcode", "86",

@@ -70,7 +70,7 @@ def gradients_no_saving(runs):
         _by_16bit(runs, "gradients"), lambda r: r >= 0.95, "%s %.3fx fp32")
 
 
-def _median(values):
+def median(values):
     v = sorted(values)
     n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
@@ -97,7 +97,7 @@ def sixteen_bit_faster(runs, timings=None):
     parts, holds, fails, noisy = [], True, False, False
     for p, v in sorted(fast.items()):
         for q, w in sorted(base.items()):
-            r = _ratio(_median(v), _median(w))
+            r = _ratio(median(v), median(w))
             if len(v) > 1 or len(w) > 1:
                 if min(v) > max(w):
                     part_ok = True

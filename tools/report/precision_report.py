@@ -122,7 +122,7 @@ def markdown(runs, verdicts, figures, train_args, args, timings=None):
         lines += ["", "Timing runs (%d steps, %d of each precision, interleaved): %s."
                   % (args.timing_steps, args.timing_repeats, "; ".join(
                       "%s median %.1f (%.1f-%.1f) %s" % (
-                          p, claims_lib._median(v), min(v), max(v), unit)
+                          p, claims_lib.median(v), min(v), max(v), unit)
                       for p, v in timings.items()))]
     lines.append("")
     titles = {"loss": "Loss curves", "throughput": "Throughput",

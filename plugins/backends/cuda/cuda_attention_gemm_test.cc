@@ -102,6 +102,13 @@ class CudaAttentionGemmTest : public ::testing::Test {
     for (float v : want) scale = std::max(scale, double(std::fabs(v)));
     return AllClose(got, want, 0.0, tol * scale);
   }
+  // The cuda sides of two runs hold the same bytes (y, lse, dqkv).
+  static void ExpectSameCudaBits(DualBackend& da, const AttentionRun& a, DualBackend& db,
+                                 const AttentionRun& b) {
+    EXPECT_EQ(da.Bytes(*a.y, true), db.Bytes(*b.y, true)) << "y";
+    EXPECT_EQ(da.Bytes(*a.lse, true), db.Bytes(*b.lse, true)) << "lse";
+    EXPECT_EQ(da.Bytes(*a.dqkv, true), db.Bytes(*b.dqkv, true)) << "dqkv";
+  }
   // The cuda side of `d`'s run against its CPU side and the fallback's.
   void ExpectMatches(DualBackend& d, const AttentionRun& r, const AttentionRun& fb,
                      const Tolerances& tol) {
@@ -159,8 +166,7 @@ TEST_F(CudaAttentionGemmTest, Tf32PerCallMatchesTheOptionAndTheCpu) {
   const std::vector<float> qkv = Random(sh.b * sh.t * 3 * c), dy = Random(sh.b * sh.t * c);
   const AttentionRun per_call = Attention(gemm_, sh, qkv, dy, MNT_DTYPE_F32, MNT_COMPUTE_TF32);
   const AttentionRun option = Attention(tf32_, sh, qkv, dy);
-  EXPECT_EQ(gemm_.Bytes(*per_call.y, true), tf32_.Bytes(*option.y, true));
-  EXPECT_EQ(gemm_.Bytes(*per_call.dqkv, true), tf32_.Bytes(*option.dqkv, true));
+  ExpectSameCudaBits(gemm_, per_call, tf32_, option);
   const AttentionRun fb = Attention(fallback_, sh, qkv, dy);
   ExpectMatches(gemm_, per_call, fb, kTf32);
 }
@@ -173,9 +179,7 @@ TEST_F(CudaAttentionGemmTest, SameBitsRunToRun) {
   const std::vector<float> qkv = Random(sh.b * sh.t * 3 * c), dy = Random(sh.b * sh.t * c);
   const AttentionRun first = Attention(gemm_, sh, qkv, dy);
   const AttentionRun second = Attention(gemm_, sh, qkv, dy);
-  EXPECT_EQ(gemm_.Bytes(*first.y, true), gemm_.Bytes(*second.y, true));
-  EXPECT_EQ(gemm_.Bytes(*first.lse, true), gemm_.Bytes(*second.lse, true));
-  EXPECT_EQ(gemm_.Bytes(*first.dqkv, true), gemm_.Bytes(*second.dqkv, true));
+  ExpectSameCudaBits(gemm_, first, gemm_, second);
 }
 
 // Mixed storage (fp32 qkv, bf16 y) is for the fallback kernels even with
@@ -201,8 +205,7 @@ TEST_F(CudaAttentionGemmTest, AutoRunsTheGemmPathForFp32) {
   const std::vector<float> qkv = Random(sh.b * sh.t * 3 * c), dy = Random(sh.b * sh.t * c);
   const AttentionRun a = Attention(automatic, sh, qkv, dy);
   const AttentionRun g = Attention(gemm_, sh, qkv, dy);
-  EXPECT_EQ(automatic.Bytes(*a.y, true), gemm_.Bytes(*g.y, true));
-  EXPECT_EQ(automatic.Bytes(*a.dqkv, true), gemm_.Bytes(*g.dqkv, true));
+  ExpectSameCudaBits(automatic, a, gemm_, g);
 }
 
 }  // namespace
