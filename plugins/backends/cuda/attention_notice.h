@@ -27,15 +27,18 @@ inline const char* FallbackReasonName(FallbackReason reason) {
   }
 }
 
-// `why` is only called (and only formats) the first time.
+// `why` and the shape's text are only made the first time.
 template <typename Why>
 void SayAttentionFallback(CudaBackend& b, const backend::AttentionShape& s,
                           FallbackReason reason, MNT_DType dtype, Why&& why) {
-  const std::string shape =
-      sdk::Format("B=%lld H=%lld T=%lld D=%lld%s %s, %s", (long long)s.b, (long long)s.h,
-                  (long long)s.t, (long long)s.d, s.causal ? " causal" : "",
-                  sdk::DTypeName(dtype), FallbackReasonName(reason));
-  b.slow_paths.Note("attention fallback", shape, [&] {
+  const auto shape = [&] {
+    return sdk::Format("B=%lld H=%lld T=%lld D=%lld%s %s, %s", (long long)s.b, (long long)s.h,
+                       (long long)s.t, (long long)s.d, s.causal ? " causal" : "",
+                       sdk::DTypeName(dtype), FallbackReasonName(reason));
+  };
+  const uint64_t key = ShapeKey({s.b, s.h, s.t, s.d, s.causal ? 1 : 0, dtype,
+                                 static_cast<int64_t>(reason)});
+  b.slow_paths.Note("attention fallback", key, shape, [&] {
     const std::string text = why();
     return sdk::Format("attention=%s runs the fallback attention kernels: %s",
                        AttentionImplName(b.options.attention), text.c_str());

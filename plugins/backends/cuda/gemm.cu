@@ -414,9 +414,14 @@ Status MatmulWithEpilogue(CudaBackend& be, const backend::TypedCall& call,
   const auto refuse = [&](const char* why) {
     be.slow_paths.Note(
         "fused GEMM epilogue refused",
-        sdk::Format("%s M=%lld N=%lld K=%lld %s x %s -> %s", EpilogueName(ep.epilogue),
-                    (long long)m, (long long)n, (long long)k, sdk::DTypeName(g.a->dtype),
-                    sdk::DTypeName(g.b->dtype), sdk::DTypeName(d_dev.dtype)),
+        ShapeKey({static_cast<int64_t>(ep.epilogue), m, n, k, g.a->dtype, g.b->dtype,
+                  d_dev.dtype}),
+        [&] {
+          return sdk::Format("%s M=%lld N=%lld K=%lld %s x %s -> %s", EpilogueName(ep.epilogue),
+                             (long long)m, (long long)n, (long long)k,
+                             sdk::DTypeName(g.a->dtype), sdk::DTypeName(g.b->dtype),
+                             sdk::DTypeName(d_dev.dtype));
+        },
         [&] { return std::string(why) + "; the unfused GEMM and kernels run instead"; });
     return Status::Ok();
   };
