@@ -324,6 +324,7 @@ class Results:
         self.tsv_path = os.path.join(folder, "results.tsv")
         self.bench_csv = os.path.join(folder, "bench.csv")
         self.said = []  # slow paths the backend announced
+        self.rows = []  # what results.tsv holds, as dicts (the summary reads these)
         os.makedirs(folder, exist_ok=True)
         fresh = not os.path.exists(self.tsv_path)
         self.tsv = open(self.tsv_path, "a", newline="")
@@ -331,15 +332,17 @@ class Results:
             self._write_tsv(TSV_HEADER)
 
     def _write_tsv(self, fields):
-        self.tsv.write("\t".join(str(f).replace("\t", " ").replace("\n", " ") for f in fields)
-                       + "\n")
+        self.tsv.write("\t".join(fields) + "\n")
         self.tsv.flush()
         os.fsync(self.tsv.fileno())
 
     def row(self, stage, part, name, status, seconds=0.0, detail="", at=None):
         with self.lock:
             at = time.time() - self.t0 if at is None else at
-            self._write_tsv([f"{at:.0f}", stage, part, name, status, f"{seconds:.0f}", detail])
+            fields = [str(f).replace("\t", " ").replace("\n", " ") for f in
+                      (f"{at:.0f}", stage, part, name, status, f"{seconds:.0f}", detail)]
+            self._write_tsv(fields)
+            self.rows.append(dict(zip(TSV_HEADER, fields)))
             self.write_summary()
 
     def log(self, stage, name, line):
@@ -882,8 +885,7 @@ PART_TITLES = [("env", "Environment"), ("test", "GPU tests"), ("train", "train -
 
 
 def summary_lines(results, extra=None):
-    rows = read_tsv(results.tsv_path)
-    last = last_rows(rows)
+    last = last_rows(results.rows)
     counts = {}
     for r in last.values():
         status = "RUNNING" if r["status"] == "STARTED" else r["status"]
@@ -1048,7 +1050,7 @@ def main(argv):
     results.close()
     shutil.rmtree(work, ignore_errors=True)
     print("\n" + text, flush=True)
-    bad = [r for r in last_rows(read_tsv(results.tsv_path)).values() if r["status"] in BAD]
+    bad = [r for r in last_rows(results.rows).values() if r["status"] in BAD]
     return 1 if bad else 0
 
 

@@ -115,6 +115,13 @@ struct CudaBackend {
   std::vector<size_t> scratch_requests, upload_requests;
   std::vector<size_t> previous_scratch_requests, previous_upload_requests;
   static constexpr size_t kMaxRecordedRequests = 1 << 16;
+  // Adds a request to what the next capture reserves (only where steps may
+  // be captured at all, and bounded).
+  void RecordRequest(std::vector<size_t>* requests, size_t bytes) {
+    if (options.cuda_graphs && bytes > 0 && requests->size() < kMaxRecordedRequests) {
+      requests->push_back(bytes);
+    }
+  }
   bool graph_capture_said = false;  // the first capture's kept bytes, said once
   std::unordered_map<ConvPlanKey, std::unique_ptr<ConvPlan>, ConvPlanKeyHash> conv_plans;
   // cuDNN SDPA plans (or why none builds) per attention shape/dtype.
@@ -142,9 +149,7 @@ class Scratch {
     }
   }
   sdk::Status Allocate(size_t bytes) {
-    if (bytes > 0 && backend_.scratch_requests.size() < CudaBackend::kMaxRecordedRequests) {
-      backend_.scratch_requests.push_back(bytes);
-    }
+    backend_.RecordRequest(&backend_.scratch_requests, bytes);
     bytes_ = bytes;
     return backend_.memory.Allocate(bytes, MNT_MEMORY_WORKSPACE, &data_);
   }

@@ -172,7 +172,7 @@ Status CudaBackend::ReplayStep(const std::function<Status()>&) {
 
 Status CudaBackend::UploadForKernel(void* dst, const void* src, size_t bytes) {
   if (!step_graph.capturing()) {
-    if (upload_requests.size() < kMaxRecordedRequests) upload_requests.push_back(bytes);
+    RecordRequest(&upload_requests, bytes);
     return staging.Upload(dst, src, bytes, stream);
   }
   void* pinned = nullptr;
