@@ -15,6 +15,10 @@
 //   void BeforeStepIssue();   // a deferred step is about to be issued
 // (replayed, captured or run eagerly); the CUDA backend marks there where
 // the scratch requests of one step begin, to reserve them before a capture.
+// And, with or without graphs,
+//   void OnStepBegin();       // at Backend_StepBegin
+//   void OnStepEnd();         // at Backend_StepEnd, after the step's work ran
+// (the CPU backend times its steps there to size its thread team).
 //
 // Deferred, not executed under capture. Inside a marked step each op is
 // checked at its Backend_Run (bad calls fail at once) and recorded
@@ -63,6 +67,12 @@ struct HasStepGraphs<B, std::void_t<decltype(&B::CaptureStep), decltype(&B::Repl
                                     decltype(&B::StepGraphsEnabled)>> : std::true_type {};
 
 template <typename B, typename = void>
+struct HasStepHooks : std::false_type {};
+template <typename B>
+struct HasStepHooks<B, std::void_t<decltype(&B::OnStepBegin), decltype(&B::OnStepEnd)>>
+    : std::true_type {};
+
+template <typename B, typename = void>
 struct HasBeforeStepIssue : std::false_type {};
 template <typename B>
 struct HasBeforeStepIssue<B, std::void_t<decltype(&B::BeforeStepIssue)>> : std::true_type {};
@@ -86,6 +96,7 @@ class StepSession {
     deferring_ = false;
     if constexpr (HasStepGraphs<B>::value) deferring_ = device.StepGraphsEnabled();
     current_.Clear();
+    if constexpr (HasStepHooks<B>::value) device.OnStepBegin();
     return sdk::Status::Ok();
   }
 
@@ -123,6 +134,16 @@ class StepSession {
     }
     open_ = false;
     ++counts_.steps;
+    const sdk::Status ended = IssueStep(device, replayed);
+    if constexpr (HasStepHooks<B>::value) device.OnStepEnd();
+    return ended;
+  }
+
+  const StepCounts& counts() const { return counts_; }
+
+ private:
+  // What End does with a deferred step.
+  sdk::Status IssueStep(B& device, int32_t* replayed) {
     if (!deferring_) return sdk::Status::Ok();
     deferring_ = false;
     if constexpr (HasBeforeStepIssue<B>::value) device.BeforeStepIssue();
@@ -163,9 +184,6 @@ class StepSession {
     return sdk::Status::Ok();
   }
 
-  const StepCounts& counts() const { return counts_; }
-
- private:
   sdk::Status StopDeferring(B& device, const std::string& why) {
     deferring_ = false;
     have_previous_ = false;  // this step is no complete recording

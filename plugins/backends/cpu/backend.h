@@ -18,6 +18,7 @@
 #include "plugins/backends/cpu/allocator.h"
 #include "plugins/backends/cpu/onednn_conv.h"
 #include "plugins/backends/cpu/onednn_gemm.h"
+#include "plugins/backends/cpu/thread_governor.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cpu {
@@ -31,7 +32,9 @@ class CpuBackend {
   using Event = std::chrono::steady_clock::time_point;  // when recorded
 
   // options (docs/performance.md): "threads=N" (the OpenMP pool oneDNN and
-  // the kernels share, and OpenBLAS; process wide), "gemm=auto|onednn|
+  // the kernels share, and OpenBLAS; process wide; default: the cores, each
+  // marked step run on as many of them as the step times say pay, see
+  // thread_governor.h; given, every step runs on N), "gemm=auto|onednn|
   // reference" (default $MANTISSA_CPU_GEMM, else auto: oneDNN when
   // libdnnl.so.2 loads), "onednn_bf16=auto|native|fp32" (oneDNN's own bf16
   // kernels, or bf16-rounded operands in an fp32 GEMM), "record_steps=on|off"
@@ -60,6 +63,12 @@ class CpuBackend {
     return issue();
   }
   sdk::Status ReplayStep(const std::function<sdk::Status()>& issue) { return issue(); }
+  // Each marked step runs on the team size the governor picks; its end
+  // samples the other processes' runnable threads.
+  void OnStepBegin();
+  void OnStepEnd();
+  // Says once, on stderr, when the governor first runs below the pool.
+  void SayFewerThreads();
 
  private:
   // The reference GEMM: operands rounded to the compute format into fresh
@@ -80,6 +89,9 @@ class CpuBackend {
 
   HostAllocator allocator_;
   bool record_steps_ = false;
+  int pool_ = 1;  // the most threads a kernel uses
+  std::unique_ptr<ThreadGovernor> governor_;
+  bool said_fewer_threads_ = false;
   std::string device_name_;
   std::unique_ptr<OneDnnGemm> onednn_gemm_;  // null: the reference GEMM
   // oneDNN's convolutions, with onednn_gemm_ (null: im2col + Sgemm).

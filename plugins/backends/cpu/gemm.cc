@@ -10,6 +10,7 @@
 
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
 namespace mnt::cpu {
@@ -62,6 +63,9 @@ void CpuBackend::Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
                        int64_t ldc) const {
   if (onednn_gemm_ != nullptr) {
     // Row-major like cblas; the shapes were checked by the convolution's call.
+    // One thread's product (callers split images or heads among threads):
+    // oneDNN would otherwise take the team, and split K by its size.
+    const ScopedTeam one_thread(1);
     onednn_gemm_->api()->dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b,
                                     ldb, beta, c, ldc);
     return;

@@ -19,6 +19,7 @@ namespace mnt::cpu::onednn {
   X(dnnl_engine_destroy)                    \
   X(dnnl_stream_create)                     \
   X(dnnl_stream_destroy)                    \
+  X(dnnl_stream_wait)                       \
   X(dnnl_memory_desc_init_by_strides)       \
   X(dnnl_memory_desc_init_by_tag)           \
   X(dnnl_memory_create)                     \
@@ -29,6 +30,7 @@ namespace mnt::cpu::onednn {
   X(dnnl_dilated_convolution_backward_data_desc_init) \
   X(dnnl_dilated_convolution_backward_weights_desc_init) \
   X(dnnl_memory_desc_equal)                 \
+  X(dnnl_memory_desc_get_size)              \
   X(dnnl_reorder_primitive_desc_create)     \
   X(dnnl_primitive_attr_create)             \
   X(dnnl_primitive_attr_destroy)            \

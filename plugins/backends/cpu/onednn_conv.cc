@@ -1,5 +1,7 @@
 #include "plugins/backends/cpu/onednn_conv.h"
 
+#include <algorithm>
+
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/sdk/tensor.h"
@@ -60,8 +62,9 @@ void Store(const float* result, const MNT_Tensor& t, bool accumulate, std::vecto
 
 }  // namespace
 
-Status OneDnnConv::Create(const onednn::Api* api, std::unique_ptr<OneDnnConv>* out) {
-  std::unique_ptr<OneDnnConv> c(new OneDnnConv(api));
+Status OneDnnConv::Create(const onednn::Api* api, int pool,
+                          std::unique_ptr<OneDnnConv>* out) {
+  std::unique_ptr<OneDnnConv> c(new OneDnnConv(api, std::max(pool, 1)));
   MNT_DNNL_(api->dnnl_engine_create(&c->engine_, dnnl_cpu, 0), "engine creation");
   MNT_DNNL_(api->dnnl_stream_create(&c->stream_, c->engine_, dnnl_stream_default_flags),
             "stream creation");
@@ -257,6 +260,7 @@ Status OneDnnConv::Execute(Primitive* p, const std::vector<void*>& data) {
 
 Status OneDnnConv::Forward(const backend::Conv2dForwardCall& c, bool* done) {
   std::lock_guard<std::mutex> lock(mu_);
+  const ScopedTeam whole_pool(pool_);
   Primitive* p = nullptr;
   MNT_RETURN_IF_ERROR(GetPrimitive(kForward, c.shape, c.bias.present(), &p));
   *done = p->supported;
@@ -277,6 +281,7 @@ Status OneDnnConv::Forward(const backend::Conv2dForwardCall& c, bool* done) {
 
 Status OneDnnConv::BackwardData(const backend::Conv2dBackwardDataCall& c, bool* done) {
   std::lock_guard<std::mutex> lock(mu_);
+  const ScopedTeam whole_pool(pool_);
   Primitive* p = nullptr;
   MNT_RETURN_IF_ERROR(GetPrimitive(kBackwardData, c.shape, false, &p));
   *done = p->supported;
@@ -292,6 +297,7 @@ Status OneDnnConv::BackwardData(const backend::Conv2dBackwardDataCall& c, bool* 
 Status OneDnnConv::BackwardFilter(const backend::Conv2dBackwardFilterCall& c, bool* done,
                                   bool* bias_done) {
   std::lock_guard<std::mutex> lock(mu_);
+  const ScopedTeam whole_pool(pool_);
   const MNT_ComputeMode mode = c.params->compute;
   // The bias gradient sums dy unrounded: fused only when rounding is a no-op.
   const bool fuse_bias =

@@ -25,7 +25,11 @@ namespace mnt::cpu {
 
 class OneDnnConv {
  public:
-  static sdk::Status Create(const onednn::Api* api, std::unique_ptr<OneDnnConv>* out);
+  // pool: the thread count every convolution runs on, whatever the step's
+  // team (oneDNN's backward-filter sums threads' partial results, so its
+  // bits depend on the count; convolutions are not cut into tiles).
+  static sdk::Status Create(const onednn::Api* api, int pool,
+                            std::unique_ptr<OneDnnConv>* out);
   ~OneDnnConv();
 
   // Each sets *done = false, computing nothing, when oneDNN has no primitive
@@ -59,7 +63,7 @@ class OneDnnConv {
   // pass, has_bias, n c h w k r s p q groups pad_h pad_w stride_h stride_w dil_h dil_w.
   using Key = std::array<int64_t, 19>;
 
-  explicit OneDnnConv(const onednn::Api* api) : api_(api) {}
+  OneDnnConv(const onednn::Api* api, int pool) : api_(api), pool_(pool) {}
   sdk::Status GetPrimitive(Pass pass, const backend::ConvShape& sh, bool bias,
                            Primitive** out);
   sdk::Status Build(Pass pass, const backend::ConvShape& sh, bool bias, Primitive* p);
@@ -70,6 +74,7 @@ class OneDnnConv {
   void Destroy(Primitive* p);
 
   const onednn::Api* api_;
+  const int pool_;
   dnnl_engine_t engine_ = nullptr;
   dnnl_stream_t stream_ = nullptr;
   std::map<Key, Primitive> cache_;

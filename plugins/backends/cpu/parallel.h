@@ -8,7 +8,8 @@
 //
 // Thread counts never change results: the kernels split work so that each
 // output element (or fixed-order partial sum) is computed by one thread in
-// the same order whatever the count.
+// the same order whatever the count (the team changes from step to step,
+// thread_governor.h).
 #ifndef MANTISSA_PLUGINS_BACKENDS_CPU_PARALLEL_H_
 #define MANTISSA_PLUGINS_BACKENDS_CPU_PARALLEL_H_
 
@@ -30,6 +31,23 @@ inline int ThreadsFor(int64_t work, int64_t per_thread = kElementsPerThread) {
   const int64_t pool = omp_get_max_threads();
   return static_cast<int>(std::min<int64_t>(pool, work / per_thread));
 }
+
+// Sets the calling thread's team size (omp_set_num_threads) for a scope.
+// Work whose bits depend on its thread count runs under one: oneDNN's
+// convolutions on the whole pool whatever the step's team, and sgemm calls
+// meant to be one thread's on one thread even outside an active region.
+class ScopedTeam {
+ public:
+  explicit ScopedTeam(int threads) : saved_(omp_get_max_threads()) {
+    omp_set_num_threads(threads);
+  }
+  ~ScopedTeam() { omp_set_num_threads(saved_); }
+  ScopedTeam(const ScopedTeam&) = delete;
+  ScopedTeam& operator=(const ScopedTeam&) = delete;
+
+ private:
+  const int saved_;
+};
 
 // Elements one block covers: small enough for a 16-bit operand's fp32
 // conversion to live on the stack, large enough to vectorise.

@@ -6,16 +6,20 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/backends/cpu/onednn_api.h"
+#include "plugins/backends/cpu/runnable_threads.h"
 #include "plugins/sdk/options.h"
 
 // The backend links the generic libblas.so.3: OpenBLAS through Debian's
@@ -31,6 +35,11 @@ namespace mnt::cpu {
 using sdk::Status;
 
 namespace {
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 bool IsOpenBlas() { return openblas_get_num_threads != nullptr; }
 
@@ -51,7 +60,7 @@ void PinOpenMpRuntime() {
 }
 
 // The GEMM engine the options ask for: "auto" takes oneDNN when it loads.
-Status ChooseGemm(const sdk::Options& options, std::unique_ptr<OneDnnGemm>* gemm,
+Status ChooseGemm(const sdk::Options& options, int pool, std::unique_ptr<OneDnnGemm>* gemm,
                   std::string* gemm_name) {
   std::string mode = "auto", bf16 = "auto";
   const char* env = std::getenv("MANTISSA_CPU_GEMM");
@@ -80,7 +89,7 @@ Status ChooseGemm(const sdk::Options& options, std::unique_ptr<OneDnnGemm>* gemm
   }
   const dnnl_cpu_isa_t isa = api->dnnl_get_effective_cpu_isa();
   const bool native = bf16 == "native" || (bf16 == "auto" && onednn::HasNativeBf16(isa));
-  MNT_RETURN_IF_ERROR(OneDnnGemm::Create(api, native, gemm));
+  MNT_RETURN_IF_ERROR(OneDnnGemm::Create(api, native, pool, gemm));
   *gemm_name = sdk::Format("oneDNN %s %s, bf16 %s", onednn::VersionString(*api).c_str(),
                            onednn::IsaName(isa), native ? "native" : "as fp32");
   return Status::Ok();
@@ -92,7 +101,8 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
                           std::unique_ptr<CpuBackend>* out) {
   sdk::Options options;
   MNT_RETURN_IF_ERROR(sdk::Options::Parse(options_text, "cpu backend options", &options));
-  MNT_RETURN_IF_ERROR(options.CheckKnown({"threads", "gemm", "onednn_bf16", "record_steps"}));
+  MNT_RETURN_IF_ERROR(
+      options.CheckKnown({"threads", "gemm", "onednn_bf16", "record_steps", "step_teams"}));
   std::string record_steps = "off";
   MNT_RETURN_IF_ERROR(options.GetString("record_steps", &record_steps));
   if (record_steps != "on" && record_steps != "off") {
@@ -105,6 +115,23 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
     return sdk::InvalidArgument(sdk::Format(
         "cpu backend options: threads=%lld is outside [1, 1024]", threads));
   }
+  // step_teams=A:B:...: marked steps cycle through these team sizes (tests).
+  std::string step_teams_text;
+  MNT_RETURN_IF_ERROR(options.GetString("step_teams", &step_teams_text));
+  std::vector<int> step_teams;
+  for (size_t at = 0; options.Has("step_teams") && at <= step_teams_text.size();) {
+    const size_t end = std::min(step_teams_text.find(':', at), step_teams_text.size());
+    const std::string item = step_teams_text.substr(at, end - at);
+    char* parsed_end = nullptr;
+    const long team = std::strtol(item.c_str(), &parsed_end, 10);
+    if (item.empty() || *parsed_end != '\0' || team < 1 || team > 1024) {
+      return sdk::InvalidArgument(sdk::Format(
+          "cpu backend options: step_teams=%s: each of its ':'-separated entries must be a "
+          "thread count in [1, 1024]", step_teams_text.c_str()));
+    }
+    step_teams.push_back(static_cast<int>(team));
+    at = end + 1;
+  }
   if (device_ordinal != 0) {
     return sdk::InvalidArgument(sdk::Format(
         "Backend_Create: the cpu backend has one device (ordinal 0), got %d",
@@ -113,25 +140,58 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
   PinOpenMpRuntime();
   auto backend = std::make_unique<CpuBackend>();
   backend->record_steps_ = record_steps == "on";
-  std::string gemm_name;
-  MNT_RETURN_IF_ERROR(ChooseGemm(options, &backend->onednn_gemm_, &gemm_name));
-  if (backend->onednn_gemm_ != nullptr) {
-    MNT_RETURN_IF_ERROR(OneDnnConv::Create(backend->onednn_gemm_->api(), &backend->onednn_conv_));
-  }
   // oneDNN and the kernels share libgomp's pool, sized by the calling
   // thread's setting. The reference GEMM's OpenBLAS has a pool of its own,
   // and libgomp's idle workers spin while OpenBLAS's work (a CNN ran 5x
   // slower), so gemm=reference runs the other kernels on one thread.
   static const int default_threads = omp_get_max_threads();
   const int pool = threads > 0 ? static_cast<int>(threads) : default_threads;
-  omp_set_num_threads(backend->onednn_gemm_ != nullptr ? pool : 1);
+  std::string gemm_name;
+  MNT_RETURN_IF_ERROR(ChooseGemm(options, pool, &backend->onednn_gemm_, &gemm_name));
+  if (backend->onednn_gemm_ != nullptr) {
+    MNT_RETURN_IF_ERROR(
+        OneDnnConv::Create(backend->onednn_gemm_->api(), pool, &backend->onednn_conv_));
+  }
+  backend->pool_ = backend->onednn_gemm_ != nullptr ? pool : 1;
+  omp_set_num_threads(backend->pool_);
   if (threads > 0 && IsOpenBlas()) openblas_set_num_threads(static_cast<int>(threads));
+  // threads=N is a fixed count; by default marked steps use what pays.
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  backend->governor_ = std::make_unique<ThreadGovernor>(
+      backend->pool_, cpus > 0 ? static_cast<int>(cpus) : backend->pool_, threads == 0,
+      std::move(step_teams));
+  if (backend->governor_->WantsSample(0)) {
+    backend->governor_->Sample(SteadySeconds(), OtherRunnableThreads());
+    backend->SayFewerThreads();
+    omp_set_num_threads(backend->governor_->team());
+  }
   const int shown = backend->onednn_gemm_ != nullptr || !IsOpenBlas()
-                        ? omp_get_max_threads() : openblas_get_num_threads();
+                        ? backend->pool_ : openblas_get_num_threads();
   backend->device_name_ =
-      sdk::Format("cpu (%s, %d thread%s)", gemm_name.c_str(), shown, shown == 1 ? "" : "s");
+      sdk::Format("cpu (%s, %s%d thread%s)", gemm_name.c_str(),
+                  threads == 0 && backend->pool_ > 1 ? "up to " : "", shown,
+                  shown == 1 ? "" : "s");
   *out = std::move(backend);
   return Status::Ok();
+}
+
+void CpuBackend::OnStepBegin() { omp_set_num_threads(governor_->BeginStep()); }
+
+void CpuBackend::OnStepEnd() {
+  const double now = SteadySeconds();
+  governor_->EndStep(now, governor_->WantsSample(now) ? OtherRunnableThreads() : -1.0);
+  omp_set_num_threads(governor_->team());
+  SayFewerThreads();
+}
+
+void CpuBackend::SayFewerThreads() {
+  if (!governor_->change().empty() && governor_->team() < pool_ && !said_fewer_threads_) {
+    said_fewer_threads_ = true;
+    std::fprintf(stderr,
+                 "mantissa: note: cpu backend: steps now run on %s; it follows the load "
+                 "(--backend_options=threads=N fixes the count)\n",
+                 governor_->change().c_str());
+  }
 }
 
 backend::DeviceInfo CpuBackend::Info() const {
