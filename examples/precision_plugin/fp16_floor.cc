@@ -87,10 +87,12 @@ Status ParseConfig(const char* text, const char* own, Config* out) {
   MNT_RETURN_IF_ERROR(o.GetDouble("growth_factor", &c.growth_factor));
   MNT_RETURN_IF_ERROR(o.GetDouble("backoff_factor", &c.backoff_factor));
   MNT_RETURN_IF_ERROR(o.GetInt("growth_interval", &c.growth_interval));
-  MNT_RETURN_IF_ERROR(o.GetDouble("min_scale", &c.min_scale));
-  MNT_RETURN_IF_ERROR(o.GetDouble("max_scale", &c.max_scale));
+  // A key in both strings: `options` (the host's loss-scaler settings)
+  // wins, the rule docs/abi.md states for every plugin.
   MNT_RETURN_IF_ERROR(p.GetDouble("min_scale", &c.min_scale));
   MNT_RETURN_IF_ERROR(p.GetDouble("max_scale", &c.max_scale));
+  MNT_RETURN_IF_ERROR(o.GetDouble("min_scale", &c.min_scale));
+  MNT_RETURN_IF_ERROR(o.GetDouble("max_scale", &c.max_scale));
   std::string recipe = "declare";
   MNT_RETURN_IF_ERROR(p.GetString("recipe", &recipe));
   if (recipe != "declare" && recipe != "none") {

@@ -81,7 +81,8 @@ TEST(HelpTest, HelpListsEveryTopicAndExitsZero) {
          {"Model, precision, device:", "--precision=auto", "--bf16=false", "Data:",
           "--dataset=fortunes", "Optimization:", "--lr_scheduler=cosine",
           "--warmup_ratio=0", "Loss scaling (fp16):", "--tensorboard_dir=\"\"",
-          "--metrics_jsonl=\"\"", "Files:", "--config=\"\""}) {
+          "--metrics_jsonl=\"\"", "Files:", "--config=\"\"",
+          "e.g. threads=2"}) {
       EXPECT_TRUE(absl::StrContains(r.out, expected)) << flag << ": " << expected;
     }
     EXPECT_FALSE(absl::StrContains(r.out, "--flagfile=")) << flag;

@@ -25,7 +25,9 @@ ABSL_FLAG(std::string, model_options, "", "Options for the model plugin, e.g. pr
 ABSL_FLAG(bool, gradient_checkpointing, false, "Recompute each transformer block in backward (gpt2)");
 ABSL_FLAG(std::string, precision, "auto", "fp32|tf32|bf16|fp16|auto");
 ABSL_FLAG(std::string, device, "auto", "cpu|cuda|auto");
-ABSL_FLAG(std::string, backend_options, "", "Options for the backend plugin");
+ABSL_FLAG(std::string, backend_options, "",
+          "Options for the backend plugin, e.g. threads=2 (cpu: always 2 threads; unset, each "
+          "step uses the cores other processes leave free; docs/performance.md)");
 ABSL_FLAG(std::string, precision_options, "",
           "Options for the precision plugin, e.g. hysteresis=2,min_scale=1 (fp16)");
 

@@ -67,8 +67,8 @@ class CpuBackend {
   // samples the other processes' runnable threads.
   void OnStepBegin();
   void OnStepEnd();
-  // Says once, on stderr, when the governor first runs below the pool.
-  void SayFewerThreads();
+  // ABI 1.8 slow paths (Backend_GetInfo): steps run below the pool.
+  std::string SlowPathReport() const;
 
  private:
   // The reference GEMM: operands rounded to the compute format into fresh
@@ -91,7 +91,6 @@ class CpuBackend {
   bool record_steps_ = false;
   int pool_ = 1;  // the most threads a kernel uses
   std::unique_ptr<ThreadGovernor> governor_;
-  bool said_fewer_threads_ = false;
   std::string device_name_;
   std::unique_ptr<OneDnnGemm> onednn_gemm_;  // null: the reference GEMM
   // oneDNN's convolutions, with onednn_gemm_ (null: im2col + Sgemm).

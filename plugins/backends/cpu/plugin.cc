@@ -6,7 +6,6 @@
 #include <omp.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 
 #include <chrono>
@@ -162,7 +161,6 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
       std::move(step_teams));
   if (backend->governor_->WantsSample(0)) {
     backend->governor_->Sample(SteadySeconds(), OtherRunnableThreads());
-    backend->SayFewerThreads();
     omp_set_num_threads(backend->governor_->team());
   }
   const int shown = backend->onednn_gemm_ != nullptr || !IsOpenBlas()
@@ -181,17 +179,18 @@ void CpuBackend::OnStepEnd() {
   const double now = SteadySeconds();
   governor_->EndStep(now, governor_->WantsSample(now) ? OtherRunnableThreads() : -1.0);
   omp_set_num_threads(governor_->team());
-  SayFewerThreads();
 }
 
-void CpuBackend::SayFewerThreads() {
-  if (!governor_->change().empty() && governor_->team() < pool_ && !said_fewer_threads_) {
-    said_fewer_threads_ = true;
-    std::fprintf(stderr,
-                 "mantissa: note: cpu backend: steps now run on %s; it follows the load "
-                 "(--backend_options=threads=N fixes the count)\n",
-                 governor_->change().c_str());
-  }
+// Plugins do not print (docs/plugins.md): steps the governor ran below the
+// pool are reported as a slow path, in the run's final report and JSONL.
+std::string CpuBackend::SlowPathReport() const {
+  const int64_t fewer = governor_->StepsBelowPool();
+  if (fewer == 0) return "";
+  return sdk::Format(
+      "%lld x steps on fewer threads than the pool of %d: other processes kept up to %.1f "
+      "cores busy (steps per team size %s; --backend_options=threads=N fixes the count)\n",
+      static_cast<long long>(fewer), pool_, governor_->BusiestCores(),
+      governor_->StepsByTeam().c_str());
 }
 
 backend::DeviceInfo CpuBackend::Info() const {

@@ -73,6 +73,10 @@ TEST_F(PluginTest, CreateOptions) {
   EXPECT_THAT(TryCreate("thread=2"), HasSubstr("unknown key 'thread'"));
   EXPECT_THAT(TryCreate("threads=zero"), HasSubstr("threads='zero' is not an integer"));
   EXPECT_THAT(TryCreate("threads=0"), HasSubstr("outside [1, 1024]"));
+  EXPECT_EQ(TryCreate("threads=2,step_teams=1:2"), "");
+  EXPECT_THAT(TryCreate("step_teams=1::2"), HasSubstr("step_teams=1::2: each of its"));
+  EXPECT_THAT(TryCreate("step_teams=0"), HasSubstr("in [1, 1024]"));
+  EXPECT_THAT(TryCreate("step_teams=two"), HasSubstr("step_teams=two"));
   EXPECT_THAT(TryCreate(nullptr, 1), HasSubstr("one device (ordinal 0), got 1"));
   EXPECT_EQ(TryCreate("gemm=reference"), "");
   EXPECT_EQ(TryCreate("gemm=onednn"), "");  // tools/bazel installs oneDNN

@@ -48,16 +48,24 @@ void ThreadGovernor::EndStep(double now_seconds, double others_runnable) {
 }
 
 void ThreadGovernor::Sample(double now_seconds, double others_runnable) {
+  change_.clear();
   if (!adaptive_ || others_runnable < 0) return;
   last_sample_ = now_seconds;
   others_.push_back(others_runnable);
   if (static_cast<int>(others_.size()) > kHistory) others_.pop_front();
   const double busy = Median(others_);
   const int team = Level(std::floor(static_cast<double>(cpus_) - busy));
+  if (team < pool_) busiest_ = std::max(busiest_, busy);
   if (team == team_) return;
   change_ = sdk::Format("%d thread%s (other processes keep %.1f of the %d cores busy)", team,
                         team == 1 ? "" : "s", busy, cpus_);
   team_ = team;
+}
+
+int64_t ThreadGovernor::StepsBelowPool() const {
+  int64_t n = 0;
+  for (size_t t = 1; t < static_cast<size_t>(pool_); ++t) n += steps_by_team_[t];
+  return n;
 }
 
 std::string ThreadGovernor::StepsByTeam() const {

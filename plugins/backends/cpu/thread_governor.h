@@ -60,8 +60,12 @@ class ThreadGovernor {
   int team() const { return team_; }
   // Steps run so far at each team size, ascending ("1:40 2:260").
   std::string StepsByTeam() const;
-  // Set when the last EndStep changed the team size: why, in a few words
-  // (for a note the backend prints once); empty otherwise.
+  // Steps run on fewer threads than the pool, and the most cores other
+  // processes kept busy (the median that decided) while they ran.
+  int64_t StepsBelowPool() const;
+  double BusiestCores() const { return busiest_; }
+  // Set when the last EndStep or Sample changed the team size: why, in a
+  // few words; empty otherwise.
   const std::string& change() const { return change_; }
 
  private:
@@ -78,6 +82,7 @@ class ThreadGovernor {
   double last_sample_ = -1e300;
   std::deque<double> others_;  // latest last
   std::vector<int64_t> steps_by_team_;  // index: team size
+  double busiest_ = 0;
   std::string change_;
 };
 

@@ -31,6 +31,7 @@ TEST(ThreadGovernorTest, AQuietMachineKeepsThePool) {
   const std::vector<int> teams = RunSteps(g, Repeat(0, 100));
   for (int t : teams) EXPECT_EQ(t, 2);
   EXPECT_EQ(g.StepsByTeam(), "2:100");
+  EXPECT_EQ(g.StepsBelowPool(), 0);
   EXPECT_TRUE(g.change().empty());
 }
 
@@ -42,6 +43,8 @@ TEST(ThreadGovernorTest, TwoCompetitorsOnTwoCoresLeaveOneThreadFromTheFirstStep)
   const std::vector<int> teams = RunSteps(g, Repeat(2, 20));
   EXPECT_EQ(teams[0], 1);
   EXPECT_EQ(g.StepsByTeam(), "1:20");
+  EXPECT_EQ(g.StepsBelowPool(), 20);
+  EXPECT_EQ(g.BusiestCores(), 2.0);
 }
 
 TEST(ThreadGovernorTest, WithoutACreationSampleTheSecondStepMoves) {
