@@ -87,12 +87,7 @@ def main():
         if w not in ("mlp", "gpt2-tiny"):
             print(f"mantissa: error: --workloads: unknown workload '{w}' (expected mlp, gpt2-tiny)")
             return 1
-    env = {k: v for k, v in os.environ.items() if k not in OMP_VARIABLES}
-    d = os.path.dirname(os.path.abspath(__file__))
-    while d != "/" and not d.endswith(".runfiles"):
-        d = os.path.dirname(d)
-    if "RUNFILES_DIR" not in env and d.endswith(".runfiles"):
-        env["RUNFILES_DIR"] = d
+    env = side.with_runfiles_dir({k: v for k, v in os.environ.items() if k not in OMP_VARIABLES})
     log_path = a.log or tempfile.mkstemp(prefix="busy_machine_", suffix=".log")[1]
     print(f"{os.cpu_count()} logical CPUs; busy = beside {a.competitors} spinning processes; "
           f"{a.repeats} interleaved repeats, medians; log: {log_path}")

@@ -51,6 +51,20 @@ def runfile(rel):
     return ""
 
 
+def with_runfiles_dir(env):
+    """`env` with RUNFILES_DIR set to this script's runfiles tree (unless set).
+
+    The benchmarks find their plugins in the runfiles tree; bazel builds none
+    of their own for data dependencies, so point them at ours.
+    """
+    d = os.path.dirname(os.path.abspath(__file__))
+    while d != "/" and not d.endswith(".runfiles"):
+        d = os.path.dirname(d)
+    if "RUNFILES_DIR" not in env and d.endswith(".runfiles"):
+        env["RUNFILES_DIR"] = d
+    return env
+
+
 def tokens_per_s(csv_path, framework, precision):
     """(tokens/s, GEMM peak TFLOP/s, MFU against it) of a gpt2 CSV row."""
     if not os.path.exists(csv_path):
@@ -127,14 +141,7 @@ def main():
             print(f"mantissa: error: --workloads: unknown workload '{w}' "
                   f"(expected {MLP[0]}, {', '.join(WORKLOADS)})")
             return 1
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
-    # The benchmarks find their plugins in the runfiles tree; bazel builds
-    # none of their own for data dependencies, so point them at ours.
-    d = os.path.dirname(os.path.abspath(__file__))
-    while d != "/" and not d.endswith(".runfiles"):
-        d = os.path.dirname(d)
-    if "RUNFILES_DIR" not in env and d.endswith(".runfiles"):
-        env["RUNFILES_DIR"] = d
+    env = with_runfiles_dir(dict(os.environ, OMP_NUM_THREADS=str(a.threads)))
     log_path = a.log or tempfile.mkstemp(prefix="cpu_side_by_side_", suffix=".log")[1]
     with open("/proc/cpuinfo") as f:
         model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")

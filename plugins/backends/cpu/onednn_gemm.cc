@@ -75,80 +75,91 @@ std::string OneDnnGemm::Kernels() const {
 Status OneDnnGemm::GetPrimitive(const Key& key, int slots, Primitive** out) {
   auto it = cache_.find(key);
   if (it == cache_.end()) {
-    // Created for one thread: oneDNN sizes a primitive's threading when it
-    // is created, and every tile runs on one.
-    const ScopedTeam one_thread(1);
-    const auto [m, n, k, lda, ldb, ldc, trans_a, trans_b, a_dt, b_dt, c_dt, has_bias, alpha,
-                beta] = key;
-    // Logical A[M,K], B[K,N], C[M,N]; a transposed operand is its stored
-    // row-major matrix read with swapped strides.
-    const dnnl_dims_t a_dims = {m, k}, b_dims = {k, n}, c_dims = {m, n}, bias_dims = {1, n};
-    const dnnl_dims_t a_strides = {trans_a ? 1 : lda, trans_a ? lda : 1};
-    const dnnl_dims_t b_strides = {trans_b ? 1 : ldb, trans_b ? ldb : 1};
-    const dnnl_dims_t c_strides = {ldc, 1}, bias_strides = {n, 1};
     Primitive p;
-    MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.a_md, 2, a_dims, DnnlType(a_dt), a_strides), "A descriptor");
-    MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.b_md, 2, b_dims, DnnlType(b_dt), b_strides), "B descriptor");
-    MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.c_md, 2, c_dims, DnnlType(c_dt), c_strides), "C descriptor");
-    MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.bias_md, 2, bias_dims, dnnl_f32, bias_strides), "bias descriptor");
-    // oneDNN scales its fused bias by alpha (alpha * (A B + bias)); the ABI's
-    // bias is unscaled, so with alpha != 1 it is added by a binary post-op
-    // after the sum instead: alpha A B + beta C + bias.
-    const bool bias_post_op = has_bias && alpha != 1.0f;
-    dnnl_matmul_desc_t desc;
-    MNT_DNNL_(api_->dnnl_matmul_desc_init(&desc, &p.a_md, &p.b_md,
-                                          has_bias && !bias_post_op ? &p.bias_md : nullptr,
-                                          &p.c_md),
-              "matmul descriptor");
-
-    dnnl_primitive_attr_t attr = nullptr;
-    MNT_DNNL_(api_->dnnl_primitive_attr_create(&attr), "attribute creation");
-    dnnl_post_ops_t post_ops = nullptr;
-    Status s = Check(api_->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
-                     "user scratchpad mode");
-    if (s.ok() && alpha != 1.0f) {
-      s = Check(api_->dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha), "output scale");
-    }
-    if (s.ok() && (beta != 0.0f || bias_post_op)) {
-      s = Check(api_->dnnl_post_ops_create(&post_ops), "post-ops creation");
-      // beta == 0 never reads C (it may hold NaN).
-      if (s.ok() && beta != 0.0f) {
-        s = Check(api_->dnnl_post_ops_append_sum(post_ops, beta), "sum post-op");
-      }
-      if (s.ok() && bias_post_op) {
-        s = Check(api_->dnnl_post_ops_append_binary(post_ops, dnnl_binary_add, &p.bias_md),
-                  "bias post-op");
-      }
-      if (s.ok()) s = Check(api_->dnnl_primitive_attr_set_post_ops(attr, post_ops), "post-ops");
-    }
-    dnnl_primitive_desc_t pd = nullptr;
-    if (s.ok()) {
-      s = Check(api_->dnnl_primitive_desc_create(&pd, &desc, attr, engine_, nullptr),
-                "matmul primitive descriptor");
-    }
-    if (post_ops != nullptr) api_->dnnl_post_ops_destroy(post_ops);
-    api_->dnnl_primitive_attr_destroy(attr);
-    MNT_RETURN_IF_ERROR(s);
-
-    p.bias_arg = !has_bias ? 0
-                 : bias_post_op ? DNNL_ARG_ATTR_MULTIPLE_POST_OP(beta != 0.0f ? 1 : 0) | DNNL_ARG_SRC_1
-                                : DNNL_ARG_BIAS;
-    const char* impl = nullptr;
-    if (api_->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-        impl != nullptr) {
-      kernels_.insert(impl);
-    }
-    const dnnl_memory_desc_t* scratch = api_->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
-    if (scratch != nullptr) {
-      p.scratchpad_md = *scratch;
-      p.scratchpad_size = api_->dnnl_memory_desc_get_size(scratch);
-    }
-    s = Check(api_->dnnl_primitive_create(&p.primitive, pd), "matmul primitive");
-    api_->dnnl_primitive_desc_destroy(pd);
-    MNT_RETURN_IF_ERROR(s);
+    MNT_RETURN_IF_ERROR(CreatePrimitive(key, &p));
     it = cache_.emplace(key, std::move(p)).first;
   }
-  Primitive& p = it->second;
+  MNT_RETURN_IF_ERROR(GrowSlots(slots, &it->second));
+  *out = &it->second;
+  return Status::Ok();
+}
+
+Status OneDnnGemm::CreatePrimitive(const Key& key, Primitive* out) {
+  Primitive& p = *out;
+  // Created for one thread: oneDNN sizes a primitive's threading when it
+  // is created, and every tile runs on one.
+  const ScopedTeam one_thread(1);
+  const auto [m, n, k, lda, ldb, ldc, trans_a, trans_b, a_dt, b_dt, c_dt, has_bias, alpha,
+              beta] = key;
+  // Logical A[M,K], B[K,N], C[M,N]; a transposed operand is its stored
+  // row-major matrix read with swapped strides.
+  const dnnl_dims_t a_dims = {m, k}, b_dims = {k, n}, c_dims = {m, n}, bias_dims = {1, n};
+  const dnnl_dims_t a_strides = {trans_a ? 1 : lda, trans_a ? lda : 1};
+  const dnnl_dims_t b_strides = {trans_b ? 1 : ldb, trans_b ? ldb : 1};
+  const dnnl_dims_t c_strides = {ldc, 1}, bias_strides = {n, 1};
+  MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.a_md, 2, a_dims, DnnlType(a_dt), a_strides), "A descriptor");
+  MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.b_md, 2, b_dims, DnnlType(b_dt), b_strides), "B descriptor");
+  MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.c_md, 2, c_dims, DnnlType(c_dt), c_strides), "C descriptor");
+  MNT_DNNL_(api_->dnnl_memory_desc_init_by_strides(&p.bias_md, 2, bias_dims, dnnl_f32, bias_strides), "bias descriptor");
+  // oneDNN scales its fused bias by alpha (alpha * (A B + bias)); the ABI's
+  // bias is unscaled, so with alpha != 1 it is added by a binary post-op
+  // after the sum instead: alpha A B + beta C + bias.
+  const bool bias_post_op = has_bias && alpha != 1.0f;
+  dnnl_matmul_desc_t desc;
+  MNT_DNNL_(api_->dnnl_matmul_desc_init(&desc, &p.a_md, &p.b_md,
+                                        has_bias && !bias_post_op ? &p.bias_md : nullptr,
+                                        &p.c_md),
+            "matmul descriptor");
+
+  dnnl_primitive_attr_t attr = nullptr;
+  MNT_DNNL_(api_->dnnl_primitive_attr_create(&attr), "attribute creation");
+  dnnl_post_ops_t post_ops = nullptr;
+  Status s = Check(api_->dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+                   "user scratchpad mode");
+  if (s.ok() && alpha != 1.0f) {
+    s = Check(api_->dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha), "output scale");
+  }
+  if (s.ok() && (beta != 0.0f || bias_post_op)) {
+    s = Check(api_->dnnl_post_ops_create(&post_ops), "post-ops creation");
+    // beta == 0 never reads C (it may hold NaN).
+    if (s.ok() && beta != 0.0f) {
+      s = Check(api_->dnnl_post_ops_append_sum(post_ops, beta), "sum post-op");
+    }
+    if (s.ok() && bias_post_op) {
+      s = Check(api_->dnnl_post_ops_append_binary(post_ops, dnnl_binary_add, &p.bias_md),
+                "bias post-op");
+    }
+    if (s.ok()) s = Check(api_->dnnl_primitive_attr_set_post_ops(attr, post_ops), "post-ops");
+  }
+  dnnl_primitive_desc_t pd = nullptr;
+  if (s.ok()) {
+    s = Check(api_->dnnl_primitive_desc_create(&pd, &desc, attr, engine_, nullptr),
+              "matmul primitive descriptor");
+  }
+  if (post_ops != nullptr) api_->dnnl_post_ops_destroy(post_ops);
+  api_->dnnl_primitive_attr_destroy(attr);
+  MNT_RETURN_IF_ERROR(s);
+
+  p.bias_arg = !has_bias ? 0
+               : bias_post_op ? DNNL_ARG_ATTR_MULTIPLE_POST_OP(beta != 0.0f ? 1 : 0) | DNNL_ARG_SRC_1
+                              : DNNL_ARG_BIAS;
+  const char* impl = nullptr;
+  if (api_->dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+      impl != nullptr) {
+    kernels_.insert(impl);
+  }
+  const dnnl_memory_desc_t* scratch = api_->dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (scratch != nullptr) {
+    p.scratchpad_md = *scratch;
+    p.scratchpad_size = api_->dnnl_memory_desc_get_size(scratch);
+  }
+  s = Check(api_->dnnl_primitive_create(&p.primitive, pd), "matmul primitive");
+  api_->dnnl_primitive_desc_destroy(pd);
+  return s;
+}
+
+Status OneDnnGemm::GrowSlots(int slots, Primitive* out) {
+  Primitive& p = *out;
   while (static_cast<int>(p.slots.size()) < slots) {
     Slot& slot = p.slots.emplace_back();
     MNT_DNNL_(api_->dnnl_stream_create(&slot.stream, engine_, dnnl_stream_default_flags), "stream creation");
@@ -166,7 +177,6 @@ Status OneDnnGemm::GetPrimitive(const Key& key, int slots, Primitive** out) {
                 "scratchpad memory");
     }
   }
-  *out = &p;
   return Status::Ok();
 }
 

@@ -71,7 +71,10 @@ class OneDnnGemm {
 
   OneDnnGemm(const onednn::Api* api, bool native_bf16, int pool)
       : api_(api), native_bf16_(native_bf16), pool_(pool) {}
+  // The cached primitive for `key` with at least `slots` slots.
   sdk::Status GetPrimitive(const Key& key, int slots, Primitive** out);
+  sdk::Status CreatePrimitive(const Key& key, Primitive* out);
+  sdk::Status GrowSlots(int slots, Primitive* p);
   void Destroy(Slot& slot);
 
   const onednn::Api* api_;
