@@ -23,11 +23,15 @@ void ExpectValid(int64_t m, int64_t n, int64_t k, int pool) {
     EXPECT_EQ(t.Begin(i), covered);
     const int64_t length = t.Length(i, extent);
     ASSERT_GT(length, 0) << "tile " << i;
-    if (t.count > 1 && i + 1 < t.count) EXPECT_EQ(length % kGemmTileAlign, 0);
+    if (t.count > 1 && i + 1 < t.count) {
+      EXPECT_EQ(length % kGemmTileAlign, 0);
+    }
     covered += length;
   }
   EXPECT_EQ(covered, extent);
-  if (t.count > 1) EXPECT_GE(m * n * k / t.count, kGemmTileMacs / 2);
+  if (t.count > 1) {
+    EXPECT_GE(m * n * k / t.count, kGemmTileMacs / 2);
+  }
 }
 
 TEST(GemmTilesTest, TilesCoverTheOutputOncePerShapeAndPool) {
