@@ -1,0 +1,90 @@
+// import_hf: a Hugging Face GPT-2 folder (model.safetensors + config.json)
+// -> Mantissa checkpoint that `train --resume` continues from step 0.
+//
+//   import_hf --input=hf_model --output=runs/x/latest
+//       --model_options=n_layer=12,n_head=12,d_model=768,seq_len=1024
+//       [--precision=fp32] [--optimizer=adamw] [--seed=1234]
+//
+// A file that is not GPT-2 as Mantissa computes it, or that disagrees with
+// --model_options, is refused with one line; the output is written
+// atomically.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "tools/gpt2/hf_gpt2.h"
+#include "tools/gpt2/llmc_convert.h"
+#include "tools/gpt2/safetensors.h"
+#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/cli/tool_command_line.h"
+
+ABSL_FLAG(std::string, input, "", "folder with model.safetensors and config.json");
+ABSL_FLAG(std::string, output, "", "Mantissa checkpoint to write");
+ABSL_FLAG(std::string, model_options, "",
+          "gpt2 model options the checkpoint is for (as train's --model_options); must "
+          "match config.json");
+ABSL_FLAG(std::string, precision, "fp32", "train's --precision");
+ABSL_FLAG(std::string, optimizer, "adamw", "train's --optimizer");
+ABSL_FLAG(uint64_t, seed, 1234, "train's --seed (the data order)");
+ABSL_FLAG(double, init_scale, 65536.0, "fp16 initial loss scale");
+
+namespace {
+
+int Fail(const std::string& message) { return mnt::trainer::ToolError("import_hf", message); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string argv0;
+  if (const int code = mnt::trainer::ParseToolCommandLine(
+          argc, argv, "import_hf",
+          "converts a Hugging Face GPT-2 folder (model.safetensors, config.json) to a "
+          "Mantissa checkpoint:\n"
+          "  import_hf --input=FOLDER --output=runs/x/latest --model_options=... "
+          "[--precision=fp32] [--optimizer=adamw] [--seed=1234]",
+          &argv0);
+      code >= 0) {
+    return code;
+  }
+  const std::string input = absl::GetFlag(FLAGS_input);
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (input.empty() || output.empty()) return Fail("--input and --output are required");
+  const std::string weights_path = input + "/model.safetensors";
+  const std::string config_path = input + "/config.json";
+  std::string weights, config;
+  if (auto s = mnt::trainer::ReadWholeFile(weights_path, &weights); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  if (auto s = mnt::trainer::ReadWholeFile(config_path, &config); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  auto tensors = mnt::gpt2::ParseSafetensors(weights, weights_path);
+  if (!tensors.ok()) return Fail(std::string(tensors.status().message()));
+  auto model = mnt::gpt2::LlmcFromHf(config, *tensors, input);
+  if (!model.ok()) return Fail(std::string(model.status().message()));
+  mnt::gpt2::ImportOptions options;
+  options.model_options = absl::GetFlag(FLAGS_model_options);
+  options.precision = absl::GetFlag(FLAGS_precision);
+  options.optimizer = absl::GetFlag(FLAGS_optimizer);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.init_scale = static_cast<float>(absl::GetFlag(FLAGS_init_scale));
+  auto ckpt = mnt::gpt2::CheckpointFromLlmc(*model, options, input);
+  if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  const std::string dir = std::filesystem::path(output).parent_path().string();
+  if (!dir.empty()) {
+    if (auto s = mnt::trainer::MakeDirectories(dir); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+  }
+  if (auto s = mnt::trainer::WriteCheckpointAtomic(output, *ckpt); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  const mnt::gpt2::LlmcHeader& h = model->header;
+  std::printf("imported %s (L=%lld H=%lld C=%lld T=%lld vocab=%lld) -> %s\n", input.c_str(),
+              (long long)h.n_layer, (long long)h.n_head, (long long)h.channels,
+              (long long)h.max_seq_len, (long long)h.vocab, output.c_str());
+  return 0;
+}
