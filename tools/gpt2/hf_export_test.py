@@ -7,7 +7,12 @@ layout (Conv1D weights transposed, wte without padding rows): fp32 bit for
 bit, bf16 as fp32 rounded to nearest even; that config.json describes the
 same model; and that import_hf then export_hf gives the same bytes back.
 
-  args: train export_hf import_hf export_llmc
+Also runs GPT-2's forward pass in numpy the way transformers' GPT2LMHeadModel
+does (Conv1D: x @ weight + bias; gelu_new; layer norm eps 1e-5; tied
+lm_head) on the exported tensors, and compares with Mantissa's own logits
+(sample --logits_out): what the device check does with transformers itself.
+
+  args: train export_hf import_hf export_llmc sample
 """
 import json
 import os
@@ -19,7 +24,7 @@ import unittest
 
 import numpy as np
 
-TRAIN, EXPORT_HF, IMPORT_HF, EXPORT_LLMC = [os.path.abspath(a) for a in sys.argv[1:5]]
+TRAIN, EXPORT_HF, IMPORT_HF, EXPORT_LLMC, SAMPLE = [os.path.abspath(a) for a in sys.argv[1:6]]
 OPTIONS = "n_layer=2,n_head=4,d_model=64,seq_len=64"
 
 
@@ -102,6 +107,39 @@ def bf16_round(x):
     return rounded.astype(np.uint32).view(np.float32)
 
 
+def hf_gpt2_logits(t, config, ids):
+    """GPT2LMHeadModel's forward in float64 numpy on HF-named tensors `t`."""
+    def layer_norm(x, w, b):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + config["layer_norm_epsilon"]) * w + b
+
+    def gelu_new(x):
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+    g = {k: v.astype(np.float64) for k, v in t.items()}
+    n, heads = len(ids), config["n_head"]
+    x = g["transformer.wte.weight"][ids] + g["transformer.wpe.weight"][:n]
+    mask = np.triu(np.full((n, n), -np.inf), 1)
+    for l in range(config["n_layer"]):
+        b = f"transformer.h.{l}."
+        h = layer_norm(x, g[b + "ln_1.weight"], g[b + "ln_1.bias"])
+        qkv = h @ g[b + "attn.c_attn.weight"] + g[b + "attn.c_attn.bias"]
+        q, k, v = np.split(qkv, 3, axis=-1)
+        split = lambda a: a.reshape(n, heads, -1).transpose(1, 0, 2)
+        q, k, v = split(q), split(k), split(v)
+        att = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]) + mask
+        att = np.exp(att - att.max(-1, keepdims=True))
+        att /= att.sum(-1, keepdims=True)
+        y = (att @ v).transpose(1, 0, 2).reshape(n, -1)
+        x = x + y @ g[b + "attn.c_proj.weight"] + g[b + "attn.c_proj.bias"]
+        h = layer_norm(x, g[b + "ln_2.weight"], g[b + "ln_2.bias"])
+        h = gelu_new(h @ g[b + "mlp.c_fc.weight"] + g[b + "mlp.c_fc.bias"])
+        x = x + h @ g[b + "mlp.c_proj.weight"] + g[b + "mlp.c_proj.bias"]
+    x = layer_norm(x, g["transformer.ln_f.weight"], g["transformer.ln_f.bias"])
+    return x @ g["transformer.wte.weight"].T
+
+
 def run(*cmd):
     r = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
@@ -178,6 +216,20 @@ class HfExportTest(unittest.TestCase):
         run(EXPORT_LLMC, "--input=" + imported, "--output=" + llmc_again)
         with open(self.llmc, "rb") as a, open(llmc_again, "rb") as b:
             self.assertEqual(a.read(), b.read(), "llm.c export after the HF round trip")
+
+    def test_gpt2_forward_on_the_exported_tensors_gives_mantissas_logits(self):
+        prompt = "the quick brown fox jumps over the lazy dog"
+        npy = os.path.join(self.tmp, "logits.npy")
+        run(SAMPLE, "--checkpoint=" + self.ckpt, "--prompt=" + prompt, "--logits_out=" + npy)
+        ours = np.load(npy)
+        with open(os.path.join(self.hf32, "config.json")) as f:
+            config = json.load(f)
+        _, tensors = read_safetensors(os.path.join(self.hf32, "model.safetensors"))
+        want = hf_gpt2_logits(tensors, config, list(prompt.encode()))
+        self.assertEqual(ours.shape, want.shape)
+        self.assertTrue(np.all(np.isfinite(ours)))
+        # Mantissa computes in fp32, the reference in float64.
+        self.assertLess(float(np.max(np.abs(ours - want))), 1e-4)
 
     def test_a_bad_folder_is_one_error_line(self):
         r = subprocess.run([IMPORT_HF, "--input=" + self.tmp, "--output=" +

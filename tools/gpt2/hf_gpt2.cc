@@ -133,9 +133,11 @@ absl::StatusOr<std::vector<SafeTensor>> HfTensorsFromLlmc(const LlmcModel& model
 
 std::string HfConfigJson(const LlmcHeader& h, bool bf16) {
   // GPT-2's own tokenizer has <|endoftext|> = 50256; other vocabularies
-  // (Mantissa's byte-level 256) have no such token.
+  // (Mantissa's byte-level 256) have no such token, and transformers'
+  // default (50256) would lie outside them.
   const std::string special =
-      h.vocab == 50257 ? "  \"bos_token_id\": 50256,\n  \"eos_token_id\": 50256,\n" : "";
+      h.vocab == 50257 ? "  \"bos_token_id\": 50256,\n  \"eos_token_id\": 50256,\n"
+                       : "  \"bos_token_id\": null,\n  \"eos_token_id\": null,\n";
   return absl::StrFormat(
       "{\n"
       "  \"architectures\": [\"GPT2LMHeadModel\"],\n"

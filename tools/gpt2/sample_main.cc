@@ -15,6 +15,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "tools/gpt2/sampler.h"
+#include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/cli/tool_command_line.h"
@@ -29,10 +30,30 @@ ABSL_FLAG(double, temperature, 0.8, "softmax temperature; 0 = greedy");
 ABSL_FLAG(int64_t, top_k, 40, "sample among the k most likely; 0 = all");
 ABSL_FLAG(uint64_t, seed, 1234, "sampling seed");
 ABSL_FLAG(int64_t, vocab_size, 0, "real vocabulary; 0: from the checkpoint");
+ABSL_FLAG(std::string, logits_out, "",
+          "instead of generating, write the logits at every position of --prompt here "
+          "(NumPy .npy, float32 [prompt bytes, vocab])");
 
 namespace {
 
 int Fail(const std::string& message) { return mnt::trainer::ToolError("sample", message); }
+
+// A NumPy .npy file (format 1.0) of a float32 [rows, cols] array.
+std::string Npy(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+  // magic (6) + version (2) + length (2) + header + '\n', a multiple of 64.
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  out += header;
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  return out;
+}
 
 // The newest runs/gpt2-*/latest under the cache (every train run keeps its
 // checkpoints in runs/<model>-<dataset>-<precision>), or "" with *looked
@@ -109,6 +130,18 @@ int main(int argc, char** argv) {
                           std::to_string((*sampler)->vocab()));
   std::vector<int32_t> ids;
   for (unsigned char c : prompt) ids.push_back(c);
+  if (const std::string npy = absl::GetFlag(FLAGS_logits_out); !npy.empty()) {
+    auto logits = (*sampler)->Logits(ids);
+    if (!logits.ok()) return Fail(std::string(logits.status().message()));
+    const int64_t vocab = (*sampler)->vocab();
+    const int64_t rows = static_cast<int64_t>(logits->size()) / vocab;
+    if (auto s = mnt::trainer::WriteFileAtomic(npy, Npy(*logits, rows, vocab)); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+    std::printf("wrote the logits of %lld positions x %lld tokens to %s\n",
+                static_cast<long long>(rows), static_cast<long long>(vocab), npy.c_str());
+    return 0;
+  }
   mnt::gpt2::SampleOptions o;
   o.max_new_tokens = absl::GetFlag(FLAGS_tokens);
   o.temperature = static_cast<float>(temperature);

@@ -173,54 +173,83 @@ absl::StatusOr<std::unique_ptr<Gpt2Sampler>> Gpt2Sampler::Create(
   return std::unique_ptr<Gpt2Sampler>(new Gpt2Sampler(std::move(st)));
 }
 
-absl::StatusOr<std::vector<int32_t>> Gpt2Sampler::Generate(
-    const std::vector<int32_t>& prompt, const SampleOptions& o) {
-  State& st = *state_;
-  if (prompt.empty()) {
-    return absl::InvalidArgumentError("the prompt needs at least one token");
-  }
-  for (int32_t t : prompt) {
-    if (t < 0 || t >= st.vocab) {
+absl::Status Gpt2Sampler::CheckTokens(const std::vector<int32_t>& tokens) const {
+  if (tokens.empty()) return absl::InvalidArgumentError("the prompt needs at least one token");
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= state_->vocab) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "prompt token ", t, " is outside the vocabulary [0, ", st.vocab, ")"));
+          "prompt token ", t, " is outside the vocabulary [0, ", state_->vocab, ")"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Gpt2Sampler::Forward(const std::vector<int32_t>& tokens) {
+  State& st = *state_;
+  // The last `context` tokens, zero-padded on the right: attention is
+  // causal, so the padding does not change the rows before it.
+  const int64_t n = std::min<int64_t>(tokens.size(), st.context);
+  std::vector<int32_t> window(static_cast<size_t>(st.context), 0);
+  std::copy(tokens.end() - n, tokens.end(), window.begin());
+  if (auto s = sdk::ToAbsl(st.client.ToDevice(st.ids.data, window.data(), window.size() * 4));
+      !s.ok())
+    return s;
+  MNT_Model_Forward_Args f{};
+  f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
+  f.model = st.model;
+  f.params = st.params.data();
+  f.num_params = st.params.size();
+  f.inputs = &st.ids;
+  f.targets = &st.targets;
+  f.training = 0;
+  f.loss_out = &st.loss;
+  if (std::string e = Take(Gpt2PluginApi(), Gpt2PluginApi()->model->Model_Forward(&f));
+      !e.empty())
+    return absl::InternalError(e);
+  return n;
+}
+
+absl::Status Gpt2Sampler::LogitsRow(int64_t row, std::vector<float>* out) {
+  State& st = *state_;
+  const MNT_Tensor logits = NetworkOf(st.model)->Logits(1);
+  std::vector<float> padded(static_cast<size_t>(st.padded_vocab));
+  const char* base = static_cast<const char*>(logits.data);
+  if (auto s = sdk::ToAbsl(st.client.ToHost(padded.data(),
+                                            base + row * st.padded_vocab * sizeof(float),
+                                            padded.size() * sizeof(float)));
+      !s.ok())
+    return s;
+  out->assign(padded.begin(), padded.begin() + st.vocab);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> Gpt2Sampler::Logits(const std::vector<int32_t>& tokens) {
+  if (auto s = CheckTokens(tokens); !s.ok()) return s;
+  if (static_cast<int64_t>(tokens.size()) > state_->context) {
+    return absl::InvalidArgumentError(absl::StrCat(tokens.size(), " tokens do not fit the ",
+                                                   state_->context, "-token context"));
+  }
+  auto n = Forward(tokens);
+  if (!n.ok()) return n.status();
+  std::vector<float> all, row;
+  for (int64_t r = 0; r < *n; ++r) {
+    if (auto s = LogitsRow(r, &row); !s.ok()) return s;
+    all.insert(all.end(), row.begin(), row.end());
+  }
+  return all;
+}
+
+absl::StatusOr<std::vector<int32_t>> Gpt2Sampler::Generate(
+    const std::vector<int32_t>& prompt, const SampleOptions& o) {
+  if (auto s = CheckTokens(prompt); !s.ok()) return s;
   std::vector<int32_t> tokens = prompt, out;
   uint64_t rng = o.seed;
-  const MNT_Tensor logits = NetworkOf(st.model)->Logits(1);
-  std::vector<float> row(static_cast<size_t>(st.padded_vocab));
+  std::vector<float> real;
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
-    // The last `context` tokens, zero-padded on the right: attention is
-    // causal, so the padding does not change the rows before it.
-    const int64_t n = std::min<int64_t>(tokens.size(), st.context);
-    std::vector<int32_t> window(static_cast<size_t>(st.context), 0);
-    std::copy(tokens.end() - n, tokens.end(), window.begin());
-    if (auto s = sdk::ToAbsl(
-            st.client.ToDevice(st.ids.data, window.data(), window.size() * 4));
-        !s.ok())
-      return s;
-    MNT_Model_Forward_Args f{};
-    f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
-    f.model = st.model;
-    f.params = st.params.data();
-    f.num_params = st.params.size();
-    f.inputs = &st.ids;
-    f.targets = &st.targets;
-    f.training = 0;
-    f.loss_out = &st.loss;
-    if (std::string e =
-            Take(Gpt2PluginApi(), Gpt2PluginApi()->model->Model_Forward(&f));
-        !e.empty())
-      return absl::InternalError(e);
-    const char* base = static_cast<const char*>(logits.data);
-    if (auto s = sdk::ToAbsl(st.client.ToHost(
-            row.data(), base + (n - 1) * st.padded_vocab * sizeof(float),
-            row.size() * sizeof(float)));
-        !s.ok())
-      return s;
-    const std::vector<float> real(row.begin(), row.begin() + st.vocab);
-    const int64_t next =
-        PickToken(real, o.temperature, o.top_k, NextUniform(&rng));
+    auto n = Forward(tokens);
+    if (!n.ok()) return n.status();
+    if (auto s = LogitsRow(*n - 1, &real); !s.ok()) return s;
+    const int64_t next = PickToken(real, o.temperature, o.top_k, NextUniform(&rng));
     tokens.push_back(static_cast<int32_t>(next));
     out.push_back(static_cast<int32_t>(next));
   }

@@ -46,7 +46,18 @@ class Gpt2Sampler {
   absl::StatusOr<std::vector<int32_t>> Generate(
       const std::vector<int32_t>& prompt, const SampleOptions& options);
 
+  // The logits (real vocabulary) at every position of `tokens` (at least
+  // one, at most context()), row-major [tokens.size(), vocab()]: what the
+  // device check compares with Hugging Face's GPT2LMHeadModel.
+  absl::StatusOr<std::vector<float>> Logits(const std::vector<int32_t>& tokens);
+
  private:
+  absl::Status CheckTokens(const std::vector<int32_t>& tokens) const;
+  // Runs the model on the last context() tokens; returns how many it took.
+  absl::StatusOr<int64_t> Forward(const std::vector<int32_t>& tokens);
+  // Row `row` of the last Forward's logits, the real vocabulary's columns.
+  absl::Status LogitsRow(int64_t row, std::vector<float>* out);
+
   struct State;
   explicit Gpt2Sampler(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;

@@ -535,6 +535,12 @@ def sanitizer_classifier(rc, out):
     return "PASS", summary or "no error summary printed"
 
 
+def hf_classifier(rc, out):
+    """hf_logits_check.py: exit 0 pass, 2 skipped (no transformers), else fail."""
+    line = first_line(out, r"^(PASS|FAIL|SKIPPED):.*$") or first_line(out, r"^.*\S.*$")
+    return {0: "PASS", 2: "SKIPPED"}.get(rc, "FAIL"), line
+
+
 # ---------------------------------------------------------------- stage 1
 
 def bundle_tests():
@@ -569,6 +575,12 @@ def stage1_items(ctx):
                 args += [f"--train_shards={ctx.shard}", f"--val_shards={ctx.shard}"]
             items.append(Item("1", "train", f"train {model} {prec}", args, ctx.args.train_timeout,
                               train_classifier(gpu)))
+    hf_check = os.path.join(HERE, "hf_logits_check.py")
+    if os.path.exists(hf_check):
+        items.append(Item("1", "hf", "hf_logits",
+                          [ctx.args.torch_python, hf_check, "--bin=" + os.path.join(BUNDLE, "bin"),
+                           "--work=" + os.path.join(ctx.work, "hf_logits")],
+                          ctx.args.train_timeout * 2, hf_classifier))
     sanitizer = find_sanitizer()
     bundled = bundle_tests() if sanitizer else []
     for name in SANITIZED_TESTS:
@@ -880,6 +892,7 @@ def goal_lines(rows):
 
 
 PART_TITLES = [("env", "Environment"), ("test", "GPU tests"), ("train", "train --device=cuda"),
+               ("hf", "Hugging Face export (transformers' logits vs Mantissa's)"),
                ("memcheck", "compute-sanitizer memcheck"), ("bench", "Mantissa benchmark rows"),
                ("torch", "PyTorch benchmark rows"), ("cuda_benchmark", "cuda_benchmark")]
 
