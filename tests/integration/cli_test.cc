@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -282,6 +283,68 @@ TEST(CliTest, ResumeContinuesFromTheCheckpoint) {
   std::ofstream(dir + "/latest", std::ios::binary | std::ios::trunc) << "MNTCKPT";
   ExpectOneLineError(RunTrain("--steps=40 --resume --checkpoint_dir=" + dir), "latest");
   EXPECT_EQ(Slurp(dir + "/latest"), "MNTCKPT");
+}
+
+}  // namespace
+}  // namespace mnt::trainer
+
+namespace mnt::trainer {
+namespace {
+
+// The last "eval_loss" value of a JSONL file, as written.
+std::string LastEvalLoss(const std::string& jsonl) {
+  const std::string log = Slurp(jsonl);
+  const size_t at = log.rfind("\"eval_loss\":");
+  if (at == std::string::npos) return "";
+  return log.substr(at, log.find(',', at) - at);
+}
+
+TEST(EvalOnlyTest, TheSavedConfigEvaluatesTheCheckpointAsTrainingDid) {
+  const std::string dir = TempDir() + "/eval_only_run";
+  const std::string train_log = TempDir() + "/eval_only_train.jsonl";
+  CliResult trained = RunTrain("--steps=30 --checkpoint_dir=" + dir + " --metrics_jsonl=" +
+                               train_log);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const std::string config = dir + "/train_config.txtpb";
+  EXPECT_NE(trained.out.find("config: " + config), std::string::npos) << trained.out;
+  const std::string saved = Slurp(config);
+  EXPECT_NE(saved.find("model: \"mlp\""), std::string::npos) << saved;
+  // How this invocation started is the next command's choice.
+  EXPECT_EQ(saved.find("\nresume"), std::string::npos) << saved;
+  EXPECT_EQ(saved.find("\neval_only"), std::string::npos) << saved;
+  const std::filesystem::file_time_type before =
+      std::filesystem::last_write_time(dir + "/latest");
+
+  // The config read back, the checkpoint evaluated: the same loss training
+  // reported at its last step, to the last digit; nothing written.
+  const std::string eval_log = TempDir() + "/eval_only_eval.jsonl";
+  CliResult eval = RunTrain("--config=" + config + " --resume --eval_only --metrics_jsonl=" +
+                            eval_log);
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("eval of " + dir + "/latest (step 30): loss "), std::string::npos)
+      << eval.out;
+  EXPECT_NE(eval.out.find("perplexity "), std::string::npos) << eval.out;
+  EXPECT_FALSE(LastEvalLoss(train_log).empty());
+  EXPECT_EQ(LastEvalLoss(eval_log), LastEvalLoss(train_log));
+  EXPECT_EQ(std::filesystem::last_write_time(dir + "/latest"), before);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint-31"));
+
+  // A directory with --resume_from works the same without --config.
+  CliResult by_dir = RunTrain("--eval_only --resume_from=" + dir);
+  ASSERT_EQ(by_dir.exit_code, 0) << by_dir.err;
+  EXPECT_NE(by_dir.out.find("(step 30)"), std::string::npos) << by_dir.out;
+  // Flags for another model: the error points at the saved config.
+  ExpectOneLineError(RunTrain("--eval_only --model=cnn --resume_from=" + dir),
+                     "add --config=" + config);
+}
+
+TEST(EvalOnlyTest, WithoutACheckpointItIsOneErrorLine) {
+  ExpectOneLineError(RunTrain("--eval_only"), "--eval_only needs a checkpoint");
+  ExpectOneLineError(RunTrain("--eval_only --resume --checkpoint_dir=" + TempDir() + "/empty"),
+                     "--resume: no checkpoint at");
+  ExpectOneLineError(
+      RunTrain("--eval_only --resume=if_exists --checkpoint_dir=" + TempDir() + "/empty2"),
+      "--resume: no checkpoint at");
 }
 
 }  // namespace

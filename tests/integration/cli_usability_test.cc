@@ -387,7 +387,8 @@ TEST(CheckpointTest, StepNumberedFilesLatestAndRetention) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"checkpoint-10", "checkpoint-8", "latest"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"checkpoint-10", "checkpoint-8", "latest",
+                                      "train_config.txtpb"}));
   EXPECT_EQ(Slurp(dir + "/latest"), Slurp(dir + "/checkpoint-10"));
   EXPECT_TRUE(absl::StrContains(r.out, "checkpoint: " + dir + "/checkpoint-6 (step 6; also " +
                                            dir + "/latest; removed checkpoint-2)"))

@@ -47,7 +47,8 @@ const std::vector<Topic>& Topics() {
        {"eval_every", "eval_steps", "eval_batches", "log_every", "logging_steps", "progress",
         "metrics_jsonl", "tensorboard_dir", "checkpoint_dir", "output_dir", "checkpoint_every",
         "save_steps", "save_total_limit",
-        "run_name", "resume", "resume_if_exists", "resume_from", "resume_from_checkpoint"}},
+        "run_name", "resume", "resume_if_exists", "resume_from", "resume_from_checkpoint",
+        "eval_only"}},
       {"Files", {"config", "plugin_path", "verbose"}},
   };
   return *topics;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -22,9 +23,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "trainer/cli/eval_only.h"
 #include "trainer/cli/help.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
+#include "trainer/cli/run_config_file.h"
 #include "trainer/cli/run_header.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/cli/user_directory.h"
@@ -43,6 +46,8 @@
 #include "trainer/sinks/fanout_sink.h"
 #include "trainer/sinks/jsonl_sink.h"
 #include "trainer/tensorboard/tensorboard_sink.h"
+
+ABSL_DECLARE_FLAG(std::string, config);  // trainer/config/flags.cc
 
 ABSL_FLAG(bool, verbose, false,
           "Say more where it helps: an unknown plugin name lists the directories searched");
@@ -137,6 +142,11 @@ int Run(int original_argc, char** original_argv) {
     own_folder = true;
   }
   const bool resume = config->resume() || config->resume_if_exists();
+  if (config->eval_only() && !resume && config->resume_from().empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "--eval_only needs a checkpoint to evaluate: --resume_from=<checkpoint file or "
+        "directory>, or --resume (the run's own folder, or --checkpoint_dir / --run_name)"));
+  }
   if (resume && config->checkpoint_dir().empty() && config->resume_from().empty()) {
     return Fail(absl::InvalidArgumentError(
         "--resume is invalid with --checkpoint_dir=none: expected a directory to resume "
@@ -172,7 +182,7 @@ int Run(int original_argc, char** original_argv) {
                                    ": ", absl::StrJoin(defaults, " ")));
   }
 
-  if (!config->checkpoint_dir().empty()) {
+  if (!config->checkpoint_dir().empty() && !config->eval_only()) {
     // Only our own `<name>.tmp.<pid>` pattern, only here, only dead writers.
     for (const std::string& name : RemoveStaleTempFiles(config->checkpoint_dir())) {
       console.OnMessage(absl::StrCat("removed ", config->checkpoint_dir(), "/", name,
@@ -191,7 +201,7 @@ int Run(int original_argc, char** original_argv) {
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
       std::fclose(f);
       resumed_from = path;
-    } else if (config->resume_if_exists()) {
+    } else if (config->resume_if_exists() && !config->eval_only()) {
       console.OnMessage(absl::StrCat("no checkpoint at ", path,
                                      "; starting fresh (--resume=if_exists)"));
     } else {
@@ -203,7 +213,19 @@ int Run(int original_argc, char** original_argv) {
     }
   }
   if (!resumed_from.empty()) {
-    if (auto s = (*trainer)->RestoreCheckpoint(resumed_from); !s.ok()) return Fail(s);
+    if (auto s = (*trainer)->RestoreCheckpoint(resumed_from); !s.ok()) {
+      // The checkpoint's folder keeps its run's config: point at it.
+      const std::string saved = (std::filesystem::path(resumed_from).parent_path() /
+                                 kRunConfigFileName).string();
+      if (absl::GetFlag(FLAGS_config).empty() && std::filesystem::exists(saved)) {
+        return Fail(absl::Status(s.code(), absl::StrCat(s.message(), " (the run's config is ",
+                                                        saved, ": add --config=", saved, ")")));
+      }
+      return Fail(s);
+    }
+    if (config->eval_only()) {
+      return EvaluateOnly(*config, **trainer, registry, targets_per_example, resumed_from);
+    }
     if ((*trainer)->step() >= config->steps()) {
       // Before any sink opens: a finished run's logs stay as they are.
       std::fprintf(stdout,
@@ -223,6 +245,11 @@ int Run(int original_argc, char** original_argv) {
         own_folder ? " (this run's folder; --run_name or --checkpoint_dir choose another, "
                      "--checkpoint_dir=none keeps none)"
                    : ""));
+    // The run's config beside its checkpoints: --config reads it back.
+    auto saved = SaveRunConfig(*config);
+    if (!saved.ok()) return Fail(saved.status());
+    console.OnMessage(absl::StrCat("config: ", *saved, " (--config=", *saved,
+                                   " --resume continues this run, --eval_only evaluates it)"));
   }
 
   // Every sink opens before the first step: a bad path stops the run here,

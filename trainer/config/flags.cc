@@ -87,6 +87,9 @@ ABSL_FLAG(int64_t, checkpoint_every, 0, "Checkpoint every N steps; 0 = only at t
 ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest (the run's own folder by default); an error when there is none, unless --resume=if_exists");
 ABSL_FLAG(bool, resume_if_exists, false, "With --resume: start fresh when there is no checkpoint (--resume=if_exists sets both)");
 ABSL_FLAG(std::string, resume_from, "", "Resume from this checkpoint file, or a checkpoint directory's latest");
+ABSL_FLAG(bool, eval_only, false,
+          "Evaluate the checkpoint of --resume_from (or --resume) on the validation data: loss, "
+          "perplexity, accuracy; then exit, training nothing");
 ABSL_FLAG(int64_t, save_total_limit, 0, "Keep only the newest N checkpoint-<step> files in --checkpoint_dir; 0 = keep all");
 ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here (docs/metrics.md); an existing file is kept as <file>.1 unless --resume; \"\" = none");
 ABSL_FLAG(std::string, tensorboard_dir, "", "Write TensorBoard event files here (tensorboard --logdir=<dir>); \"\" = none");
@@ -193,6 +196,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(resume_from, c->set_resume_from(v)),
       MNT_BIND(run_name, c->set_run_name(v)),
       MNT_BIND(resume_if_exists, c->set_resume_if_exists(v)),
+      MNT_BIND(eval_only, c->set_eval_only(v)),
   };
   return *bindings;
 }

@@ -1,0 +1,27 @@
+// The config of a run, as text format, beside its checkpoints: what
+// `--config` reads back to continue (--resume) or evaluate (--eval_only)
+// the run without retyping its flags.
+#ifndef MANTISSA_TRAINER_CLI_RUN_CONFIG_FILE_H_
+#define MANTISSA_TRAINER_CLI_RUN_CONFIG_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "trainer/config/config.h"
+
+namespace mnt::trainer {
+
+inline constexpr char kRunConfigFileName[] = "train_config.txtpb";
+
+// The text `config` is saved as: every field as resolved for the run, but
+// the ones that say how this invocation started (resume, resume_if_exists,
+// resume_from, eval_only), which the next command chooses.
+std::string RunConfigText(const TrainConfig& config);
+
+// Writes RunConfigText to <checkpoint_dir>/train_config.txtpb (atomically,
+// creating the folder) and returns the path.
+absl::StatusOr<std::string> SaveRunConfig(const TrainConfig& config);
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_CLI_RUN_CONFIG_FILE_H_
