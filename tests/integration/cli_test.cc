@@ -306,7 +306,8 @@ TEST(EvalOnlyTest, TheSavedConfigEvaluatesTheCheckpointAsTrainingDid) {
                                train_log);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string config = dir + "/train_config.txtpb";
-  EXPECT_NE(trained.out.find("config: " + config), std::string::npos) << trained.out;
+  EXPECT_NE(trained.out.find("its config: " + config + ", which --config reads back"),
+            std::string::npos) << trained.out;
   const std::string saved = Slurp(config);
   EXPECT_NE(saved.find("model: \"mlp\""), std::string::npos) << saved;
   // How this invocation started is the next command's choice.

@@ -27,7 +27,6 @@
 #include "trainer/cli/help.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
-#include "trainer/cli/run_config_file.h"
 #include "trainer/cli/run_header.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/cli/user_directory.h"
@@ -39,6 +38,7 @@
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
+#include "trainer/checkpoint/run_config_file.h"
 #include "trainer/core/stop_signals.h"
 #include "trainer/core/trainer.h"
 #include "trainer/data/digits.h"
@@ -245,11 +245,6 @@ int Run(int original_argc, char** original_argv) {
         own_folder ? " (this run's folder; --run_name or --checkpoint_dir choose another, "
                      "--checkpoint_dir=none keeps none)"
                    : ""));
-    // The run's config beside its checkpoints: --config reads it back.
-    auto saved = SaveRunConfig(*config);
-    if (!saved.ok()) return Fail(saved.status());
-    console.OnMessage(absl::StrCat("config: ", *saved, " (--config=", *saved,
-                                   " --resume continues this run, --eval_only evaluates it)"));
   }
 
   // Every sink opens before the first step: a bad path stops the run here,

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
+#include "trainer/checkpoint/run_config_file.h"
 #include "trainer/core/device_batch.h"
 #include "trainer/core/device_scalars.h"
 #include "trainer/core/evaluator.h"
@@ -353,9 +354,18 @@ absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
   std::vector<std::string> removed;
   if (auto s = PublishCheckpoint(dir, path, config_.save_total_limit(), &removed); !s.ok())
     return s;
+  // The run's config beside its checkpoint, once the checkpoint is safe:
+  // `--config` reads it back to resume or evaluate the run.
+  std::string config_note;
+  if (!wrote_run_config_) {
+    auto saved = SaveRunConfig(config_);
+    if (!saved.ok()) return saved.status();
+    wrote_run_config_ = true;
+    config_note = absl::StrCat("; its config: ", *saved, ", which --config reads back");
+  }
   if (sink == nullptr) return absl::OkStatus();
   std::string line = absl::StrCat("checkpoint: ", path, " (step ", step_, "; also ",
-                                  LatestCheckpointPath(dir));
+                                  LatestCheckpointPath(dir), config_note);
   for (const std::string& r : removed) {
     absl::StrAppend(&line, "; removed ", std::filesystem::path(r).filename().string());
   }

@@ -134,6 +134,7 @@ class Trainer {
   int (*stop_check_)() = nullptr;
   int stopped_by_signal_ = 0;
   int64_t last_checkpoint_step_ = -1;  // the step SaveStepCheckpoint last saved
+  bool wrote_run_config_ = false;       // <checkpoint_dir>/train_config.txtpb
   PhaseTimes phases_;
   double samples_per_second_ = 0;
   double train_seconds_ = 0;

@@ -1,8 +1,9 @@
 // The config of a run, as text format, beside its checkpoints: what
 // `--config` reads back to continue (--resume) or evaluate (--eval_only)
-// the run without retyping its flags.
-#ifndef MANTISSA_TRAINER_CLI_RUN_CONFIG_FILE_H_
-#define MANTISSA_TRAINER_CLI_RUN_CONFIG_FILE_H_
+// the run without retyping its flags. Written by the trainer after a
+// checkpoint is saved (so a run that fails to save changes nothing).
+#ifndef MANTISSA_TRAINER_CHECKPOINT_RUN_CONFIG_FILE_H_
+#define MANTISSA_TRAINER_CHECKPOINT_RUN_CONFIG_FILE_H_
 
 #include <string>
 
@@ -18,10 +19,10 @@ inline constexpr char kRunConfigFileName[] = "train_config.txtpb";
 // resume_from, eval_only), which the next command chooses.
 std::string RunConfigText(const TrainConfig& config);
 
-// Writes RunConfigText to <checkpoint_dir>/train_config.txtpb (atomically,
-// creating the folder) and returns the path.
+// Writes RunConfigText to <checkpoint_dir>/train_config.txtpb (atomically)
+// and returns the path.
 absl::StatusOr<std::string> SaveRunConfig(const TrainConfig& config);
 
 }  // namespace mnt::trainer
 
-#endif  // MANTISSA_TRAINER_CLI_RUN_CONFIG_FILE_H_
+#endif  // MANTISSA_TRAINER_CHECKPOINT_RUN_CONFIG_FILE_H_

@@ -1,4 +1,4 @@
-#include "trainer/cli/run_config_file.h"
+#include "trainer/checkpoint/run_config_file.h"
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
@@ -21,7 +21,6 @@ std::string RunConfigText(const TrainConfig& config) {
 }
 
 absl::StatusOr<std::string> SaveRunConfig(const TrainConfig& config) {
-  if (auto s = MakeDirectories(config.checkpoint_dir()); !s.ok()) return s;
   const std::string path = absl::StrCat(config.checkpoint_dir(), "/", kRunConfigFileName);
   if (auto s = WriteFileAtomic(path, RunConfigText(config)); !s.ok()) return s;
   return path;
