@@ -229,10 +229,10 @@ TEST(CliTest, VersionNamesTheReleaseAndTheCommit) {
 
 TEST(CliTest, PluginErrorMidStepEndsTheRunWithItsMessage) {
   // The flaky test backend (tests/abi) is the CPU backend failing its 50th
-  // kernel launch.
+  // kernel launch (a precision given: auto's probe would meet it first).
   const std::string jsonl = TempDir() + "/plugin_error.jsonl";
-  CliResult r = RunTrain("--device=flaky --backend_options=fail_after=50 --steps=100"
-                         " --metrics_jsonl=" + jsonl);
+  CliResult r = RunTrain("--device=flaky --precision=fp32 --backend_options=fail_after=50 "
+                         "--steps=100 --metrics_jsonl=" + jsonl);
   ExpectOneLineError(r, "injected failure");
   EXPECT_NE(r.err.find("step "), std::string::npos) << r.err;
   // The log ends with the error, so a reader can tell it from a kill.
@@ -346,6 +346,55 @@ TEST(EvalOnlyTest, WithoutACheckpointItIsOneErrorLine) {
   ExpectOneLineError(
       RunTrain("--eval_only --resume=if_exists --checkpoint_dir=" + TempDir() + "/empty2"),
       "--resume: no checkpoint at");
+}
+
+}  // namespace
+}  // namespace mnt::trainer
+
+namespace mnt::trainer {
+namespace {
+
+TEST(PrecisionProbeTest, AutoMeasuresEveryPrecisionAndSaysWhy) {
+  const std::string jsonl = TempDir() + "/probe.jsonl";
+  CliResult r = RunTrain("--steps=40 --eval_every=0 --checkpoint_dir=none --metrics_jsonl=" +
+                         jsonl);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 40 steps: 10% over four precisions is 1 step each, raised to the 3 a
+  // timing needs.
+  EXPECT_NE(r.out.find("precision probe (--precision=auto): 3 steps each"), std::string::npos)
+      << r.out;
+  for (const char* p : {"fp32", "tf32", "bf16", "fp16"}) {
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(std::string("\n  ") + p +
+                                                    " +[0-9.]+ ms/step  loss [0-9.]+  ok")))
+        << p << "\n" << r.out;
+  }
+  std::smatch chosen;
+  ASSERT_TRUE(std::regex_search(r.out, chosen, std::regex("\nprecision: (fp32|tf32|bf16|fp16): ")))
+      << r.out;
+  // The run trains in what the probe chose, and its record keeps the table.
+  EXPECT_NE(r.out.find("mantissa: cpu backend, " + chosen[1].str() + " precision"),
+            std::string::npos) << r.out;
+  const std::string log = Slurp(jsonl);
+  EXPECT_NE(log.find("\"precision_probe\":[\"precision probe (--precision=auto): 3 steps each"),
+            std::string::npos) << log.substr(0, 2000);
+  EXPECT_NE(log.find("\"precision\":\"" + chosen[1].str() + "\""), std::string::npos);
+  // A precision given: no probe, an empty list.
+  CliResult given = RunTrain("--steps=5 --precision=fp32 --checkpoint_dir=none --metrics_jsonl=" +
+                             jsonl);
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(given.out.find("precision probe"), std::string::npos) << given.out;
+  EXPECT_NE(Slurp(jsonl).find("\"precision_probe\":[]"), std::string::npos);
+}
+
+TEST(PrecisionProbeTest, AResumedAutoRunKeepsItsCheckpointsPrecision) {
+  const std::string dir = TempDir() + "/probe_resume";
+  CliResult first = RunTrain("--steps=2 --precision=bf16 --checkpoint_dir=" + dir);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CliResult again = RunTrain("--steps=4 --resume --checkpoint_dir=" + dir);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("precision: bf16 (the checkpoint's; --precision=auto)"),
+            std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("precision probe"), std::string::npos) << again.out;
 }
 
 }  // namespace

@@ -254,7 +254,8 @@ TEST(TensorBoardTest, WritesAnEventFileOrRefusesTheDirectory) {
 
 TEST(ResumeTest, MainJobResumesFromItsDefaultDirectory) {
   // Every run checkpoints to <cache>/runs/<model>-<dataset>-<precision> by
-  // default, the main job too (gpt2 on fortunes, fp32 on the CPU).
+  // default, the main job too (gpt2 on fortunes, precision auto: the folder
+  // says auto, the resumed run takes the checkpoint's precision).
   const std::string small = "--progress=plain --steps=2 --batch_size=4 --seq_len=16 "
                             "--eval_batches=1 --eval_every=0 ";
   Result first = Train(small);
@@ -262,7 +263,7 @@ TEST(ResumeTest, MainJobResumesFromItsDefaultDirectory) {
   Result again = Train(small + "--steps=3 --resume");
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_TRUE(absl::StrContains(
-      again.out, "resumed from " + TempDir() + "/cache/runs/gpt2-fortunes-fp32/latest at step 2"))
+      again.out, "resumed from " + TempDir() + "/cache/runs/gpt2-fortunes-auto/latest at step 2"))
       << again.out;
   EXPECT_TRUE(absl::StrContains(again.out, "step 3/3")) << again.out;
 }

@@ -2,7 +2,7 @@
 // (model.safetensors + config.json) that GPT2LMHeadModel.from_pretrained
 // loads, fp32 or bf16 (rounded to nearest even).
 //
-//   export_hf --input=~/.cache/mantissa/runs/gpt2-fortunes-fp32/latest
+//   export_hf --input=~/.cache/mantissa/runs/gpt2-fortunes-auto/latest
 //       --output=hf_model [--dtype=fp32|bf16] [--vocab_size=N]
 //
 // Both files are written atomically: a failed export leaves existing files

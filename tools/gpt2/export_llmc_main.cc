@@ -1,7 +1,7 @@
 // export_llmc: Mantissa gpt2 checkpoint -> llm.c GPT-2 checkpoint (.bin),
 // version 3 (fp32) or 5 (bf16, rounded to nearest even).
 //
-//   export_llmc --input=~/.cache/mantissa/runs/gpt2-fortunes-fp32/latest
+//   export_llmc --input=~/.cache/mantissa/runs/gpt2-fortunes-auto/latest
 //       --output=model.bin [--dtype=fp32|bf16] [--vocab_size=N]
 //
 // Written atomically: a failed export leaves an existing file as it was.

@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "trainer/cli/eval_only.h"
 #include "trainer/cli/help.h"
+#include "trainer/cli/precision_probe.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
 #include "trainer/cli/run_header.h"
@@ -136,8 +137,12 @@ int Run(int original_argc, char** original_argv) {
     const std::string name =
         !config->run_name().empty()
             ? config->run_name()
+            // An auto run's folder says auto: resuming it finds it whatever
+            // precision its probe chose (the checkpoint says which).
             : absl::StrCat(config->model(), "-", config->data().dataset(), "-",
-                           ResolvePrecision(config->precision(), *device));
+                           config->precision() == "auto"
+                               ? std::string("auto")
+                               : ResolvePrecision(config->precision(), *device));
     config->set_checkpoint_dir(absl::StrCat(cache, "/runs/", name));
     own_folder = true;
   }
@@ -157,6 +162,32 @@ int Run(int original_argc, char** original_argv) {
     const std::string& o = config->model_options();
     config->set_model_options(o.empty() ? "checkpointing=1"
                                         : o + ",checkpointing=1");
+  }
+
+  // --precision=auto: a resumed run keeps its checkpoint's precision; a new
+  // one measures (trainer/cli/precision_probe.h).
+  std::vector<std::string> probe_lines;
+  if (config->precision() == "auto") {
+    std::string from;
+    if (!config->resume_from().empty()) {
+      auto path = ResolveCheckpointPath(config->resume_from());
+      if (path.ok()) from = *path;
+    } else if (resume && std::filesystem::exists(LatestCheckpointPath(config->checkpoint_dir()))) {
+      from = LatestCheckpointPath(config->checkpoint_dir());
+    }
+    if (!from.empty()) {
+      auto ckpt = ReadCheckpoint(from);
+      if (!ckpt.ok()) return Fail(ckpt.status());
+      config->set_precision(ckpt->precision());
+      std::fprintf(stdout, "precision: %s (the checkpoint's; --precision=auto)\n",
+                   ckpt->precision().c_str());
+    } else if (!config->eval_only()) {
+      auto probe = ProbePrecisions(*config, &registry, DigitsRunfile(argv[0]));
+      if (!probe.ok()) return Fail(probe.status());
+      probe_lines = probe->Lines();
+      for (const std::string& line : probe_lines) std::fprintf(stdout, "%s\n", line.c_str());
+      config->set_precision(probe->chosen);
+    }
   }
 
   auto data = LoadDatasets(*config, DigitsRunfile(argv[0]));
@@ -277,8 +308,10 @@ int Run(int original_argc, char** original_argv) {
                                    " (view: tensorboard --logdir=",
                                    config->tensorboard_dir(), ")"));
   }
-  sinks.OnStart(MakeRunHeader(*config, **trainer, registry, targets_per_example,
-                              resumed_from));
+  RunHeader header = MakeRunHeader(*config, **trainer, registry, targets_per_example,
+                                   resumed_from);
+  header.precision_probe = probe_lines;
+  sinks.OnStart(header);
   if (auto s = sinks.status(); !s.ok()) return Fail(s);
 
   // Ctrl-C / SIGTERM from here on: the step in flight finishes, a

@@ -71,6 +71,9 @@ struct RunHeader {
   // scale), and the trainer's one-line reason ("" for none).
   std::string loss_scaling;
   std::string loss_scaling_reason;
+  // --precision=auto's probe: its table and verdict, as printed (empty when
+  // the precision was given, or taken from the resumed checkpoint).
+  std::vector<std::string> precision_probe;
   // Component -> version: mantissa's ABI, protobuf, absl, the compiler.
   std::vector<std::pair<std::string, std::string>> versions;
 };

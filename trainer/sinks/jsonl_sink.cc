@@ -87,6 +87,17 @@ void JsonlSink::WriteLine(const std::string& body) {
   ++lines_written_;
 }
 
+namespace {
+
+// --precision=auto's probe lines as a JSON array of strings ([] for none).
+std::string ProbeArray(const std::vector<std::string>& lines) {
+  std::vector<std::string> quoted;
+  for (const std::string& l : lines) quoted.push_back(JsonString(l));
+  return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
+}
+
+}  // namespace
+
 void JsonlSink::OnStart(const RunHeader& h) {
   std::vector<std::string> plugins, versions;
   for (const PluginInfo& p : h.plugins) {
@@ -109,6 +120,7 @@ void JsonlSink::OnStart(const RunHeader& h) {
        Field("resumed_from", h.resumed_from.empty() ? "null" : JsonString(h.resumed_from)),
        Field("loss_scaling", JsonString(h.loss_scaling.empty() ? "none" : h.loss_scaling)),
        Field("loss_scaling_reason", JsonString(h.loss_scaling_reason)),
+       Field("precision_probe", ProbeArray(h.precision_probe)),
        Field("samples_per_step", absl::StrCat(h.samples_per_step)),
        Field("targets_per_example", absl::StrCat(h.targets_per_example)),
        Field("versions", absl::StrCat("{", absl::StrJoin(versions, ","), "}")),
