@@ -46,9 +46,7 @@ int main(int argc, char** argv) {
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
   if (input.empty() || output.empty()) return Fail("--input and --output are required");
   if (dtype != "fp32" && dtype != "bf16") return Fail("--dtype=" + dtype + " is not fp32 or bf16");
-  auto ckpt = mnt::trainer::ReadCheckpoint(input);
-  if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
-  auto model = mnt::gpt2::LlmcFromCheckpoint(*ckpt, absl::GetFlag(FLAGS_vocab_size), input);
+  auto model = mnt::gpt2::LlmcFromCheckpointFile(input, absl::GetFlag(FLAGS_vocab_size));
   if (!model.ok()) return Fail(std::string(model.status().message()));
   const bool bf16 = dtype == "bf16";
   auto tensors = mnt::gpt2::HfTensorsFromLlmc(*model, bf16);

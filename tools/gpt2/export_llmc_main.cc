@@ -49,10 +49,7 @@ int main(int argc, char** argv) {
   if (dtype != "fp32" && dtype != "bf16") {
     return Fail("--dtype=" + dtype + " is not fp32 or bf16");
   }
-  auto ckpt = mnt::trainer::ReadCheckpoint(input);
-  if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
-  auto model = mnt::gpt2::LlmcFromCheckpoint(
-      *ckpt, absl::GetFlag(FLAGS_vocab_size), input);
+  auto model = mnt::gpt2::LlmcFromCheckpointFile(input, absl::GetFlag(FLAGS_vocab_size));
   if (!model.ok()) return Fail(std::string(model.status().message()));
   std::string bytes;
   const int32_t version = dtype == "fp32" ? mnt::gpt2::kLlmcVersionF32

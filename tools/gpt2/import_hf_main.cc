@@ -9,12 +9,12 @@
 // --model_options, is refused with one line; the output is written
 // atomically.
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "tools/gpt2/hf_gpt2.h"
+#include "tools/gpt2/import_tool.h"
 #include "tools/gpt2/llmc_convert.h"
 #include "tools/gpt2/safetensors.h"
 #include "trainer/checkpoint/atomic_file.h"
@@ -23,13 +23,6 @@
 
 ABSL_FLAG(std::string, input, "", "folder with model.safetensors and config.json");
 ABSL_FLAG(std::string, output, "", "Mantissa checkpoint to write");
-ABSL_FLAG(std::string, model_options, "",
-          "gpt2 model options the checkpoint is for (as train's --model_options); must "
-          "match config.json");
-ABSL_FLAG(std::string, precision, "fp32", "train's --precision");
-ABSL_FLAG(std::string, optimizer, "adamw", "train's --optimizer");
-ABSL_FLAG(uint64_t, seed, 1234, "train's --seed (the data order)");
-ABSL_FLAG(double, init_scale, 65536.0, "fp16 initial loss scale");
 
 namespace {
 
@@ -65,21 +58,9 @@ int main(int argc, char** argv) {
   if (!tensors.ok()) return Fail(std::string(tensors.status().message()));
   auto model = mnt::gpt2::LlmcFromHf(config, *tensors, input);
   if (!model.ok()) return Fail(std::string(model.status().message()));
-  mnt::gpt2::ImportOptions options;
-  options.model_options = absl::GetFlag(FLAGS_model_options);
-  options.precision = absl::GetFlag(FLAGS_precision);
-  options.optimizer = absl::GetFlag(FLAGS_optimizer);
-  options.seed = absl::GetFlag(FLAGS_seed);
-  options.init_scale = static_cast<float>(absl::GetFlag(FLAGS_init_scale));
-  auto ckpt = mnt::gpt2::CheckpointFromLlmc(*model, options, input);
+  auto ckpt = mnt::gpt2::CheckpointFromLlmc(*model, mnt::gpt2::ImportOptionsFromFlags(), input);
   if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
-  const std::string dir = std::filesystem::path(output).parent_path().string();
-  if (!dir.empty()) {
-    if (auto s = mnt::trainer::MakeDirectories(dir); !s.ok()) {
-      return Fail(std::string(s.message()));
-    }
-  }
-  if (auto s = mnt::trainer::WriteCheckpointAtomic(output, *ckpt); !s.ok()) {
+  if (auto s = mnt::gpt2::WriteImportedCheckpoint(output, *ckpt); !s.ok()) {
     return Fail(std::string(s.message()));
   }
   const mnt::gpt2::LlmcHeader& h = model->header;

@@ -10,13 +10,13 @@
 // one line; the output is written atomically, so a failed import leaves an
 // existing file as it was.
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
 #include "models/gpt2/llmc_format.h"
+#include "tools/gpt2/import_tool.h"
 #include "tools/gpt2/llmc_convert.h"
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
@@ -24,13 +24,6 @@
 
 ABSL_FLAG(std::string, input, "", "llm.c checkpoint to read");
 ABSL_FLAG(std::string, output, "", "Mantissa checkpoint to write");
-ABSL_FLAG(std::string, model_options, "",
-          "gpt2 model options the checkpoint is for (as train's "
-          "--model_options); must match the file's header");
-ABSL_FLAG(std::string, precision, "fp32", "train's --precision");
-ABSL_FLAG(std::string, optimizer, "adamw", "train's --optimizer");
-ABSL_FLAG(uint64_t, seed, 1234, "train's --seed (the data order)");
-ABSL_FLAG(double, init_scale, 65536.0, "fp16 initial loss scale");
 
 namespace {
 
@@ -63,22 +56,9 @@ int main(int argc, char** argv) {
   if (auto s = mnt::gpt2::ParseLlmc(bytes, input, &model); !s.ok()) {
     return Fail(s.message());
   }
-  mnt::gpt2::ImportOptions options;
-  options.model_options = absl::GetFlag(FLAGS_model_options);
-  options.precision = absl::GetFlag(FLAGS_precision);
-  options.optimizer = absl::GetFlag(FLAGS_optimizer);
-  options.seed = absl::GetFlag(FLAGS_seed);
-  options.init_scale = static_cast<float>(absl::GetFlag(FLAGS_init_scale));
-  auto ckpt = mnt::gpt2::CheckpointFromLlmc(model, options, input);
+  auto ckpt = mnt::gpt2::CheckpointFromLlmc(model, mnt::gpt2::ImportOptionsFromFlags(), input);
   if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
-  // Like the trainer: the output's directory is created when missing.
-  const std::string dir = std::filesystem::path(output).parent_path().string();
-  if (!dir.empty()) {
-    if (auto s = mnt::trainer::MakeDirectories(dir); !s.ok()) {
-      return Fail(std::string(s.message()));
-    }
-  }
-  if (auto s = mnt::trainer::WriteCheckpointAtomic(output, *ckpt); !s.ok()) {
+  if (auto s = mnt::gpt2::WriteImportedCheckpoint(output, *ckpt); !s.ok()) {
     return Fail(std::string(s.message()));
   }
   std::printf("imported %s (llm.c version %d, L=%lld H=%lld C=%lld T=%lld "

@@ -143,4 +143,10 @@ absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const CheckpointData& ckpt,
   return m;
 }
 
+absl::StatusOr<LlmcModel> LlmcFromCheckpointFile(const std::string& path, int64_t vocab) {
+  auto ckpt = trainer::ReadCheckpoint(path);
+  if (!ckpt.ok()) return ckpt.status();
+  return LlmcFromCheckpoint(*ckpt, vocab, path);
+}
+
 }  // namespace mnt::gpt2

@@ -43,6 +43,9 @@ absl::StatusOr<LlmcModel> LlmcFromCheckpoint(
     const trainer::CheckpointData& ckpt, int64_t vocab,
     const std::string& source);
 
+// The same, read from the checkpoint file at `path` (the export tools).
+absl::StatusOr<LlmcModel> LlmcFromCheckpointFile(const std::string& path, int64_t vocab);
+
 }  // namespace mnt::gpt2
 
 #endif  // MANTISSA_TOOLS_GPT2_LLMC_CONVERT_H_
