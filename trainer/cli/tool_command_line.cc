@@ -6,6 +6,8 @@
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/status/status.h"
 #include "trainer/cli/user_directory.h"
 #include "trainer/config/command_line_check.h"
@@ -27,6 +29,15 @@ int ParseToolCommandLine(int argc, char** argv, const char* tool, const char* us
   if (absl::Status s = EnterUserDirectory(argv[0], argv0); !s.ok()) return fail(s);
   argv[0] = argv0->data();
   absl::SetProgramUsageMessage(usage);
+  // --help lists every flag the tool defines, also those of a library its
+  // main file shares with another tool (tools/gpt2/import_tool.cc); absl's
+  // default lists only the main file's.
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view file) {
+    return !absl::StrContains(file, "absl/");
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
   // --help and --version are absl's own (it prints the usage above and this
   // tool's flags); anything else is checked first, since absl would print
   // its own "ERROR: ..." lines and exit.
