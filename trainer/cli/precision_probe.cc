@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,16 +20,13 @@ double Now() {
       .count();
 }
 
-// Every step's loss and the time it was reported.
+// Every step's loss.
 class ProbeSink : public MetricsSink {
  public:
-  void OnStep(const StepMetrics& m) override {
-    times.push_back(Now());
-    losses.push_back(m.loss);
-  }
+  void OnStep(const StepMetrics& m) override { losses.push_back(m.loss); }
   void OnEval(const EvalMetrics&) override {}
   void OnMessage(const std::string&) override {}
-  std::vector<double> times, losses;
+  std::vector<double> losses;
 };
 
 double Median(std::vector<double> v) {
@@ -37,53 +35,42 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-ProbeRow Probe(const TrainConfig& base, const std::string& precision, int64_t steps,
-               PluginRegistry* registry, const std::string& digits_csv) {
+// One candidate: its trainer, its losses and its steps' wall times.
+struct Candidate {
   ProbeRow row;
-  row.precision = precision;
-  TrainConfig c = base;
-  c.set_precision(precision);
-  // The run's own first steps: its schedule spans its steps (TrainUntil).
-  c.set_eval_every(0);
-  c.set_eval_batches(1);
-  c.set_log_every(1);
-  c.set_checkpoint_dir("");
-  c.set_metrics_jsonl("");
-  c.set_tensorboard_dir("");
-  c.set_resume(false);
-  c.set_resume_if_exists(false);
-  c.set_resume_from("");
-  c.set_eval_only(false);
-  auto data = LoadDatasets(c, digits_csv);
-  if (!data.ok()) {
-    row.note = std::string(data.status().message());
-    return row;
-  }
-  auto trainer = Trainer::Create(c, registry, std::move(data->train), std::move(data->eval));
-  if (!trainer.ok()) {
-    row.note = std::string(trainer.status().message());
-    return row;
-  }
+  std::unique_ptr<Trainer> trainer;
   ProbeSink sink;
-  if (auto s = (*trainer)->TrainUntil(steps, &sink); !s.ok()) {
-    row.note = std::string(s.message());
-    return row;
+  std::vector<double> step_ms;
+};
+
+// The run's own config in `precision`: its schedule spans its steps (the
+// probe runs its first ones with TrainUntil), nothing evaluated or written.
+void Start(const TrainConfig& base, PluginRegistry* registry, const std::string& digits_csv,
+           Candidate* c) {
+  TrainConfig config = base;
+  config.set_precision(c->row.precision);
+  config.set_eval_every(0);
+  config.set_eval_batches(1);
+  config.set_log_every(1);
+  config.set_checkpoint_dir("");
+  config.set_metrics_jsonl("");
+  config.set_tensorboard_dir("");
+  config.set_resume(false);
+  config.set_resume_if_exists(false);
+  config.set_resume_from("");
+  config.set_eval_only(false);
+  auto data = LoadDatasets(config, digits_csv);
+  if (!data.ok()) {
+    c->row.note = std::string(data.status().message());
+    return;
   }
-  if (sink.times.size() < 3) {
-    row.note = "too few steps reported";
-    return row;
+  auto trainer =
+      Trainer::Create(config, registry, std::move(data->train), std::move(data->eval));
+  if (!trainer.ok()) {
+    c->row.note = std::string(trainer.status().message());
+    return;
   }
-  row.ran = true;
-  std::vector<double> intervals;
-  for (size_t i = 2; i < sink.times.size(); ++i) {  // the first step builds kernels
-    intervals.push_back(1e3 * (sink.times[i] - sink.times[i - 1]));
-  }
-  row.step_ms = Median(intervals);
-  const size_t last = std::min<size_t>(3, sink.losses.size());
-  double sum = 0;
-  for (size_t i = sink.losses.size() - last; i < sink.losses.size(); ++i) sum += sink.losses[i];
-  row.loss = sum / static_cast<double>(last);
-  return row;
+  c->trainer = std::move(*trainer);
 }
 
 }  // namespace
@@ -122,8 +109,39 @@ absl::StatusOr<ProbeResult> ProbePrecisions(const TrainConfig& config, PluginReg
     return result;
   }
   const double start = Now();
-  for (const char* p : {"fp32", "tf32", "bf16", "fp16"}) {
-    result.rows.push_back(Probe(config, p, result.steps_each, registry, digits_csv));
+  // All four side by side, a step each in turn: a change in the machine's
+  // load while the probe runs hits every precision alike.
+  std::vector<Candidate> candidates(4);
+  const char* precisions[] = {"fp32", "tf32", "bf16", "fp16"};
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    candidates[i].row.precision = precisions[i];
+    Start(config, registry, digits_csv, &candidates[i]);
+  }
+  for (int64_t step = 1; step <= result.steps_each; ++step) {
+    for (Candidate& c : candidates) {
+      if (c.trainer == nullptr) continue;
+      const double t0 = Now();
+      if (auto s = c.trainer->TrainUntil(step, &c.sink); !s.ok()) {
+        c.row.note = std::string(s.message());
+        c.trainer.reset();
+        continue;
+      }
+      if (step > 1) c.step_ms.push_back(1e3 * (Now() - t0));  // the first builds kernels
+    }
+  }
+  for (Candidate& c : candidates) {
+    if (c.trainer != nullptr && !c.step_ms.empty() && !c.sink.losses.empty()) {
+      c.row.ran = true;
+      c.row.step_ms = Median(c.step_ms);
+      const size_t last = std::min<size_t>(3, c.sink.losses.size());
+      double sum = 0;
+      for (size_t i = c.sink.losses.size() - last; i < c.sink.losses.size(); ++i) {
+        sum += c.sink.losses[i];
+      }
+      c.row.loss = sum / static_cast<double>(last);
+    }
+    c.trainer.reset();
+    result.rows.push_back(c.row);
   }
   result.seconds = Now() - start;
   const ProbeRow& fp32 = result.rows[0];
