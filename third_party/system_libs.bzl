@@ -468,6 +468,16 @@ cc_library(
         version_macro = "zlib.h:ZLIB_VERSION",
     )
 
+    # SentencePiece: --dataset=text --tokenizer=sentencepiece trains and
+    # applies a subword model (trainer/data/sentencepiece_text.cc).
+    system_library(
+        name = "sentencepiece",
+        package = "libsentencepiece-dev",
+        description = "SentencePiece",
+        headers = ["sentencepiece_processor.h", "sentencepiece_trainer.h"],
+        libs = ["sentencepiece_train", "sentencepiece"],
+    )
+
     cuda_configure(name = "cuda")
 
     sklearn_digits(name = "sklearn_digits")
