@@ -15,9 +15,11 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "tools/gpt2/sampler.h"
+#include "trainer/data/sentencepiece_text.h"
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
+#include "trainer/checkpoint/run_config_file.h"
 #include "trainer/cli/tool_command_line.h"
 
 ABSL_FLAG(std::string, checkpoint, "",
@@ -120,16 +122,32 @@ int main(int argc, char** argv) {
   // Which model speaks, on stderr (stdout is the text).
   std::fprintf(stderr, "sample: checkpoint %s (step %lld)\n", path.c_str(),
                static_cast<long long>(ckpt->step()));
-  auto sampler = mnt::gpt2::Gpt2Sampler::Create(
-      *ckpt, absl::GetFlag(FLAGS_vocab_size), path);
+  // The run's SentencePiece model, kept beside its checkpoints; else bytes.
+  const std::string tokenizer =
+      (std::filesystem::path(path).parent_path() / mnt::trainer::kTokenizerFileName).string();
+  const bool subwords = std::filesystem::exists(tokenizer);
+  int64_t vocab = absl::GetFlag(FLAGS_vocab_size);
+  if (subwords && vocab == 0) {
+    auto pieces = mnt::trainer::SentencePieceVocab(tokenizer);
+    if (!pieces.ok()) return Fail(std::string(pieces.status().message()));
+    vocab = *pieces;
+  }
+  auto sampler = mnt::gpt2::Gpt2Sampler::Create(*ckpt, vocab, path);
   if (!sampler.ok()) return Fail(std::string(sampler.status().message()));
   const std::string prompt = absl::GetFlag(FLAGS_prompt);
-  const bool bytes = (*sampler)->vocab() <= 256;
-  if (!bytes) return Fail("only byte-level (vocab 256) checkpoints have a "
-                          "tokenizer here; this one has vocab " +
-                          std::to_string((*sampler)->vocab()));
+  if (!subwords && (*sampler)->vocab() > 256) {
+    return Fail("this checkpoint has vocab " + std::to_string((*sampler)->vocab()) +
+                " and no " + tokenizer + " beside it (byte-level checkpoints have 256)");
+  }
+  if (subwords) std::fprintf(stderr, "sample: tokenizer %s\n", tokenizer.c_str());
   std::vector<int32_t> ids;
-  for (unsigned char c : prompt) ids.push_back(c);
+  if (subwords) {
+    auto encoded = mnt::trainer::EncodeWithSentencePiece(tokenizer, prompt);
+    if (!encoded.ok()) return Fail(std::string(encoded.status().message()));
+    ids = *encoded;
+  } else {
+    for (unsigned char c : prompt) ids.push_back(c);
+  }
   if (const std::string npy = absl::GetFlag(FLAGS_logits_out); !npy.empty()) {
     auto logits = (*sampler)->Logits(ids);
     if (!logits.ok()) return Fail(std::string(logits.status().message()));
@@ -150,7 +168,13 @@ int main(int argc, char** argv) {
   auto out = (*sampler)->Generate(ids, o);
   if (!out.ok()) return Fail(std::string(out.status().message()));
   std::string text = prompt;
-  for (int32_t t : *out) text.push_back(static_cast<char>(t));
+  if (subwords) {
+    auto decoded = mnt::trainer::DecodeWithSentencePiece(tokenizer, *out);
+    if (!decoded.ok()) return Fail(std::string(decoded.status().message()));
+    text += *decoded;
+  } else {
+    for (int32_t t : *out) text.push_back(static_cast<char>(t));
+  }
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
   return 0;

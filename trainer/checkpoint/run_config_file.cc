@@ -1,13 +1,34 @@
 #include "trainer/checkpoint/run_config_file.h"
 
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/checkpoint/atomic_file.h"
 
 namespace mnt::trainer {
 
+namespace {
+
+// A path as the run saw it, made absolute, so the saved config reads the
+// same files from any directory; "" stays "".
+void Absolute(std::string* path) {
+  if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
+}
+
+}  // namespace
+
 std::string RunConfigText(const TrainConfig& config) {
   TrainConfig saved = config;
+  DataConfig& d = *saved.mutable_data();
+  for (std::string* p : {d.mutable_train_images(), d.mutable_train_labels(),
+                         d.mutable_test_images(), d.mutable_test_labels(),
+                         d.mutable_text_path(), d.mutable_cache_dir(), d.mutable_train_shards(),
+                         d.mutable_val_shards(), d.mutable_tokenizer_model(),
+                         saved.mutable_checkpoint_dir(), saved.mutable_metrics_jsonl(),
+                         saved.mutable_tensorboard_dir()}) {
+    Absolute(p);
+  }
   saved.clear_resume();
   saved.clear_resume_if_exists();
   saved.clear_resume_from();
@@ -21,8 +42,20 @@ std::string RunConfigText(const TrainConfig& config) {
 }
 
 absl::StatusOr<std::string> SaveRunConfig(const TrainConfig& config) {
+  TrainConfig saved = config;
+  const std::string tokenizer =
+      absl::StrCat(config.checkpoint_dir(), "/", kTokenizerFileName);
+  if (!config.data().tokenizer_model().empty() &&
+      std::filesystem::absolute(config.data().tokenizer_model()) !=
+          std::filesystem::absolute(tokenizer)) {
+    std::string model;
+    if (auto s = ReadWholeFile(config.data().tokenizer_model(), &model); !s.ok()) return s;
+    if (auto s = WriteFileAtomic(tokenizer, model); !s.ok()) return s;
+    // Absolute: --config reads it back from any directory.
+    saved.mutable_data()->set_tokenizer_model(std::filesystem::absolute(tokenizer).string());
+  }
   const std::string path = absl::StrCat(config.checkpoint_dir(), "/", kRunConfigFileName);
-  if (auto s = WriteFileAtomic(path, RunConfigText(config)); !s.ok()) return s;
+  if (auto s = WriteFileAtomic(path, RunConfigText(saved)); !s.ok()) return s;
   return path;
 }
 

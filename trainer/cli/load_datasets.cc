@@ -9,6 +9,7 @@
 #include "trainer/data/digits.h"
 #include "trainer/data/idx.h"
 #include "trainer/data/fortunes.h"
+#include "trainer/data/sentencepiece_text.h"
 #include "trainer/data/text.h"
 #include "trainer/data/token_shards.h"
 
@@ -92,6 +93,7 @@ absl::StatusOr<LoadedDatasets> FromShards(const TrainConfig& config,
 absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
                                             const std::string& digits_csv_hint) {
   const DataConfig& d = config.data();
+  std::string tokenizer_model_path;
   if (d.dataset() == "digits") {
     auto csv = FindDigitsCsv(digits_csv_hint);
     if (!csv.ok()) return csv.status();
@@ -127,7 +129,29 @@ absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
     return FromShards(config, d.train_shards(), d.val_shards(), d.train_shards());
   }
   if (d.dataset() == "text") {
-    auto tokens = LoadTextBytes(d.text_path());
+    const bool subwords = d.tokenizer() == "sentencepiece";
+    if (!subwords && !d.tokenizer().empty() && d.tokenizer() != "bytes") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tokenizer=", d.tokenizer(), " is not bytes or sentencepiece"));
+    }
+    std::string tokenizer = "byte-level vocabulary";
+    absl::StatusOr<TokenData> tokens;
+    if (subwords) {
+      SentencePieceOptions o;
+      o.type = d.tokenizer_type().empty() ? "bpe" : d.tokenizer_type();
+      o.vocab = d.vocab_size() > 0 ? d.vocab_size() : 1024;
+      o.model = d.tokenizer_model();
+      o.cache_dir = d.cache_dir().empty() ? DefaultCacheDir() : d.cache_dir();
+      auto sp = TokenizeWithSentencePiece(d.text_path(), o);
+      if (!sp.ok()) return sp.status();
+      tokenizer = absl::StrFormat("SentencePiece %s vocabulary %d (%s %s)", o.type,
+                                  sp->tokens.vocab, sp->trained ? "trained:" : "model",
+                                  sp->model_path);
+      tokenizer_model_path = sp->model_path;
+      tokens = std::move(sp->tokens);
+    } else {
+      tokens = LoadTextBytes(d.text_path());
+    }
     if (!tokens.ok()) return tokens.status();
     auto split = SplitTokens(*tokens, d.validation_fraction(), d.seq_len() + 1);
     if (!split.ok()) {
@@ -136,8 +160,9 @@ absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
     }
     LoadedDatasets out;
     out.description = absl::StrFormat(
-        "data: %s, %d training and %d evaluation tokens, byte-level vocabulary",
-        d.text_path(), split->train.tokens.size(), split->validation.tokens.size());
+        "data: %s, %d training and %d evaluation tokens, %s", d.text_path(),
+        split->train.tokens.size(), split->validation.tokens.size(), tokenizer);
+    out.tokenizer_model = tokenizer_model_path;
     out.train = MakeTokenWindowSource(std::move(split->train), d.seq_len());
     out.eval = MakeTokenWindowSource(std::move(split->validation), d.seq_len());
     return out;

@@ -16,6 +16,9 @@ struct LoadedDatasets {
   std::unique_ptr<BatchSource> train;
   std::unique_ptr<BatchSource> eval;
   std::string description;  // one line for the log
+  // --tokenizer=sentencepiece: the model the tokens came from (the trainer
+  // keeps a copy beside its checkpoints), else "".
+  std::string tokenizer_model;
 };
 
 // `digits_csv_hint` is where the binary's runfiles hold Debian's digits csv

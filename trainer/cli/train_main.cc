@@ -193,6 +193,10 @@ int Run(int original_argc, char** original_argv) {
   auto data = LoadDatasets(*config, DigitsRunfile(argv[0]));
   if (!data.ok()) return Fail(data.status());
   const int targets_per_example = data->train->spec().targets_per_example;
+  // A subword model goes with the run's checkpoints (run_config_file.h).
+  if (!data->tokenizer_model.empty()) {
+    config->mutable_data()->set_tokenizer_model(data->tokenizer_model);
+  }
 
   auto trainer = Trainer::Create(*config, &registry, std::move(data->train),
                                  std::move(data->eval));

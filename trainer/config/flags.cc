@@ -34,12 +34,18 @@ ABSL_FLAG(std::string, precision_options, "",
 ABSL_FLAG(std::string, dataset, "fortunes", "fortunes|shards|text|digits|idx");
 ABSL_FLAG(std::string, train_shards, "", "Glob of llm.c token shards (--dataset=shards)");
 ABSL_FLAG(std::string, val_shards, "", "Glob of validation shards; \"\" = split --validation_fraction off");
-ABSL_FLAG(int64_t, vocab_size, 0, "Token vocabulary of the shards; 0 = 256 or 50257 (GPT-2) by their largest token");
+ABSL_FLAG(int64_t, vocab_size, 0, "Token vocabulary of the shards (0 = 256 or 50257 by their largest token), or the one --tokenizer=sentencepiece trains (0 = 1024)");
 ABSL_FLAG(std::string, train_images, "", "IDX images file (--dataset=idx)");
 ABSL_FLAG(std::string, train_labels, "", "IDX labels file (--dataset=idx)");
 ABSL_FLAG(std::string, test_images, "", "IDX test images (optional; else a validation split)");
 ABSL_FLAG(std::string, test_labels, "", "IDX test labels (optional; else a validation split)");
 ABSL_FLAG(std::string, text_path, "", "Plain text file (--dataset=text)");
+ABSL_FLAG(std::string, tokenizer, "bytes",
+          "--dataset=text: bytes (every byte a token) | sentencepiece (a subword model trained "
+          "on the text, kept with the checkpoints)");
+ABSL_FLAG(std::string, tokenizer_type, "bpe", "--tokenizer=sentencepiece: bpe | unigram");
+ABSL_FLAG(std::string, tokenizer_model, "",
+          "--tokenizer=sentencepiece: a trained .model to use instead of training one");
 ABSL_FLAG(int64_t, seq_len, 64, "Tokens per sequence (fortunes, shards, text)");
 ABSL_FLAG(std::string, cache_dir, "", "Converted datasets go here; default $XDG_CACHE_HOME/mantissa or ~/.cache/mantissa");
 ABSL_FLAG(double, validation_fraction, 0.2, "Fraction of the training set held out for validation");
@@ -150,6 +156,9 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(test_images, c->mutable_data()->set_test_images(v)),
       MNT_BIND(test_labels, c->mutable_data()->set_test_labels(v)),
       MNT_BIND(text_path, c->mutable_data()->set_text_path(v)),
+      MNT_BIND(tokenizer, c->mutable_data()->set_tokenizer(v)),
+      MNT_BIND(tokenizer_type, c->mutable_data()->set_tokenizer_type(v)),
+      MNT_BIND(tokenizer_model, c->mutable_data()->set_tokenizer_model(v)),
       MNT_BIND(seq_len, c->mutable_data()->set_seq_len(v)),
       MNT_BIND(cache_dir, c->mutable_data()->set_cache_dir(v)),
       MNT_BIND(validation_fraction, c->mutable_data()->set_validation_fraction(v)),

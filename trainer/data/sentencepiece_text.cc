@@ -1,14 +1,19 @@
 #include "trainer/data/sentencepiece_text.h"
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "trainer/checkpoint/atomic_file.h"
-#include "trainer/data/sentencepiece_bridge.h"
 
 namespace mnt::trainer {
 namespace {
@@ -21,10 +26,128 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
   return text;
 }
 
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 // A model that does not load: the one line names the file.
 absl::Status ModelError(const std::string& model_path, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat(
       "--tokenizer_model=", model_path, ": not a SentencePiece model (", why, ")"));
+}
+
+// Where mnt_sentencepiece is: $MANTISSA_SENTENCEPIECE_TOOL, else the
+// runfiles of this binary (or test), else beside the executable.
+absl::StatusOr<std::string> ToolPath() {
+  std::vector<std::string> tried;
+  if (const char* e = std::getenv("MANTISSA_SENTENCEPIECE_TOOL"); e && *e) tried.push_back(e);
+  constexpr char kInRunfiles[] = "/mantissa/trainer/data/mnt_sentencepiece";
+  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    if (const char* e = std::getenv(var); e && *e) tried.push_back(std::string(e) + kInRunfiles);
+  }
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    const std::string self(exe, static_cast<size_t>(n));
+    tried.push_back(self + ".runfiles" + kInRunfiles);
+    tried.push_back(self.substr(0, self.rfind('/') + 1) + "mnt_sentencepiece");
+  }
+  for (const std::string& p : tried) {
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  std::string list;
+  for (const std::string& p : tried) list += (list.empty() ? "" : ", ") + p;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--tokenizer=sentencepiece: cannot find mnt_sentencepiece (tried: ", list,
+      "; set $MANTISSA_SENTENCEPIECE_TOOL)"));
+}
+
+// A scratch file path under $TMPDIR (removed by the caller).
+std::string ScratchPath(const char* what) {
+  const char* t = std::getenv("TMPDIR");
+  std::string path = absl::StrCat(t && *t ? t : "/tmp", "/mnt_sentencepiece_", what, "_XXXXXX");
+  const int fd = mkstemp(path.data());
+  if (fd >= 0) close(fd);
+  return path;
+}
+
+struct ToolRun {
+  int exit_code = -1;
+  std::string out, err;  // stdout, and stderr's first line
+};
+
+// Runs mnt_sentencepiece with `args` (no shell), stdout and stderr captured.
+absl::StatusOr<ToolRun> RunTool(const std::vector<std::string>& args) {
+  auto tool = ToolPath();
+  if (!tool.ok()) return tool.status();
+  const std::string out_path = ScratchPath("out"), err_path = ScratchPath("err");
+  std::vector<std::string> argv = {*tool};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("cannot start mnt_sentencepiece (fork failed)");
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_TRUNC);
+    const int err = open(err_path.c_str(), O_WRONLY | O_TRUNC);
+    if (out >= 0) dup2(out, 1);
+    if (err >= 0) dup2(err, 2);
+    std::vector<char*> raw;
+    for (std::string& a : argv) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    execv(raw[0], raw.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ToolRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto read = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), {});
+  };
+  r.out = read(out_path);
+  r.err = read(err_path);
+  // SentencePiece logs as it trains; the message that matters is the last line.
+  while (!r.err.empty() && r.err.back() == '\n') r.err.pop_back();
+  r.err = r.err.substr(r.err.rfind('\n') == std::string::npos ? 0 : r.err.rfind('\n') + 1);
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+// Encodes `text` with the model; *pieces 0 when the model did not load.
+std::string Encode(const std::string& model, const std::string& text,
+                   std::vector<int32_t>* ids, int* pieces) {
+  const std::string in = ScratchPath("text"), out = ScratchPath("ids");
+  {
+    std::ofstream f(in, std::ios::binary);
+    f << text;
+  }
+  auto r = RunTool({"encode", model, in, out});
+  std::string error;
+  if (!r.ok()) {
+    error = std::string(r.status().message());
+  } else if (r->exit_code != 0) {
+    error = r->err.empty() ? "mnt_sentencepiece failed" : r->err;
+  } else {
+    *pieces = std::atoi(r->out.c_str());
+    std::ifstream f(out, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    ids->resize(bytes.size() / 4);
+    for (size_t i = 0; i < ids->size(); ++i) {
+      uint32_t u = 0;
+      for (int k = 3; k >= 0; --k) u = (u << 8) | static_cast<unsigned char>(bytes[4 * i + k]);
+      (*ids)[i] = static_cast<int32_t>(u);
+    }
+  }
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  return error;
 }
 
 }  // namespace
@@ -40,8 +163,9 @@ absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& t
   SentencePieceText out;
   out.model_path = o.model;
   if (out.model_path.empty()) {
-    // Same text, type and size: the same file, trained once.
-    const uint64_t key = absl::HashOf(*text, o.type, o.vocab);
+    // Same text, type and size: the same file, trained once (FNV-1a: the
+    // same key in every process, unlike absl::Hash's per-process seed).
+    const uint64_t key = Fnv1a(absl::StrCat(o.type, "/", o.vocab, "/", *text));
     const std::string dir = absl::StrCat(o.cache_dir, "/tokenizers");
     const std::string prefix = absl::StrFormat("%s/%s-%d-%016x", dir, o.type, o.vocab, key);
     out.model_path = prefix + ".model";
@@ -56,10 +180,12 @@ absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& t
           " --character_coverage=1.0 --byte_fallback=true --split_digits=true"
           " --max_sentence_length=1000000 --num_threads=2 --minloglevel=2"
           " --normalization_rule_name=identity --remove_extra_whitespaces=false");
-      if (const std::string e = sp::Train(args); !e.empty()) {
+      auto run = RunTool({"train", args});
+      if (!run.ok()) return run.status();
+      if (run->exit_code != 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             text_path, ": SentencePiece cannot train a ", o.type, " model of ", o.vocab,
-            " pieces on it (", e, "); try a smaller --vocab_size"));
+            " pieces on it (", run->err, "); try a smaller --vocab_size"));
       }
       std::error_code ec;
       std::filesystem::rename(tmp + ".model", out.model_path, ec);
@@ -68,36 +194,57 @@ absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& t
       out.trained = true;
     }
   }
-  std::vector<int> ids;
   int pieces = 0;
-  if (const std::string e = sp::Encode(out.model_path, *text, &ids, &pieces); !e.empty()) {
+  if (const std::string e = Encode(out.model_path, *text, &out.tokens.tokens, &pieces);
+      !e.empty()) {
     return pieces == 0 ? ModelError(out.model_path, e)
                        : absl::InternalError(absl::StrCat(
                              text_path, ": SentencePiece encoding failed (", e, ")"));
   }
-  out.tokens.tokens.assign(ids.begin(), ids.end());
   out.tokens.vocab = pieces;
   return out;
 }
 
 absl::StatusOr<std::string> DecodeWithSentencePiece(const std::string& model_path,
                                                     const std::vector<int32_t>& ids) {
-  std::string text;
-  const std::vector<int> as_int(ids.begin(), ids.end());
-  if (const std::string e = sp::Decode(model_path, as_int, &text); !e.empty()) {
-    return ModelError(model_path, e);
+  const std::string in = ScratchPath("ids"), out = ScratchPath("text");
+  {
+    std::ofstream f(in, std::ios::binary);
+    for (int32_t id : ids) {
+      const uint32_t u = static_cast<uint32_t>(id);
+      for (int k = 0; k < 4; ++k) f.put(static_cast<char>((u >> (8 * k)) & 0xff));
+    }
   }
+  auto r = RunTool({"decode", model_path, in, out});
+  std::string text;
+  if (r.ok() && r->exit_code == 0) {
+    std::ifstream f(out, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return ModelError(model_path, r->err);
   return text;
 }
 
 absl::StatusOr<std::vector<int32_t>> EncodeWithSentencePiece(const std::string& model_path,
                                                              const std::string& text) {
-  std::vector<int> ids;
+  std::vector<int32_t> ids;
   int pieces = 0;
-  if (const std::string e = sp::Encode(model_path, text, &ids, &pieces); !e.empty()) {
+  if (const std::string e = Encode(model_path, text, &ids, &pieces); !e.empty()) {
     return ModelError(model_path, e);
   }
-  return std::vector<int32_t>(ids.begin(), ids.end());
+  return ids;
+}
+
+absl::StatusOr<int64_t> SentencePieceVocab(const std::string& model_path) {
+  std::vector<int32_t> ids;
+  int pieces = 0;
+  if (const std::string e = Encode(model_path, "", &ids, &pieces); !e.empty()) {
+    return ModelError(model_path, e);
+  }
+  return pieces;
 }
 
 }  // namespace mnt::trainer

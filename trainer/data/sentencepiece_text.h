@@ -40,6 +40,8 @@ absl::StatusOr<std::string> DecodeWithSentencePiece(const std::string& model_pat
                                                     const std::vector<int32_t>& ids);
 absl::StatusOr<std::vector<int32_t>> EncodeWithSentencePiece(const std::string& model_path,
                                                              const std::string& text);
+// The model's vocabulary size (its piece count).
+absl::StatusOr<int64_t> SentencePieceVocab(const std::string& model_path);
 
 }  // namespace mnt::trainer
 
