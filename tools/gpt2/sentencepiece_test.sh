@@ -42,4 +42,6 @@ if "$train" --dataset=text --text_path="$dir/text.txt" --tokenizer=wordpiece 2>"
 fi
 [[ $(wc -l < "$dir/bad.err") -eq 1 ]] && grep -q "is not bytes or sentencepiece" "$dir/bad.err" ||
   { cat "$dir/bad.err"; echo "FAIL: not one clear line"; exit 1; }
+"$train" --dataset=digits --model=mlp --tokenizer=sentencepiece 2>"$dir/bad2.err" && { echo "FAIL: sentencepiece on digits accepted"; exit 1; }
+grep -q "tokenizes --dataset=text" "$dir/bad2.err" || { cat "$dir/bad2.err"; exit 1; }
 echo PASS

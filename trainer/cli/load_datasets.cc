@@ -94,6 +94,11 @@ absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
                                             const std::string& digits_csv_hint) {
   const DataConfig& d = config.data();
   std::string tokenizer_model_path;
+  if (d.tokenizer() == "sentencepiece" && d.dataset() != "text") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tokenizer=sentencepiece tokenizes --dataset=text; --dataset=", d.dataset(),
+        " comes tokenized"));
+  }
   if (d.dataset() == "digits") {
     auto csv = FindDigitsCsv(digits_csv_hint);
     if (!csv.ok()) return csv.status();

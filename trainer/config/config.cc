@@ -188,6 +188,8 @@ TrainConfig DefaultTrainConfig() {
   DataConfig* d = c.mutable_data();
   d->set_dataset("fortunes");
   d->set_seq_len(64);
+  d->set_tokenizer("bytes");
+  d->set_tokenizer_type("bpe");
   d->set_validation_fraction(0.2);
   c.set_batch_size(64);
   c.set_grad_accum_steps(1);
