@@ -3,6 +3,7 @@
 #define MANTISSA_PLUGINS_ABI_MANTISSA_H_
 
 #include "plugins/abi/mnt_backend.h"
+#include "plugins/abi/mnt_collectives.h"
 #include "plugins/abi/mnt_common.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/abi/mnt_precision.h"

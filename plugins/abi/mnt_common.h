@@ -18,7 +18,7 @@ extern "C" {
  * Minor: bumped when something is appended (a field, a function, an enum
  * value). A host loads a plugin with the same major and a minor <= its own. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_MINOR 8
+#define MNT_ABI_MINOR 9
 
 /* Size of a struct up to and including `last_field`: what a producer compiled
  * against this header stores in `struct_size`. Tail padding is not ABI. */
@@ -33,8 +33,16 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 /* Extension chain: optional feature sets hang off `extension_start`.        */
 /* ------------------------------------------------------------------------ */
+/* Values are appended only; a reader skips a type it does not know. */
 typedef enum MNT_ExtensionType {
   MNT_EXTENSION_TYPE_NONE = 0,
+  /* --- Since 1.9. --- */
+  /* MNT_Capabilities_Extension: which optional operands and behaviours a
+   * plugin of any kind offers (instead of inferring them from its minor). */
+  MNT_EXTENSION_TYPE_CAPABILITIES = 1,
+  /* MNT_Collectives_Extension (mnt_collectives.h): communicators and
+   * collective operations on a backend's stream. Backends only. */
+  MNT_EXTENSION_TYPE_COLLECTIVES = 2,
 } MNT_ExtensionType;
 
 typedef struct MNT_Extension_Base {
@@ -42,6 +50,20 @@ typedef struct MNT_Extension_Base {
   MNT_ExtensionType type;
   struct MNT_Extension_Base* next;
 } MNT_Extension_Base;
+
+/* Since 1.9: every extension a plugin advertises on MNT_Plugin_Api's chain
+ * starts with this header (PJRT's pattern: the chain is found at run time,
+ * each extension is versioned on its own). `version` starts at 1 and grows
+ * when the extension gains fields or calls (appended, as in the ABI itself);
+ * `base.struct_size` is the size the plugin knows, so a reader checks it
+ * before reading an appended field (MNT_HAS_FIELD). The struct, its name
+ * and everything it points to are static storage of the plugin. */
+typedef struct MNT_Extension_Header {
+  MNT_Extension_Base base;
+  const char* name; /* e.g. "collectives"; for messages and plugin_info */
+  int32_t version;
+} MNT_Extension_Header;
+#define MNT_Extension_Header_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Extension_Header, version)
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
