@@ -468,6 +468,22 @@ cc_library(
         version_macro = "zlib.h:ZLIB_VERSION",
     )
 
+    # Open MPI headers only: data-parallel runs dlopen() libmpi.so.40
+    # (third_party/mpi/mpi_api.h), so nothing links it and the GPU device
+    # bundle runs without it. mpirun (openmpi-bin) launches the ranks.
+    system_library(
+        name = "openmpi",
+        package = "libopenmpi-dev",
+        description = "Open MPI",
+        headers = ["mpi.h"],
+        include_dirs = ["/usr/lib/x86_64-linux-gnu/openmpi/include"],
+        extra_files = {
+            "libopenmpi3": "/usr/lib/x86_64-linux-gnu/libmpi.so.40",
+            "openmpi-bin": "/usr/bin/mpirun",
+        },
+        version_macro = "mpi.h:OMPI_MAJOR_VERSION",
+    )
+
     # SentencePiece: --dataset=text --tokenizer=sentencepiece trains and
     # applies a subword model (trainer/data/sentencepiece_text.cc).
     system_library(
