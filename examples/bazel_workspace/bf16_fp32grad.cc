@@ -238,11 +238,24 @@ const MNT_Precision_Api kPrecisionApi = {
 }  // namespace
 
 const MNT_Plugin_Api* PluginApi() {
+#ifdef MNT_CAPABILITIES_EXTENSION_VERSION
+  // ABI 1.9: what the plugin offers beyond its minimum, here ABI 1.5's
+  // precision_options (it takes none, and refuses any with one line).
+  static const int32_t kCapabilities[] = {MNT_CAPABILITY_PRECISION_OPTIONS};
+  static MNT_Capabilities_Extension capabilities =
+      mnt::sdk::MakeCapabilitiesExtension(kCapabilities);
+  static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
+      MNT_PLUGIN_KIND_PRECISION, "bf16_fp32grad",
+      "bf16 weights, activations and GEMMs; fp32 gradients, master weights "
+      "and optimizer state; no loss scaling by default",
+      nullptr, &kPrecisionApi, nullptr, nullptr, &capabilities.header.base);
+#else
   static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
       MNT_PLUGIN_KIND_PRECISION, "bf16_fp32grad",
       "bf16 weights, activations and GEMMs; fp32 gradients, master weights "
       "and optimizer state; no loss scaling by default",
       nullptr, &kPrecisionApi, nullptr, nullptr);
+#endif
   return &api;
 }
 

@@ -384,10 +384,22 @@ const MNT_Model_Api kModelApi = {
 }  // namespace
 
 const MNT_Plugin_Api* PluginApi() {
+#ifdef MNT_CAPABILITIES_EXTENSION_VERSION
+  // ABI 1.9: what the plugin offers beyond its minimum, here Backward's
+  // device loss multiplier (ABI 1.6). A host relies on nothing unlisted.
+  static const int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER};
+  static MNT_Capabilities_Extension capabilities =
+      mnt::sdk::MakeCapabilitiesExtension(kCapabilities);
+  static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
+      MNT_PLUGIN_KIND_MODEL, "linear",
+      "softmax regression: logits = x W + b (init_scale=0.01, weight_decay=1)",
+      nullptr, nullptr, &kModelApi, nullptr, &capabilities.header.base);
+#else
   static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
       MNT_PLUGIN_KIND_MODEL, "linear",
       "softmax regression: logits = x W + b (init_scale=0.01, weight_decay=1)",
       nullptr, nullptr, &kModelApi, nullptr);
+#endif
   return &api;
 }
 

@@ -396,11 +396,24 @@ const MNT_Precision_Api kPrecisionApi = {
 }  // namespace
 
 const MNT_Plugin_Api* PluginApi() {
+#ifdef MNT_CAPABILITIES_EXTENSION_VERSION
+  // ABI 1.9: what the plugin offers beyond its minimum, here its own
+  // options (ABI 1.5's precision_options). A host relies on nothing unlisted.
+  static const int32_t kCapabilities[] = {MNT_CAPABILITY_PRECISION_OPTIONS};
+  static MNT_Capabilities_Extension capabilities =
+      mnt::sdk::MakeCapabilitiesExtension(kCapabilities);
+  static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
+      MNT_PLUGIN_KIND_PRECISION, "fp16_floor",
+      "fp16 mixed precision; dynamic loss scale with a floor and a ceiling "
+      "(DeepSpeed style)",
+      nullptr, &kPrecisionApi, nullptr, nullptr, &capabilities.header.base);
+#else
   static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
       MNT_PLUGIN_KIND_PRECISION, "fp16_floor",
       "fp16 mixed precision; dynamic loss scale with a floor and a ceiling "
       "(DeepSpeed style)",
       nullptr, &kPrecisionApi, nullptr, nullptr);
+#endif
   return &api;
 }
 

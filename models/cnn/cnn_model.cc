@@ -18,7 +18,7 @@ const MNT_Plugin_Api* CnnPluginApi() {
   static const MNT_Plugin_Api api = sdk::MakePluginApi(
       MNT_PLUGIN_KIND_MODEL, "cnn",
       "small ResNet image classifier (depth=2, width=16, bn_momentum=0.1)",
-      nullptr, nullptr, Api::Get(), nullptr);
+      nullptr, nullptr, Api::Get(), nullptr, Api::Extensions());
   return &api;
 }
 

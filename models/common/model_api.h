@@ -6,7 +6,8 @@
 //   const std::vector<ParamSpec>& param_specs() const;  // param_spec.h
 //   sdk::Status Forward(const ForwardCall&);              // model_io.h
 //   sdk::Status Backward(const BackwardCall&);
-// and a plugin exposes ModelApi<Network, kName>::Get() in its MNT_Plugin_Api.
+// and a plugin exposes ModelApi<Network, kName>::Get() and ::Extensions() in
+// its MNT_Plugin_Api.
 #ifndef MANTISSA_MODELS_COMMON_MODEL_API_H_
 #define MANTISSA_MODELS_COMMON_MODEL_API_H_
 
@@ -17,6 +18,7 @@
 #include "models/common/model_io.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/args.h"
+#include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
 
 // The opaque model handle, defined once for every in-tree model so that
@@ -41,6 +43,16 @@ class ModelApi {
         &GetParamCount,            &GetParamSpec, &Forward, &Backward,
     };
     return &api;
+  }
+
+  // The plugin's extension chain for MNT_Plugin_Api (sdk::MakePluginApi's
+  // last argument): the capabilities every in-tree model offers, here in
+  // Backward (ABI 1.6's loss_multiplier_device).
+  static MNT_Extension_Base* Extensions() {
+    static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER};
+    static MNT_Capabilities_Extension capabilities =
+        sdk::MakeCapabilitiesExtension(kCapabilities);
+    return &capabilities.header.base;
   }
 
   // The network behind a handle this plugin created (for tools that link the

@@ -1,6 +1,7 @@
 #include "models/common/ops.h"
 
 #include "models/common/views.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::models {
@@ -102,11 +103,13 @@ Status Ops::Create(const sdk::BackendClient& client,
 }
 
 Status Ops::AskOptional(const std::vector<MNT_Op>& ops) {
-  // A backend built against an older minor never heard of these ops.
-  if (client_.plugin()->abi_version.minor_version < 6) return Status::Ok();
+  // Backend_GetOpSupport answers for every op, whatever the backend's minor:
+  // one that never heard of an op reports it unsupported. A failing query
+  // of an op the model can do without is a "no" too (an older backend may
+  // refuse a value it does not know), as sdk::BackendInstance::Supports.
   for (MNT_Op op : ops) {
     bool supported = false;
-    MNT_RETURN_IF_ERROR(Ask(op, &supported));
+    (void)Ask(op, &supported);
   }
   return Status::Ok();
 }
@@ -434,7 +437,10 @@ Status Ops::CrossEntropyBackward(const MNT_Tensor& logits,
                                  int64_t num_classes, GradScale grad_scale,
                                  const MNT_Tensor& losses,
                                  const MNT_Tensor& dlogits) const {
-  if (grad_scale.device != nullptr && client_.plugin()->abi_version.minor_version < 6) {
+  // A backend without CROSS_ENTROPY's in[2] (before ABI 1.6) refuses a third
+  // input: the multiplier is read to the host here (a sync, only there).
+  if (grad_scale.device != nullptr &&
+      !sdk::HasCapability(client_.plugin(), MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER)) {
     float m = 0;
     MNT_RETURN_IF_ERROR(client_.ToHost(&m, grad_scale.device->data, sizeof(float)));
     grad_scale = GradScale{m * grad_scale.host, nullptr};

@@ -112,8 +112,8 @@ class Ops {
                             Ops* out);
 
   // Asks the backend about fused ops a model can do without (ABI 1.6 and
-  // later): each one supported is used by the facade calls below, the others
-  // (and every op of a backend built against an older minor) are not.
+  // later): each one it reports supported is used by the facade calls below,
+  // the others (also those whose query fails) are not.
   sdk::Status AskOptional(const std::vector<MNT_Op>& ops);
 
   // The backend's answer for an op asked about in Create or AskOptional;
@@ -266,8 +266,9 @@ class Ops {
                                const OptionalTensor& correct_out) const;
   // dlogits = (softmax - onehot) * grad_scale (losses are rewritten too).
   // A device scale goes to the kernel as CROSS_ENTROPY's in[2]; a backend
-  // older than ABI 1.6 takes none, so for it the value is read to the host
-  // (a sync, the price of the old backend).
+  // without MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER (one older than ABI
+  // 1.6) takes none, so for it the value is read to the host (a sync, the
+  // price of the old backend).
   sdk::Status CrossEntropyBackward(const MNT_Tensor& logits,
                                    const MNT_Tensor& targets,
                                    int64_t num_classes, GradScale grad_scale,

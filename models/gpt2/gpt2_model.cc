@@ -19,7 +19,7 @@ const MNT_Plugin_Api* Gpt2PluginApi() {
       MNT_PLUGIN_KIND_MODEL, "gpt2",
       "GPT-2 language model (preset=gpt2-tiny|gpt2-124m, n_layer, n_head, "
       "d_model, seq_len, vocab, checkpointing=0|1)",
-      nullptr, nullptr, Api::Get(), nullptr);
+      nullptr, nullptr, Api::Get(), nullptr, Api::Extensions());
   return &api;
 }
 

@@ -18,7 +18,7 @@ const MNT_Plugin_Api* MlpPluginApi() {
   static const MNT_Plugin_Api api = sdk::MakePluginApi(
       MNT_PLUGIN_KIND_MODEL, "mlp",
       "multi-layer perceptron classifier (hidden=128:128, activation=relu|gelu)",
-      nullptr, nullptr, Api::Get(), nullptr);
+      nullptr, nullptr, Api::Get(), nullptr, Api::Extensions());
   return &api;
 }
 

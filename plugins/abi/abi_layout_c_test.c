@@ -18,6 +18,15 @@ _Static_assert(sizeof(MNT_Extension_Base) == 24, "sizeof MNT_Extension_Base");
 _Static_assert(offsetof(MNT_Extension_Base, struct_size) == 0, "MNT_Extension_Base.struct_size");
 _Static_assert(offsetof(MNT_Extension_Base, type) == 8, "MNT_Extension_Base.type");
 _Static_assert(offsetof(MNT_Extension_Base, next) == 16, "MNT_Extension_Base.next");
+/* 1.9 */
+_Static_assert(sizeof(MNT_Extension_Header) == 40, "sizeof MNT_Extension_Header");
+_Static_assert(offsetof(MNT_Extension_Header, base) == 0, "MNT_Extension_Header.base");
+_Static_assert(offsetof(MNT_Extension_Header, name) == 24, "MNT_Extension_Header.name");
+_Static_assert(offsetof(MNT_Extension_Header, version) == 32, "MNT_Extension_Header.version");
+_Static_assert(sizeof(MNT_Capabilities_Extension) == 56, "sizeof MNT_Capabilities_Extension");
+_Static_assert(offsetof(MNT_Capabilities_Extension, header) == 0, "MNT_Capabilities_Extension.header");
+_Static_assert(offsetof(MNT_Capabilities_Extension, capabilities) == 40, "MNT_Capabilities_Extension.capabilities");
+_Static_assert(offsetof(MNT_Capabilities_Extension, num_capabilities) == 48, "MNT_Capabilities_Extension.num_capabilities");
 _Static_assert(sizeof(MNT_Tensor) == 72, "sizeof MNT_Tensor");
 _Static_assert(offsetof(MNT_Tensor, struct_size) == 0, "MNT_Tensor.struct_size");
 _Static_assert(offsetof(MNT_Tensor, data) == 8, "MNT_Tensor.data");
@@ -463,8 +472,68 @@ _Static_assert(offsetof(MNT_Model_Api, Model_GetParamSpec) == 40, "MNT_Model_Api
 _Static_assert(offsetof(MNT_Model_Api, Model_Forward) == 48, "MNT_Model_Api.Model_Forward");
 _Static_assert(offsetof(MNT_Model_Api, Model_Backward) == 56, "MNT_Model_Api.Model_Backward");
 
+/* ---- mnt_collectives.h (1.9) -------------------------------------- */
+_Static_assert(sizeof(MNT_Collectives_GetUniqueId_Args) == 288, "sizeof MNT_Collectives_GetUniqueId_Args");
+_Static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, struct_size) == 0, "MNT_Collectives_GetUniqueId_Args.struct_size");
+_Static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, extension_start) == 8, "MNT_Collectives_GetUniqueId_Args.extension_start");
+_Static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, backend) == 16, "MNT_Collectives_GetUniqueId_Args.backend");
+_Static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, unique_id) == 24, "MNT_Collectives_GetUniqueId_Args.unique_id");
+_Static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, unique_id_size) == 280, "MNT_Collectives_GetUniqueId_Args.unique_id_size");
+_Static_assert(sizeof(MNT_Communicator_Create_Args) == 56, "sizeof MNT_Communicator_Create_Args");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, struct_size) == 0, "MNT_Communicator_Create_Args.struct_size");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, extension_start) == 8, "MNT_Communicator_Create_Args.extension_start");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, backend) == 16, "MNT_Communicator_Create_Args.backend");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, rank) == 24, "MNT_Communicator_Create_Args.rank");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, world_size) == 28, "MNT_Communicator_Create_Args.world_size");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, unique_id) == 32, "MNT_Communicator_Create_Args.unique_id");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, unique_id_size) == 40, "MNT_Communicator_Create_Args.unique_id_size");
+_Static_assert(offsetof(MNT_Communicator_Create_Args, communicator) == 48, "MNT_Communicator_Create_Args.communicator");
+_Static_assert(sizeof(MNT_Communicator_Destroy_Args) == 32, "sizeof MNT_Communicator_Destroy_Args");
+_Static_assert(offsetof(MNT_Communicator_Destroy_Args, struct_size) == 0, "MNT_Communicator_Destroy_Args.struct_size");
+_Static_assert(offsetof(MNT_Communicator_Destroy_Args, extension_start) == 8, "MNT_Communicator_Destroy_Args.extension_start");
+_Static_assert(offsetof(MNT_Communicator_Destroy_Args, backend) == 16, "MNT_Communicator_Destroy_Args.backend");
+_Static_assert(offsetof(MNT_Communicator_Destroy_Args, communicator) == 24, "MNT_Communicator_Destroy_Args.communicator");
+_Static_assert(sizeof(MNT_Collectives_Run_Args) == 64, "sizeof MNT_Collectives_Run_Args");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, struct_size) == 0, "MNT_Collectives_Run_Args.struct_size");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, extension_start) == 8, "MNT_Collectives_Run_Args.extension_start");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, backend) == 16, "MNT_Collectives_Run_Args.backend");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, communicator) == 24, "MNT_Collectives_Run_Args.communicator");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, op) == 32, "MNT_Collectives_Run_Args.op");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, reduce) == 36, "MNT_Collectives_Run_Args.reduce");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, root) == 40, "MNT_Collectives_Run_Args.root");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, input) == 48, "MNT_Collectives_Run_Args.input");
+_Static_assert(offsetof(MNT_Collectives_Run_Args, output) == 56, "MNT_Collectives_Run_Args.output");
+_Static_assert(sizeof(MNT_Collectives_Extension) == 72, "sizeof MNT_Collectives_Extension");
+_Static_assert(offsetof(MNT_Collectives_Extension, header) == 0, "MNT_Collectives_Extension.header");
+_Static_assert(offsetof(MNT_Collectives_Extension, Collectives_GetUniqueId) == 40, "MNT_Collectives_Extension.Collectives_GetUniqueId");
+_Static_assert(offsetof(MNT_Collectives_Extension, Communicator_Create) == 48, "MNT_Collectives_Extension.Communicator_Create");
+_Static_assert(offsetof(MNT_Collectives_Extension, Communicator_Destroy) == 56, "MNT_Collectives_Extension.Communicator_Destroy");
+_Static_assert(offsetof(MNT_Collectives_Extension, Collectives_Run) == 64, "MNT_Collectives_Extension.Collectives_Run");
+
 /* ---- enum values (appended only, never renumbered) ---------------- */
 _Static_assert(MNT_EXTENSION_TYPE_NONE == 0, "MNT_EXTENSION_TYPE_NONE");
+_Static_assert(MNT_EXTENSION_TYPE_CAPABILITIES == 1, "MNT_EXTENSION_TYPE_CAPABILITIES");
+_Static_assert(MNT_EXTENSION_TYPE_COLLECTIVES == 2, "MNT_EXTENSION_TYPE_COLLECTIVES");
+_Static_assert(MNT_CAPABILITY_INVALID == 0, "MNT_CAPABILITY_INVALID");
+_Static_assert(MNT_CAPABILITY_ADAMW_STEP_COUNTER == 1, "MNT_CAPABILITY_ADAMW_STEP_COUNTER");
+_Static_assert(MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE == 2, "MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE");
+_Static_assert(MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER == 3, "MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER");
+_Static_assert(MNT_CAPABILITY_OPTIMIZER_DEVICE_LR == 4, "MNT_CAPABILITY_OPTIMIZER_DEVICE_LR");
+_Static_assert(MNT_CAPABILITY_STOCHASTIC_ROUNDING == 5, "MNT_CAPABILITY_STOCHASTIC_ROUNDING");
+_Static_assert(MNT_CAPABILITY_PRECISION_OPTIONS == 6, "MNT_CAPABILITY_PRECISION_OPTIONS");
+_Static_assert(MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER == 7, "MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER");
+_Static_assert(MNT_COLLECTIVE_INVALID == 0, "MNT_COLLECTIVE_INVALID");
+_Static_assert(MNT_COLLECTIVE_ALL_REDUCE == 1, "MNT_COLLECTIVE_ALL_REDUCE");
+_Static_assert(MNT_COLLECTIVE_REDUCE_SCATTER == 2, "MNT_COLLECTIVE_REDUCE_SCATTER");
+_Static_assert(MNT_COLLECTIVE_ALL_GATHER == 3, "MNT_COLLECTIVE_ALL_GATHER");
+_Static_assert(MNT_COLLECTIVE_BROADCAST == 4, "MNT_COLLECTIVE_BROADCAST");
+_Static_assert(MNT_REDUCE_OP_INVALID == 0, "MNT_REDUCE_OP_INVALID");
+_Static_assert(MNT_REDUCE_OP_SUM == 1, "MNT_REDUCE_OP_SUM");
+_Static_assert(MNT_REDUCE_OP_AVG == 2, "MNT_REDUCE_OP_AVG");
+_Static_assert(MNT_REDUCE_OP_MAX == 3, "MNT_REDUCE_OP_MAX");
+_Static_assert(MNT_CAPABILITIES_EXTENSION_VERSION == 1, "MNT_CAPABILITIES_EXTENSION_VERSION");
+_Static_assert(MNT_COLLECTIVES_EXTENSION_VERSION == 1, "MNT_COLLECTIVES_EXTENSION_VERSION");
+_Static_assert(MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES == 256, "MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES");
 _Static_assert(MNT_ERROR_OK == 0, "MNT_ERROR_OK");
 _Static_assert(MNT_ERROR_CANCELLED == 1, "MNT_ERROR_CANCELLED");
 _Static_assert(MNT_ERROR_UNKNOWN == 2, "MNT_ERROR_UNKNOWN");
@@ -595,6 +664,13 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_Api_Version_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Plugin_Api_STRUCT_SIZE, 120),
+      MNT_EXPECT_SIZE(MNT_Extension_Header_STRUCT_SIZE, 36),
+      MNT_EXPECT_SIZE(MNT_Capabilities_Extension_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE, 288),
+      MNT_EXPECT_SIZE(MNT_Communicator_Create_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Communicator_Destroy_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Collectives_Run_Args_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_Collectives_Extension_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_FillParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_GemmParams_STRUCT_SIZE, 28),
       MNT_EXPECT_SIZE(MNT_AccumulateParams_STRUCT_SIZE, 12),

@@ -1,6 +1,6 @@
 // Freezes the Mantissa plugin ABI's memory layout for x86-64 Linux (LP64).
 //
-// Every struct's size, every field's offset and every enum value of the four
+// Every struct's size, every field's offset and every enum value of the five
 // ABI headers is pinned here. Within major version 1 these numbers never
 // change: a new field is appended, which adds lines here and may grow the
 // sizeof of an Args or Api struct, but never moves an existing offset. The
@@ -24,6 +24,15 @@ static_assert(sizeof(MNT_Extension_Base) == 24);
 static_assert(offsetof(MNT_Extension_Base, struct_size) == 0);
 static_assert(offsetof(MNT_Extension_Base, type) == 8);
 static_assert(offsetof(MNT_Extension_Base, next) == 16);
+// 1.9
+static_assert(sizeof(MNT_Extension_Header) == 40);
+static_assert(offsetof(MNT_Extension_Header, base) == 0);
+static_assert(offsetof(MNT_Extension_Header, name) == 24);
+static_assert(offsetof(MNT_Extension_Header, version) == 32);
+static_assert(sizeof(MNT_Capabilities_Extension) == 56);
+static_assert(offsetof(MNT_Capabilities_Extension, header) == 0);
+static_assert(offsetof(MNT_Capabilities_Extension, capabilities) == 40);
+static_assert(offsetof(MNT_Capabilities_Extension, num_capabilities) == 48);
 static_assert(sizeof(MNT_Tensor) == 72);
 static_assert(offsetof(MNT_Tensor, struct_size) == 0);
 static_assert(offsetof(MNT_Tensor, data) == 8);
@@ -471,8 +480,68 @@ static_assert(offsetof(MNT_Model_Api, Model_GetParamSpec) == 40);
 static_assert(offsetof(MNT_Model_Api, Model_Forward) == 48);
 static_assert(offsetof(MNT_Model_Api, Model_Backward) == 56);
 
+// ---- mnt_collectives.h (1.9) --------------------------------------
+static_assert(sizeof(MNT_Collectives_GetUniqueId_Args) == 288);
+static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, backend) == 16);
+static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, unique_id) == 24);
+static_assert(offsetof(MNT_Collectives_GetUniqueId_Args, unique_id_size) == 280);
+static_assert(sizeof(MNT_Communicator_Create_Args) == 56);
+static_assert(offsetof(MNT_Communicator_Create_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Communicator_Create_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Communicator_Create_Args, backend) == 16);
+static_assert(offsetof(MNT_Communicator_Create_Args, rank) == 24);
+static_assert(offsetof(MNT_Communicator_Create_Args, world_size) == 28);
+static_assert(offsetof(MNT_Communicator_Create_Args, unique_id) == 32);
+static_assert(offsetof(MNT_Communicator_Create_Args, unique_id_size) == 40);
+static_assert(offsetof(MNT_Communicator_Create_Args, communicator) == 48);
+static_assert(sizeof(MNT_Communicator_Destroy_Args) == 32);
+static_assert(offsetof(MNT_Communicator_Destroy_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Communicator_Destroy_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Communicator_Destroy_Args, backend) == 16);
+static_assert(offsetof(MNT_Communicator_Destroy_Args, communicator) == 24);
+static_assert(sizeof(MNT_Collectives_Run_Args) == 64);
+static_assert(offsetof(MNT_Collectives_Run_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Collectives_Run_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Collectives_Run_Args, backend) == 16);
+static_assert(offsetof(MNT_Collectives_Run_Args, communicator) == 24);
+static_assert(offsetof(MNT_Collectives_Run_Args, op) == 32);
+static_assert(offsetof(MNT_Collectives_Run_Args, reduce) == 36);
+static_assert(offsetof(MNT_Collectives_Run_Args, root) == 40);
+static_assert(offsetof(MNT_Collectives_Run_Args, input) == 48);
+static_assert(offsetof(MNT_Collectives_Run_Args, output) == 56);
+static_assert(sizeof(MNT_Collectives_Extension) == 72);
+static_assert(offsetof(MNT_Collectives_Extension, header) == 0);
+static_assert(offsetof(MNT_Collectives_Extension, Collectives_GetUniqueId) == 40);
+static_assert(offsetof(MNT_Collectives_Extension, Communicator_Create) == 48);
+static_assert(offsetof(MNT_Collectives_Extension, Communicator_Destroy) == 56);
+static_assert(offsetof(MNT_Collectives_Extension, Collectives_Run) == 64);
+
 // ---- enum values (appended only, never renumbered) ----------------
 static_assert(MNT_EXTENSION_TYPE_NONE == 0, "MNT_EXTENSION_TYPE_NONE");
+static_assert(MNT_EXTENSION_TYPE_CAPABILITIES == 1, "MNT_EXTENSION_TYPE_CAPABILITIES");
+static_assert(MNT_EXTENSION_TYPE_COLLECTIVES == 2, "MNT_EXTENSION_TYPE_COLLECTIVES");
+static_assert(MNT_CAPABILITY_INVALID == 0, "MNT_CAPABILITY_INVALID");
+static_assert(MNT_CAPABILITY_ADAMW_STEP_COUNTER == 1, "MNT_CAPABILITY_ADAMW_STEP_COUNTER");
+static_assert(MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE == 2, "MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE");
+static_assert(MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER == 3, "MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER");
+static_assert(MNT_CAPABILITY_OPTIMIZER_DEVICE_LR == 4, "MNT_CAPABILITY_OPTIMIZER_DEVICE_LR");
+static_assert(MNT_CAPABILITY_STOCHASTIC_ROUNDING == 5, "MNT_CAPABILITY_STOCHASTIC_ROUNDING");
+static_assert(MNT_CAPABILITY_PRECISION_OPTIONS == 6, "MNT_CAPABILITY_PRECISION_OPTIONS");
+static_assert(MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER == 7, "MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER");
+static_assert(MNT_COLLECTIVE_INVALID == 0, "MNT_COLLECTIVE_INVALID");
+static_assert(MNT_COLLECTIVE_ALL_REDUCE == 1, "MNT_COLLECTIVE_ALL_REDUCE");
+static_assert(MNT_COLLECTIVE_REDUCE_SCATTER == 2, "MNT_COLLECTIVE_REDUCE_SCATTER");
+static_assert(MNT_COLLECTIVE_ALL_GATHER == 3, "MNT_COLLECTIVE_ALL_GATHER");
+static_assert(MNT_COLLECTIVE_BROADCAST == 4, "MNT_COLLECTIVE_BROADCAST");
+static_assert(MNT_REDUCE_OP_INVALID == 0, "MNT_REDUCE_OP_INVALID");
+static_assert(MNT_REDUCE_OP_SUM == 1, "MNT_REDUCE_OP_SUM");
+static_assert(MNT_REDUCE_OP_AVG == 2, "MNT_REDUCE_OP_AVG");
+static_assert(MNT_REDUCE_OP_MAX == 3, "MNT_REDUCE_OP_MAX");
+static_assert(MNT_CAPABILITIES_EXTENSION_VERSION == 1, "MNT_CAPABILITIES_EXTENSION_VERSION");
+static_assert(MNT_COLLECTIVES_EXTENSION_VERSION == 1, "MNT_COLLECTIVES_EXTENSION_VERSION");
+static_assert(MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES == 256, "MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES");
 static_assert(MNT_ERROR_OK == 0, "MNT_ERROR_OK");
 static_assert(MNT_ERROR_CANCELLED == 1, "MNT_ERROR_CANCELLED");
 static_assert(MNT_ERROR_UNKNOWN == 2, "MNT_ERROR_UNKNOWN");
@@ -606,6 +675,13 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_Api_Version_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Plugin_Api_STRUCT_SIZE, 120),
+      MNT_EXPECT_SIZE(MNT_Extension_Header_STRUCT_SIZE, 36),
+      MNT_EXPECT_SIZE(MNT_Capabilities_Extension_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE, 288),
+      MNT_EXPECT_SIZE(MNT_Communicator_Create_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Communicator_Destroy_Args_STRUCT_SIZE, 32),
+      MNT_EXPECT_SIZE(MNT_Collectives_Run_Args_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_Collectives_Extension_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_FillParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_GemmParams_STRUCT_SIZE, 28),
       MNT_EXPECT_SIZE(MNT_AccumulateParams_STRUCT_SIZE, 12),
@@ -706,9 +782,18 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs18) {
+TEST(AbiLayoutTest, VersionIs19) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 8);
+  EXPECT_EQ(MNT_ABI_MINOR, 9);
+}
+
+TEST(AbiLayoutTest, ExtensionsStartWithTheHeader) {
+  // Every 1.9 extension is read through MNT_Extension_Header first.
+  EXPECT_EQ(offsetof(MNT_Capabilities_Extension, header), 0u);
+  EXPECT_EQ(offsetof(MNT_Collectives_Extension, header), 0u);
+  EXPECT_EQ(offsetof(MNT_Extension_Header, base), 0u);
+  EXPECT_EQ(MNT_Extension_Header_STRUCT_SIZE,
+            offsetof(MNT_Extension_Header, version) + sizeof(int32_t));
 }
 
 }  // namespace

@@ -65,6 +65,61 @@ typedef struct MNT_Extension_Header {
 } MNT_Extension_Header;
 #define MNT_Extension_Header_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Extension_Header, version)
 
+/* Since 1.9: optional operands and behaviours a plugin offers, advertised in
+ * its MNT_Capabilities_Extension. A host asks for a capability before it
+ * relies on one, never compares minors (docs/abi.md, "Capabilities, not
+ * minors"). Optional *ops* are not capabilities: Backend_GetOpSupport
+ * reports them. A plugin built against ABI < 1.9 has no extension; a host
+ * answers for it from the minor that introduced each capability (given
+ * below; plugins/sdk/capabilities.h holds that one table). Values are
+ * appended only, never renumbered; 0 is invalid. */
+typedef enum MNT_Capability {
+  MNT_CAPABILITY_INVALID = 0,
+  /* --- Backends. --- */
+  /* MNT_OP_ADAMW_STEP's optional in[3] device step counter I32 [1] (and
+   * MULTI_ADAMW_STEP's per-tensor counters). Before 1.9: minor >= 4. */
+  MNT_CAPABILITY_ADAMW_STEP_COUNTER = 1,
+  /* MNT_OP_AMP_UPDATE_SCALE's whole dynamic recipe: the params'
+   * hysteresis, min_scale and max_scale and the optional out[3]
+   * hysteresis tracker. Before 1.9: minor >= 5. */
+  MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE = 2,
+  /* MNT_OP_CROSS_ENTROPY's optional in[2] grad multiplier F32 [1] on the
+   * device. Before 1.9: minor >= 6. */
+  MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER = 3,
+  /* The optimizer ops' optional learning rate F32 [1] on the device
+   * (SGD_STEP in[3], ADAMW_STEP in[4], MULTI_ADAMW_STEP in[2+2n],
+   * MULTI_SGD_STEP in[2+n]). Before 1.9: minor >= 7. */
+  MNT_CAPABILITY_OPTIMIZER_DEVICE_LR = 4,
+  /* MNT_ROUNDING_STOCHASTIC in the optimizer ops' params (the 1.7 fields
+   * of MNT_SgdParams, MNT_AdamWParams and their multi-tensor forms).
+   * Before 1.9: minor >= 7. */
+  MNT_CAPABILITY_STOCHASTIC_ROUNDING = 5,
+  /* --- Precision plugins. --- */
+  /* MNT_LossScaler_Create_Args.precision_options, the plugin's own
+   * options. Before 1.9: minor >= 5. */
+  MNT_CAPABILITY_PRECISION_OPTIONS = 6,
+  /* --- Models. --- */
+  /* MNT_Model_Backward_Args.loss_multiplier_device, the loss multiplier as
+   * a device tensor. Before 1.9: minor >= 6. */
+  MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER = 7,
+} MNT_Capability;
+
+/* Since 1.9: on MNT_Plugin_Api's chain with header.base.type
+ * MNT_EXTENSION_TYPE_CAPABILITIES and header.name
+ * MNT_CAPABILITIES_EXTENSION_NAME; any plugin kind. `capabilities` holds
+ * `num_capabilities` MNT_Capability values (as int32_t, so a value a host
+ * does not know is read safely and skipped), static storage of the plugin;
+ * a capability not listed is not offered. At most one per chain. */
+#define MNT_CAPABILITIES_EXTENSION_NAME "capabilities"
+#define MNT_CAPABILITIES_EXTENSION_VERSION 1
+typedef struct MNT_Capabilities_Extension {
+  MNT_Extension_Header header;
+  const int32_t* capabilities;
+  size_t num_capabilities;
+} MNT_Capabilities_Extension;
+#define MNT_Capabilities_Extension_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Capabilities_Extension, num_capabilities)
+
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
 /* ------------------------------------------------------------------------ */

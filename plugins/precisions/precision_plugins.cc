@@ -189,12 +189,18 @@ const MNT_Precision_Api* PrecisionApi() {
   return &api;
 }
 
+// Every in-tree precision takes its own options (ABI 1.5's
+// precision_options; the built-in fp16's hysteresis, min_scale, max_scale,
+// the others' refusal of any key).
+constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_PRECISION_OPTIONS};
+
 template <PrecisionKind kKind>
 const MNT_Plugin_Api* PluginApi() {
+  static MNT_Capabilities_Extension capabilities = sdk::MakeCapabilitiesExtension(kCapabilities);
   static const MNT_Plugin_Api api = sdk::MakePluginApi(
       MNT_PLUGIN_KIND_PRECISION, PolicyFor(kKind).name,
       PolicyFor(kKind).description, nullptr, PrecisionApi<kKind>(), nullptr,
-      nullptr);
+      nullptr, &capabilities.header.base);
   return &api;
 }
 

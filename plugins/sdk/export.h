@@ -7,23 +7,60 @@
 //     return &api;
 //   }
 //   MNT_EXPORT_PLUGIN(Fp16PluginApi)   // in the .so's own export.cc
+//
+// A plugin advertises the optional operands and behaviours it offers (ABI
+// 1.9, MNT_Capability) with a capabilities extension on its chain; a 1.9
+// plugin without one offers none:
+//
+//   static const int32_t kCaps[] = {MNT_CAPABILITY_PRECISION_OPTIONS};
+//   static MNT_Capabilities_Extension caps = mnt::sdk::MakeCapabilitiesExtension(kCaps);
+//   static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
+//       ..., nullptr, &caps.header.base);
 #ifndef MANTISSA_PLUGINS_SDK_EXPORT_H_
 #define MANTISSA_PLUGINS_SDK_EXPORT_H_
+
+#include <cstddef>
+#include <cstdint>
 
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::sdk {
 
+// A capabilities extension listing `capabilities` (static storage of the
+// plugin: the extension points at it), linked to `next` (NULL: the chain's
+// end). Keep the result in static storage too.
+inline MNT_Capabilities_Extension MakeCapabilitiesExtension(const int32_t* capabilities,
+                                                            size_t num_capabilities,
+                                                            MNT_Extension_Base* next = nullptr) {
+  MNT_Capabilities_Extension e{};
+  e.header.base.struct_size = MNT_Capabilities_Extension_STRUCT_SIZE;
+  e.header.base.type = MNT_EXTENSION_TYPE_CAPABILITIES;
+  e.header.base.next = next;
+  e.header.name = MNT_CAPABILITIES_EXTENSION_NAME;
+  e.header.version = MNT_CAPABILITIES_EXTENSION_VERSION;
+  e.capabilities = capabilities;
+  e.num_capabilities = num_capabilities;
+  return e;
+}
+template <size_t N>
+MNT_Capabilities_Extension MakeCapabilitiesExtension(const int32_t (&capabilities)[N],
+                                                     MNT_Extension_Base* next = nullptr) {
+  return MakeCapabilitiesExtension(capabilities, N, next);
+}
+
+// `extensions`: the first link of the plugin's extension chain (static
+// storage), or NULL for none.
 inline MNT_Plugin_Api MakePluginApi(MNT_PluginKind kind, const char* name,
                                     const char* description,
                                     const MNT_Backend_Api* backend,
                                     const MNT_Precision_Api* precision,
                                     const MNT_Model_Api* model,
-                                    MNT_Plugin_Initialize* initialize) {
+                                    MNT_Plugin_Initialize* initialize,
+                                    MNT_Extension_Base* extensions = nullptr) {
   MNT_Plugin_Api api{};
   api.struct_size = MNT_Plugin_Api_STRUCT_SIZE;
-  api.extension_start = nullptr;
+  api.extension_start = extensions;
   api.abi_version.struct_size = MNT_Api_Version_STRUCT_SIZE;
   api.abi_version.major_version = MNT_ABI_MAJOR;
   api.abi_version.minor_version = MNT_ABI_MINOR;

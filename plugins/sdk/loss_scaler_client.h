@@ -13,6 +13,7 @@
 #include "plugins/abi/mnt_common.h"
 #include "plugins/abi/mnt_precision.h"
 #include "plugins/sdk/abi_enum.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/loss_scale_math.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
@@ -65,18 +66,19 @@ class LossScalerClient {
   // LossScaler_Create with the loss-scaler `options` and the plugin's own
   // `precision_options` ("" for the plugin's defaults). A plugin that answers
   // OK without a scaler is an error; so are precision options for a plugin
-  // built before ABI 1.5, which would not see them.
+  // that does not offer MNT_CAPABILITY_PRECISION_OPTIONS (one built before
+  // ABI 1.5 would not see them).
   static Status Create(const MNT_Plugin_Api* plugin, const std::string& options,
                        LossScalerClient* out) {
     return Create(plugin, options, "", out);
   }
   static Status Create(const MNT_Plugin_Api* plugin, const std::string& options,
                        const std::string& precision_options, LossScalerClient* out) {
-    if (!precision_options.empty() && plugin->abi_version.minor_version < 5 &&
-        plugin->abi_version.major_version == 1) {
+    if (!precision_options.empty() &&
+        !HasCapability(plugin, MNT_CAPABILITY_PRECISION_OPTIONS)) {
       return InvalidArgument(Format(
-          "precision options '%s' refused: the plugin is built against ABI "
-          "%d.%d, which takes none (1.5 added them)",
+          "precision options '%s' refused: the plugin (ABI %d.%d) takes none "
+          "(capability PRECISION_OPTIONS, ABI 1.5)",
           precision_options.c_str(), plugin->abi_version.major_version,
           plugin->abi_version.minor_version));
     }

@@ -14,6 +14,7 @@
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
 
@@ -143,9 +144,10 @@ class ModelClient {
   }
 
   // Whether Backward can take the loss multiplier as a device tensor (the
-  // model was built against ABI >= 1.6; an older one would not see it).
+  // model offers MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER, ABI 1.6; one
+  // that does not would not see it).
   bool TakesDeviceLossMultiplier() const {
-    return plugin_ != nullptr && plugin_->abi_version.minor_version >= 6;
+    return HasCapability(plugin_, MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER);
   }
 
   // Gradients of the last training Forward's loss times `loss_multiplier`,
@@ -157,9 +159,9 @@ class ModelClient {
   }
 
   // The same with the multiplier as an F32 [1] device tensor (ABI 1.6);
-  // NULL: `loss_multiplier`. A model older than 1.6 gets the 1.5 struct
-  // and is refused a device multiplier (FailedPrecondition): ask
-  // TakesDeviceLossMultiplier() first.
+  // NULL: `loss_multiplier`. A model without the capability (one older than
+  // 1.6) gets the 1.5 struct and is refused a device multiplier
+  // (FailedPrecondition): ask TakesDeviceLossMultiplier() first.
   Status Backward(const std::vector<MNT_Tensor>& params,
                   const std::vector<MNT_Tensor>& grads, float loss_multiplier,
                   const MNT_Tensor* loss_multiplier_device, bool accumulate) const {
@@ -169,9 +171,11 @@ class ModelClient {
       a.loss_multiplier_device = loss_multiplier_device;
     } else if (loss_multiplier_device != nullptr) {
       return FailedPrecondition(Format(
-          "model plugin '%s' is built against ABI 1.%d, which takes the loss "
-          "multiplier as a host float only (a device multiplier needs 1.6)",
-          plugin_->name, plugin_->abi_version.minor_version));
+          "model plugin '%s' (ABI %d.%d) takes the loss multiplier as a host float "
+          "only (a device multiplier needs capability MODEL_DEVICE_LOSS_MULTIPLIER, "
+          "ABI 1.6)",
+          plugin_->name, plugin_->abi_version.major_version,
+          plugin_->abi_version.minor_version));
     } else {
       a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE_1_5;
     }

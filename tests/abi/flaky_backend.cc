@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "plugins/backends/common/backend_capabilities.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
@@ -236,11 +237,14 @@ MNT_Backend_Api MakeBackendApi() {
 
 const MNT_Plugin_Api* FlakyBackendPluginApi() {
   static const MNT_Backend_Api backend = MakeBackendApi();
+  // The CPU backend's capabilities: every op is the CPU backend's.
+  static MNT_Capabilities_Extension capabilities =
+      sdk::MakeCapabilitiesExtension(backend::kBackendCapabilities);
   static const MNT_Plugin_Api api = [] {
     MNT_Plugin_Api a = sdk::MakePluginApi(
         MNT_PLUGIN_KIND_BACKEND, "flaky",
         "CPU backend with an injected Backend_Run failure (tests only)",
-        &backend, nullptr, nullptr, &Initialize);
+        &backend, nullptr, nullptr, &Initialize, &capabilities.header.base);
     a.Error_Destroy = &FlakyErrorDestroy;
     return a;
   }();

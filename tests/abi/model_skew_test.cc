@@ -6,7 +6,11 @@
 //  * a 1.6 model gives the same bits with the multiplier as a float, as a
 //    device tensor, from a 1.5 host (the shorter struct), and on a backend
 //    that says it is 1.5 (which refuses CROSS_ENTROPY's third input, so the
-//    model reads the multiplier to the host itself).
+//    model reads the multiplier to the host itself);
+//  * since 1.9 capabilities decide, not minors: a 1.9 model that does not
+//    advertise MODEL_DEVICE_LOSS_MULTIPLIER is treated as the 1.5 one, and
+//    a 1.9 backend that does not advertise CROSS_ENTROPY_GRAD_MULTIPLIER
+//    never gets the third CROSS_ENTROPY input.
 // The batch (6) and the multiplier are no powers of two, so a different
 // rounding of multiplier / batch would show in the bits.
 #include <cmath>
@@ -23,6 +27,7 @@
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/export.h"
 #include "plugins/sdk/model_client.h"
 #include "plugins/sdk/tensor.h"
 
@@ -72,6 +77,35 @@ const MNT_Plugin_Api* CpuAs15() {
   g_backend_api_1_5.Backend_Run = RunAs15;
   g_backend_plugin_1_5.backend = &g_backend_api_1_5;
   return &g_backend_plugin_1_5;
+}
+
+// --- 1.9 plugins that advertise none of that: the MLP and the CPU backend
+// at this minor with an empty capabilities extension (the model recording
+// its struct_size, the backend checking CROSS_ENTROPY's inputs as above). ---
+MNT_Capabilities_Extension g_no_capabilities = sdk::MakeCapabilitiesExtension(nullptr, 0);
+MNT_Model_Api g_model_api_1_9;
+MNT_Plugin_Api g_model_plugin_1_9;
+MNT_Backend_Api g_backend_api_1_9;
+MNT_Plugin_Api g_backend_plugin_1_9;
+
+const MNT_Plugin_Api* MlpAs19WithoutCapabilities() {
+  g_model_plugin_1_9 = *mlp::MlpPluginApi();
+  g_model_plugin_1_9.abi_version.minor_version = MNT_ABI_MINOR;
+  g_model_plugin_1_9.extension_start = &g_no_capabilities.header.base;
+  g_model_api_1_9 = *g_model_plugin_1_9.model;
+  g_model_api_1_9.Model_Backward = RecordingBackward;
+  g_model_plugin_1_9.model = &g_model_api_1_9;
+  return &g_model_plugin_1_9;
+}
+
+const MNT_Plugin_Api* CpuAs19WithoutCapabilities() {
+  g_backend_plugin_1_9 = *cpu::CpuBackendPluginApi();
+  g_backend_plugin_1_9.abi_version.minor_version = MNT_ABI_MINOR;
+  g_backend_plugin_1_9.extension_start = &g_no_capabilities.header.base;
+  g_backend_api_1_9 = *g_backend_plugin_1_9.backend;
+  g_backend_api_1_9.Backend_Run = RunAs15;
+  g_backend_plugin_1_9.backend = &g_backend_api_1_9;
+  return &g_backend_plugin_1_9;
 }
 
 using Grads = std::vector<std::vector<float>>;
@@ -257,6 +291,36 @@ TEST(ModelSkewTest, A16ModelOnA15BackendReadsTheMultiplierItself) {
   const sdk::Status s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_GT(g_cross_entropy_calls, 0);
+  EXPECT_TRUE(SameBits(h.Download(), want));
+}
+
+TEST(ModelSkewTest, A19ModelThatDoesNotAdvertiseTheDeviceMultiplierGetsThe15Struct) {
+  Harness h(cpu::CpuBackendPluginApi(), MlpAs19WithoutCapabilities(), 7);
+  ASSERT_EQ(h.model().plugin()->abi_version.minor_version, MNT_ABI_MINOR);
+  EXPECT_FALSE(h.model().TakesDeviceLossMultiplier()) << "its minor is newer than 1.6";
+  h.Forward();
+  g_last_backward_struct_size = 0;
+  const sdk::Status s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_5});
+  EXPECT_TRUE(SameBits(h.Download(), HostFloatGrads()));
+
+  const MNT_Tensor m = h.Upload({kMultiplier}, {1});
+  const sdk::Status refused = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
+  EXPECT_EQ(refused.code(), MNT_ERROR_FAILED_PRECONDITION);
+  EXPECT_NE(refused.message().find("MODEL_DEVICE_LOSS_MULTIPLIER"), std::string::npos)
+      << refused.message();
+}
+
+TEST(ModelSkewTest, A19BackendThatDoesNotAdvertiseTheGradMultiplierGetsTwoInputs) {
+  const Grads want = HostFloatGrads();
+  Harness h(CpuAs19WithoutCapabilities(), mlp::MlpPluginApi(), 7);
+  const MNT_Tensor m = h.Upload({kMultiplier}, {1});
+  h.Forward();
+  g_cross_entropy_calls = 0;
+  const sdk::Status s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_GT(g_cross_entropy_calls, 0);  // RunAs15 checked each has 2 inputs
   EXPECT_TRUE(SameBits(h.Download(), want));
 }
 

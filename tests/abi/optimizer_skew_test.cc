@@ -1,15 +1,20 @@
-// ABI 1.7's stochastic rounding across versions. A backend built against
-// 1.6 reads only a 1.6 caller's optimizer params and would round the
-// working copy to nearest without saying so: the trainer refuses
-// --stochastic_rounding on it with one line. (The 1.7 backends' side, a 1.6
-// caller's shorter struct rounding to nearest, is in the CPU backend's
+// ABI 1.7's stochastic rounding and device learning rate across versions.
+// A backend built against 1.6 reads only a 1.6 caller's optimizer params and
+// would round the working copy to nearest without saying so: the trainer
+// refuses --stochastic_rounding on it with one line. Since 1.9 the trainer
+// asks the backend's capabilities, not its minor: a 1.9 backend that does
+// not advertise STOCHASTIC_ROUNDING or OPTIMIZER_DEVICE_LR is refused the
+// one and never given the other, new minor or not. (The 1.7 backends' side,
+// a 1.6 caller's shorter struct rounding to nearest, is in the CPU backend's
 // stochastic_rounding_optimizers_test.)
 #include <memory>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/export.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/optimizer.h"
 
@@ -22,6 +27,21 @@ const MNT_Plugin_Api* CpuAs16() {
   g_backend_plugin_1_6 = *cpu::CpuBackendPluginApi();
   g_backend_plugin_1_6.abi_version.minor_version = 6;
   return &g_backend_plugin_1_6;
+}
+
+// A 1.9 backend (the CPU backend's tables, this minor) whose capabilities
+// extension lists all but the 1.7 ones.
+const int32_t kWithout17[] = {MNT_CAPABILITY_ADAMW_STEP_COUNTER,
+                              MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE,
+                              MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER};
+MNT_Capabilities_Extension g_capabilities_without_17 = sdk::MakeCapabilitiesExtension(kWithout17);
+MNT_Plugin_Api g_backend_plugin_1_9;
+
+const MNT_Plugin_Api* CpuAs19Without17() {
+  g_backend_plugin_1_9 = *cpu::CpuBackendPluginApi();
+  g_backend_plugin_1_9.abi_version.minor_version = MNT_ABI_MINOR;
+  g_backend_plugin_1_9.extension_start = &g_capabilities_without_17.header.base;
+  return &g_backend_plugin_1_9;
 }
 
 absl::Status Check(const MNT_Plugin_Api* plugin, bool stochastic, bool mixed, MNT_DType weights,
@@ -37,11 +57,37 @@ absl::Status Check(const MNT_Plugin_Api* plugin, bool stochastic, bool mixed, MN
 
 TEST(OptimizerSkewTest, A16BackendIsRefusedForStochasticRounding) {
   EXPECT_EQ(Check(CpuAs16(), true, true, MNT_DTYPE_BF16, "bf16").message(),
-            "--stochastic_rounding needs a backend built against ABI >= 1.7; backend cpu has "
-            "1.6");
+            "--stochastic_rounding needs a backend that offers stochastic rounding (capability "
+            "STOCHASTIC_ROUNDING, ABI 1.7); backend cpu (ABI 1.6) does not");
   // Round-to-nearest runs on it as before.
   EXPECT_TRUE(Check(CpuAs16(), false, true, MNT_DTYPE_BF16, "bf16").ok());
   EXPECT_TRUE(Check(cpu::CpuBackendPluginApi(), true, true, MNT_DTYPE_BF16, "bf16").ok());
+}
+
+TEST(OptimizerSkewTest, A19BackendIsAskedForItsCapabilitiesNotItsMinor) {
+  const MNT_Plugin_Api* without = CpuAs19Without17();
+  ASSERT_EQ(without->abi_version.minor_version, MNT_ABI_MINOR);
+  ASSERT_GE(MNT_ABI_MINOR, 7);
+  EXPECT_EQ(Check(without, true, true, MNT_DTYPE_BF16, "bf16").message(),
+            "--stochastic_rounding needs a backend that offers stochastic rounding (capability "
+            "STOCHASTIC_ROUNDING, ABI 1.7); backend cpu (ABI 1." +
+                std::to_string(MNT_ABI_MINOR) + ") does not");
+  EXPECT_TRUE(Check(without, false, true, MNT_DTYPE_BF16, "bf16").ok());
+
+  // The device learning rate (the optimizer ops' 1.7 input) is not given to
+  // it either; the CPU backend, which advertises both, gets both.
+  std::unique_ptr<sdk::BackendInstance> b19, cpu, b16;
+  ASSERT_TRUE(sdk::BackendInstance::Create(without, "threads=1", &b19).ok());
+  ASSERT_TRUE(sdk::BackendInstance::Create(cpu::CpuBackendPluginApi(), "threads=1", &cpu).ok());
+  ASSERT_TRUE(sdk::BackendInstance::Create(CpuAs16(), "threads=1", &b16).ok());
+  EXPECT_FALSE(trainer::Optimizer::TakesDeviceLr(*b19));
+  EXPECT_FALSE(trainer::Optimizer::TakesDeviceLr(*b16));
+  EXPECT_TRUE(trainer::Optimizer::TakesDeviceLr(*cpu));
+  // The multi-tensor ops are ops: GetOpSupport answers, not capabilities.
+  mantissa::OptimizerConfig config;
+  config.set_name("adamw");
+  config.set_multi_tensor_optimizer("auto");
+  EXPECT_TRUE(trainer::Optimizer::UsesMultiTensor(config, *b19));
 }
 
 TEST(OptimizerSkewTest, OnlyBf16WorkingWeightsAreRoundedStochastically) {

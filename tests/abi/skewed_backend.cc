@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/backends/common/backend_capabilities.h"
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/args.h"
@@ -256,10 +257,13 @@ MNT_Backend_Api MakeBackendApi() {
 
 const MNT_Plugin_Api* SkewedBackendPluginApi() {
   static const MNT_Backend_Api backend = MakeBackendApi();
+  // The CPU backend's capabilities: every op is the CPU backend's.
+  static MNT_Capabilities_Extension capabilities =
+      sdk::MakeCapabilitiesExtension(backend::kBackendCapabilities);
   static const MNT_Plugin_Api api = sdk::MakePluginApi(
       MNT_PLUGIN_KIND_BACKEND, "skewed",
       "CPU backend with one op's outputs scaled by (1 + skew) (tests only)",
-      &backend, nullptr, nullptr, &Initialize);
+      &backend, nullptr, nullptr, &Initialize, &capabilities.header.base);
   return &api;
 }
 

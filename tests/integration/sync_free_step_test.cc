@@ -10,7 +10,9 @@
 //    copies counted), in fp32, bf16 and fp16 with dynamic scaling; the host
 //    path reads every step (so the count can fail).
 //  * A backend built against ABI 1.6 keeps the host-float lr: it never sees
-//    the 1.7 input, and the bits are the same.
+//    the 1.7 input, and the bits are the same. So does a 1.9 backend that
+//    does not advertise MNT_CAPABILITY_OPTIMIZER_DEVICE_LR (capabilities
+//    decide, not minors).
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -18,6 +20,7 @@
 
 #include "gtest/gtest.h"
 #include "plugins/backends/cpu/cpu_backend.h"
+#include "plugins/sdk/export.h"
 #include "tests/integration/test_env.h"
 #include "trainer/checkpoint/checkpoint.h"
 
@@ -186,22 +189,47 @@ const MNT_Plugin_Api* CpuAs16() {
   return &g_backend_plugin_1_6;
 }
 
-TEST(SyncFreeStepSkewTest, A16BackendKeepsTheHostLrWithTheSameBits) {
+// --- A 1.9 backend that does not advertise the device lr: the same
+// wrapper at this minor, its capabilities extension listing all but the
+// 1.7 ones. It must be treated as the 1.6 one, whatever its minor. ---
+const int32_t kWithout17[] = {MNT_CAPABILITY_ADAMW_STEP_COUNTER,
+                              MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE,
+                              MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER};
+MNT_Capabilities_Extension g_capabilities_without_17 = sdk::MakeCapabilitiesExtension(kWithout17);
+MNT_Plugin_Api g_backend_plugin_1_9;
+
+const MNT_Plugin_Api* CpuAs19WithoutDeviceLr() {
+  g_backend_plugin_1_9 = *CpuAs16();
+  g_backend_plugin_1_9.abi_version.minor_version = MNT_ABI_MINOR;
+  g_backend_plugin_1_9.name = "cpu19";
+  g_backend_plugin_1_9.extension_start = &g_capabilities_without_17.header.base;
+  return &g_backend_plugin_1_9;
+}
+
+void ExpectHostLrWithTheSameBits(const MNT_Plugin_Api* plugin) {
   PluginRegistry registry(InTreePluginDirs());
-  ASSERT_TRUE(registry.RegisterStatic(CpuAs16(), "static:cpu16").ok());
+  ASSERT_TRUE(registry.RegisterStatic(plugin, std::string("static:") + plugin->name).ok());
   for (const char* optimizer : {"adamw", "sgd"}) {
     SCOPED_TRACE(optimizer);
     TrainConfig c = SyncFreeConfig("fp32", optimizer);
     c.mutable_optimizer()->set_multi_tensor_optimizer("off");
     const RunResult on_17 = Train(c, std::string(optimizer) + "_17", &registry);
-    c.set_device("cpu16");
+    c.set_device(plugin->name);
     g_optimizer_calls = g_lr_inputs = 0;
-    const RunResult on_16 = Train(c, std::string(optimizer) + "_16", &registry);
-    EXPECT_TRUE(on_16.device_step_scalars) << "1.6 has the 1.4 clip and counter ops";
+    const RunResult on_16 = Train(c, std::string(optimizer) + "_" + plugin->name, &registry);
+    EXPECT_TRUE(on_16.device_step_scalars) << "it has the 1.4 clip and counter ops";
     EXPECT_GT(g_optimizer_calls, 0);
-    EXPECT_EQ(g_lr_inputs, 0) << "a 1.6 backend got the 1.7 lr input";
+    EXPECT_EQ(g_lr_inputs, 0) << plugin->name << " got the 1.7 lr input";
     ExpectSameRun(on_16, on_17);
   }
+}
+
+TEST(SyncFreeStepSkewTest, A16BackendKeepsTheHostLrWithTheSameBits) {
+  ExpectHostLrWithTheSameBits(CpuAs16());
+}
+
+TEST(SyncFreeStepSkewTest, A19BackendWithoutTheCapabilityKeepsTheHostLr) {
+  ExpectHostLrWithTheSameBits(CpuAs19WithoutDeviceLr());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/plugin_conformance/conformance.h"
@@ -183,7 +184,8 @@ struct Case {
   const void* params;
   double tol;
   bool first_output_only = false;  // the rest are not finite by design
-  int since_minor = 0;  // skipped for a backend built against an older ABI 1.x
+  // Skipped for a backend that does not offer it (INVALID: every backend).
+  MNT_Capability needs = MNT_CAPABILITY_INVALID;
 };
 
 std::string MemoryContract(const MNT_Plugin_Api* plugin, const Device& d,
@@ -398,7 +400,7 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                    {Random(&rng, MNT_DTYPE_F32, {M, N})},
                    AdamWState(&rng, {M, N}),
                    &adamw_sr, 1e-5});
-  cases.back().since_minor = 7;
+  cases.back().needs = MNT_CAPABILITY_STOCHASTIC_ROUNDING;
   static MNT_SgdParams sgd_sr{MNT_SgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 0,
                               MNT_ROUNDING_STOCHASTIC, 0x5eedull, 2, 11};
   cases.push_back({"SGD_STEP stochastic rounding", MNT_OP_SGD_STEP,
@@ -406,7 +408,7 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                    {Random(&rng, MNT_DTYPE_F32, {M, N}), Random(&rng, MNT_DTYPE_F32, {M, N}),
                     Zeros(MNT_DTYPE_BF16, {M, N})},
                    &sgd_sr, 1e-5});
-  cases.back().since_minor = 7;
+  cases.back().needs = MNT_CAPABILITY_STOCHASTIC_ROUNDING;
   static MNT_LayerNormParams ln{MNT_LayerNormParams_STRUCT_SIZE, 1e-5f, 0};
   cases.push_back({"LAYERNORM_FORWARD", MNT_OP_LAYERNORM_FORWARD,
                    {Random(&rng, MNT_DTYPE_F32, {M, K}), Random(&rng, MNT_DTYPE_F32, {K}),
@@ -460,7 +462,7 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                      {found, mult, Random(&rng, MNT_DTYPE_F32, {M, N}), counter,
                       Random(&rng, MNT_DTYPE_BF16, {K}), counter},
                      out, &multi_adamw_sr, 1e-5});
-    cases.back().since_minor = 7;
+    cases.back().needs = MNT_CAPABILITY_STOCHASTIC_ROUNDING;
   }
   static MNT_MultiSgdParams multi_sgd{MNT_MultiSgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 1,
                                       2, lr_scales, weight_decays};
@@ -484,11 +486,11 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                       Zeros(MNT_DTYPE_BF16, {M, N}), Random(&rng, MNT_DTYPE_F32, {K}),
                       Random(&rng, MNT_DTYPE_F32, {K}), Zeros(MNT_DTYPE_BF16, {K})},
                      &multi_sgd_sr, 1e-5});
-    cases.back().since_minor = 7;
+    cases.back().needs = MNT_CAPABILITY_STOCHASTIC_ROUNDING;
   }
   // ABI 1.7: the learning rate as a device scalar (the params' lr, 7, must
   // be ignored), against the reference with the same device rate.
-  const bool device_lr = plugin->abi_version.minor_version >= 7;
+  const bool device_lr = sdk::HasCapability(plugin, MNT_CAPABILITY_OPTIMIZER_DEVICE_LR);
   static MNT_AdamWParams adamw_dev{MNT_AdamWParams_STRUCT_SIZE, 7.0f, 0.9f, 0.999f, 1e-8f,
                                    0.01f, 1};
   static MNT_SgdParams sgd_dev{MNT_SgdParams_STRUCT_SIZE, 7.0f, 0.9f, 1e-3f, 1};
@@ -552,9 +554,9 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
       r->Skip(name, "not supported by this backend");
       continue;
     }
-    if (plugin->abi_version.minor_version < c.since_minor) {
-      r->Skip(name, Format("needs ABI 1.%d, the backend has 1.%d", c.since_minor,
-                           plugin->abi_version.minor_version));
+    if (c.needs != MNT_CAPABILITY_INVALID && !sdk::HasCapability(plugin, c.needs)) {
+      r->Skip(name, Format("needs capability %s, which the backend does not offer",
+                           sdk::CapabilityName(c.needs)));
       continue;
     }
     std::vector<HostTensor> got = c.out, want = c.out;

@@ -4,6 +4,7 @@ namespace mnt::conformance {
 
 void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
                     uint64_t seed, Report* report) {
+  CheckExtensions(plugin, report);
   switch (plugin->kind) {
     case MNT_PLUGIN_KIND_BACKEND:
       CheckBackendPlugin(plugin, options, seed, report);

@@ -13,6 +13,9 @@
 //            under overflows; never inf, state (with the plugin's own
 //            bytes) save/restore reproduces the sequence, options reach the
 //            scaler, bad options and states refused.
+//  any kind  the extension chain (ABI 1.9) and the capabilities it lists;
+//            what a plugin advertises decides which optional checks below
+//            run (never its minor).
 //  model     param-spec sanity, forward/backward against central finite
 //            differences (CPU reference backend, fp32), loss_multiplier and
 //            accumulate semantics, and a save/load round trip (params read
@@ -72,7 +75,11 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
 void CheckModelPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
                       uint64_t seed, Report* report);
 
-// Dispatches on plugin->kind; `options` go to Backend_Create, Model_Create
+// The extension chain (ABI 1.9), any kind: well-formed, and a capabilities
+// extension listing only known capabilities of the plugin's kind, once each.
+void CheckExtensions(const MNT_Plugin_Api* plugin, Report* report);
+
+// CheckExtensions, then dispatches on plugin->kind; `options` go to Backend_Create, Model_Create
 // or a precision plugin's LossScaler_Create (precision_options).
 void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
                     uint64_t seed, Report* report);

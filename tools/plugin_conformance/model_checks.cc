@@ -17,6 +17,7 @@
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/model_client.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
@@ -459,7 +460,7 @@ void CheckModelOnData(ModelHarness& h, const std::string& options, uint64_t seed
     }
     r->Check(n + "loss_multiplier_and_accumulate", why);
   }
-  if (h.plugin()->abi_version.minor_version >= 6) {
+  if (sdk::HasCapability(h.plugin(), MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER)) {
     // ABI 1.6: the multiplier as a device tensor gives the same bits as the
     // float (a value that is no power of two, so a different rounding of
     // multiplier / batch would show).

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/loss_scale_math.h"
 #include "plugins/sdk/loss_scaler_client.h"
 #include "plugins/sdk/plugin_error.h"
@@ -64,9 +65,8 @@ class Scaler {
   sdk::LossScalerClient scaler_;
 };
 
-bool AtLeast15(const MNT_Plugin_Api* p) {
-  return p->abi_version.major_version > 1 ||
-         (p->abi_version.major_version == 1 && p->abi_version.minor_version >= 5);
+bool TakesPrecisionOptions(const MNT_Plugin_Api* p) {
+  return sdk::HasCapability(p, MNT_CAPABILITY_PRECISION_OPTIONS);
 }
 
 // Replays `recipe` from `scaler`'s current state over `found_infs`: every
@@ -229,7 +229,7 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
     r->Check(n + "scaler_rejects_unknown_option",
              refused_in_one_line(s, "no_such_option=1"));
   }
-  if (AtLeast15(plugin)) {  // 1.5: the plugin's own options reach it
+  if (TakesPrecisionOptions(plugin)) {  // 1.5: the plugin's own options reach it
     Scaler bad(plugin, "no_such_precision_option=1");
     s = bad.Create("");
     r->Check(n + "rejects_unknown_precision_option",
@@ -239,7 +239,7 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
     r->Check(n + "rejects_malformed_precision_options", refused_in_one_line(s, "=,="));
   } else {
     r->Skip(n + "rejects_unknown_precision_option",
-            "built before ABI 1.5, which added precision options");
+            "the plugin does not offer capability PRECISION_OPTIONS (ABI 1.5)");
   }
   {
     MNT_LossScaler_Destroy_Args a{};

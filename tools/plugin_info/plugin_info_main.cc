@@ -2,8 +2,10 @@
 //
 //   tools/bazel run //tools/plugin_info -- /path/to/mnt_backend_cpu.so
 //
-// Prints name, kind, ABI version, description, capabilities (a backend's
-// device and supported ops, a precision's policy) and the exported symbols.
+// Prints name, kind, ABI version, description, the extensions on its chain
+// (name and version), its capabilities (ABI 1.9: the ones it advertises;
+// an older plugin's from its minor), a backend's device and supported ops,
+// a precision's policy, and the exported symbols.
 // The plugin is loaded in a child process first, so a file that is not a
 // Mantissa plugin, or one that crashes while loading, is reported in one line
 // ("plugin_info: error: ...") with exit status 1.
@@ -16,6 +18,8 @@
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/capabilities.h"
+#include "plugins/sdk/extension_chain.h"
 #include "plugins/sdk/precision_client.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/plugin_info/plugin_probe.h"
@@ -46,6 +50,47 @@ const char* ComputeName(MNT_ComputeMode m) {
     case MNT_COMPUTE_F16: return "f16";
     default: return "invalid";
   }
+}
+
+// "capabilities v1, collectives v1" (name and version of each extension on
+// the chain, in order; a type this host does not know shows its number).
+void PrintExtensions(const MNT_Plugin_Api* api) {
+  std::vector<std::string> names;
+  sdk::ForEachExtension(api, [&](const MNT_Extension_Header& h) {
+    const int32_t type = sdk::RawEnum(h.base.type);
+    std::string name = sdk::ExtensionName(h);
+    if (!sdk::IsKnownEnum<MNT_ExtensionType>(type)) {
+      name += " (unknown type " + std::to_string(type) + ")";
+    }
+    names.push_back(name + " v" + std::to_string(h.version));
+    return true;
+  });
+  std::printf("extensions:   %s\n", names.empty() ? "none" : absl::StrJoin(names, ", ").c_str());
+}
+
+// The capabilities the host finds: the plugin's list (ABI >= 1.9) or those
+// its minor implies (older plugins).
+void PrintCapabilities(const MNT_Plugin_Api* api) {
+  std::vector<std::string> names;
+  if (sdk::HasExtensionHeaders(api)) {
+    if (const MNT_Capabilities_Extension* c = sdk::FindCapabilitiesExtension(api)) {
+      for (size_t i = 0; i < c->num_capabilities; ++i) {
+        const int32_t value = c->capabilities[i];
+        names.push_back(sdk::FindCapabilityInfo(value) != nullptr
+                            ? std::string(sdk::CapabilityName(value))
+                            : "unknown " + std::to_string(value));
+      }
+    }
+    std::printf("capabilities: %s\n",
+                names.empty() ? "none" : absl::StrJoin(names, " ").c_str());
+    return;
+  }
+  for (const sdk::CapabilityInfo& c : sdk::kCapabilities) {
+    if (sdk::HasCapability(api, c.capability)) names.push_back(c.name);
+  }
+  std::printf("capabilities: %s (implied by ABI %d.%d: no capabilities extension)\n",
+              names.empty() ? "none" : absl::StrJoin(names, " ").c_str(),
+              api->abi_version.major_version, api->abi_version.minor_version);
 }
 
 void PrintBackend(const MNT_Plugin_Api* api) {
@@ -117,6 +162,8 @@ int Main(int argc, char** argv) {
               MNT_ABI_MAJOR, MNT_ABI_MINOR);
   std::printf("description:  %s\n", api->description ? api->description : "");
   std::printf("initializer:  %s\n", api->Plugin_Initialize ? "yes" : "no");
+  PrintExtensions(api);
+  PrintCapabilities(api);
   switch (api->kind) {
     case MNT_PLUGIN_KIND_BACKEND: PrintBackend(api); break;
     case MNT_PLUGIN_KIND_PRECISION: PrintPrecision(api); break;

@@ -17,11 +17,16 @@ grep -q '^name: *cpu$' <<<"$out" || fail "no name line"
 grep -q '^kind: *backend$' <<<"$out" || fail "no kind line"
 grep -Eq '^abi: *[0-9]+\.[0-9]+ \(this host: [0-9]+\.[0-9]+\)$' <<<"$out" || fail "no abi line"
 grep -q '^ops: .*GEMM.*ADAMW_STEP' <<<"$out" || fail "no ops"
+# ABI 1.9: the chain's extensions by name and version, and the capabilities
+# the backend advertises.
+grep -Eq '^extensions: .*capabilities v1' <<<"$out" || fail "no capabilities extension listed"
+grep -Eq '^capabilities: .*OPTIMIZER_DEVICE_LR' <<<"$out" || fail "no capabilities line"
 grep -q '^exports: *MNT_GetPluginApi$' <<<"$out" || fail "exports not just the entry symbol"
 
 out="$("$info" "$fp16")" || fail "plugin_info on fp16 exited $?"
 grep -q '^policy: .*weights f16, master weights f32.*loss scaling dynamic$' <<<"$out" \
   || fail "fp16 policy line: $out"
+grep -q '^capabilities: *PRECISION_OPTIONS$' <<<"$out" || fail "fp16 capabilities line: $out"
 
 # Refusals: exit 1, exactly one line on stderr, naming the reason.
 expect_refusal() {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "plugins/sdk/absl/status.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/loss_scale_math.h"
 #include "trainer/core/device_loss_scaling.h"
 #include "trainer/core/host_loss_scaling.h"
@@ -35,17 +36,19 @@ std::string BackendCannotRun(const mantissa::TrainConfig& config,
     }
   }
   const MNT_Api_Version& v = backend.plugin()->abi_version;
-  if (config.optimizer().name() != "sgd" && v.minor_version < 4) {
+  if (config.optimizer().name() != "sgd" &&
+      !sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_ADAMW_STEP_COUNTER)) {
     return absl::StrFormat(
-        "backend '%s' is built against ABI %d.%d; ADAMW_STEP's device step "
-        "counter needs 1.4",
+        "backend '%s' (ABI %d.%d) does not offer ADAMW_STEP's device step counter "
+        "(capability ADAMW_STEP_COUNTER, ABI 1.4)",
         device_name, v.major_version, v.minor_version);
   }
-  const bool needs_1_5 = r.hysteresis != 1 || r.min_scale != 0 || r.max_scale != 0;
-  if (needs_1_5 && v.minor_version < 5) {
+  const bool needs_recipe = r.hysteresis != 1 || r.min_scale != 0 || r.max_scale != 0;
+  if (needs_recipe &&
+      !sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE)) {
     return absl::StrFormat(
-        "backend '%s' is built against ABI %d.%d; AMP_UPDATE_SCALE takes "
-        "hysteresis, min_scale and max_scale since 1.5",
+        "backend '%s' (ABI %d.%d) does not offer AMP_UPDATE_SCALE's hysteresis, "
+        "min_scale and max_scale (capability AMP_UPDATE_SCALE_RECIPE, ABI 1.5)",
         device_name, v.major_version, v.minor_version);
   }
   if (!ExactInFloat(r.growth_factor) || !ExactInFloat(r.backoff_factor)) {
@@ -58,7 +61,7 @@ std::string BackendCannotRun(const mantissa::TrainConfig& config,
     return absl::StrCat("growth_interval=", r.growth_interval,
                         " does not fit the I32 tracker");
   }
-  *amp = {needs_1_5 ? MNT_AmpUpdateScaleParams_STRUCT_SIZE
+  *amp = {needs_recipe ? MNT_AmpUpdateScaleParams_STRUCT_SIZE
                     : MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4,
           static_cast<float>(r.growth_factor),
           static_cast<float>(r.backoff_factor),
@@ -76,7 +79,7 @@ bool BackendRunsUnscaledStep(const mantissa::TrainConfig& config,
                              const sdk::BackendInstance& backend) {
   if (!backend.Supports(MNT_OP_CLIP_COEFFICIENT)) return false;
   return config.optimizer().name() == "sgd" ||
-         backend.plugin()->abi_version.minor_version >= 4;
+         sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_ADAMW_STEP_COUNTER);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "trainer/core/device_scalars.h"
 #include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::trainer {
@@ -23,12 +24,12 @@ int Optimizer::StateSlots(const mantissa::OptimizerConfig& config) {
 bool Optimizer::UsesMultiTensor(const mantissa::OptimizerConfig& config,
                                 const sdk::BackendInstance& backend) {
   if (config.multi_tensor_optimizer() == "off") return false;
-  if (backend.plugin()->abi_version.minor_version < 6) return false;
+  // An op (ABI 1.6): Backend_GetOpSupport says, whatever the backend's minor.
   return backend.Supports(IsAdam(config) ? MNT_OP_MULTI_ADAMW_STEP : MNT_OP_MULTI_SGD_STEP);
 }
 
 bool Optimizer::TakesDeviceLr(const sdk::BackendInstance& backend) {
-  return backend.plugin()->abi_version.minor_version >= 7;
+  return sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_OPTIMIZER_DEVICE_LR);
 }
 
 absl::Status Optimizer::CheckStochasticRounding(const mantissa::OptimizerConfig& config,
@@ -42,11 +43,13 @@ absl::Status Optimizer::CheckStochasticRounding(const mantissa::OptimizerConfig&
         "(--precision=bf16); precision ", precision_name, " keeps ",
         sdk::DTypeName(weight_dtype), " weights", mixed ? "" : " without a master copy"));
   }
-  const int32_t minor = backend.plugin()->abi_version.minor_version;
-  if (minor < 7) {
+  if (!sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_STOCHASTIC_ROUNDING)) {
+    const MNT_Api_Version& v = backend.plugin()->abi_version;
     return absl::FailedPreconditionError(absl::StrCat(
-        "--stochastic_rounding needs a backend built against ABI >= 1.7; backend ",
-        backend.plugin()->name, " has 1.", minor));
+        "--stochastic_rounding needs a backend that offers stochastic rounding (capability "
+        "STOCHASTIC_ROUNDING, ABI 1.7); backend ",
+        backend.plugin()->name, " (ABI ", v.major_version, ".", v.minor_version,
+        ") does not"));
   }
   return absl::OkStatus();
 }

@@ -45,13 +45,14 @@ class Optimizer {
       bool multi_tensor = false, bool device_lr = false);
 
   // Whether a step is one multi-tensor op: --multi_tensor_optimizer=auto and
-  // a backend built against ABI >= 1.6 that reports the op supported.
+  // a backend that reports the op (ABI 1.6) supported.
   static bool UsesMultiTensor(const mantissa::OptimizerConfig& config,
                               const sdk::BackendInstance& backend);
   bool multi_tensor() const { return multi_tensor_; }
 
-  // Whether the backend's optimizer ops take a device learning rate: built
-  // against ABI >= 1.7 (older ones refuse the extra input).
+  // Whether the backend's optimizer ops take a device learning rate: it
+  // offers MNT_CAPABILITY_OPTIMIZER_DEVICE_LR (ABI 1.7; others refuse the
+  // extra input).
   static bool TakesDeviceLr(const sdk::BackendInstance& backend);
   bool device_lr() const { return device_lr_; }
 
@@ -60,8 +61,9 @@ class Optimizer {
   absl::Status SetLearningRate(double lr);
 
   // --stochastic_rounding's preconditions, one line each: bf16 working
-  // weights (a copy the optimizer writes) and a backend built against ABI
-  // >= 1.7 (an older one would round to nearest without saying so).
+  // weights (a copy the optimizer writes) and a backend that offers
+  // MNT_CAPABILITY_STOCHASTIC_ROUNDING (ABI 1.7; another would round to
+  // nearest without saying so).
   // `mixed`: fp32 masters apart from working weights of `weight_dtype`.
   static absl::Status CheckStochasticRounding(const mantissa::OptimizerConfig& config,
                                               const sdk::BackendInstance& backend, bool mixed,

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::trainer {
@@ -201,6 +202,32 @@ TEST_F(PluginRegistryTest, RefusesOtherMajorAndNewerMinor) {
             "static:fake: plugin built against ABI 1." + std::to_string(MNT_ABI_MINOR + 1) +
                 ", newer than this trainer's " + host + "; upgrade the trainer");
   plugin_.abi_version.minor_version = 0;  // older minors load
+  EXPECT_EQ(Refusal(), "");
+}
+
+// ABI 1.9: the extension chain is checked at load (sdk::CheckExtensionChain,
+// its cases in //plugins/sdk:extension_chain_test); a malformed one is
+// refused in one line, a well-formed one with an unknown type loads.
+TEST_F(PluginRegistryTest, RefusesAMalformedExtensionChain) {
+  MNT_Extension_Header a{}, b{};
+  a.base = {MNT_Extension_Header_STRUCT_SIZE, static_cast<MNT_ExtensionType>(77), &b.base};
+  a.name = "a";
+  a.version = 1;
+  b = a;
+  b.base.next = &a.base;  // a cycle
+  plugin_.extension_start = &a.base;
+  EXPECT_EQ(Refusal(),
+            "static:fake: backend plugin 'fake' has a malformed extension chain: "
+            "extension chain is longer than 64 links (a cycle?)");
+  MNT_Capabilities_Extension caps = sdk::MakeCapabilitiesExtension(nullptr, 0);
+  caps.header.base.struct_size = MNT_Extension_Header_STRUCT_SIZE;
+  plugin_.extension_start = &caps.header.base;
+  EXPECT_EQ(Refusal(),
+            "static:fake: backend plugin 'fake' has a malformed extension chain: "
+            "extension 'capabilities': struct_size 36 is smaller than the 56 bytes of its "
+            "version 1");
+  b.base.next = nullptr;  // a -> b: unknown types, skipped
+  plugin_.extension_start = &a.base;
   EXPECT_EQ(Refusal(), "");
 }
 

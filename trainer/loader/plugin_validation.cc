@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "plugins/sdk/abi_enum.h"
+#include "plugins/sdk/extension_chain.h"
 #include "trainer/loader/plugin_names.h"
 
 namespace mnt::trainer {
@@ -34,8 +35,9 @@ constexpr const char* kAbiVersion =
 // appended the optional step markers to MNT_Backend_Api (both or neither,
 // checked below; the required set stays the 1.0 table) and appended fields
 // to the optimizer params structs; 1.8 appended fields to
-// MNT_AttentionParams and MNT_Backend_GetInfo_Args (no API table changed).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 8,
+// MNT_AttentionParams and MNT_Backend_GetInfo_Args (no API table changed);
+// 1.9 added extensions on the plugin's chain (no API table changed).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 9,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.
@@ -210,6 +212,14 @@ absl::Status ValidatePluginApi(const MNT_Plugin_Api* api,
                      MNT_REQUIRED_FN(api, Error_Message),
                      MNT_REQUIRED_FN(api, Error_GetCode)});
   if (!s.ok()) return s;
+
+  // The extension chain (ABI 1.9's headers for a 1.9 plugin): a malformed
+  // one would be misread by every later FindExtension / HasCapability.
+  if (sdk::Status chain = sdk::CheckExtensionChain(api); !chain.ok()) {
+    return Refuse(origin, absl::StrCat(kind, " plugin '", api->name,
+                                       "' has a malformed extension chain: ",
+                                       chain.message()));
+  }
 
   // Exactly the sub-API matching `kind` is set.
   const void* subs[] = {api->backend, api->precision, api->model};

@@ -44,6 +44,7 @@
 
 #include "plugins/abi/mantissa.h"
 #include "plugins/backends/common/allocator.h"
+#include "plugins/backends/common/backend_capabilities.h"
 #include "plugins/backends/common/op_dispatch.h"
 #include "plugins/backends/common/step_session.h"
 #include "plugins/sdk/abi_enum.h"
@@ -68,12 +69,19 @@ struct DeviceInfo {
 template <typename B>
 class BackendPlugin {
  public:
-  // The plugin descriptor (static storage); `description` is a literal.
-  static const MNT_Plugin_Api* Api(const char* description) {
+  // The plugin descriptor (static storage); `description` is a literal. Its
+  // extension chain is the capabilities extension (kBackendCapabilities,
+  // what the common checks and every backend's kernels take), then
+  // `more_extensions` (static storage, e.g. a collectives extension; NULL
+  // for none). The first call's arguments make the descriptor.
+  static const MNT_Plugin_Api* Api(const char* description,
+                                   MNT_Extension_Base* more_extensions = nullptr) {
     static const MNT_Backend_Api backend_api = MakeBackendApi();
+    static MNT_Capabilities_Extension capabilities =
+        sdk::MakeCapabilitiesExtension(kBackendCapabilities, more_extensions);
     static const MNT_Plugin_Api api =
-        sdk::MakePluginApi(MNT_PLUGIN_KIND_BACKEND, B::kName, description,
-                           &backend_api, nullptr, nullptr, nullptr);
+        sdk::MakePluginApi(MNT_PLUGIN_KIND_BACKEND, B::kName, description, &backend_api,
+                           nullptr, nullptr, nullptr, &capabilities.header.base);
     return &api;
   }
 
