@@ -81,7 +81,9 @@ typedef enum MNT_Op {
    * Since 1.6: optional in[2] grad multiplier F32 [1] on the device; when
    * given, dlogits = (softmax - onehot) * s with s = in[2][0] * grad_scale
    * rounded once to fp32 (a model's device loss multiplier; see
-   * MNT_Model_Backward_Args). A 1.5 backend refuses a third input. */
+   * MNT_Model_Backward_Args). A 1.5 backend refuses a third input; a host
+   * passes it only to backends offering
+   * MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER. */
   MNT_OP_CROSS_ENTROPY = 9,
   /* Layer norm over the last dim C. in[0] x [N,C], in[1] weight [C],
    * in[2] bias [C]; out[0] y [N,C], out[1] mean F32 [N], out[2] rstd F32 [N].
@@ -131,14 +133,15 @@ typedef enum MNT_Op {
    * when the step is applied (found_inf absent or zero), so a skipped step
    * leaves it unchanged without a host read. Keep one counter per parameter
    * tensor: every ADAMW_STEP call increments the counter it is given. A host
-   * passes in[3] only to backends built against ABI >= 1.4 (older ones refuse
-   * a fourth input).
+   * passes in[3] only to backends offering MNT_CAPABILITY_ADAMW_STEP_COUNTER
+   * (before 1.9: built against ABI >= 1.4; older ones refuse a fourth input).
    * Since 1.7 (SGD_STEP and ADAMW_STEP): an optional learning rate F32 [1]
    * on the device, SGD_STEP's in[3] and ADAMW_STEP's in[4] (in[3] may then
    * be absent, data NULL). When given it replaces params->lr (then ignored),
    * so a step whose lr follows a schedule keeps the same params every step
-   * (CUDA-graph replay). A host passes it only to backends built against
-   * ABI >= 1.7 (older ones refuse the extra input). */
+   * (CUDA-graph replay). A host passes it only to backends offering
+   * MNT_CAPABILITY_OPTIMIZER_DEVICE_LR (before 1.9: built against ABI >= 1.7;
+   * older ones refuse the extra input). */
   MNT_OP_ADAMW_STEP = 19,
   /* --- Since 1.2. --- */
   /* Multi-head self-attention, llm.c layout. in[0] qkv [B,T,3C], each row
@@ -306,7 +309,8 @@ typedef enum MNT_Op {
    * Params: MNT_MultiAdamWParams (per-tensor lr scale and weight decay).
    * Since 1.7: optionally one more input, in[2+2n], the learning rate F32
    * [1] on the device, replacing params->lr (lr_i = in[2+2n][0] *
-   * lr_scales[i]); as ADAMW_STEP's in[4], for ABI >= 1.7 backends only. */
+   * lr_scales[i]); as ADAMW_STEP's in[4], for backends offering
+   * MNT_CAPABILITY_OPTIMIZER_DEVICE_LR only. */
   MNT_OP_MULTI_ADAMW_STEP = 37,
   /* SGD_STEP over a table of n parameter tensors in one launch; per element
    * the same bits as n SGD_STEP calls. in[0] optional found_inf, in[1]

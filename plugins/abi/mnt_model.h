@@ -137,8 +137,9 @@ typedef MNT_Error* MNT_Model_Forward(MNT_Model_Forward_Args* args);
  * either, except to serve a backend older than 1.6 (whose CROSS_ENTROPY
  * takes no device multiplier). The gradients are the same bits as with
  * `loss_multiplier` set to that value. A host passes it only to models
- * whose MNT_Plugin_Api minor is >= 6: an older model would not see the
- * field and use `loss_multiplier`. Borrowed for the call. */
+ * offering MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER (before 1.9: whose
+ * MNT_Plugin_Api minor is >= 6; an older model would not see the field and
+ * use `loss_multiplier`). Borrowed for the call. */
 typedef struct MNT_Model_Backward_Args {
   size_t struct_size;
   MNT_Extension_Base* extension_start;

@@ -103,7 +103,8 @@ typedef struct MNT_LossScaler_Create_Args {
   const char* options; /* copied; NULL or "" for the plugin's defaults */
   MNT_LossScaler* scaler; /* out; caller owns, frees with LossScaler_Destroy */
   /* Since 1.5: copied; NULL or "" for the plugin's defaults. A host gives a
-   * non-empty string only to plugins of minor >= 5. */
+   * non-empty string only to plugins offering
+   * MNT_CAPABILITY_PRECISION_OPTIONS (before 1.9: of minor >= 5). */
   const char* precision_options;
 } MNT_LossScaler_Create_Args;
 #define MNT_LossScaler_Create_Args_STRUCT_SIZE \

@@ -22,7 +22,9 @@
 namespace mnt::sdk {
 
 // What each capability is: its spelling, the plugin kind that offers it and
-// the minor that introduced it (which a pre-1.9 plugin's minor implies).
+// the minor that introduced it (which a pre-1.9 plugin's minor implies). A
+// capability added in 1.9 or later gets the minor that added it: no pre-1.9
+// plugin reaches it, so only advertising plugins offer it.
 struct CapabilityInfo {
   MNT_Capability capability;
   const char* name;  // without the MNT_CAPABILITY_ prefix
@@ -51,17 +53,14 @@ constexpr bool CapabilityTableIsComplete() {
   for (MNT_Capability c : AbiEnum<MNT_Capability>::kValues) {
     if (c == MNT_CAPABILITY_INVALID) continue;
     if (i >= sizeof(kCapabilities) / sizeof(kCapabilities[0]) ||
-        kCapabilities[i].capability != c || kCapabilities[i].since_minor < 1 ||
-        kCapabilities[i].since_minor >= kExtensionsSinceMinor)
+        kCapabilities[i].capability != c || kCapabilities[i].since_minor < 1)
       return false;
     ++i;
   }
   return i == sizeof(kCapabilities) / sizeof(kCapabilities[0]);
 }
 static_assert(CapabilityTableIsComplete(),
-              "every MNT_Capability needs its entry in kCapabilities, in enum order; a "
-              "capability added in 1.9 or later has no legacy minor: give since_minor "
-              "kExtensionsSinceMinor and drop this check's upper bound for it");
+              "every MNT_Capability needs its entry in kCapabilities, in enum order");
 
 // The entry of `capability` (an int32 from the other side), or NULL for a
 // value this SDK does not know.

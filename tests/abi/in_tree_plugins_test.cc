@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "plugins/abi/mantissa.h"
+#include "plugins/sdk/capabilities.h"
 #include "trainer/loader/plugin_registry.h"
 
 namespace mnt::trainer {
@@ -47,6 +48,23 @@ TEST(InTreePluginsTest, EachLoadsFromItsSharedObjectAtTheCurrentAbi) {
     EXPECT_STREQ(api->name, p.name);
     ASSERT_NE(api->description, nullptr);
     EXPECT_EQ(std::string(api->description).find('\n'), std::string::npos);
+  }
+}
+
+// ABI 1.9: each advertises every capability of its kind (what every
+// in-tree plugin of 1.7/1.8 was given by its minor), so the host's choices
+// stay what they were.
+TEST(InTreePluginsTest, EachAdvertisesEveryCapabilityOfItsKind) {
+  PluginRegistry registry(PluginRegistry::DefaultSearchPath("", ""));
+  for (const InTreePlugin& p : kPlugins) {
+    SCOPED_TRACE(p.name);
+    auto loaded = registry.Get(p.kind, p.name);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    const MNT_Plugin_Api* api = (*loaded)->api;
+    ASSERT_NE(sdk::FindCapabilitiesExtension(api), nullptr);
+    for (const sdk::CapabilityInfo& c : sdk::kCapabilities) {
+      EXPECT_EQ(sdk::HasCapability(api, c.capability), c.kind == p.kind) << c.name;
+    }
   }
 }
 
