@@ -50,6 +50,8 @@ const std::vector<Topic>& Topics() {
         "save_steps", "save_total_limit",
         "run_name", "resume", "resume_if_exists", "resume_from", "resume_from_checkpoint",
         "eval_only"}},
+      {"Data parallel (mpirun -np N bazel-bin/trainer/cli/train ...)",
+       {"data_parallel", "bucket_mb"}},
       {"Files", {"config", "plugin_path", "verbose"}},
   };
   return *topics;

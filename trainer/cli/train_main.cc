@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "trainer/cli/eval_only.h"
 #include "trainer/cli/help.h"
 #include "trainer/cli/precision_probe.h"
@@ -44,6 +45,9 @@
 #include "trainer/core/trainer.h"
 #include "trainer/data/digits.h"
 #include "trainer/loader/plugin_registry.h"
+#include "trainer/parallel/host_comm.h"
+#include "trainer/parallel/launch.h"
+#include "trainer/parallel/rank_agreement.h"
 #include "trainer/sinks/fanout_sink.h"
 #include "trainer/sinks/jsonl_sink.h"
 #include "trainer/tensorboard/tensorboard_sink.h"
@@ -56,7 +60,29 @@ ABSL_FLAG(bool, verbose, false,
 namespace mnt::trainer {
 namespace {
 
-int Fail(const absl::Status& s) { return ToolError("mantissa", s.message()); }
+// Set once this process is one rank of a data-parallel job.
+HostComm* g_ranks = nullptr;
+
+int Fail(const absl::Status& s) {
+  if (g_ranks == nullptr) return ToolError("mantissa", s.message());
+  ToolError("mantissa", g_ranks->rank() == 0
+                            ? std::string(s.message())
+                            : absl::StrCat("rank ", g_ranks->rank(), ": ", s.message()));
+  // Not MPI_Finalize, which would wait for ranks that may be waiting in a
+  // collective for this one: the exit code makes the launcher end the job.
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+// A failure every rank found alike (the ranks' agreement check): rank 0
+// says it once, the others leave quietly.
+int FailOnce(const absl::Status& s) {
+  if (g_ranks != nullptr && g_ranks->rank() != 0) {
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+  return Fail(s);
+}
 
 // Where `bazel run` put Debian's digits csv among the runfiles, if anywhere.
 std::string DigitsRunfile(const std::string& argv0) {
@@ -125,6 +151,26 @@ int Run(int original_argc, char** original_argv) {
       ApplyModelDefaults(*device, FieldChosenByUser, &*config);
   if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
   if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
+  // Data parallel: one process per rank, launched by mpirun or srun. Only
+  // rank 0 prints and writes logs and checkpoints (trainer/parallel/).
+  const Launch launch = DetectLaunch();
+  std::unique_ptr<HostComm> ranks;
+  if (launch.world_size > 1 && config->data_parallel() != "off") {
+    auto created = HostComm::Create(launch.world_size);
+    if (!created.ok()) return Fail(created.status());
+    ranks = std::move(*created);
+    g_ranks = ranks.get();
+    if (ranks->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) {
+      return Fail(absl::InternalError("rank output: cannot reopen stdout on /dev/null"));
+    }
+    // The command first, before any rank loads plugins or data for it.
+    RankFacts command;
+    for (absl::string_view line : absl::StrSplit(ConfigToText(*config), '\n')) {
+      command.emplace_back("config", std::string(line));
+    }
+    if (auto s = CheckRanksAgree(*ranks, command); !s.ok()) return FailOnce(s);
+  }
+  const bool rank0 = ranks == nullptr || ranks->rank() == 0;
   // Every run keeps its work: without --checkpoint_dir, a folder of its own
   // (--run_name, else model-dataset-precision) under <cache>/runs.
   bool own_folder = false;
@@ -186,12 +232,27 @@ int Run(int original_argc, char** original_argv) {
       if (!probe.ok()) return Fail(probe.status());
       probe_lines = probe->Lines();
       for (const std::string& line : probe_lines) std::fprintf(stdout, "%s\n", line.c_str());
-      config->set_precision(probe->chosen);
+      // Every rank trains in rank 0's choice (their timings differ).
+      std::string chosen = probe->chosen;
+      if (ranks != nullptr) {
+        if (auto s = ranks->Broadcast(&chosen); !s.ok()) return Fail(s);
+      }
+      config->set_precision(chosen);
     }
   }
 
+  // Rank 0 converts and caches the data first; the others read its cache.
+  if (!rank0) {
+    if (auto s = ranks->Any(false); !s.ok()) return Fail(s.status());
+  }
   auto data = LoadDatasets(*config, DigitsRunfile(argv[0]));
   if (!data.ok()) return Fail(data.status());
+  if (ranks != nullptr && rank0) {
+    if (auto s = ranks->Any(false); !s.ok()) return Fail(s.status());
+  }
+  const std::string data_fact = absl::StrCat(data->train->size(), " training and ",
+                                             data->eval ? data->eval->size() : 0,
+                                             " evaluation examples: ", data->description);
   const int targets_per_example = data->train->spec().targets_per_example;
   // A subword model goes with the run's checkpoints (run_config_file.h).
   if (!data->tokenizer_model.empty()) {
@@ -199,7 +260,7 @@ int Run(int original_argc, char** original_argv) {
   }
 
   auto trainer = Trainer::Create(*config, &registry, std::move(data->train),
-                                 std::move(data->eval));
+                                 std::move(data->eval), ranks.get());
   if (!trainer.ok()) return Fail(trainer.status());
 
   const ProgressStyle style = ResolveProgressStyle(config->progress(), stdout);
@@ -216,8 +277,11 @@ int Run(int original_argc, char** original_argv) {
     console.OnMessage(absl::StrCat("defaults for ", config->model(), " on ", *device,
                                    ": ", absl::StrJoin(defaults, " ")));
   }
+  if (!(*trainer)->data_parallel_description().empty()) {
+    console.OnMessage((*trainer)->data_parallel_description());
+  }
 
-  if (!config->checkpoint_dir().empty() && !config->eval_only()) {
+  if (rank0 && !config->checkpoint_dir().empty() && !config->eval_only()) {
     // Only our own `<name>.tmp.<pid>` pattern, only here, only dead writers.
     for (const std::string& name : RemoveStaleTempFiles(config->checkpoint_dir())) {
       console.OnMessage(absl::StrCat("removed ", config->checkpoint_dir(), "/", name,
@@ -282,12 +346,28 @@ int Run(int original_argc, char** original_argv) {
                    : ""));
   }
 
+  // Every rank runs the same plugin files on the same data from the same
+  // step, or none starts.
+  if (ranks != nullptr) {
+    RankFacts facts = {{"training data", data_fact},
+                       {"resumed checkpoint", resumed_from.empty()
+                                                  ? std::string("none")
+                                                  : absl::StrCat(resumed_from, " at step ",
+                                                                 (*trainer)->step())}};
+    for (const PluginInfo& p :
+         MakeRunHeader(*config, **trainer, registry, targets_per_example, resumed_from).plugins) {
+      facts.emplace_back(absl::StrCat(p.kind, " plugin ", p.name),
+                         absl::StrCat("abi ", p.abi_version, ", ", FileFingerprint(p.origin)));
+    }
+    if (auto s = CheckRanksAgree(*ranks, facts); !s.ok()) return FailOnce(s);
+  }
+
   // Every sink opens before the first step: a bad path stops the run here,
   // not after an hour of training.
   FanoutSink sinks;
   sinks.Add(&console);
   std::unique_ptr<JsonlSink> jsonl;
-  if (!config->metrics_jsonl().empty()) {
+  if (rank0 && !config->metrics_jsonl().empty()) {
     auto sink = JsonlSink::Create(config->metrics_jsonl(), /*append=*/!resumed_from.empty());
     if (!sink.ok()) return Fail(sink.status());
     jsonl = std::move(*sink);
@@ -299,7 +379,7 @@ int Run(int original_argc, char** original_argv) {
     }
   }
   std::unique_ptr<tensorboard::TensorBoardSink> board;
-  if (!config->tensorboard_dir().empty()) {
+  if (rank0 && !config->tensorboard_dir().empty()) {
     auto sink = tensorboard::TensorBoardSink::Create(config->tensorboard_dir(),
                                                      config->log_every());
     if (!sink.ok()) {
@@ -330,6 +410,14 @@ int Run(int original_argc, char** original_argv) {
   const FinalReport report = (*trainer)->Report();
   sinks.OnFinish(report);
   std::fputs(FormatFinalReport(report).c_str(), stdout);
+  if (ranks != nullptr && report.train_seconds > 0) {
+    std::fprintf(stdout,
+                 "data parallel: %d ranks; rank 0 spent %.3f s in %lld collective calls "
+                 "(%.1f%% of its training time)\n",
+                 ranks->world_size(), (*trainer)->collective_seconds(),
+                 static_cast<long long>((*trainer)->collective_calls()),
+                 100.0 * (*trainer)->collective_seconds() / report.train_seconds);
+  }
   // The summary record is the last write: a log that lost it fails the run.
   if (auto s = sinks.status(); !s.ok()) return Fail(s);
   if (const int sig = (*trainer)->stopped_by_signal(); sig != 0) {

@@ -217,6 +217,8 @@ TrainConfig DefaultTrainConfig() {
   c.set_checkpoint_every(0);
   c.set_progress("auto");
   c.set_device_loss_scaling("auto");
+  c.set_data_parallel("auto");
+  c.set_bucket_mb(25);
   return c;
 }
 
@@ -252,6 +254,9 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok() && !c.device_loss_scaling().empty())
     s = CheckOneOf("device_loss_scaling", c.device_loss_scaling(), {"auto", "on", "off"});
   if (s.ok()) s = CheckAtLeast("save_total_limit", c.save_total_limit(), 0);
+  if (s.ok() && !c.data_parallel().empty())
+    s = CheckOneOf("data_parallel", c.data_parallel(), {"auto", "off"});
+  if (s.ok()) s = CheckRange("bucket_mb", c.bucket_mb(), 0, false, kInf, false);
   if (s.ok() && (c.run_name() == "." || c.run_name() == ".." ||
                  c.run_name().find('/') != std::string::npos)) {
     s = absl::InvalidArgumentError(absl::StrCat(

@@ -96,6 +96,12 @@ ABSL_FLAG(std::string, resume_from, "", "Resume from this checkpoint file, or a 
 ABSL_FLAG(bool, eval_only, false,
           "Evaluate the checkpoint of --resume_from (or --resume) on the validation data: loss, "
           "perplexity, accuracy; then exit, training nothing");
+ABSL_FLAG(std::string, data_parallel, "auto",
+          "auto|off: under mpirun -np N (or srun) with N > 1, train on N ranks, each on its "
+          "part of every global batch of N x --batch_size examples (auto); off = each rank "
+          "trains alone");
+ABSL_FLAG(double, bucket_mb, 25,
+          "Data parallel: average gradients in buckets of about this many MiB; 0 = one bucket");
 ABSL_FLAG(int64_t, save_total_limit, 0, "Keep only the newest N checkpoint-<step> files in --checkpoint_dir; 0 = keep all");
 ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here (docs/metrics.md); an existing file is kept as <file>.1 unless --resume; \"\" = none");
 ABSL_FLAG(std::string, tensorboard_dir, "", "Write TensorBoard event files here (tensorboard --logdir=<dir>); \"\" = none");
@@ -206,6 +212,8 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(run_name, c->set_run_name(v)),
       MNT_BIND(resume_if_exists, c->set_resume_if_exists(v)),
       MNT_BIND(eval_only, c->set_eval_only(v)),
+      MNT_BIND(data_parallel, c->set_data_parallel(v)),
+      MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
   };
   return *bindings;
 }

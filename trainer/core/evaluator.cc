@@ -19,7 +19,11 @@ absl::StatusOr<EvalMetrics> Evaluator::Run(const BatchSource& source,
   const MNT_Tensor correct = F32Scalar(scalars_->correct);
   double loss_sum = 0, correct_sum = 0;
   std::vector<int64_t> indices;
-  for (int64_t begin = 0; begin < n; begin += batch_size_) {
+  const int world = host_ != nullptr ? host_->world_size() : 1;
+  const int rank = host_ != nullptr ? host_->rank() : 0;
+  int64_t batch_index = 0;
+  for (int64_t begin = 0; begin < n; begin += batch_size_, ++batch_index) {
+    if (batch_index % world != rank) continue;
     const int64_t b = std::min(batch_size_, n - begin);
     indices.resize(b);
     for (int64_t i = 0; i < b; ++i) indices[i] = begin + i;
@@ -35,6 +39,12 @@ absl::StatusOr<EvalMetrics> Evaluator::Run(const BatchSource& source,
     if (!c.ok()) return c.status();
     loss_sum += static_cast<double>(*l) * b;
     correct_sum += *c;
+  }
+  if (host_ != nullptr) {
+    auto sums = host_->SumInRankOrder({loss_sum, correct_sum});
+    if (!sums.ok()) return sums.status();
+    loss_sum = (*sums)[0];
+    correct_sum = (*sums)[1];
   }
   EvalMetrics m;
   m.step = step;

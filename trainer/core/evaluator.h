@@ -13,6 +13,7 @@
 #include "trainer/core/device_scalars.h"
 #include "trainer/core/metrics.h"
 #include "trainer/core/parameters.h"
+#include "trainer/parallel/host_comm.h"
 
 namespace mnt::trainer {
 
@@ -28,6 +29,11 @@ class Evaluator {
   // Evaluates `source` in order, in batches; `step` labels the result.
   absl::StatusOr<EvalMetrics> Run(const BatchSource& source, int64_t step);
 
+  // Data parallel: rank r evaluates batches r, r + N, ... and the ranks'
+  // sums are added in rank order, so every rank gets the same metrics for
+  // the same examples as one rank would (up to the summation order).
+  void SplitAcrossRanks(HostComm* host) { host_ = host; }
+
  private:
   const sdk::ModelClient* model_;
   const sdk::BackendClient* client_;
@@ -35,6 +41,7 @@ class Evaluator {
   DeviceBatch* batch_;
   StepScalars* scalars_;
   int64_t batch_size_, eval_batches_;
+  HostComm* host_ = nullptr;
 };
 
 }  // namespace mnt::trainer

@@ -90,6 +90,7 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
   std::vector<int64_t> numels;
   for (const Param& p : params_) numels.push_back(p.numel);
   const std::vector<int64_t> offsets = FlatOffsets(numels, kFlatAlignmentElements);
+  flat_elements_ = offsets.back();
   for (const Kind& kind : kinds) {
     const size_t element_bytes = sdk::DTypeSize(kind.dtype);
     const size_t total = static_cast<size_t>(offsets.back()) * element_bytes;
@@ -136,6 +137,13 @@ std::vector<MNT_Tensor> ParameterStore::GradTensors() const {
 MNT_Tensor ParameterStore::OptimizerGrad(const Param& p) const {
   return mixed_ ? p.Tensor(p.master_grads, MNT_DTYPE_F32)
                 : p.Tensor(p.grads, gradient_dtype_);
+}
+
+MNT_Tensor ParameterStore::FlatOptimizerGrads() const {
+  // flat_ follows AllocateFlat's kinds: weights, grads, then (mixed)
+  // master, master_grads.
+  const sdk::DeviceBuffer& b = mixed_ ? flat_[3] : flat_[1];
+  return sdk::MakeTensor(b.data(), mixed_ ? MNT_DTYPE_F32 : gradient_dtype_, {flat_elements_});
 }
 
 std::vector<MNT_Tensor> ParameterStore::OptimizerGradTensors() const {

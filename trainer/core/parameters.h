@@ -81,6 +81,10 @@ class ParameterStore {
   // and the fp32 weights it updates (the master, or the working weights).
   MNT_Tensor OptimizerGrad(const Param& p) const;
   std::vector<MNT_Tensor> OptimizerGradTensors() const;
+  // The optimizer's gradients of every parameter as one flat 1-D tensor,
+  // the alignment padding between them included (never read as a
+  // parameter's): what data parallelism averages, bucket by bucket.
+  MNT_Tensor FlatOptimizerGrads() const;
   MNT_Tensor MasterWeights(const Param& p) const;
   MNT_Tensor WorkingWeights(const Param& p) const;
   // The buffer a checkpoint saves and restores as the weights (fp32).
@@ -113,6 +117,7 @@ class ParameterStore {
   std::vector<sdk::DeviceBuffer> flat_;  // owns what Param's views point at
   std::vector<Param> params_;
   int64_t num_parameters_ = 0;
+  int64_t flat_elements_ = 0;  // each flat buffer's length, padding included
 };
 
 }  // namespace mnt::trainer

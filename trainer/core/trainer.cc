@@ -26,6 +26,8 @@
 #include "trainer/core/throughput.h"
 #include "trainer/core/training_checkpoint.h"
 #include "trainer/data/sampler.h"
+#include "trainer/parallel/data_parallel.h"
+#include "trainer/parallel/host_comm.h"
 
 namespace mnt::trainer {
 namespace {
@@ -52,10 +54,11 @@ double LearningRateAt(const mantissa::TrainConfig& config, int64_t step) {
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
     const mantissa::TrainConfig& config, PluginRegistry* registry,
     std::unique_ptr<BatchSource> train_data,
-    std::unique_ptr<BatchSource> eval_data) {
+    std::unique_ptr<BatchSource> eval_data, HostComm* ranks) {
   std::unique_ptr<Trainer> t(new Trainer());
   t->config_ = config;
   t->registry_ = registry;
+  t->ranks_ = ranks != nullptr && ranks->world_size() > 1 ? ranks : nullptr;
   absl::Status s = t->Init(std::move(train_data), std::move(eval_data));
   if (!s.ok()) return s;
   return t;
@@ -78,6 +81,11 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   if (!plugins.ok()) return plugins.status();
   plugins_ = std::move(*plugins);
   const sdk::BackendClient& client = plugins_->backend->client();
+  if (ranks_ != nullptr) {
+    auto dp = DataParallel::Create(ranks_, client);
+    if (!dp.ok()) return dp.status();
+    data_parallel_ = std::move(*dp);
+  }
   loss_scaling_active_ =
       LossScalingActive(config_.loss_scale(), plugins_->policy.loss_scaling);
 
@@ -131,6 +139,7 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   evaluator_ = std::make_unique<Evaluator>(&plugins_->model, &client, params_.get(),
                                            batch_.get(), scalars_.get(),
                                            config_.batch_size(), config_.eval_batches());
+  if (ranks_ != nullptr) evaluator_->SplitAcrossRanks(ranks_);
   TrainingCheckpoint::Parts parts;
   parts.config = &config_;
   parts.precision_name = plugins_->precision_name;
@@ -157,8 +166,10 @@ class MarkedStep {
   ~MarkedStep() {
     if (open_) (void)backend_.StepEnd();
   }
-  absl::Status Begin() {
-    if (!backend_.HasStepMarkers()) return absl::OkStatus();
+  // Data parallel: no markers. A collective is no Backend_Run op, so a
+  // backend that defers a marked step's ops would issue it out of order.
+  absl::Status Begin(bool data_parallel) {
+    if (data_parallel || !backend_.HasStepMarkers()) return absl::OkStatus();
     if (auto s = sdk::ToAbsl(backend_.StepBegin()); !s.ok()) return s;
     open_ = true;
     return absl::OkStatus();
@@ -217,10 +228,10 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   MarkedStep marked(plugins_->backend->client());
   for (int64_t micro = 0; micro < accum; ++micro) {
     Stopwatch phase;
-    if (auto s = batch_->Upload(*train_data_, sampler_->NextBatch(batch)); !s.ok()) return s;
+    if (auto s = batch_->Upload(*train_data_, NextLocalBatch()); !s.ok()) return s;
     phases_.Add("data", phase.Seconds());
     if (micro == 0) {
-      if (auto s = marked.Begin(); !s.ok()) return s;
+      if (auto s = marked.Begin(data_parallel_ != nullptr); !s.ok()) return s;
     }
 
     phase.Restart();
@@ -228,6 +239,10 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
                                             scaling_->LossOutput(micro)));
         !s.ok())
       return Prefixed(s, "model forward: ");
+    // Every rank reads (when it reads) the global batch's mean loss.
+    if (data_parallel_ != nullptr) {
+      if (auto s = data_parallel_->AverageInPlace(scaling_->LossOutput(micro)); !s.ok()) return s;
+    }
     auto loss = scaling_->MicroBatchLoss(micro);
     if (!loss.ok()) return loss.status();
     loss_sum += *loss;
@@ -248,6 +263,17 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   metrics->loss = loss_sum / static_cast<double>(accum);
 
   Stopwatch phase;
+  // The global batch's gradient on every rank: from here on every rank
+  // unscales, finds inf/NaN, clips, skips and steps on the same bits.
+  if (data_parallel_ != nullptr) {
+    Stopwatch exchange;
+    const int64_t bucket_bytes = static_cast<int64_t>(config_.bucket_mb() * (1 << 20));
+    if (auto s = data_parallel_->AverageInBuckets(params_->FlatOptimizerGrads(), bucket_bytes);
+        !s.ok())
+      return s;
+    phases_.Add("gradient exchange", exchange.Seconds());
+    phase.Restart();
+  }
   auto gate = scaling_->UnscaleUpdateAndClip(scale, params_->OptimizerGradTensors(), metrics);
   if (!gate.ok()) return gate.status();
   if (gate->run_optimizer) {
@@ -263,6 +289,44 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   return absl::OkStatus();
 }
 
+std::vector<int64_t> Trainer::NextLocalBatch() {
+  const int64_t b = config_.batch_size();
+  if (ranks_ == nullptr) return sampler_->NextBatch(b);
+  const std::vector<int64_t> global = sampler_->NextBatch(b * ranks_->world_size());
+  const auto first = global.begin() + ranks_->rank() * b;
+  return std::vector<int64_t>(first, first + b);
+}
+
+absl::StatusOr<int> Trainer::AgreedStopSignal() {
+  int sig = stop_check_ != nullptr ? stop_check_() : 0;
+  if (ranks_ == nullptr) return sig;
+  // mpirun hands a Ctrl-C to every rank, not at the same step: the ranks
+  // agree at every step boundary, so all stop at the same one.
+  auto any = ranks_->SumInRankOrder({static_cast<double>(sig)});
+  if (!any.ok()) return any.status();
+  if ((*any)[0] == 0) return 0;
+  return sig != 0 ? sig : 2;  // a rank not signalled stops as for SIGINT
+}
+
+std::string Trainer::data_parallel_description() const {
+  if (data_parallel_ == nullptr) return "";
+  return absl::StrCat(
+      "data parallel: rank ", ranks_->rank(), " of ", ranks_->world_size(), ", global batch ",
+      ranks_->world_size() * config_.batch_size(), " (", config_.batch_size(),
+      " per rank); gradients averaged in ",
+      config_.bucket_mb() > 0 ? absl::StrCat(config_.bucket_mb(), " MiB buckets")
+                              : std::string("one bucket"),
+      " through the ", plugins_->device_name, " backend's collectives extension");
+}
+
+double Trainer::collective_seconds() const {
+  return data_parallel_ != nullptr ? data_parallel_->collective_seconds() : 0;
+}
+
+int64_t Trainer::collective_calls() const {
+  return data_parallel_ != nullptr ? data_parallel_->collective_calls() : 0;
+}
+
 absl::Status Trainer::Train(MetricsSink* sink) {
   return TrainUntil(config_.steps(), sink);
 }
@@ -270,7 +334,10 @@ absl::Status Trainer::Train(MetricsSink* sink) {
 absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   const int64_t total = config_.steps();
   last_step = std::min(last_step, total);
-  ThroughputMeter meter(config_.batch_size() * MicroBatches(config_), targets_per_example_);
+  // Samples per step of the whole job: every rank's part of the global batch.
+  const int64_t world = ranks_ != nullptr ? ranks_->world_size() : 1;
+  ThroughputMeter meter(world * config_.batch_size() * MicroBatches(config_),
+                        targets_per_example_);
   MNT_LossScalerState start{};
   if (auto s = sdk::ToAbsl(plugins_->scaler.GetState(&start)); !s.ok()) return s;
   SkipGuard guard(step_, start.skipped_steps,
@@ -306,8 +373,10 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
       if (absl::Status s = sink->status(); !s.ok()) return s;
     }
     // Ctrl-C / SIGTERM: stop here, with this step's work saved.
-    if (stop_check_ != nullptr && step_ < last_step) {
-      if (const int sig = stop_check_(); sig != 0) {
+    if ((stop_check_ != nullptr || ranks_ != nullptr) && step_ < last_step) {
+      auto agreed = AgreedStopSignal();
+      if (!agreed.ok()) return agreed.status();
+      if (const int sig = *agreed; sig != 0) {
         stopped_by_signal_ = sig;
         if (!config_.checkpoint_dir().empty() && last_checkpoint_step_ != step_) {
           Stopwatch phase;
@@ -347,6 +416,11 @@ absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
 }
 
 absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
+  // Every rank holds the same whole state: rank 0 writes it.
+  if (ranks_ != nullptr && ranks_->rank() != 0) {
+    last_checkpoint_step_ = step_;
+    return absl::OkStatus();
+  }
   const std::string& dir = config_.checkpoint_dir();
   const std::string path = StepCheckpointPath(dir, step_);
   if (auto s = SaveCheckpoint(path); !s.ok()) return s;

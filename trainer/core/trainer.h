@@ -29,7 +29,9 @@
 namespace mnt::trainer {
 
 class BatchSampler;
+class DataParallel;
 class DeviceBatch;
+class HostComm;
 class Evaluator;
 class LossScaling;
 class Optimizer;
@@ -41,10 +43,15 @@ struct StepScalars;
 class Trainer {
  public:
   // `config` must be validated. The registry must outlive the trainer.
+  // With `ranks` (data parallel, trainer/parallel/), this trainer is rank
+  // ranks->rank() of ranks->world_size(): it trains on its part of every
+  // global batch of world_size x batch_size examples, averages gradients
+  // (and losses) over the ranks before the optimizer, splits evaluation
+  // across them, and only rank 0 writes checkpoints. `ranks` outlives it.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(
       const mantissa::TrainConfig& config, PluginRegistry* registry,
       std::unique_ptr<BatchSource> train_data,
-      std::unique_ptr<BatchSource> eval_data);
+      std::unique_ptr<BatchSource> eval_data, HostComm* ranks = nullptr);
   ~Trainer();
 
   // Trains from the current step up to config.steps, evaluating and
@@ -94,6 +101,11 @@ class Trainer {
   // Where loss scaling runs and why, one line ("" when the run does not
   // scale its loss).
   const std::string& loss_scaling_description() const;
+  // Data parallel: one line on the ranks, the global batch and the
+  // collectives ("" for one rank); seconds and calls spent in collectives.
+  std::string data_parallel_description() const;
+  double collective_seconds() const;
+  int64_t collective_calls() const;
 
  private:
   Trainer() = default;
@@ -103,6 +115,12 @@ class Trainer {
   // `report`: a sink will get this step's metrics (so reading the device
   // loss scale is allowed).
   absl::Status TrainStep(bool report, StepMetrics* metrics);
+  // This rank's part of the sampler's next global batch (all of it for one
+  // rank): the sampler only ever sees global batches, so N ranks train on
+  // exactly the examples one rank with N times the batch would.
+  std::vector<int64_t> NextLocalBatch();
+  // The stop signal, agreed by every rank (any rank's counts).
+  absl::StatusOr<int> AgreedStopSignal();
   // Evaluates and checkpoints when step_ is due (or `last`); adds the time
   // it took to *seconds.
   absl::Status EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink, double* seconds);
@@ -122,6 +140,8 @@ class Trainer {
   std::unique_ptr<LossScaling> scaling_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<TrainingCheckpoint> checkpoint_;
+  HostComm* ranks_ = nullptr;
+  std::unique_ptr<DataParallel> data_parallel_;  // before plugins_ goes
   bool loss_scaling_active_ = false;  // the run scales its loss at all
   // The scale is on the device and the model takes it there (ABI 1.6).
   bool device_loss_multiplier_ = false;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/collectives.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/backends/cpu/onednn_api.h"
 #include "plugins/backends/cpu/runnable_threads.h"
@@ -219,8 +220,12 @@ Status CpuBackend::ElapsedMilliseconds(const Event& start, const Event& end, dou
 }
 
 const MNT_Plugin_Api* CpuBackendPluginApi() {
+  // The common plugin's descriptor; its chain is the capabilities extension
+  // followed by the collectives extension (MPI, collectives.h).
   return backend::BackendPlugin<CpuBackend>::Api(
-      "CPU backend (oneDNN or reference OpenBLAS GEMM, fp32 accumulation, f16/bf16 storage)");
+      "CPU backend (oneDNN or reference OpenBLAS GEMM, fp32 accumulation, f16/bf16 "
+      "storage; collectives over MPI)",
+      &CpuCollectivesExtension()->header.base);
 }
 
 }  // namespace mnt::cpu

@@ -1,0 +1,118 @@
+#include "trainer/parallel/data_parallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/plugin_error.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::trainer {
+namespace {
+
+// The plugin's collectives extension, or nullptr.
+const MNT_Collectives_Extension* FindCollectives(const MNT_Plugin_Api* plugin) {
+  if (!MNT_HAS_FIELD(plugin, MNT_Plugin_Api, extension_start)) return nullptr;
+  int hops = 0;
+  for (const MNT_Extension_Base* e = plugin->extension_start; e != nullptr && hops < 64;
+       e = e->next, ++hops) {
+    if (e->type == MNT_EXTENSION_TYPE_COLLECTIVES &&
+        e->struct_size >= MNT_Collectives_Extension_STRUCT_SIZE) {
+      return reinterpret_cast<const MNT_Collectives_Extension*>(e);
+    }
+  }
+  return nullptr;
+}
+
+absl::Status FromPlugin(const sdk::BackendClient& client, MNT_Error* error,
+                        const char* what) {
+  absl::Status s = sdk::ToAbsl(sdk::StatusFromPluginError(client.plugin(), error));
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("data parallel: ", what, ": ", s.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Create(
+    HostComm* host, const sdk::BackendClient& client) {
+  const MNT_Collectives_Extension* ext = FindCollectives(client.plugin());
+  if (ext == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data parallel: the ", client.plugin()->name,
+        " backend offers no collectives extension (mnt_collectives.h); run one rank, or "
+        "--data_parallel=off to train each rank alone"));
+  }
+  std::unique_ptr<DataParallel> dp(new DataParallel(host, client, ext));
+  // Rank 0's backend makes the id; HostComm carries it to every rank.
+  std::string id;
+  if (host->rank() == 0) {
+    MNT_Collectives_GetUniqueId_Args a{};
+    a.struct_size = MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE;
+    a.backend = client.backend();
+    if (auto s = FromPlugin(client, ext->Collectives_GetUniqueId(&a), "Collectives_GetUniqueId");
+        !s.ok())
+      return s;
+    id.assign(a.unique_id, std::min<size_t>(a.unique_id_size, sizeof(a.unique_id)));
+  }
+  if (auto s = host->Broadcast(&id); !s.ok()) return s;
+  MNT_Communicator_Create_Args c{};
+  c.struct_size = MNT_Communicator_Create_Args_STRUCT_SIZE;
+  c.backend = client.backend();
+  c.rank = host->rank();
+  c.world_size = host->world_size();
+  c.unique_id = id.data();
+  c.unique_id_size = id.size();
+  if (auto s = FromPlugin(client, ext->Communicator_Create(&c), "Communicator_Create"); !s.ok())
+    return s;
+  dp->comm_ = c.communicator;
+  return dp;
+}
+
+DataParallel::~DataParallel() {
+  if (comm_ == nullptr) return;
+  MNT_Communicator_Destroy_Args a{};
+  a.struct_size = MNT_Communicator_Destroy_Args_STRUCT_SIZE;
+  a.backend = client_.backend();
+  a.communicator = comm_;
+  (void)FromPlugin(client_, ext_->Communicator_Destroy(&a), "Communicator_Destroy");
+}
+
+absl::Status DataParallel::Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
+                               const MNT_Tensor& out) {
+  const auto start = std::chrono::steady_clock::now();
+  MNT_Collectives_Run_Args a{};
+  a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
+  a.backend = client_.backend();
+  a.communicator = comm_;
+  a.op = op;
+  a.reduce = reduce;
+  a.input = &in;
+  a.output = &out;
+  absl::Status s = FromPlugin(client_, ext_->Collectives_Run(&a), "Collectives_Run");
+  collective_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++collective_calls_;
+  return s;
+}
+
+absl::Status DataParallel::AverageInPlace(const MNT_Tensor& t) {
+  return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_AVG, t, t);
+}
+
+absl::Status DataParallel::AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes) {
+  const int64_t n = sdk::NumElements(flat);
+  const int64_t element = static_cast<int64_t>(sdk::DTypeSize(flat.dtype));
+  const int64_t per_bucket =
+      bucket_bytes > 0 ? std::max<int64_t>(1, bucket_bytes / element) : std::max<int64_t>(n, 1);
+  for (int64_t begin = 0; begin < n; begin += per_bucket) {
+    const int64_t count = std::min(per_bucket, n - begin);
+    const MNT_Tensor bucket = sdk::MakeTensor(
+        static_cast<char*>(flat.data) + begin * element, flat.dtype, {count});
+    if (auto s = AverageInPlace(bucket); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mnt::trainer

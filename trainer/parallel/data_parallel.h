@@ -1,0 +1,62 @@
+// Data parallelism on the device side: the backend's communicator (its
+// collectives extension, mnt_collectives.h), created from a unique id that
+// rank 0's backend makes and HostComm broadcasts, and the averages the
+// training step needs: each micro-batch's loss, and the gradients in
+// buckets before the optimizer (so every rank unscales, clips, skips and
+// steps on the same bits, and nothing else needs agreeing on).
+#ifndef MANTISSA_TRAINER_PARALLEL_DATA_PARALLEL_H_
+#define MANTISSA_TRAINER_PARALLEL_DATA_PARALLEL_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/backend_client.h"
+#include "trainer/parallel/host_comm.h"
+
+namespace mnt::trainer {
+
+class DataParallel {
+ public:
+  // `host` and `client` outlive the object. FailedPrecondition when the
+  // backend offers no collectives extension.
+  static absl::StatusOr<std::unique_ptr<DataParallel>> Create(HostComm* host,
+                                                              const sdk::BackendClient& client);
+  ~DataParallel();  // destroys the communicator (before the backend goes)
+
+  int rank() const { return host_->rank(); }
+  int world_size() const { return host_->world_size(); }
+  HostComm& host() const { return *host_; }
+
+  // t = the average over ranks of t, in place.
+  absl::Status AverageInPlace(const MNT_Tensor& t);
+  // A flat 1-D gradient buffer averaged in place, in buckets of at most
+  // `bucket_bytes` (0 = one bucket): bucket k covers the same elements on
+  // every rank, and buckets go in order.
+  absl::Status AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes);
+
+  // Seconds spent in collective calls since creation (the CPU backend's
+  // are synchronous, so this is the time the ranks exchanged and waited).
+  double collective_seconds() const { return collective_seconds_; }
+  int64_t collective_calls() const { return collective_calls_; }
+
+ private:
+  DataParallel(HostComm* host, const sdk::BackendClient& client,
+               const MNT_Collectives_Extension* ext)
+      : host_(host), client_(client), ext_(ext) {}
+  absl::Status Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
+                   const MNT_Tensor& out);
+
+  HostComm* host_;
+  const sdk::BackendClient& client_;
+  const MNT_Collectives_Extension* ext_;
+  MNT_Communicator* comm_ = nullptr;
+  double collective_seconds_ = 0;
+  int64_t collective_calls_ = 0;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_PARALLEL_DATA_PARALLEL_H_

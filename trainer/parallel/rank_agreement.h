@@ -1,0 +1,34 @@
+// Before the first step every rank states what it is about to run (its
+// config, plugin files, data, resumed checkpoint) and the ranks compare: a
+// job whose ranks disagree would train garbage or hang in a collective, so
+// it is refused with one line naming the rank and the difference.
+#ifndef MANTISSA_TRAINER_PARALLEL_RANK_AGREEMENT_H_
+#define MANTISSA_TRAINER_PARALLEL_RANK_AGREEMENT_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "trainer/parallel/host_comm.h"
+
+namespace mnt::trainer {
+
+// (what, value) pairs, e.g. {"config", "lr: 0.01"}, {"model plugin mlp",
+// "abi 1.9, 81234 bytes, fnv1a 0x..."}: compared in order.
+using RankFacts = std::vector<std::pair<std::string, std::string>>;
+
+// The first fact in which some rank differs from rank 0, or "" when all
+// agree. Pure: the comparison HostComm's exchange feeds.
+std::string FirstDisagreement(const std::vector<RankFacts>& ranks);
+
+// Exchanges `mine` and returns FailedPrecondition with FirstDisagreement on
+// every rank alike (so all stop together), or OK.
+absl::Status CheckRanksAgree(HostComm& host, const RankFacts& mine);
+
+// "<size> bytes, fnv1a <hash>" of a file's content ("missing" if unreadable).
+std::string FileFingerprint(const std::string& path);
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_PARALLEL_RANK_AGREEMENT_H_
