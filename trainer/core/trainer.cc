@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -27,7 +28,9 @@
 #include "trainer/core/training_checkpoint.h"
 #include "trainer/data/sampler.h"
 #include "trainer/parallel/data_parallel.h"
+#include "trainer/parallel/fault_injection.h"
 #include "trainer/parallel/host_comm.h"
+#include "trainer/parallel/rank_agreement.h"
 
 namespace mnt::trainer {
 namespace {
@@ -268,6 +271,7 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   if (data_parallel_ != nullptr) {
     Stopwatch exchange;
     const int64_t bucket_bytes = static_cast<int64_t>(config_.bucket_mb() * (1 << 20));
+    if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
     if (auto s = data_parallel_->AverageInBuckets(params_->FlatOptimizerGrads(), bucket_bytes);
         !s.ok())
       return s;
@@ -287,6 +291,20 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   phases_.Add("optimizer", phase.Seconds());
   ++step_;
   return absl::OkStatus();
+}
+
+absl::Status Trainer::MaybeInjectInfGradient() {
+  const auto& fault = InfGradientFault();
+  if (!fault.has_value() || fault->rank != ranks_->rank() || fault->step != step_ + 1) {
+    return absl::OkStatus();
+  }
+  const MNT_Tensor flat = params_->FlatOptimizerGrads();
+  if (flat.dtype != MNT_DTYPE_F32) {
+    return absl::FailedPreconditionError(
+        "MANTISSA_FAULT_INF_GRADIENT: the exchanged gradient is not fp32");
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  return sdk::ToAbsl(plugins_->backend->client().ToDevice(flat.data, &inf, sizeof inf));
 }
 
 std::vector<int64_t> Trainer::NextLocalBatch() {
@@ -416,14 +434,20 @@ absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
 }
 
 absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
-  // Every rank holds the same whole state: rank 0 writes it.
-  if (ranks_ != nullptr && ranks_->rank() != 0) {
-    last_checkpoint_step_ = step_;
-    return absl::OkStatus();
+  auto ckpt = checkpoint_->Capture(step_);
+  if (!ckpt.ok()) return ckpt.status();
+  // Every rank holds the same whole state (it checks so here: a rank whose
+  // state drifted would otherwise go unnoticed); rank 0 writes it.
+  if (ranks_ != nullptr) {
+    if (auto s = CheckRanksHoldOneState(*ckpt); !s.ok()) return s;
+    if (ranks_->rank() != 0) {
+      last_checkpoint_step_ = step_;
+      return absl::OkStatus();
+    }
   }
   const std::string& dir = config_.checkpoint_dir();
   const std::string path = StepCheckpointPath(dir, step_);
-  if (auto s = SaveCheckpoint(path); !s.ok()) return s;
+  if (auto s = TrainingCheckpoint::Write(path, *ckpt); !s.ok()) return s;
   last_checkpoint_step_ = step_;
   std::vector<std::string> removed;
   if (auto s = PublishCheckpoint(dir, path, config_.save_total_limit(), &removed); !s.ok())
@@ -454,6 +478,25 @@ absl::StatusOr<EvalMetrics> Trainer::Evaluate() {
   last_eval_ = *m;
   has_eval_ = true;
   return m;
+}
+
+absl::Status Trainer::CheckRanksHoldOneState(const CheckpointData& ckpt) {
+  uint64_t hash = kFnv1aOffset;
+  for (const TensorData& t : ckpt.tensors()) hash = Fnv1a(t.data(), Fnv1a(t.name(), hash));
+  const std::string mine = absl::StrCat(absl::Hex(hash, absl::kZeroPad16), " scale ",
+                                        ckpt.loss_scale(), " skipped ",
+                                        ckpt.loss_scale_skipped_steps());
+  auto all = ranks_->AllGather(mine);
+  if (!all.ok()) return all.status();
+  for (size_t r = 1; r < all->size(); ++r) {
+    if ((*all)[r] == (*all)[0]) continue;
+    return absl::InternalError(absl::StrCat(
+        "data parallel: rank ", r, "'s training state differs from rank 0's at step ", step_,
+        " (", (*all)[r], " vs ", (*all)[0],
+        "); the ranks must step on the same averaged gradient: does the backend's "
+        "all-reduce give every rank the same bits?"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::SaveCheckpoint(const std::string& path) {

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "plugins/abi/mantissa.h"
+#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/batch_source.h"
 #include "trainer/core/device_choice.h"
@@ -119,6 +120,12 @@ class Trainer {
   // rank): the sampler only ever sees global batches, so N ranks train on
   // exactly the examples one rank with N times the batch would.
   std::vector<int64_t> NextLocalBatch();
+  // Data parallel: the overflow a test asks this rank to see
+  // (trainer/parallel/fault_injection.h); nothing otherwise.
+  absl::Status MaybeInjectInfGradient();
+  // Data parallel: every rank's captured state is the same (fingerprints
+  // compared across ranks), or an error naming the first rank that differs.
+  absl::Status CheckRanksHoldOneState(const CheckpointData& ckpt);
   // The stop signal, agreed by every rank (any rank's counts).
   absl::StatusOr<int> AgreedStopSignal();
   // Evaluates and checkpoints when step_ is due (or `last`); adds the time

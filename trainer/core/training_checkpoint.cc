@@ -69,6 +69,12 @@ absl::Status FindWorkingCopies(const CheckpointData& ckpt, const ParameterStore&
 }  // namespace
 
 absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
+  auto ckpt = Capture(step);
+  if (!ckpt.ok()) return ckpt.status();
+  return Write(path, *ckpt);
+}
+
+absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
   // The plugin's scaler and the applied-step count catch up first (device
   // loss scaling); the format is the same either way.
   if (auto s = p_.scaling->SyncToPlugin(step); !s.ok()) return s;
@@ -124,6 +130,10 @@ absl::Status TrainingCheckpoint::Save(const std::string& path, int64_t step) {
         !s.ok())
       return s;
   }
+  return ckpt;
+}
+
+absl::Status TrainingCheckpoint::Write(const std::string& path, const CheckpointData& ckpt) {
   std::error_code ec;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);

@@ -17,8 +17,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/loss_scaler_client.h"
+#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/loss_scaling.h"
 #include "trainer/core/optimizer.h"
@@ -42,7 +44,13 @@ class TrainingCheckpoint {
   };
   explicit TrainingCheckpoint(const Parts& parts) : p_(parts) {}
 
-  // Writes the state after `step` optimizer steps to `path` atomically.
+  // The state after `step` optimizer steps, read back from the device.
+  absl::StatusOr<CheckpointData> Capture(int64_t step);
+
+  // Writes a captured state to `path` atomically.
+  static absl::Status Write(const std::string& path, const CheckpointData& ckpt);
+
+  // Capture, then Write.
   absl::Status Save(const std::string& path, int64_t step);
 
   // Restores everything and sets *step. A checkpoint of another model,

@@ -80,16 +80,21 @@ absl::Status CheckRanksAgree(HostComm& host, const RankFacts& mine) {
 std::string FileFingerprint(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return "missing";
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a: the same on every machine
+  uint64_t hash = kFnv1aOffset;
   uint64_t size = 0;
-  unsigned char buf[1 << 16];
+  char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) {
-    for (size_t i = 0; i < n; ++i) hash = (hash ^ buf[i]) * 1099511628211ull;
+    hash = Fnv1a(std::string_view(buf, n), hash);
     size += n;
   }
   std::fclose(f);
   return absl::StrFormat("%d bytes, fnv1a %016x", size, hash);
+}
+
+uint64_t Fnv1a(std::string_view bytes, uint64_t hash) {
+  for (const char c : bytes) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return hash;
 }
 
 }  // namespace mnt::trainer

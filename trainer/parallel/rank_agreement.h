@@ -5,7 +5,9 @@
 #ifndef MANTISSA_TRAINER_PARALLEL_RANK_AGREEMENT_H_
 #define MANTISSA_TRAINER_PARALLEL_RANK_AGREEMENT_H_
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,11 @@ absl::Status CheckRanksAgree(HostComm& host, const RankFacts& mine);
 
 // "<size> bytes, fnv1a <hash>" of a file's content ("missing" if unreadable).
 std::string FileFingerprint(const std::string& path);
+
+// The FNV-1a hash of `bytes` continued from `hash` (start from
+// kFnv1aOffset): the same on every machine.
+inline constexpr uint64_t kFnv1aOffset = 14695981039346656037ull;
+uint64_t Fnv1a(std::string_view bytes, uint64_t hash = kFnv1aOffset);
 
 }  // namespace mnt::trainer
 

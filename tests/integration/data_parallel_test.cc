@@ -1,0 +1,353 @@
+// Data-parallel training end to end: the train binary under Open MPI's
+// `mpirun --oversubscribe -np N` on the CPU backend (its collectives over
+// MPI). What one rank with the whole global batch would compute is the
+// reference, and every N-rank run must land on it:
+//   - N = 2, 3 ranks x batch b against 1 rank x batch N*b, 30 steps: every
+//     step's loss and the final weights within 1e-6 relative in fp32, within
+//     the precision's 1e-2 in bf16/fp16 (the 16-bit gradients of b examples
+//     round differently from those of N*b);
+//   - two identical N-rank runs give the same bits;
+//   - an overflow injected into one rank's gradient skips the step on every
+//     rank (rank 0 reports it; the ranks' states are compared at the end);
+//   - kill -9 of one rank ends the job within 60 s naming it, and --resume
+//     then continues bit for bit (same N) or within 1e-6 (1 rank, N*b);
+//   - ranks that start with different settings are refused with one line.
+// The MLP on digits keeps each run to a second or two.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/integration/test_env.h"
+#include "trainer/checkpoint/checkpoint.h"
+
+namespace mnt::trainer {
+namespace {
+
+using testing::RunfilesRoot;
+using testing::TempDir;
+
+std::string TrainBinary() { return RunfilesRoot() + "/mantissa/trainer/cli/train"; }
+
+// mpirun's own options: --oversubscribe (more ranks than this machine's 2
+// cores), shared memory between the ranks, and root allowed where the
+// tests run as root (containers).
+std::string Mpirun(int ranks) {
+  std::string cmd = "mpirun --oversubscribe --mca btl self,vader -np " + std::to_string(ranks);
+  if (geteuid() == 0) cmd += " --allow-run-as-root";
+  return cmd;
+}
+
+struct JobResult {
+  int exit_code = -1;
+  std::string output;                // stdout and stderr of the whole job
+  std::vector<std::string> losses;   // each step's loss as the JSONL writes it (17 digits)
+  std::vector<bool> skipped;         // each step's "skipped"
+  CheckpointData checkpoint;         // <dir>/latest, when there is one
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every "train" record's field `key`, as written.
+std::vector<std::string> JsonlField(const std::string& jsonl, const std::string& key) {
+  std::vector<std::string> out;
+  std::istringstream in(jsonl);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"type\":\"train\"") == std::string::npos) continue;
+    const size_t at = line.find("\"" + key + "\":");
+    if (at == std::string::npos) continue;
+    const size_t begin = at + key.size() + 3;
+    out.push_back(line.substr(begin, line.find_first_of(",}", begin) - begin));
+  }
+  return out;
+}
+
+void CollectResults(const std::string& dir, JobResult* run) {
+  const std::string jsonl = ReadFile(dir + ".jsonl");
+  run->losses = JsonlField(jsonl, "loss");
+  for (const std::string& s : JsonlField(jsonl, "skipped")) run->skipped.push_back(s == "true");
+  const std::string latest = LatestCheckpointPath(dir);
+  if (std::filesystem::exists(latest)) {
+    auto ckpt = ReadCheckpoint(latest);
+    EXPECT_TRUE(ckpt.ok()) << ckpt.status();
+    if (ckpt.ok()) run->checkpoint = *ckpt;
+  }
+}
+
+std::string CommonFlags(const std::string& precision, int batch, int steps) {
+  return " --model=mlp --dataset=digits --cache_dir=" + TempDir() +
+         "/cache --progress=none --log_every=1 --eval_every=0 --precision=" + precision +
+         " --batch_size=" + std::to_string(batch) + " --steps=" + std::to_string(steps);
+}
+
+// Trains with `ranks` processes (1: the binary alone, no mpirun) into
+// checkpoint dir `dir` (and `dir`.jsonl).
+JobResult Train(int ranks, const std::string& dir, const std::string& flags,
+          const std::string& env = "") {
+  JobResult run;
+  const std::string launcher = ranks == 1 ? "" : Mpirun(ranks) + " ";
+  const std::string cmd = env + " " + launcher + TrainBinary() + flags + " --checkpoint_dir=" +
+                          dir + " --metrics_jsonl=" + dir + ".jsonl > " + dir + ".log 2>&1";
+  const int status = std::system(cmd.c_str());
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.output = ReadFile(dir + ".log");
+  CollectResults(dir, &run);
+  return run;
+}
+
+double RelativeDifference(double a, double b) {
+  return std::abs(a - b) / std::max(std::abs(b), 1e-30);
+}
+
+// || a - b || / || b || over the fp32 tensors of two checkpoints; NaN never
+// passes. fp32 (`strict`): tensor by tensor, the optimizer's state
+// included. 16-bit precisions: over the weights as one vector. Each rank's
+// 16-bit gradient of b examples rounds differently from the one of N*b
+// examples (2^-9 relative in bf16); after 30 Adam steps the small,
+// zero-initialised bias vectors are about 1e-2 apart on their own, the
+// weights as a whole 2e-3, and Adam's second moment, which squares the
+// gradients, 2e-2.
+void ExpectWeightsClose(const CheckpointData& a, const CheckpointData& b, double tolerance,
+                        bool strict = true) {
+  ASSERT_GT(b.tensors_size(), 0);
+  ASSERT_EQ(a.tensors_size(), b.tensors_size());
+  double all_diff = 0, all_norm = 0;
+  for (int i = 0; i < b.tensors_size(); ++i) {
+    const TensorData& ta = a.tensors(i);
+    const TensorData& tb = b.tensors(i);
+    ASSERT_EQ(ta.name(), tb.name());
+    ASSERT_EQ(ta.dtype(), tb.dtype());
+    if (tb.dtype() != MNT_DTYPE_F32) continue;
+    if (!strict && tb.name().rfind("opt.", 0) == 0) continue;
+    ASSERT_EQ(ta.data().size(), tb.data().size()) << tb.name();
+    const size_t n = tb.data().size() / sizeof(float);
+    const float* x = reinterpret_cast<const float*>(ta.data().data());
+    const float* y = reinterpret_cast<const float*>(tb.data().data());
+    double diff = 0, norm = 0;
+    for (size_t j = 0; j < n; ++j) {
+      diff += (static_cast<double>(x[j]) - y[j]) * (static_cast<double>(x[j]) - y[j]);
+      norm += static_cast<double>(y[j]) * y[j];
+    }
+    all_diff += diff;
+    all_norm += norm;
+    const double rel = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+    if (strict) {
+      EXPECT_TRUE(rel <= tolerance) << tb.name() << ": relative difference " << rel << " > "
+                                    << tolerance;
+    }
+  }
+  const double rel = std::sqrt(all_diff) / std::max(std::sqrt(all_norm), 1e-30);
+  EXPECT_TRUE(rel <= tolerance) << "the weights: relative difference " << rel << " > "
+                                << tolerance;
+}
+
+void ExpectSameBits(const CheckpointData& a, const CheckpointData& b) {
+  ASSERT_GT(b.tensors_size(), 0);
+  ASSERT_EQ(a.tensors_size(), b.tensors_size());
+  for (int i = 0; i < b.tensors_size(); ++i) {
+    EXPECT_TRUE(a.tensors(i).data() == b.tensors(i).data())
+        << "tensor " << b.tensors(i).name() << " differs";
+  }
+  EXPECT_EQ(a.loss_scale(), b.loss_scale());
+  EXPECT_EQ(a.loss_scale_skipped_steps(), b.loss_scale_skipped_steps());
+  EXPECT_EQ(a.step(), b.step());
+}
+
+void ExpectFiniteLosses(const JobResult& run) {
+  for (const std::string& l : run.losses) {
+    EXPECT_TRUE(std::isfinite(std::strtod(l.c_str(), nullptr))) << l;
+  }
+}
+
+struct Case {
+  int ranks;
+  std::string precision;
+  double tolerance;
+};
+
+class DataParallelMatchesOneRank : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DataParallelMatchesOneRank, LossesAndWeightsAfter30Steps) {
+  const Case& c = GetParam();
+  constexpr int kBatch = 16, kSteps = 30;
+  const std::string tag = c.precision + "_" + std::to_string(c.ranks);
+  const JobResult parallel = Train(c.ranks, TempDir() + "/dp_" + tag,
+                             CommonFlags(c.precision, kBatch, kSteps));
+  const JobResult single = Train(1, TempDir() + "/one_" + tag,
+                           CommonFlags(c.precision, c.ranks * kBatch, kSteps));
+  ASSERT_EQ(parallel.exit_code, 0) << parallel.output;
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_NE(parallel.output.find("data parallel: " + std::to_string(c.ranks) + " ranks"),
+            std::string::npos)
+      << parallel.output;
+  ASSERT_EQ(parallel.losses.size(), static_cast<size_t>(kSteps));
+  ASSERT_EQ(single.losses.size(), parallel.losses.size());
+  ExpectFiniteLosses(parallel);
+  for (int i = 0; i < kSteps; ++i) {
+    const double a = std::strtod(parallel.losses[i].c_str(), nullptr);
+    const double b = std::strtod(single.losses[i].c_str(), nullptr);
+    EXPECT_LE(RelativeDifference(a, b), c.tolerance) << "step " << i + 1 << ": " << a << " vs " << b;
+  }
+  ExpectWeightsClose(parallel.checkpoint, single.checkpoint, c.tolerance,
+                     /*strict=*/c.precision == "fp32");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RanksAndPrecisions, DataParallelMatchesOneRank,
+    ::testing::Values(Case{2, "fp32", 1e-6}, Case{3, "fp32", 1e-6}, Case{2, "bf16", 1e-2},
+                      Case{3, "bf16", 1e-2}, Case{2, "fp16", 1e-2}, Case{3, "fp16", 1e-2}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      return info.param.precision + "_" + std::to_string(info.param.ranks) + "_ranks";
+    });
+
+TEST(DataParallel, TwoIdenticalRunsGiveTheSameBits) {
+  const std::string flags = CommonFlags("fp16", 8, 20);
+  const JobResult a = Train(3, TempDir() + "/same_a", flags);
+  const JobResult b = Train(3, TempDir() + "/same_b", flags);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  ASSERT_EQ(a.losses.size(), 20u);
+  EXPECT_EQ(a.losses, b.losses);
+  ExpectSameBits(a.checkpoint, b.checkpoint);
+}
+
+TEST(DataParallel, AnOverflowOnOneRankSkipsTheStepOnAll) {
+  constexpr int kSteps = 12, kFaultStep = 5;
+  const std::string flags = CommonFlags("fp16", 16, kSteps);
+  const std::string fault = "MANTISSA_FAULT_INF_GRADIENT=";
+  // mpirun passes the variable on to every rank (each reads its own rank).
+  const JobResult on_rank1 = Train(2, TempDir() + "/inf_rank1", flags + "",
+                             fault + "1:" + std::to_string(kFaultStep));
+  const JobResult on_rank0 = Train(2, TempDir() + "/inf_rank0", flags,
+                             fault + "0:" + std::to_string(kFaultStep));
+  const JobResult clean = Train(2, TempDir() + "/inf_none", flags);
+  for (const JobResult* r : {&on_rank1, &on_rank0, &clean}) {
+    // Exit 0 includes the end-of-run check that both ranks hold one state:
+    // a rank that stepped where the other skipped fails it.
+    ASSERT_EQ(r->exit_code, 0) << r->output;
+    ASSERT_EQ(r->skipped.size(), static_cast<size_t>(kSteps));
+    ExpectFiniteLosses(*r);
+  }
+  for (int i = 0; i < kSteps; ++i) {
+    // Rank 0 reports; the inf was rank 1's alone in the first run.
+    EXPECT_EQ(on_rank1.skipped[i], i + 1 == kFaultStep) << "step " << i + 1;
+    EXPECT_FALSE(clean.skipped[i]) << "step " << i + 1;
+  }
+  EXPECT_EQ(on_rank1.checkpoint.loss_scale(), clean.checkpoint.loss_scale() / 2);
+  EXPECT_EQ(on_rank1.checkpoint.loss_scale_skipped_steps(), 1);
+  // Which rank saw the overflow does not matter.
+  EXPECT_EQ(on_rank1.losses, on_rank0.losses);
+  ExpectSameBits(on_rank1.checkpoint, on_rank0.checkpoint);
+}
+
+// Starts the job in the background; each rank writes its pid to
+// <dir>.rank<k>.pid (the wrapper shell execs the trainer, keeping its pid).
+pid_t StartJob(int ranks, const std::string& dir, const std::string& flags) {
+  const std::string cmd = Mpirun(ranks) + " sh -c 'echo $$ > " + dir +
+                          ".rank$OMPI_COMM_WORLD_RANK.pid; exec " + TrainBinary() + flags +
+                          " --checkpoint_dir=" + dir + " --metrics_jsonl=" + dir +
+                          ".jsonl' > " + dir + ".log 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+TEST(DataParallel, KillingOneRankEndsTheJobAndResumeContinuesBitForBit) {
+  constexpr int kSteps = 300;
+  const std::string flags =
+      CommonFlags("fp32", 16, kSteps) + " --checkpoint_every=20 --save_total_limit=2";
+  const JobResult unbroken = Train(2, TempDir() + "/unbroken", flags);
+  ASSERT_EQ(unbroken.exit_code, 0) << unbroken.output;
+
+  const std::string dir = TempDir() + "/killed";
+  const pid_t job = StartJob(2, dir, flags);
+  ASSERT_GT(job, 0);
+  // Kill rank 1 once the first checkpoint is safe and before the end.
+  const auto start = std::chrono::steady_clock::now();
+  bool killed = false;
+  std::chrono::steady_clock::time_point killed_at;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(120)) {
+    if (std::filesystem::exists(LatestCheckpointPath(dir))) {
+      const std::string pid = ReadFile(dir + ".rank1.pid");
+      if (!pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0) {
+        killed = true;
+        killed_at = std::chrono::steady_clock::now();
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(job, &status, 0), job);
+  ASSERT_TRUE(killed) << "the run ended before rank 1 could be killed:\n" << ReadFile(dir + ".log");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_LT(seconds, 60) << "the job outlived its dead rank";
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string log = ReadFile(dir + ".log");
+  // Open MPI names the rank that died: "... process rank 1 ... signal 9".
+  EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("signal 9"), std::string::npos) << log;
+
+  // What survived is a whole checkpoint; the same N resumes bit for bit.
+  const auto partial = ReadCheckpoint(LatestCheckpointPath(dir));
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  ASSERT_LT(partial->step(), kSteps);
+  const std::string copy = TempDir() + "/killed_for_one_rank";
+  std::filesystem::copy(dir, copy, std::filesystem::copy_options::recursive);
+  // --resume appends to the JSONL: keep the killed run's records apart.
+  std::filesystem::rename(dir + ".jsonl", dir + ".killed.jsonl");
+  const JobResult resumed = Train(2, dir, flags + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  ExpectSameBits(resumed.checkpoint, unbroken.checkpoint);
+  const std::vector<std::string> tail(unbroken.losses.end() - resumed.losses.size(),
+                                      unbroken.losses.end());
+  EXPECT_EQ(resumed.losses, tail);
+
+  // One rank with the global batch continues the same run correctly.
+  const JobResult one = Train(1, copy, CommonFlags("fp32", 32, kSteps) + " --checkpoint_every=20 --resume");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ExpectWeightsClose(one.checkpoint, unbroken.checkpoint, 1e-6);
+}
+
+TEST(DataParallel, RanksThatDisagreeAreRefusedWithOneLine) {
+  const std::string dir = TempDir() + "/disagree";
+  const std::string flags = CommonFlags("fp32", 16, 10) + " --checkpoint_dir=" + dir;
+  std::string cmd = Mpirun(1) + " " + TrainBinary() + flags + " --lr=0.01 : -np 1 " +
+                    TrainBinary() + flags + " --lr=0.02 > " + dir + ".log 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string log = ReadFile(dir + ".log");
+  size_t lines = 0;
+  for (size_t at = log.find("mantissa: error:"); at != std::string::npos;
+       at = log.find("mantissa: error:", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << log;
+  EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("0.02"), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(LatestCheckpointPath(dir))) << "a refused job trained";
+}
+
+}  // namespace
+}  // namespace mnt::trainer
