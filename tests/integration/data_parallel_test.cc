@@ -55,6 +55,7 @@ struct JobResult {
   std::vector<std::string> losses;   // each step's loss as the JSONL writes it (17 digits)
   std::vector<bool> skipped;         // each step's "skipped"
   CheckpointData checkpoint;         // <dir>/latest, when there is one
+  std::string jsonl;                 // the metrics log (rank 0's)
 };
 
 std::string ReadFile(const std::string& path) {
@@ -80,6 +81,7 @@ std::vector<std::string> JsonlField(const std::string& jsonl, const std::string&
 
 void CollectResults(const std::string& dir, JobResult* run) {
   const std::string jsonl = ReadFile(dir + ".jsonl");
+  run->jsonl = jsonl;
   run->losses = JsonlField(jsonl, "loss");
   for (const std::string& s : JsonlField(jsonl, "skipped")) run->skipped.push_back(s == "true");
   const std::string latest = LatestCheckpointPath(dir);
@@ -196,6 +198,13 @@ TEST_P(DataParallelMatchesOneRank, LossesAndWeightsAfter30Steps) {
   EXPECT_NE(parallel.output.find("data parallel: " + std::to_string(c.ranks) + " ranks"),
             std::string::npos)
       << parallel.output;
+  // The log says so, and counts the global batch.
+  const std::string n = std::to_string(c.ranks);
+  EXPECT_NE(parallel.jsonl.find("\"samples_per_step\":" + std::to_string(c.ranks * kBatch) +
+                                ",\"ranks\":" + n),
+            std::string::npos);
+  EXPECT_NE(parallel.jsonl.find("\"data_parallel\":{\"ranks\":" + n), std::string::npos);
+  EXPECT_NE(single.jsonl.find("\"data_parallel\":null"), std::string::npos);
   ASSERT_EQ(parallel.losses.size(), static_cast<size_t>(kSteps));
   ASSERT_EQ(single.losses.size(), parallel.losses.size());
   ExpectFiniteLosses(parallel);

@@ -395,6 +395,10 @@ int Run(int original_argc, char** original_argv) {
   RunHeader header = MakeRunHeader(*config, **trainer, registry, targets_per_example,
                                    resumed_from);
   header.precision_probe = probe_lines;
+  if (ranks != nullptr) {
+    header.ranks = ranks->world_size();
+    header.samples_per_step *= header.ranks;
+  }
   sinks.OnStart(header);
   if (auto s = sinks.status(); !s.ok()) return Fail(s);
 
@@ -410,13 +414,13 @@ int Run(int original_argc, char** original_argv) {
   const FinalReport report = (*trainer)->Report();
   sinks.OnFinish(report);
   std::fputs(FormatFinalReport(report).c_str(), stdout);
-  if (ranks != nullptr && report.train_seconds > 0) {
+  if (report.ranks > 1 && report.train_seconds > 0) {
     std::fprintf(stdout,
                  "data parallel: %d ranks; rank 0 spent %.3f s in %lld collective calls "
                  "(%.1f%% of its training time)\n",
-                 ranks->world_size(), (*trainer)->collective_seconds(),
-                 static_cast<long long>((*trainer)->collective_calls()),
-                 100.0 * (*trainer)->collective_seconds() / report.train_seconds);
+                 report.ranks, report.collective_seconds,
+                 static_cast<long long>(report.collective_calls),
+                 100.0 * report.collective_seconds / report.train_seconds);
   }
   // The summary record is the last write: a log that lost it fails the run.
   if (auto s = sinks.status(); !s.ok()) return Fail(s);

@@ -64,7 +64,8 @@ struct RunHeader {
   int64_t total_steps = 0;
   int64_t start_step = 0;    // > 0 when the run resumes a checkpoint
   std::string resumed_from;  // that checkpoint's path, else ""
-  int64_t samples_per_step = 0;      // batch_size x grad_accum_steps
+  int64_t samples_per_step = 0;      // batch_size x grad_accum_steps x ranks
+  int ranks = 1;                     // data parallel: the world size; else 1
   int64_t targets_per_example = 1;   // tokens per sequence for language models
   std::vector<PluginInfo> plugins;   // every plugin the run loaded
   // Where the loss is scaled: "device", "host" or "none" (the run does not
@@ -99,6 +100,11 @@ struct FinalReport {
   // The backend's slow paths (ABI 1.8 Backend_GetInfo slow_paths), one per
   // entry: "<calls> x <kind>: <shape>"; empty when none or not reported.
   std::vector<std::string> slow_paths;
+  // Data parallel (ranks > 1): the seconds this rank (rank 0, the one that
+  // reports) spent in collective calls, and how many it made.
+  int ranks = 1;
+  double collective_seconds = 0;
+  int64_t collective_calls = 0;
   double final_loss_scale = 1;
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second

@@ -525,6 +525,11 @@ FinalReport Trainer::Report() const {
   r.phases = phases_.phases();
   r.steps = step_;
   r.replayed_steps = replayed_steps_;
+  if (ranks_ != nullptr) {
+    r.ranks = ranks_->world_size();
+    r.collective_seconds = collective_seconds();
+    r.collective_calls = collective_calls();
+  }
   r.stopped_by_signal = stopped_by_signal_;
   MNT_Backend_GetInfo_Args info;
   if (plugins_->backend->GetInfo(&info).ok() &&

@@ -122,6 +122,7 @@ void JsonlSink::OnStart(const RunHeader& h) {
        Field("loss_scaling_reason", JsonString(h.loss_scaling_reason)),
        Field("precision_probe", ProbeArray(h.precision_probe)),
        Field("samples_per_step", absl::StrCat(h.samples_per_step)),
+       Field("ranks", absl::StrCat(h.ranks)),
        Field("targets_per_example", absl::StrCat(h.targets_per_example)),
        Field("versions", absl::StrCat("{", absl::StrJoin(versions, ","), "}")),
        Field("plugins", absl::StrCat("[", absl::StrJoin(plugins, ","), "]")),
@@ -199,7 +200,14 @@ void JsonlSink::OnFinish(const FinalReport& r) {
        Field("last_eval", eval), Field("bytes_per_parameter", bytes),
        Field("memory_bytes", absl::StrCat("{", absl::StrJoin(memory, ","), "}")),
        Field("phase_seconds", absl::StrCat("{", absl::StrJoin(phases, ","), "}")),
-       Field("slow_paths", absl::StrCat("[", absl::StrJoin(slow, ","), "]"))},
+       Field("slow_paths", absl::StrCat("[", absl::StrJoin(slow, ","), "]")),
+       Field("data_parallel",
+             r.ranks > 1
+                 ? absl::StrCat("{", Field("ranks", absl::StrCat(r.ranks)), ",",
+                                Field("collective_seconds", JsonNumber(r.collective_seconds)),
+                                ",", Field("collective_calls", absl::StrCat(r.collective_calls)),
+                                "}")
+                 : "null")},
       ","));
 }
 
