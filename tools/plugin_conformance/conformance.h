@@ -16,6 +16,15 @@
 //  any kind  the extension chain (ABI 1.9) and the capabilities it lists;
 //            what a plugin advertises decides which optional checks below
 //            run (never its minor).
+//  collectives  a backend's collectives extension (mnt_collectives.h), when
+//            it has one, with every rank of the run (mpirun -np W: the
+//            world from OMPI_COMM_WORLD_*, the unique id exchanged over
+//            MPI; world size 1 outside mpirun): every op x reduce x dtype,
+//            in-place forms, against a float64 rank-order reference each
+//            rank computes from every rank's seeded inputs, bit-identical
+//            on a repeat, the same bits on every rank, ordered on the
+//            stream, invalid arguments refused with an error; every check's
+//            verdict is agreed by all ranks (collectives_checks.cc).
 //  model     param-spec sanity, forward/backward against central finite
 //            differences (CPU reference backend, fp32), loss_multiplier and
 //            accumulate semantics, and a save/load round trip (params read
@@ -27,15 +36,26 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "plugins/abi/mantissa.h"
+#include "tools/plugin_conformance/host_exchange.h"
 
 namespace mnt::conformance {
 
-// Collects PASS / FAIL / SKIP lines, printed as they happen.
+// Collects PASS / FAIL / SKIP lines, printed as they happen (NOTE lines
+// are information, not counted). With failures_only (ranks other than 0 of
+// a multi-rank run) only FAIL lines are printed, each after `prefix`.
 class Report {
  public:
-  explicit Report(std::FILE* out = stdout) : out_(out) {}
+  explicit Report(std::FILE* out = stdout, std::string prefix = "",
+                  bool failures_only = false)
+      : out_(out), prefix_(std::move(prefix)), failures_only_(failures_only) {}
+  void Note(const std::string& text) {
+    if (failures_only_) return;
+    std::fprintf(out_, "%s[NOTE] %s\n", prefix_.c_str(), text.c_str());
+    std::fflush(out_);
+  }
   void Pass(const std::string& check) { Line("PASS", check, ""); ++passed_; }
   void Fail(const std::string& check, const std::string& why) {
     Line("FAIL", check, why);
@@ -55,11 +75,14 @@ class Report {
 
  private:
   void Line(const char* tag, const std::string& check, const std::string& why) {
-    std::fprintf(out_, "[%s] %s%s%s\n", tag, check.c_str(),
+    if (failures_only_ && std::string(tag) != "FAIL") return;
+    std::fprintf(out_, "%s[%s] %s%s%s\n", prefix_.c_str(), tag, check.c_str(),
                  why.empty() ? "" : ": ", why.c_str());
     std::fflush(out_);
   }
   std::FILE* out_;
+  std::string prefix_;
+  bool failures_only_;
   int passed_ = 0, failed_ = 0, skipped_ = 0;
 };
 
@@ -79,10 +102,18 @@ void CheckModelPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
 // extension listing only known capabilities of the plugin's kind, once each.
 void CheckExtensions(const MNT_Plugin_Api* plugin, Report* report);
 
-// CheckExtensions, then dispatches on plugin->kind; `options` go to Backend_Create, Model_Create
-// or a precision plugin's LossScaler_Create (precision_options).
+// A backend's collectives extension with every rank of `host` (each rank
+// calls it, with the same seed); SKIP when the backend has none. `options`
+// go to Backend_Create.
+void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
+                      uint64_t seed, HostExchange* host, Report* report);
+
+// CheckExtensions, then dispatches on plugin->kind (a backend: then its
+// collectives with the ranks of `host`); `options` go to Backend_Create,
+// Model_Create or a precision plugin's LossScaler_Create (precision_options).
+// Every rank of `host` calls it with the same seed.
 void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
-                    uint64_t seed, Report* report);
+                    uint64_t seed, HostExchange* host, Report* report);
 
 }  // namespace mnt::conformance
 

@@ -1,0 +1,816 @@
+// Conformance checks for a backend's collectives extension
+// (plugins/abi/mnt_collectives.h), run by every rank of the job: under
+// `mpirun -np W` each rank is one process (HostExchange says which), and
+// outside mpirun the world has one rank.
+//
+// What is checked, with check names "collectives[world=W]/...":
+//  * the extension's table (version, every call present);
+//  * Collectives_GetUniqueId on rank 0, its bytes broadcast to every rank
+//    over MPI (the host's job, as the trainer does it), Communicator_Create
+//    on every rank with (rank, W, id), Communicator_Destroy;
+//  * every op x reduce x dtype: ALL_REDUCE and REDUCE_SCATTER with SUM, AVG
+//    and MAX on F32, BF16 and F16; ALL_GATHER and BROADCAST (every root
+//    form: rank 0, the last rank, a middle one) on F32, BF16, F16, I32, U8
+//    and F64; the in-place forms the header allows (ALL_REDUCE output =
+//    input, ALL_GATHER input = the rank's own chunk of the output,
+//    BROADCAST output = input on the root and no input data elsewhere);
+//    sizes from one element (fewer than the ranks) to a few thousand;
+//  * each on fresh random inputs: rank k's input of a case comes from
+//    (seed, case, k), so every rank computes every rank's input and so the
+//    reference itself: reductions in float64 in rank order, within
+//    (W + 2) eps(dtype) of the sum of magnitudes (AVG divided by W), which
+//    admits any fixed order and 16-bit accumulation (the cuda backend's
+//    NCCL); MAX, gathers and broadcasts exact;
+//  * the same bits on a second call with the same inputs (output buffer
+//    pre-filled with another pattern), and on every rank (a hash of the
+//    replicated outputs compared over MPI);
+//  * ordering on the stream: FILL (a kernel) writes the input, the
+//    collective reads it and CAST reads the result with no synchronisation
+//    in between;
+//  * invalid arguments (NULL args, short struct_size, bad rank, world or id,
+//    NULL communicator, unknown op or reduce, mismatched dtypes or counts, a
+//    non-float reduction, a root outside the world, no output) refused with
+//    an error, identically on every rank, and the communicator still works
+//    afterwards.
+// How many reductions give exactly the bits of the header's default
+// (rank-order fp32 sum, AVG divided once, 16-bit rounded once) is a NOTE:
+// a backend may state another fixed order (cuda/NCCL does).
+//
+// Every check's verdict is agreed: each rank's is exchanged and every rank
+// reports the check failed if any rank failed it, naming the rank, so all
+// ranks take the same path (a collective needs every rank).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plugins/abi/mnt_collectives.h"
+#include "plugins/backends/common/float_convert.h"
+#include "plugins/sdk/abi_enum.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/extension_chain.h"
+#include "plugins/sdk/plugin_error.h"
+#include "plugins/sdk/status.h"
+#include "plugins/sdk/tensor.h"
+#include "tools/plugin_conformance/conformance.h"
+
+namespace mnt::conformance {
+namespace {
+
+using sdk::Format;
+using sdk::Status;
+
+constexpr MNT_DType kReduceTypes[] = {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16};
+constexpr MNT_DType kMoveTypes[] = {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16,
+                                    MNT_DTYPE_I32, MNT_DTYPE_U8,   MNT_DTYPE_F64};
+constexpr MNT_ReduceOp kReduceOps[] = {MNT_REDUCE_OP_SUM, MNT_REDUCE_OP_AVG,
+                                       MNT_REDUCE_OP_MAX};
+
+const char* OpName(MNT_CollectiveOp op) {
+  switch (op) {
+    case MNT_COLLECTIVE_ALL_REDUCE: return "ALL_REDUCE";
+    case MNT_COLLECTIVE_REDUCE_SCATTER: return "REDUCE_SCATTER";
+    case MNT_COLLECTIVE_ALL_GATHER: return "ALL_GATHER";
+    case MNT_COLLECTIVE_BROADCAST: return "BROADCAST";
+    default: return "INVALID";
+  }
+}
+
+const char* ReduceName(MNT_ReduceOp r) {
+  switch (r) {
+    case MNT_REDUCE_OP_SUM: return "sum";
+    case MNT_REDUCE_OP_AVG: return "avg";
+    case MNT_REDUCE_OP_MAX: return "max";
+    default: return "invalid";
+  }
+}
+
+std::string Describe(const Status& s) {
+  if (s.ok()) return "OK";
+  const char* code = sdk::AbiEnum<MNT_ErrorCode>::Name(s.code());
+  return Format("%s: %s", code != nullptr ? code : "unknown code", s.message().c_str());
+}
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t Fnv(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Machine epsilon of a reduction dtype.
+double Eps(MNT_DType t) {
+  return t == MNT_DTYPE_F32 ? 0x1p-23 : t == MNT_DTYPE_F16 ? 0x1p-10 : 0x1p-7;
+}
+
+double Load(const std::string& bytes, MNT_DType t, int64_t i) {
+  const char* p = bytes.data() + i * sdk::DTypeSize(t);
+  if (t == MNT_DTYPE_F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return t == MNT_DTYPE_F16 ? HalfBitsToFloat(h) : Bf16BitsToFloat(h);
+}
+
+void StoreFromFloat(float v, MNT_DType t, char* p) {
+  if (t == MNT_DTYPE_F32) {
+    std::memcpy(p, &v, 4);
+  } else {
+    const uint16_t h = t == MNT_DTYPE_F16 ? FloatToHalfBits(v) : FloatToBf16Bits(v);
+    std::memcpy(p, &h, 2);
+  }
+}
+
+// Rank k's input of case `index`: `count` elements, floats uniform in
+// [-2, 2] stored in the dtype (so exact there), other dtypes random bytes.
+std::string MakeInput(uint64_t seed, int index, int k, MNT_DType t, int64_t count) {
+  std::mt19937_64 rng(SplitMix(SplitMix(seed ^ 0xc011ec7ull) + index * 1000003ull + k));
+  std::string bytes(count * sdk::DTypeSize(t), '\0');
+  if (sdk::IsFloatStorage(t)) {
+    std::uniform_real_distribution<double> u(-2, 2);
+    for (int64_t i = 0; i < count; ++i) {
+      StoreFromFloat(static_cast<float>(u(rng)), t, &bytes[i * sdk::DTypeSize(t)]);
+    }
+  } else {
+    for (char& c : bytes) c = static_cast<char>(rng());
+  }
+  return bytes;
+}
+
+// The backend instance the checks use; destroyed with the object.
+class Backend {
+ public:
+  explicit Backend(const MNT_Plugin_Api* plugin) : plugin_(plugin) {}
+  ~Backend() {
+    if (backend_ == nullptr) return;
+    MNT_Backend_Destroy_Args d{};
+    d.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
+    d.backend = backend_;
+    (void)sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Destroy(&d));
+  }
+  Status Create(const std::string& options) {
+    MNT_Backend_Create_Args c{};
+    c.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+    c.options = options.c_str();
+    MNT_RETURN_IF_ERROR(
+        sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Create(&c)));
+    if (c.backend == nullptr) return sdk::Internal("Backend_Create gave NULL");
+    backend_ = c.backend;
+    client_ = sdk::BackendClient(plugin_, backend_);
+    return Status::Ok();
+  }
+  bool Supports(MNT_Op op) const {
+    MNT_Backend_GetOpSupport_Args q{};
+    q.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+    q.backend = backend_;
+    q.op = op;
+    return sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_GetOpSupport(&q))
+               .ok() &&
+           q.supported;
+  }
+  MNT_Backend* get() const { return backend_; }
+  const sdk::BackendClient& client() const { return client_; }
+
+ private:
+  const MNT_Plugin_Api* plugin_;
+  MNT_Backend* backend_ = nullptr;
+  sdk::BackendClient client_;
+};
+
+// The extension's calls as Status.
+class Collectives {
+ public:
+  Collectives(const MNT_Plugin_Api* plugin, const MNT_Collectives_Extension* ext,
+              MNT_Backend* backend)
+      : plugin_(plugin), ext_(ext), backend_(backend) {}
+
+  Status Wrap(MNT_Error* e) const { return sdk::StatusFromPluginError(plugin_, e); }
+
+  Status GetUniqueId(std::string* id) const {
+    MNT_Collectives_GetUniqueId_Args a{};
+    a.struct_size = MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    MNT_RETURN_IF_ERROR(Wrap(ext_->Collectives_GetUniqueId(&a)));
+    if (a.unique_id_size == 0 || a.unique_id_size > MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES) {
+      return sdk::Internal(Format("unique_id_size %zu is not in 1..%d", a.unique_id_size,
+                                  MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES));
+    }
+    id->assign(a.unique_id, a.unique_id_size);
+    return Status::Ok();
+  }
+  // `*out` is left NULL on an error; an error that still gives a
+  // communicator is reported (and the communicator destroyed).
+  Status Create(int32_t rank, int32_t world, const char* id, size_t id_size,
+                MNT_Communicator** out) const {
+    MNT_Communicator_Create_Args a{};
+    a.struct_size = MNT_Communicator_Create_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    a.rank = rank;
+    a.world_size = world;
+    a.unique_id = id;
+    a.unique_id_size = id_size;
+    *out = nullptr;
+    Status s = Wrap(ext_->Communicator_Create(&a));
+    if (!s.ok() && a.communicator != nullptr) {
+      (void)Destroy(a.communicator);
+      return sdk::Internal("Communicator_Create failed (" + Describe(s) +
+                           ") but gave a communicator");
+    }
+    if (s.ok() && a.communicator == nullptr) {
+      return sdk::Internal("Communicator_Create succeeded but gave NULL");
+    }
+    *out = a.communicator;
+    return s;
+  }
+  Status Destroy(MNT_Communicator* c) const {
+    MNT_Communicator_Destroy_Args a{};
+    a.struct_size = MNT_Communicator_Destroy_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    a.communicator = c;
+    return Wrap(ext_->Communicator_Destroy(&a));
+  }
+  MNT_Collectives_Run_Args RunArgs(MNT_Communicator* c, MNT_CollectiveOp op,
+                                   MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
+                                   const MNT_Tensor* out) const {
+    MNT_Collectives_Run_Args a{};
+    a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    a.communicator = c;
+    a.op = op;
+    a.reduce = reduce;
+    a.root = root;
+    a.input = in;
+    a.output = out;
+    return a;
+  }
+  Status Run(MNT_Collectives_Run_Args a) const { return Wrap(ext_->Collectives_Run(&a)); }
+  const MNT_Collectives_Extension* ext() const { return ext_; }
+
+ private:
+  const MNT_Plugin_Api* plugin_;
+  const MNT_Collectives_Extension* ext_;
+  MNT_Backend* backend_;
+};
+
+// One collective call of the op table.
+struct Case {
+  MNT_CollectiveOp op;
+  MNT_ReduceOp reduce = MNT_REDUCE_OP_INVALID;  // reductions
+  MNT_DType dtype;
+  bool in_place = false;
+  int32_t root = 0;  // BROADCAST
+  int64_t n = 0;     // per-rank elements (see Counts)
+};
+
+bool IsReduction(MNT_CollectiveOp op) {
+  return op == MNT_COLLECTIVE_ALL_REDUCE || op == MNT_COLLECTIVE_REDUCE_SCATTER;
+}
+
+// Input and output elements of a case on one rank of `world`.
+void Counts(const Case& c, int world, int64_t* in, int64_t* out) {
+  *in = c.op == MNT_COLLECTIVE_REDUCE_SCATTER ? c.n * world : c.n;
+  *out = c.op == MNT_COLLECTIVE_ALL_GATHER ? c.n * world : c.n;
+}
+
+std::string CaseName(const Case& c) {
+  std::string s = OpName(c.op);
+  if (IsReduction(c.op)) s += std::string(" ") + ReduceName(c.reduce);
+  s += std::string(" ") + sdk::DTypeName(c.dtype);
+  if (c.op == MNT_COLLECTIVE_BROADCAST) s += Format(" root=%d", c.root);
+  s += c.in_place ? " in-place" : " out-of-place";
+  return s + Format(" n=%lld", static_cast<long long>(c.n));
+}
+
+// The case's output on this rank from the header's default: the rank-order
+// fp32 sum (AVG divided by the world once, MAX exact), rounded once to the
+// dtype. Only for the NOTE on exact agreement.
+std::string DefaultOrderBits(const Case& c, const std::vector<std::string>& inputs, int rank,
+                             int world) {
+  const size_t es = sdk::DTypeSize(c.dtype);
+  const int64_t offset = c.op == MNT_COLLECTIVE_REDUCE_SCATTER ? rank * c.n : 0;
+  std::string out(c.n * es, '\0');
+  for (int64_t i = 0; i < c.n; ++i) {
+    float acc = static_cast<float>(Load(inputs[0], c.dtype, offset + i));
+    for (int k = 1; k < world; ++k) {
+      const float x = static_cast<float>(Load(inputs[k], c.dtype, offset + i));
+      acc = c.reduce == MNT_REDUCE_OP_MAX ? std::max(acc, x) : acc + x;
+    }
+    if (c.reduce == MNT_REDUCE_OP_AVG) acc = acc / static_cast<float>(world);
+    StoreFromFloat(acc, c.dtype, &out[i * es]);
+  }
+  return out;
+}
+
+// Why this rank's output of a case is wrong against the float64 reference
+// over every rank's input, or "".
+std::string CheckAgainstReference(const Case& c, const std::vector<std::string>& inputs,
+                                  const std::string& got, int rank, int world) {
+  const size_t es = sdk::DTypeSize(c.dtype);
+  if (c.op == MNT_COLLECTIVE_ALL_GATHER || c.op == MNT_COLLECTIVE_BROADCAST) {
+    std::string want;
+    if (c.op == MNT_COLLECTIVE_ALL_GATHER) {
+      for (const std::string& in : inputs) want += in;
+    } else {
+      want = inputs[c.root];
+    }
+    for (size_t b = 0; b < want.size(); ++b) {
+      if (got[b] != want[b]) {
+        const int64_t e = static_cast<int64_t>(b / es);
+        const int64_t chunk = c.op == MNT_COLLECTIVE_ALL_GATHER ? e / c.n : c.root;
+        return Format("element %lld differs from rank %lld's input element %lld (bytes "
+                      "must be moved exactly)",
+                      static_cast<long long>(e), static_cast<long long>(chunk),
+                      static_cast<long long>(e % c.n));
+      }
+    }
+    return "";
+  }
+  const int64_t offset = c.op == MNT_COLLECTIVE_REDUCE_SCATTER ? rank * c.n : 0;
+  const double eps = Eps(c.dtype);
+  for (int64_t i = 0; i < c.n; ++i) {
+    double want = 0, magnitude = 0;
+    for (int k = 0; k < world; ++k) {
+      const double x = Load(inputs[k], c.dtype, offset + i);
+      want = k == 0 ? x : c.reduce == MNT_REDUCE_OP_MAX ? std::max(want, x) : want + x;
+      magnitude += std::abs(x);
+    }
+    double tol = 0;
+    if (c.reduce == MNT_REDUCE_OP_AVG) {
+      want /= world;
+      magnitude /= world;
+    }
+    if (c.reduce != MNT_REDUCE_OP_MAX) tol = (world + 2) * eps * magnitude + 1e-7 * eps;
+    const double g = Load(got, c.dtype, i);
+    if (!std::isfinite(g) || std::abs(g - want) > tol) {
+      return Format("output[%lld] = %.9g, reference %.9g (input element %lld of %d ranks; "
+                    "tolerance %.3g%s)",
+                    static_cast<long long>(i), g, want, static_cast<long long>(offset + i),
+                    world, tol, c.reduce == MNT_REDUCE_OP_MAX ? ", MAX is exact" : "");
+    }
+  }
+  return "";
+}
+
+// Every rank's verdict on one check combined: "" when every rank passed,
+// else the failures naming their ranks (the same string on every rank).
+std::string Agree(HostExchange* host, const std::string& why) {
+  const std::vector<std::string> all = host->AllGather(why);
+  if (host->world_size() == 1) return why;
+  std::string out;
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    if (all[r].empty()) continue;
+    out += (out.empty() ? "" : "; ") + Format("rank %d: %s", r, all[r].c_str());
+  }
+  return out;
+}
+
+class Checker {
+ public:
+  Checker(const Collectives& coll, const Backend& backend, HostExchange* host, Report* r,
+          std::string prefix)
+      : coll_(coll), backend_(backend), host_(host), r_(r), n_(std::move(prefix)) {}
+
+  // Runs one case on this rank (twice) and reports its agreed verdict.
+  void RunCase(MNT_Communicator* comm, const Case& c, int index, uint64_t seed,
+               const std::string& label = "") {
+    const int rank = host_->rank(), world = host_->world_size();
+    const size_t es = sdk::DTypeSize(c.dtype);
+    int64_t in_n = 0, out_n = 0;
+    Counts(c, world, &in_n, &out_n);
+    std::vector<std::string> inputs(world);
+    for (int k = 0; k < world; ++k) inputs[k] = MakeInput(seed, index, k, c.dtype, in_n);
+    const sdk::BackendClient& client = backend_.client();
+    std::string why;
+    sdk::DeviceBuffer in_buf, out_buf;
+    Status s = client.Allocate(out_n * es, MNT_MEMORY_WORKSPACE, &out_buf);
+    if (s.ok() && !c.in_place) s = client.Allocate(in_n * es, MNT_MEMORY_WORKSPACE, &in_buf);
+    // Every rank must reach the collective, or none.
+    if (const std::string setup = Agree(host_, s.ok() ? "" : "allocating: " + Describe(s));
+        !setup.empty()) {
+      r_->Fail(n_ + label + CaseName(c), setup);
+      return;
+    }
+    const int64_t dims_in[1] = {in_n}, dims_out[1] = {out_n};
+    const MNT_Tensor out = sdk::MakeTensor(out_buf.data(), c.dtype, 1, dims_out);
+    MNT_Tensor in = sdk::MakeTensor(in_buf.data(), c.dtype, 1, dims_in);
+    char* out_bytes = static_cast<char*>(out_buf.data());
+    std::string got[2];
+    for (int call = 0; call < 2 && why.empty(); ++call) {
+      // Another pattern before each call: the second must write the same bits.
+      const std::string fill(out_n * es, static_cast<char>(call == 0 ? 0xcd : 0x3a));
+      s = client.ToDevice(out_bytes, fill.data(), fill.size());
+      if (!c.in_place) {
+        if (s.ok()) s = client.ToDevice(in_buf.data(), inputs[rank].data(), in_n * es);
+      } else if (c.op == MNT_COLLECTIVE_ALL_REDUCE) {
+        in.data = out_bytes;
+        if (s.ok()) s = client.ToDevice(out_bytes, inputs[rank].data(), in_n * es);
+      } else if (c.op == MNT_COLLECTIVE_ALL_GATHER) {
+        in.data = out_bytes + rank * in_n * es;
+        if (s.ok()) s = client.ToDevice(in.data, inputs[rank].data(), in_n * es);
+      } else {  // BROADCAST: output = input on the root, no input data elsewhere
+        in.data = rank == c.root ? out_bytes : nullptr;
+        if (s.ok() && rank == c.root) {
+          s = client.ToDevice(out_bytes, inputs[rank].data(), in_n * es);
+        }
+      }
+      if (!s.ok()) {
+        // Cannot happen after a good allocation; the other ranks may hang
+        // in the collective, which the test's timeout reports.
+        why = "uploading: " + Describe(s);
+        break;
+      }
+      s = coll_.Run(coll_.RunArgs(comm, c.op, c.reduce, c.root, &in, &out));
+      if (s.ok()) s = client.Synchronize();
+      got[call].assign(out_n * es, '\0');
+      if (s.ok()) s = client.ToHost(got[call].data(), out_bytes, got[call].size());
+      if (!s.ok()) why = Format("call %d: %s", call + 1, Describe(s).c_str());
+    }
+    if (why.empty()) why = CheckAgainstReference(c, inputs, got[0], rank, world);
+    if (why.empty() && got[1] != got[0]) {
+      for (size_t b = 0; b < got[0].size(); ++b) {
+        if (got[0][b] != got[1][b]) {
+          why = Format("not deterministic: a second call with the same inputs differs at "
+                       "element %zu",
+                       b / es);
+          break;
+        }
+      }
+    }
+    if (why.empty() && IsReduction(c.op)) {
+      ++reductions_;
+      if (got[0] == DefaultOrderBits(c, inputs, rank, world)) ++default_order_bits_;
+    }
+    // Replicated outputs: the same bits on every rank.
+    const bool replicated = c.op != MNT_COLLECTIVE_REDUCE_SCATTER;
+    const std::string hash = Format("%016llx", static_cast<unsigned long long>(Fnv(got[0])));
+    const std::vector<std::string> all = host_->AllGather(hash + "|" + why);
+    std::string verdict;
+    for (int k = 0; k < world; ++k) {
+      const std::string other = all[k].substr(17);
+      if (!other.empty()) {
+        verdict += (verdict.empty() ? "" : "; ") +
+                   (world == 1 ? other : Format("rank %d: %s", k, other.c_str()));
+      }
+    }
+    if (verdict.empty() && replicated) {
+      for (int k = 1; k < world; ++k) {
+        if (all[k].compare(0, 16, all[0], 0, 16) != 0) {
+          verdict = Format("rank %d's output differs from rank 0's (every rank must get the "
+                           "same bits)",
+                           k);
+          break;
+        }
+      }
+    }
+    r_->Check(n_ + label + CaseName(c), verdict);
+  }
+
+  // FILL (a kernel) writes the input, the collective reads it, CAST reads
+  // its output, with no synchronisation in between.
+  void StreamOrder(MNT_Communicator* comm) {
+    const std::string name = n_ + "ordered on the stream (FILL -> ALL_REDUCE sum -> CAST)";
+    if (!backend_.Supports(MNT_OP_FILL) || !backend_.Supports(MNT_OP_CAST)) {
+      r_->Skip(name, "needs the backend's FILL and CAST");  // same plugin on every rank
+      return;
+    }
+    const int rank = host_->rank(), world = host_->world_size();
+    const sdk::BackendClient& client = backend_.client();
+    const int64_t n = 1000 + 37 * world;
+    const int64_t dims[1] = {n};
+    sdk::DeviceBuffer a, b, c;
+    Status s = client.Allocate(n * 4, MNT_MEMORY_WORKSPACE, &a);
+    if (s.ok()) s = client.Allocate(n * 4, MNT_MEMORY_WORKSPACE, &b);
+    if (s.ok()) s = client.Allocate(n * 2, MNT_MEMORY_WORKSPACE, &c);
+    if (const std::string setup = Agree(host_, s.ok() ? "" : Describe(s)); !setup.empty()) {
+      r_->Fail(name, setup);
+      return;
+    }
+    const MNT_Tensor ta = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, dims);
+    const MNT_Tensor tb = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, dims);
+    const MNT_Tensor tc = sdk::MakeTensor(c.data(), MNT_DTYPE_BF16, 1, dims);
+    MNT_FillParams fill{MNT_FillParams_STRUCT_SIZE, 0.25 * (rank + 1)};
+    std::string why;
+    s = client.Run(MNT_OP_FILL, {}, {ta}, &fill);
+    if (!s.ok()) why = "FILL: " + Describe(s);
+    // The collective runs even after a failed FILL: every rank must call it.
+    Status run = coll_.Run(coll_.RunArgs(comm, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0,
+                                         &ta, &tb));
+    if (why.empty() && !run.ok()) why = "ALL_REDUCE: " + Describe(run);
+    if (why.empty()) {
+      s = client.Run(MNT_OP_CAST, {tb}, {tc});
+      if (!s.ok()) why = "CAST: " + Describe(s);
+    }
+    if (why.empty()) {
+      s = client.Synchronize();
+      std::vector<uint16_t> host(n);
+      if (s.ok()) s = client.ToHost(host.data(), c.data(), n * 2);
+      const double want = 0.125 * world * (world + 1);  // exact in bf16 for small worlds
+      if (!s.ok()) {
+        why = Describe(s);
+      } else {
+        for (int64_t i = 0; i < n && why.empty(); ++i) {
+          if (Bf16BitsToFloat(host[i]) != want) {
+            why = Format("element %lld is %g, expected %g: the collective did not see the "
+                         "FILL before it, or CAST did not see its result",
+                         static_cast<long long>(i), Bf16BitsToFloat(host[i]), want);
+          }
+        }
+      }
+    }
+    r_->Check(name, Agree(host_, why));
+  }
+
+  int reductions() const { return reductions_; }
+  int default_order_bits() const { return default_order_bits_; }
+
+ private:
+  const Collectives& coll_;
+  const Backend& backend_;
+  HostExchange* host_;
+  Report* r_;
+  std::string n_;
+  int reductions_ = 0, default_order_bits_ = 0;
+};
+
+// The op table: every op x reduce x dtype, in-place forms, sizes from one
+// element to a few thousand. The same list on every rank.
+std::vector<Case> MakeCases(uint64_t seed, int world) {
+  std::mt19937_64 rng(SplitMix(seed ^ 0x5153ull));
+  int size_index = 0;
+  auto next_n = [&]() -> int64_t {
+    switch (size_index++ % 4) {
+      case 0: return 1;  // fewer elements than ranks: empty chunks
+      case 1: return 2 + rng() % 14;
+      case 2: return 100 + rng() % 900;
+      default: return 3000 + rng() % 3000;
+    }
+  };
+  std::vector<Case> cases;
+  for (MNT_ReduceOp reduce : kReduceOps) {
+    for (MNT_DType t : kReduceTypes) {
+      for (bool in_place : {false, true}) {
+        cases.push_back({MNT_COLLECTIVE_ALL_REDUCE, reduce, t, in_place, 0, next_n()});
+      }
+      cases.push_back({MNT_COLLECTIVE_REDUCE_SCATTER, reduce, t, false, 0, next_n()});
+    }
+  }
+  std::vector<int32_t> roots = {0};
+  if (world > 1) roots.push_back(world - 1);
+  if (world > 2) roots.push_back(world / 2);
+  for (MNT_DType t : kMoveTypes) {
+    for (bool in_place : {false, true}) {
+      cases.push_back(
+          {MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, t, in_place, 0, next_n()});
+      for (int32_t root : roots) {
+        cases.push_back(
+            {MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, t, in_place, root, next_n()});
+      }
+    }
+  }
+  return cases;
+}
+
+}  // namespace
+
+void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
+                      uint64_t seed, HostExchange* host, Report* r) {
+  const int rank = host->rank(), world = host->world_size();
+  const std::string n = Format("collectives[world=%d]/", world);
+  const MNT_Extension_Header* h =
+      sdk::FindExtension(plugin, MNT_EXTENSION_TYPE_COLLECTIVES);
+  if (h == nullptr) {
+    r->Skip(n + "extension",
+            "the backend has no collectives extension (it runs on one device only)");
+    return;
+  }
+  r->Note(Format("collectives: checking the '%s' extension (version %d) with world size %d%s",
+                 sdk::ExtensionName(*h), h->version, world,
+                 host->launcher().empty()
+                     ? " (not under mpirun; run it under mpirun -np W for W ranks)"
+                     : Format(" (%s, every rank checks and agrees)",
+                              host->launcher().c_str())
+                           .c_str()));
+  const auto* ext = reinterpret_cast<const MNT_Collectives_Extension*>(h);
+  {
+    std::string why;
+    if (h->version < 1) {
+      why = Format("version %d", h->version);
+    } else if (h->base.struct_size < MNT_Collectives_Extension_STRUCT_SIZE) {
+      why = Format("struct_size %zu is smaller than version 1's %zu", h->base.struct_size,
+                   size_t{MNT_Collectives_Extension_STRUCT_SIZE});
+    } else if (ext->Collectives_GetUniqueId == nullptr || ext->Communicator_Create == nullptr ||
+               ext->Communicator_Destroy == nullptr || ext->Collectives_Run == nullptr) {
+      why = "a version-1 call is NULL";
+    }
+    r->Check(n + "extension table (version 1: every call present)", why);
+    if (!why.empty()) return;
+  }
+  Backend backend(plugin);
+  {
+    const Status s = backend.Create(options);
+    const std::string why = Agree(host, s.ok() ? "" : Describe(s));
+    r->Check(n + "create backend", why);
+    if (!why.empty()) return;
+  }
+  const Collectives coll(plugin, ext, backend.get());
+
+  // Refusals that need no communicator (local on every rank).
+  auto refused = [&](const std::string& what, const Status& s) {
+    r->Check(n + "refuses " + what,
+             Agree(host, s.ok() ? "accepted it (expected an error)" : ""));
+  };
+  refused("Collectives_GetUniqueId(NULL)", coll.Wrap(ext->Collectives_GetUniqueId(nullptr)));
+  {
+    MNT_Collectives_GetUniqueId_Args a{};
+    a.backend = backend.get();
+    refused("Collectives_GetUniqueId with struct_size 0",
+            coll.Wrap(ext->Collectives_GetUniqueId(&a)));
+  }
+
+  // Rank 0's id, to every rank over MPI.
+  std::string id;
+  {
+    Status s;
+    if (rank == 0) s = coll.GetUniqueId(&id);
+    const std::string why = Agree(host, s.ok() ? "" : Describe(s));
+    const std::string name = n + "Collectives_GetUniqueId on rank 0";
+    if (world == 1 && s.code() == MNT_ERROR_FAILED_PRECONDITION) {
+      // One process, and the backend says this machine cannot run its
+      // collectives (the cuda backend without libnccl.so.2): nothing to
+      // check. Under mpirun the same is a failure.
+      r->Skip(name, "the backend cannot run collectives here: " + why);
+      return;
+    }
+    r->Check(name, why);
+    if (!why.empty()) return;
+    host->Broadcast(&id);
+  }
+  {
+    MNT_Communicator* bad = nullptr;
+    std::string big(MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES + 1, '\0');
+    std::memcpy(big.data(), id.data(), id.size());
+    refused("Communicator_Create(NULL)", coll.Wrap(ext->Communicator_Create(nullptr)));
+    refused("Communicator_Create with rank -1",
+            coll.Create(-1, world, id.data(), id.size(), &bad));
+    refused(Format("Communicator_Create with rank %d = the world size", world),
+            coll.Create(world, world, id.data(), id.size(), &bad));
+    refused("Communicator_Create with world size 0",
+            coll.Create(0, 0, id.data(), id.size(), &bad));
+    refused("Communicator_Create with a NULL unique id",
+            coll.Create(rank, world, nullptr, id.size(), &bad));
+    refused("Communicator_Create with a unique id of 0 bytes",
+            coll.Create(rank, world, id.data(), 0, &bad));
+    refused(Format("Communicator_Create with a unique id of %zu bytes (> %d)", big.size(),
+                   MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES),
+            coll.Create(rank, world, big.data(), big.size(), &bad));
+  }
+  MNT_Communicator* comm = nullptr;
+  {
+    const Status s = coll.Create(rank, world, id.data(), id.size(), &comm);
+    const std::vector<std::string> all = host->AllGather(
+        s.ok() ? "" : std::to_string(static_cast<int>(s.code())) + "|" + Describe(s));
+    std::string why;
+    bool environment_only = world == 1;
+    for (int k = 0; k < world; ++k) {
+      if (all[k].empty()) continue;
+      const size_t bar = all[k].find('|');
+      const int code = std::stoi(all[k].substr(0, bar));
+      environment_only = environment_only && code == MNT_ERROR_FAILED_PRECONDITION;
+      why += (why.empty() ? "" : "; ") +
+             (world == 1 ? all[k].substr(bar + 1)
+                         : Format("rank %d: %s", k, all[k].substr(bar + 1).c_str()));
+    }
+    const std::string name =
+        Format("%sCommunicator_Create(rank, world size %d, rank 0's id)", n.c_str(), world);
+    if (!why.empty() && environment_only) {
+      // One process, and the backend says this machine cannot give it a
+      // communicator (the cpu backend without libmpi): nothing to check.
+      r->Skip(name, "the backend cannot create a communicator here: " + why);
+      return;
+    }
+    r->Check(name, why);
+    if (!why.empty()) {
+      (void)coll.Destroy(comm);
+      return;
+    }
+  }
+
+  Checker checker(coll, backend, host, r, n);
+  const std::vector<Case> cases = MakeCases(seed, world);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    checker.RunCase(comm, cases[i], static_cast<int>(i), seed);
+  }
+  checker.StreamOrder(comm);
+
+  // Invalid Collectives_Run calls, the same on every rank: refused with an
+  // error before any rank waits for another.
+  {
+    const int64_t k = 8;
+    const int64_t big = k * world + 1;  // every tensor below fits in it
+    sdk::DeviceBuffer a, b;
+    Status s = backend.client().Allocate(big * 4, MNT_MEMORY_WORKSPACE, &a);
+    if (s.ok()) s = backend.client().Allocate(big * 4, MNT_MEMORY_WORKSPACE, &b);
+    const std::string setup = Agree(host, s.ok() ? "" : Describe(s));
+    if (!setup.empty()) {
+      r->Fail(n + "refusals of Collectives_Run", setup);
+    } else {
+      const int64_t d_k[1] = {k}, d_k1[1] = {k + 1}, d_wk[1] = {k * world},
+                    d_wk1[1] = {k * world + 1};
+      const MNT_Tensor in = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, d_k);
+      const MNT_Tensor out = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k);
+      const MNT_Tensor out_k1 = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k1);
+      const MNT_Tensor out_f16 = sdk::MakeTensor(b.data(), MNT_DTYPE_F16, 1, d_k);
+      const MNT_Tensor in_i32 = sdk::MakeTensor(a.data(), MNT_DTYPE_I32, 1, d_k);
+      const MNT_Tensor out_i32 = sdk::MakeTensor(b.data(), MNT_DTYPE_I32, 1, d_k);
+      const MNT_Tensor in_wk1 = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, d_wk1);
+      const MNT_Tensor out_wk1 = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_wk1);
+      (void)d_wk;
+      const auto AR = MNT_COLLECTIVE_ALL_REDUCE;
+      const auto SUM = MNT_REDUCE_OP_SUM;
+      refused("Collectives_Run(NULL)", coll.Wrap(ext->Collectives_Run(nullptr)));
+      {
+        MNT_Collectives_Run_Args short_args = coll.RunArgs(comm, AR, SUM, 0, &in, &out);
+        short_args.struct_size = 0;
+        refused("Collectives_Run with struct_size 0", coll.Run(short_args));
+      }
+      refused("Collectives_Run with a NULL communicator",
+              coll.Run(coll.RunArgs(nullptr, AR, SUM, 0, &in, &out)));
+      refused("Collectives_Run with op MNT_COLLECTIVE_INVALID",
+              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_INVALID, SUM, 0, &in, &out)));
+      refused("Collectives_Run with unknown op 99",
+              coll.Run(coll.RunArgs(comm, static_cast<MNT_CollectiveOp>(99), SUM, 0, &in,
+                                    &out)));
+      refused("ALL_REDUCE with reduce MNT_REDUCE_OP_INVALID",
+              coll.Run(coll.RunArgs(comm, AR, MNT_REDUCE_OP_INVALID, 0, &in, &out)));
+      refused("ALL_REDUCE with unknown reduce 99",
+              coll.Run(coll.RunArgs(comm, AR, static_cast<MNT_ReduceOp>(99), 0, &in, &out)));
+      refused("ALL_REDUCE f32 input into an f16 output",
+              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in, &out_f16)));
+      refused("ALL_REDUCE with 8 input and 9 output elements",
+              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in, &out_k1)));
+      refused("ALL_REDUCE of i32 (reductions take F32, F16, BF16)",
+              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in_i32, &out_i32)));
+      refused("ALL_REDUCE with a NULL output",
+              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in, nullptr)));
+      refused(Format("REDUCE_SCATTER with %lld input elements for 8 outputs (world size %d)",
+                     static_cast<long long>(big), world),
+              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_REDUCE_SCATTER, SUM, 0, &in_wk1,
+                                    &out)));
+      refused(Format("ALL_GATHER of 8 elements into %lld (world size %d)",
+                     static_cast<long long>(big), world),
+              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, 0,
+                                    &in, &out_wk1)));
+      refused("BROADCAST with root -1",
+              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, -1,
+                                    &in, &out)));
+      refused(Format("BROADCAST with root %d = the world size", world),
+              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID,
+                                    world, &in, &out)));
+    }
+  }
+  // The communicator still works after the refusals.
+  checker.RunCase(comm, {MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, MNT_DTYPE_F32, false, 0,
+                         257},
+                  static_cast<int>(cases.size()), seed, "after the refusals, still works: ");
+
+  refused("Communicator_Destroy(NULL)", coll.Wrap(ext->Communicator_Destroy(nullptr)));
+  r->Check(n + "Communicator_Destroy(NULL communicator) is accepted",
+           Agree(host, [&] {
+             const Status s = coll.Destroy(nullptr);
+             return s.ok() ? std::string() : Describe(s);
+           }()));
+  {
+    const Status s = coll.Destroy(comm);
+    r->Check(n + "Communicator_Destroy", Agree(host, s.ok() ? "" : Describe(s)));
+  }
+
+  // What the header calls the default order, reported, not required.
+  const std::vector<std::string> counts = host->AllGather(
+      Format("%d %d", checker.default_order_bits(), checker.reductions()));
+  int exact = 0, total = 0;
+  for (const std::string& c : counts) {
+    int e = 0, t = 0;
+    if (std::sscanf(c.c_str(), "%d %d", &e, &t) == 2) {
+      exact += e;
+      total += t;
+    }
+  }
+  r->Note(Format("collectives: %d of %d passing reductions (all ranks) have exactly the bits of "
+                 "the rank-order fp32 sum (mnt_collectives.h's default; a backend that states "
+                 "another fixed order may differ within the tolerance)",
+                 exact, total));
+}
+
+}  // namespace mnt::conformance
