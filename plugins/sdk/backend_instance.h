@@ -20,12 +20,14 @@ namespace mnt::sdk {
 // Everything allocated through it must be freed before it is destroyed.
 class BackendInstance {
  public:
-  // Backend_Create with `options` ("" for the plugin's defaults).
+  // Backend_Create with `options` ("" for the plugin's defaults) on device
+  // `device_ordinal` (0: the backend's first device).
   static Status Create(const MNT_Plugin_Api* plugin, const std::string& options,
-                       std::unique_ptr<BackendInstance>* out) {
+                       std::unique_ptr<BackendInstance>* out, int32_t device_ordinal = 0) {
     MNT_Backend_Create_Args a{};
     a.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
     a.options = options.c_str();
+    a.device_ordinal = device_ordinal;
     MNT_RETURN_IF_ERROR(
         StatusFromPluginError(plugin, plugin->backend->Backend_Create(&a)));
     out->reset(new BackendInstance(plugin, a.backend));

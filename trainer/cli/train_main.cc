@@ -156,7 +156,7 @@ int Run(int original_argc, char** original_argv) {
   const Launch launch = DetectLaunch();
   std::unique_ptr<HostComm> ranks;
   if (launch.world_size > 1 && config->data_parallel() != "off") {
-    auto created = HostComm::Create(launch.world_size);
+    auto created = HostComm::Create(launch.world_size, launch.local_rank);
     if (!created.ok()) return Fail(created.status());
     ranks = std::move(*created);
     g_ranks = ranks.get();

@@ -1,11 +1,13 @@
 #include "trainer/core/run_plugins.h"
 
+#include <cstdlib>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "plugins/sdk/abi_enum.h"
 #include "trainer/core/device_choice.h"
 #include "trainer/core/loss_scale_config.h"
+#include "trainer/parallel/launch.h"
 #include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
@@ -50,7 +52,7 @@ absl::Status CheckPolicyValues(const MNT_Precision_GetPolicy_Args& p) {
 
 absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
     const mantissa::TrainConfig& config, PluginRegistry* registry,
-    const MNT_DataSpec& data_spec, int optimizer_state_slots) {
+    const MNT_DataSpec& data_spec, int optimizer_state_slots, int local_rank) {
   auto p = std::make_unique<RunPlugins>();
   auto device = ResolveDevice(config.device(), registry);
   if (!device.ok()) return device.status();
@@ -64,8 +66,11 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   auto model = registry->Get(MNT_PLUGIN_KIND_MODEL, config.model());
   if (!model.ok()) return model.status();
 
-  if (sdk::Status s = sdk::BackendInstance::Create((*backend)->api,
-                                                   config.backend_options(), &p->backend);
+  // Data parallel: each rank on a machine takes its own device.
+  const int ordinal = DeviceOrdinalForRank(p->device_name, local_rank,
+                                           [](const char* name) { return std::getenv(name); });
+  if (sdk::Status s = sdk::BackendInstance::Create((*backend)->api, config.backend_options(),
+                                                   &p->backend, ordinal);
       !s.ok()) {
     absl::Status st = Prefixed(s, absl::StrCat("backend '", p->device_name, "': "));
     if (s.code() == MNT_ERROR_UNAVAILABLE && p->device_name != "cpu") {

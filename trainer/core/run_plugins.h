@@ -23,10 +23,11 @@ struct RunPlugins {
   // Resolves --device and --precision, loads the three plugins from
   // `registry` and creates their instances. The model is sized for one
   // micro-batch of `data_spec`; the memory plan counts
-  // `optimizer_state_slots` per parameter.
+  // `optimizer_state_slots` per parameter. `local_rank` (data parallel: the
+  // rank's index on its machine) picks the device (launch.h).
   static absl::StatusOr<std::unique_ptr<RunPlugins>> Create(
       const mantissa::TrainConfig& config, PluginRegistry* registry,
-      const MNT_DataSpec& data_spec, int optimizer_state_slots);
+      const MNT_DataSpec& data_spec, int optimizer_state_slots, int local_rank = 0);
 
   std::string device_name, precision_name;
   std::string backend_description;  // "<device>: <device name>"

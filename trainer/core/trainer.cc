@@ -80,7 +80,8 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   }
   targets_per_example_ = train_data_->spec().targets_per_example;
   const int state_slots = Optimizer::StateSlots(config_.optimizer());
-  auto plugins = RunPlugins::Create(config_, registry_, train_data_->spec(), state_slots);
+  auto plugins = RunPlugins::Create(config_, registry_, train_data_->spec(), state_slots,
+                                    ranks_ != nullptr ? ranks_->local_rank() : 0);
   if (!plugins.ok()) return plugins.status();
   plugins_ = std::move(*plugins);
   const sdk::BackendClient& client = plugins_->backend->client();

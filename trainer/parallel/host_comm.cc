@@ -19,7 +19,8 @@ absl::Status Check(const char* call, int code) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HostComm>> HostComm::Create(int expected_world) {
+absl::StatusOr<std::unique_ptr<HostComm>> HostComm::Create(int expected_world,
+                                                            int local_rank) {
   std::string why;
   const mpi::Api* api = mpi::Load(&why);
   if (api == nullptr) {
@@ -28,6 +29,7 @@ absl::StatusOr<std::unique_ptr<HostComm>> HostComm::Create(int expected_world) {
   }
   std::unique_ptr<HostComm> c(new HostComm());
   c->finalize_ = !mpi::IsInitialized(*api);
+  c->local_rank_ = local_rank;
   if (std::string e = mpi::EnsureInitialized(*api); !e.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("data parallel: ", e));
   }

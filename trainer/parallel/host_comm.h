@@ -18,12 +18,16 @@ class HostComm {
  public:
   // Initialises MPI (loaded at run time, third_party/mpi) and checks that
   // it sees `expected_world` ranks (the launcher's count).
-  static absl::StatusOr<std::unique_ptr<HostComm>> Create(int expected_world);
+  // `local_rank`: the launcher's index of this rank on its machine (which
+  // GPU it takes; launch.h), kept for the trainer.
+  static absl::StatusOr<std::unique_ptr<HostComm>> Create(int expected_world,
+                                                          int local_rank = 0);
   // Finalises MPI when this object initialised it.
   ~HostComm();
 
   int rank() const { return rank_; }
   int world_size() const { return world_; }
+  int local_rank() const { return local_rank_; }
 
   // Rank 0's `bytes` on every rank.
   absl::Status Broadcast(std::string* bytes);
@@ -42,6 +46,7 @@ class HostComm {
   HostComm() = default;
   int rank_ = 0;
   int world_ = 1;
+  int local_rank_ = 0;
   bool finalize_ = false;
 };
 

@@ -21,11 +21,12 @@ Launch DetectLaunch(const std::function<const char*(const char*)>& getenv) {
   const struct {
     const char* size;
     const char* rank;
+    const char* local_rank;
     const char* launcher;
   } kLaunchers[] = {
-      {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "mpirun"},
-      {"SLURM_NTASKS", "SLURM_PROCID", "srun"},
-      {"PMI_SIZE", "PMI_RANK", "pmi"},
+      {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "mpirun"},
+      {"SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID", "srun"},
+      {"PMI_SIZE", "PMI_RANK", "MPI_LOCALRANKID", "pmi"},
   };
   for (const auto& l : kLaunchers) {
     Launch out;
@@ -35,10 +36,23 @@ Launch DetectLaunch(const std::function<const char*(const char*)>& getenv) {
       // task of a step: only srun's SLURM_STEP_ID makes it one.
       if (std::string(l.launcher) == "srun" && getenv("SLURM_STEP_ID") == nullptr) continue;
       out.launcher = l.launcher;
+      if (!ReadInt(getenv, l.local_rank, &out.local_rank) || out.local_rank < 0) {
+        out.local_rank = 0;
+      }
       return out;
     }
   }
   return Launch{};
+}
+
+int DeviceOrdinalForRank(const std::string& device, int local_rank,
+                         const std::function<const char*(const char*)>& getenv) {
+  if (device == "cpu") return 0;
+  const char* visible = getenv("CUDA_VISIBLE_DEVICES");
+  if (visible != nullptr && *visible != '\0' && std::string(visible).find(',') == std::string::npos) {
+    return 0;
+  }
+  return local_rank;
 }
 
 Launch DetectLaunch() {

@@ -13,8 +13,19 @@ namespace mnt::trainer {
 struct Launch {
   int world_size = 1;
   int rank = 0;
+  // This rank's index among the ranks on its machine (Open MPI's
+  // OMPI_COMM_WORLD_LOCAL_RANK, Slurm's SLURM_LOCALID, MPICH's
+  // MPI_LOCALRANKID); 0 when the launcher does not say. A rank on a machine
+  // with several GPUs takes GPU number local_rank (DeviceOrdinalForRank).
+  int local_rank = 0;
   std::string launcher;  // "mpirun", "srun", "pmi"; "" = none
 };
+
+// The device ordinal a rank asks its backend for: 0 on the CPU; on a GPU
+// backend its local rank, unless CUDA_VISIBLE_DEVICES (from `getenv`)
+// already narrows the process to one GPU, which is then ordinal 0.
+int DeviceOrdinalForRank(const std::string& device, int local_rank,
+                         const std::function<const char*(const char*)>& getenv);
 
 // `getenv` is injectable for tests. Malformed values are treated as absent.
 Launch DetectLaunch(const std::function<const char*(const char*)>& getenv);
