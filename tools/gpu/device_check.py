@@ -43,9 +43,12 @@ and runtime versions), and any "no CUDA device" skip is reported as FAIL.
 
 CUDA libraries: the bundle's lib/ first (cudart and every non-CUDA library
 the binaries need; the binaries find it through their own RPATH), then, for
-each of libcublasLt.so.13, libcublas.so.13, libcudnn.so.9 (optional) and
+each of libcublasLt.so.13, libcublas.so.13, libcudnn.so.9 (optional),
 libnvrtc.so.13 (required when libcudnn is found: cuDNN's attention kernels
-are compiled at run time), the first directory holding it among
+are compiled at run time) and libnccl.so.2 (optional: the cuda backend
+dlopen()s it for its collectives; where it is found the tests run with
+MANTISSA_REQUIRE_NCCL=1, so cuda_collectives_test fails instead of
+skipping when it cannot load it), the first directory holding it among
 $CUDA_HOME/$CUDA_PATH lib64, /usr/local/cuda*/lib64 and
 targets/x86_64-linux/lib (CUDA 13 sonames only) and the running python3's
 site-packages/nvidia/*/lib, then a bounded search of /opt, /usr/local,
@@ -73,7 +76,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUNDLE = os.path.dirname(HERE)  # <bundle>/scripts/device_check.py
 
 REQUIRED = ["libcublasLt.so.13", "libcublas.so.13"]
-OPTIONAL = ["libcudnn.so.9", "libnvrtc.so.13"]
+OPTIONAL = ["libcudnn.so.9", "libnvrtc.so.13", "libnccl.so.2"]
 SEARCH_ROOTS = ["/opt", "/usr/local", "/root", "/home", "/workspace", "/usr/lib"]
 SEARCH_DEPTH = 10
 SEARCH_SECONDS = 20.0
@@ -553,6 +556,8 @@ def stage1_items(ctx):
     test_env = {"MANTISSA_EXPECT_GPU": "1"} if gpu else {}
     if gpu and "libcudnn.so.9" in ctx.libs:
         test_env["MANTISSA_REQUIRE_CUDNN"] = "1"
+    if gpu and "libnccl.so.2" in ctx.libs:
+        test_env["MANTISSA_REQUIRE_NCCL"] = "1"
     items = []
     for name in bundle_tests():
         tmp = os.path.join(ctx.work, name)

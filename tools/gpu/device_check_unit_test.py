@@ -45,7 +45,8 @@ class DiscoveryTest(unittest.TestCase):
         self.assertTrue(any(l.startswith("libcublasLt.so.13: " + site) for l in lines), lines)
 
     def test_toolkit_of_the_right_major_comes_first(self):
-        for n in ("libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9", "libnvrtc.so.13"):
+        for n in ("libcublasLt.so.13", "libcublas.so.13", "libcudnn.so.9", "libnvrtc.so.13",
+                  "libnccl.so.2"):
             touch(os.path.join(self.toolkit, n))
         touch(os.path.join(self.tmp, "home/u/.venv/nvidia/cu13/lib/libcublasLt.so.13"))
         lines = []
@@ -58,6 +59,7 @@ class DiscoveryTest(unittest.TestCase):
         for n in ("libcublasLt.so.13", "libcublas.so.13", "libnvrtc.so.13"):
             touch(os.path.join(site, "nvidia/cu13/lib", n))
         touch(os.path.join(site, "nvidia/cudnn/lib/libcudnn.so.9"))
+        touch(os.path.join(site, "nvidia/nccl/lib/libnccl.so.2"))
         saved_path = sys.path[:]
         sys.path.append(site)
         try:
@@ -67,7 +69,8 @@ class DiscoveryTest(unittest.TestCase):
         finally:
             sys.path[:] = saved_path
         self.assertEqual(dirs[1:], [os.path.join(site, "nvidia/cu13/lib"),
-                                    os.path.join(site, "nvidia/cudnn/lib")])
+                                    os.path.join(site, "nvidia/cudnn/lib"),
+                                    os.path.join(site, "nvidia/nccl/lib")])
         self.assertFalse(any(l.startswith("searched") for l in lines), lines)
 
     def test_missing_required_library_is_reported(self):
@@ -77,6 +80,7 @@ class DiscoveryTest(unittest.TestCase):
         self.assertNotIn("libcublasLt.so.13", libs)
         self.assertIn("libcublasLt.so.13: NOT FOUND (required)", lines)
         self.assertIn("libcudnn.so.9: NOT FOUND", lines)
+        self.assertIn("libnccl.so.2: NOT FOUND", lines)
 
     def test_search_depth_is_bounded_and_caches_are_pruned(self):
         deep = os.path.join(self.tmp, "r", *["d"] * 12, "libcudnn.so.9")

@@ -389,6 +389,19 @@ class BackendPlugin {
     return &in->step.counts();
   }
 
+  // For the backend's own extensions (its collectives, on its stream): the
+  // live instance behind `handle`, made current (B::Activate), after the ops
+  // an open step deferred were issued, so that work the extension puts on
+  // the stream follows them (the rest of such a step runs as issued, not
+  // captured). Errors name `call`.
+  static Status ResolveForExtension(const char* call, MNT_Backend* handle, B** out) {
+    Instance* in = nullptr;
+    MNT_RETURN_IF_ERROR(Resolve(call, handle, &in));
+    MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, call));
+    *out = in->device.get();
+    return Status::Ok();
+  }
+
  private:
   static MNT_Backend_Api MakeBackendApi() {
     MNT_Backend_Api api{};

@@ -8,6 +8,7 @@
 
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/block_cache.h"
+#include "plugins/backends/cuda/collectives.h"
 #include "plugins/backends/cuda/cuda_backend.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/gemm.h"
@@ -184,8 +185,12 @@ Status CudaBackend::UploadForKernel(void* dst, const void* src, size_t bytes) {
 }
 
 const MNT_Plugin_Api* CudaBackendPluginApi() {
+  // The common plugin's descriptor; its chain is the capabilities extension
+  // followed by the collectives extension (NCCL, collectives.h).
   return backend::BackendPlugin<CudaBackend>::Api(
-      "CUDA backend (cuBLASLt GEMM in fp32/tf32/bf16/fp16, fused kernels)");
+      "CUDA backend (cuBLASLt GEMM in fp32/tf32/bf16/fp16, fused kernels; collectives over "
+      "NCCL, in NCCL's own order and 16-bit accumulation)",
+      &CudaCollectivesExtension()->header.base);
 }
 
 }  // namespace mnt::cuda

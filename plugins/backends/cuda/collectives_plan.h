@@ -1,0 +1,78 @@
+// What the cuda backend's collectives (collectives.cc, over NCCL) check and
+// compute on the host before they call NCCL, kept free of CUDA and NCCL so
+// the CPU tests it (collectives_plan_test): the Communicator_Create
+// arguments, and each Collectives_Run call turned into one NCCL call's
+// arguments (element type, count, buffers) or one INVALID_ARGUMENT line
+// naming the op and the operand, e.g.
+//   "REDUCE_SCATTER: input has 10 elements, expected world size 4 x
+//    output's 3 = 12".
+#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_COLLECTIVES_PLAN_H_
+#define MANTISSA_PLUGINS_BACKENDS_CUDA_COLLECTIVES_PLAN_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "plugins/abi/mnt_collectives.h"
+#include "plugins/sdk/status.h"
+
+namespace mnt::cuda {
+
+// "ALL_REDUCE", ...; "unknown collective op" for anything else.
+const char* CollectiveOpName(int32_t op);
+// "SUM", "AVG", "MAX"; "unknown reduce op".
+const char* ReduceOpName(int32_t reduce);
+
+// The element type NCCL moves: the reductions' own types, or raw bytes
+// (ncclInt8) for ALL_GATHER and BROADCAST of any dtype.
+enum class WireType { kF32, kF16, kBF16, kBytes };
+
+// One NCCL call. `count` is NCCL's: for ALL_REDUCE the elements of each
+// buffer, for REDUCE_SCATTER the elements of the output (recvcount), for
+// ALL_GATHER the bytes of the input (sendcount), for BROADCAST the bytes of
+// the output; 0 means there is nothing to move (every rank has the same
+// count, so every rank skips the call alike).
+struct CollectivePlan {
+  MNT_CollectiveOp op = MNT_COLLECTIVE_INVALID;
+  MNT_ReduceOp reduce = MNT_REDUCE_OP_INVALID;  // reductions only
+  WireType type = WireType::kBytes;
+  size_t count = 0;
+  const void* send = nullptr;  // BROADCAST on a non-root rank: == recv
+  void* recv = nullptr;
+  int32_t root = 0;  // BROADCAST only
+  // The device ranges the call reads and writes (the caller checks that
+  // they lie in memory of its backend); input_bytes is 0 when the input is
+  // not read (BROADCAST on a non-root rank).
+  const void* input = nullptr;
+  size_t input_bytes = 0;
+  void* output = nullptr;
+  size_t output_bytes = 0;
+};
+
+// The bytes of an NCCL unique id (sizeof(ncclUniqueId)); collectives.cc
+// checks nccl.h agrees.
+inline constexpr size_t kNcclUniqueIdBytes = 128;
+static_assert(kNcclUniqueIdBytes <= MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES,
+              "an NCCL unique id must fit MNT_Collectives_GetUniqueId_Args.unique_id");
+
+// Communicator_Create's rank, world size and unique id (its bytes and their
+// count, which must be an NCCL id's).
+sdk::Status CheckCommunicatorArgs(int32_t rank, int32_t world_size, const char* unique_id,
+                                  size_t unique_id_size);
+
+// Collectives_Run's op, reduce, root and tensors for rank `rank` of a
+// communicator of `world_size` ranks (both already valid), as one NCCL call.
+// Checks, each failing with one INVALID_ARGUMENT line that names the op:
+// the op and (reductions) the reduce op are known; output is given, input
+// too except on BROADCAST's non-root ranks (there it may be NULL or have
+// NULL data, and is not read); each tensor's struct_size, rank and dims
+// (none negative, the byte count fits); one dtype for both, F32/F16/BF16 for
+// reductions; the element counts the op needs; BROADCAST's root in
+// [0, world_size); no overlap between input and output except the aliasing
+// mnt_collectives.h allows (ALL_REDUCE in place, ALL_GATHER's input as this
+// rank's own chunk of the output, BROADCAST in place on the root).
+sdk::Status PlanCollective(const MNT_Collectives_Run_Args& args, int32_t rank,
+                           int32_t world_size, CollectivePlan* plan);
+
+}  // namespace mnt::cuda
+
+#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_COLLECTIVES_PLAN_H_
