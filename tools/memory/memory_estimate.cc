@@ -1,0 +1,208 @@
+#include "tools/memory/memory_estimate.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/model_client.h"
+#include "plugins/sdk/precision_client.h"
+#include "tools/memory/counting_backend.h"
+#include "trainer/config/train_config.pb.h"
+#include "trainer/core/optimizer.h"
+#include "trainer/core/parameters.h"
+#include "trainer/core/run_plugins.h"
+
+namespace mnt::memory {
+namespace {
+
+// The step's device scalars the trainer allocates besides the batch: six
+// StepScalars, the device loss scaling's scale, two trackers, skipped flag,
+// one loss per micro-batch and the multiplier, and the device lr (in-tree
+// backends take the device path: trainer/core/loss_scaling_choice.h).
+constexpr int64_t kStepScalarBytes = 13 * 4;
+
+absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, int64_t>> MemoryEstimate::Rows() const {
+  return {{"weights", weights},
+          {"master_weights", master_weights},
+          {"gradients", gradients},
+          {"master_gradients", master_gradients},
+          {"optimizer_state", optimizer_state},
+          {"activations", activations},
+          {"workspace", workspace},
+          {"data", data},
+          {"total", total()}};
+}
+
+absl::StatusOr<std::unique_ptr<MemoryEstimator>> MemoryEstimator::Create(
+    const EstimateSetup& setup, trainer::PluginRegistry* registry) {
+  std::unique_ptr<MemoryEstimator> e(new MemoryEstimator(setup, registry));
+  if (setup.optimizer != "adamw" && setup.optimizer != "adam" && setup.optimizer != "sgd") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--optimizer=", setup.optimizer, " is not one of adamw, adam, sgd"));
+  }
+  auto backend = registry->Get(MNT_PLUGIN_KIND_BACKEND, setup.device);
+  if (!backend.ok()) return backend.status();
+  e->backend_plugin_ = (*backend)->api;
+  auto model = registry->Get(MNT_PLUGIN_KIND_MODEL, setup.model);
+  if (!model.ok()) return model.status();
+  e->model_plugin_ = (*model)->api;
+  if (auto s = sdk::ToAbsl(sdk::BackendInstance::Create(e->backend_plugin_,
+                                                         setup.backend_options, &e->backend_));
+      !s.ok()) {
+    return Prefixed(s, absl::StrCat("backend '", setup.device, "': "));
+  }
+  return e;
+}
+
+absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& precision,
+                                                         int64_t batch_size) {
+  if (batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch size ", batch_size, " is not a positive integer"));
+  }
+  MemoryEstimate est;
+  est.precision = precision;
+  est.batch_size = batch_size;
+
+  // The precision plugin's policy (the dtypes the model is created with) and
+  // its memory plan (bytes per parameter of each kind).
+  auto loaded = registry_->Get(MNT_PLUGIN_KIND_PRECISION, precision);
+  if (!loaded.ok()) return loaded.status();
+  const sdk::PrecisionClient plugin((*loaded)->api);
+  MNT_Precision_GetPolicy_Args policy{};
+  if (auto s = sdk::ToAbsl(plugin.GetPolicy(&policy)); !s.ok()) return s;
+  if (auto s = trainer::CheckPolicyValues(policy); !s.ok()) {
+    return Prefixed(s, absl::StrCat("precision '", precision, "': "));
+  }
+  mantissa::OptimizerConfig optimizer;
+  optimizer.set_name(setup_.optimizer);
+  MNT_Precision_GetMemoryPlan_Args plan{};
+  if (auto s = sdk::ToAbsl(
+          plugin.GetMemoryPlan(trainer::Optimizer::StateSlots(optimizer), &plan));
+      !s.ok()) {
+    return Prefixed(s, absl::StrCat("precision '", precision, "': "));
+  }
+  est.mixed = plan.bytes_master_weights > 0;
+
+  // The model, created for this batch size on a backend that only counts.
+  std::unique_ptr<CountingBackend> counting;
+  if (auto s = sdk::ToAbsl(CountingBackend::Create(backend_plugin_, backend_->backend(),
+                                                   &counting));
+      !s.ok())
+    return s;
+  sdk::ModelSetup model_setup;
+  model_setup.options = setup_.model_options;
+  model_setup.backend = &counting->client();
+  model_setup.data_spec = setup_.data_spec;
+  model_setup.precision.weight_dtype = policy.weight_dtype;
+  model_setup.precision.gradient_dtype = policy.gradient_dtype;
+  model_setup.precision.activation_dtype = policy.activation_dtype;
+  model_setup.precision.matmul_compute = policy.matmul_compute;
+  model_setup.max_batch_size = batch_size;
+  sdk::ModelClient model;  // destroyed before `counting`
+  if (auto s = sdk::ToAbsl(sdk::ModelClient::Create(model_plugin_, model_setup, &model));
+      !s.ok()) {
+    return Prefixed(s, absl::StrCat("model '", setup_.model, "': "));
+  }
+
+  // The parameter table, checked as ParameterStore checks it, in the
+  // trainer's flat layout.
+  int64_t count = 0;
+  if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
+  std::vector<int64_t> numels;
+  for (int64_t i = 0; i < count; ++i) {
+    sdk::ParamSpec spec;
+    if (auto s = sdk::ToAbsl(model.GetParamSpec(i, &spec)); !s.ok()) return s;
+    int64_t numel = 1;
+    for (int64_t d : spec.dims) {
+      if (d < 1 || __builtin_mul_overflow(numel, d, &numel) || numel > (int64_t{1} << 40)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "model '", setup_.model, "': parameter '", spec.name ? spec.name : "",
+            "' has invalid dims [", absl::StrJoin(spec.dims, ","), "]"));
+      }
+    }
+    numels.push_back(numel);
+    est.num_parameters += numel;
+  }
+  const int64_t flat = trainer::FlatOffsets(numels, kFlatAlignmentElements).back();
+  est.weights = flat * plan.bytes_weights;
+  est.master_weights = flat * plan.bytes_master_weights;
+  est.gradients = flat * plan.bytes_gradients;
+  est.master_gradients = flat * plan.bytes_master_gradients;
+  est.optimizer_state = flat * plan.bytes_optimizer_state;
+  // AdamW on the device path keeps one I32 step counter per tensor.
+  if (setup_.optimizer != "sgd") est.optimizer_state += 4 * count;
+
+  // What the model allocated, by the category it named.
+  int64_t* const by_category[MNT_MEMORY_CATEGORY_COUNT] = {
+      &est.weights, &est.master_weights, &est.gradients, &est.optimizer_state,
+      &est.activations, &est.workspace, &est.data};
+  for (int c = 0; c < MNT_MEMORY_CATEGORY_COUNT; ++c) {
+    *by_category[c] += counting->peak(static_cast<MNT_MemoryCategory>(c));
+  }
+
+  // The batch as DeviceBatch holds it (4 bytes an element, f32 or i32).
+  const MNT_DataSpec& d = setup_.data_spec;
+  int64_t per_example = 1;
+  for (int i = 0; i < d.input_rank && i < MNT_MAX_RANK; ++i) per_example *= d.input_dims[i];
+  est.data += 4 * batch_size * per_example +
+              4 * batch_size * std::max<int64_t>(1, d.targets_per_example) + kStepScalarBytes;
+  return est;
+}
+
+absl::StatusOr<int64_t> MemoryEstimator::BreakEvenBatch(const std::string& precision,
+                                                        int64_t limit) {
+  auto more = [&](int64_t b) -> absl::StatusOr<bool> {
+    auto mixed = Estimate(precision, b);
+    if (!mixed.ok()) return mixed.status();
+    auto fp32 = Estimate("fp32", b);
+    if (!fp32.ok()) return fp32.status();
+    return mixed->total() > fp32->total();
+  };
+  auto at = more(1);
+  if (!at.ok()) return at.status();
+  if (!*at) return 1;
+  at = more(limit);
+  if (!at.ok()) return at.status();
+  if (*at) return 0;
+  int64_t lo = 1, hi = limit;  // more at lo, not more at hi
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    at = more(mid);
+    if (!at.ok()) return at.status();
+    (*at ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+absl::StatusOr<int64_t> MemoryEstimator::LargestBatch(const std::string& precision,
+                                                      int64_t bytes, int64_t limit) {
+  auto fits = [&](int64_t b) -> absl::StatusOr<bool> {
+    auto e = Estimate(precision, b);
+    if (!e.ok()) return e.status();
+    return e->total() <= bytes;
+  };
+  auto at = fits(1);
+  if (!at.ok()) return at.status();
+  if (!*at) return 0;
+  at = fits(limit);
+  if (!at.ok()) return at.status();
+  if (*at) return limit;
+  int64_t lo = 1, hi = limit;  // fits at lo, not at hi
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    at = fits(mid);
+    if (!at.ok()) return at.status();
+    (*at ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace mnt::memory

@@ -1,0 +1,101 @@
+// "Will it fit?": the device memory a training run takes, by category, for
+// a model, its options, a precision and a batch size, worked out before the
+// run from the plugins' own declarations while allocating nothing large:
+//
+//   weights, master weights, gradients, master gradients, optimizer state:
+//     the model's parameter table (Model_GetParamSpec), laid out as the
+//     trainer lays it out (one flat buffer per kind, each tensor starting on
+//     a 128-element boundary: trainer/core/parameters.cc), times the
+//     precision plugin's bytes per parameter (Precision_GetMemoryPlan);
+//   activations, workspace: what the model allocates in Model_Create for
+//     that batch size (in-tree models allocate all of it there, sized by
+//     max_batch_size), asked of a CountingBackend: the real backend answers
+//     every query, allocations are counted and backed by address space only;
+//   data: the batch's inputs and targets as the trainer uploads them
+//     (4 bytes an element), plus its step scalars.
+//
+// The trainer's report counts master gradients under "gradients"; here
+// they are a row of their own.
+#ifndef MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
+#define MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/backend_instance.h"
+#include "trainer/loader/plugin_registry.h"
+
+namespace mnt::memory {
+
+// What stays the same across precisions and batch sizes.
+struct EstimateSetup {
+  std::string device = "cpu";  // the backend plugin whose op support the model sees
+  std::string backend_options;
+  std::string model;
+  std::string model_options;
+  MNT_DataSpec data_spec{};  // per example, as the dataset would give it
+  std::string optimizer = "adamw";  // adamw | adam | sgd
+};
+
+struct MemoryEstimate {
+  std::string precision;
+  int64_t batch_size = 0;
+  int64_t num_parameters = 0;
+  bool mixed = false;  // a separate fp32 master copy (bf16, fp16)
+  int64_t weights = 0, master_weights = 0, gradients = 0, master_gradients = 0,
+          optimizer_state = 0, activations = 0, workspace = 0, data = 0;
+
+  int64_t total() const {
+    return weights + master_weights + gradients + master_gradients + optimizer_state +
+           activations + workspace + data;
+  }
+  // (name, bytes) in report order, "total" last.
+  std::vector<std::pair<std::string, int64_t>> Rows() const;
+};
+
+class MemoryEstimator {
+ public:
+  // Loads the backend, model plugins from `registry` (which must outlive
+  // the estimator) and creates one backend instance.
+  static absl::StatusOr<std::unique_ptr<MemoryEstimator>> Create(
+      const EstimateSetup& setup, trainer::PluginRegistry* registry);
+
+  // `precision`: a precision plugin's name (fp32, tf32, bf16, fp16, ...).
+  absl::StatusOr<MemoryEstimate> Estimate(const std::string& precision, int64_t batch_size);
+
+  // The smallest batch size in [1, limit] at which `precision` takes no more
+  // memory than fp32 (0: it takes more at every batch size up to `limit`),
+  // found by bisection (the difference shrinks as the batch grows: mixed
+  // precision pays more per parameter and less per example).
+  absl::StatusOr<int64_t> BreakEvenBatch(const std::string& precision, int64_t limit);
+
+  // The largest batch size in [1, limit] whose total is at most `bytes`
+  // (0: not even batch size 1), by bisection.
+  absl::StatusOr<int64_t> LargestBatch(const std::string& precision, int64_t bytes,
+                                       int64_t limit);
+
+  const EstimateSetup& setup() const { return setup_; }
+
+ private:
+  MemoryEstimator(EstimateSetup setup, trainer::PluginRegistry* registry)
+      : setup_(std::move(setup)), registry_(registry) {}
+
+  EstimateSetup setup_;
+  trainer::PluginRegistry* registry_;
+  const MNT_Plugin_Api* backend_plugin_ = nullptr;
+  const MNT_Plugin_Api* model_plugin_ = nullptr;
+  std::unique_ptr<sdk::BackendInstance> backend_;
+};
+
+// The trainer's per-parameter buffers hold each tensor from a multiple of
+// this many elements (ParameterStore's kFlatAlignmentElements).
+inline constexpr int64_t kFlatAlignmentElements = 128;
+
+}  // namespace mnt::memory
+
+#endif  // MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
