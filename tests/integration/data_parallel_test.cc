@@ -249,6 +249,72 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.precision + "_" + std::to_string(info.param.ranks) + "_ranks";
     });
 
+// ZeRO-1 steps the same ops on the same bits as ZeRO-0, each parameter on
+// its owner, and gathers the working weights: every loss and every
+// checkpointed byte must be equal, and each rank keeps less.
+struct ZeroCase {
+  int ranks;
+  std::string precision;
+  std::string flags;
+  std::string name;
+};
+
+class ZeroOne : public ::testing::TestWithParam<ZeroCase> {};
+
+TEST_P(ZeroOne, EqualsZeroZeroBitForBit) {
+  const ZeroCase& c = GetParam();
+  const std::string flags = CommonFlags(c.precision, 16, 20) + " --eval_every=10 " + c.flags;
+  const JobResult zero0 = Train(c.ranks, TempDir() + "/zero0_" + c.name, flags);
+  const JobResult zero1 = Train(c.ranks, TempDir() + "/zero1_" + c.name, flags + " --zero_stage=1");
+  ASSERT_EQ(zero0.exit_code, 0) << zero0.output;
+  ASSERT_EQ(zero1.exit_code, 0) << zero1.output;
+  ASSERT_EQ(zero0.losses.size(), 20u);
+  ExpectFiniteLosses(zero0);
+  EXPECT_EQ(zero1.losses, zero0.losses);
+  ExpectSameBits(zero1.checkpoint, zero0.checkpoint);
+  // Rank 0's optimizer state (and fp32 masters) are a part of the whole.
+  auto peak = [](const std::string& jsonl, const std::string& category) -> double {
+    const size_t at = jsonl.find("\"" + category + "\":{\"current\":");
+    if (at == std::string::npos) return -1;
+    const size_t p = jsonl.find("\"peak\":", at);
+    return std::strtod(jsonl.c_str() + p + 7, nullptr);
+  };
+  const double state0 = peak(zero0.jsonl, "optimizer_state");
+  const double state1 = peak(zero1.jsonl, "optimizer_state");
+  EXPECT_GT(state0, 0);
+  EXPECT_GT(state1, 0);
+  EXPECT_LT(state1, state0) << "rank 0 kept the whole optimizer state under ZeRO-1";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ZeroOne,
+    ::testing::Values(ZeroCase{2, "fp32", "", "fp32_2"}, ZeroCase{3, "bf16", "", "bf16_3"},
+                      ZeroCase{2, "fp16", "", "fp16_2"},
+                      ZeroCase{2, "bf16", "--stochastic_rounding", "bf16_sr_2"},
+                      ZeroCase{3, "fp32", "--optimizer=sgd", "sgd_3"},
+                      ZeroCase{2, "fp16", "--multi_tensor_optimizer=off", "fp16_single_2"}),
+    [](const ::testing::TestParamInfo<ZeroCase>& info) { return info.param.name; });
+
+TEST(DataParallel, ZeroOneCheckpointsResumeUnderEitherStage) {
+  // A run under one stage, resumed from its step-10 checkpoint under the
+  // other, against the run straight through: the checkpoint is whole.
+  const std::string flags = CommonFlags("bf16", 16, 20) + " --checkpoint_every=10";
+  const JobResult straight = Train(2, TempDir() + "/zr_straight", flags);
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  for (const std::string first : {"1", "0"}) {
+    const std::string second = first == "1" ? "0" : "1";
+    const std::string dir = TempDir() + "/zr_first_" + first;
+    const JobResult a = Train(2, dir, flags + " --zero_stage=" + first);
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    ExpectSameBits(a.checkpoint, straight.checkpoint);
+    const JobResult b = Train(2, TempDir() + "/zr_then_" + second,
+                              flags + " --resume_from=" + dir + "/checkpoint-10 --zero_stage=" +
+                                  second);
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    ExpectSameBits(b.checkpoint, straight.checkpoint);
+  }
+}
+
 TEST(DataParallel, TwoIdenticalRunsGiveTheSameBits) {
   const std::string flags = CommonFlags("fp16", 8, 20);
   const JobResult a = Train(3, TempDir() + "/same_a", flags);

@@ -257,6 +257,10 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok() && !c.data_parallel().empty())
     s = CheckOneOf("data_parallel", c.data_parallel(), {"auto", "off"});
   if (s.ok()) s = CheckRange("bucket_mb", c.bucket_mb(), 0, false, kInf, false);
+  if (s.ok() && c.zero_stage() != 0 && c.zero_stage() != 1) {
+    s = absl::InvalidArgumentError(
+        absl::StrCat("--zero_stage=", c.zero_stage(), ": expected 0 or 1"));
+  }
   if (s.ok() && (c.run_name() == "." || c.run_name() == ".." ||
                  c.run_name().find('/') != std::string::npos)) {
     s = absl::InvalidArgumentError(absl::StrCat(

@@ -100,6 +100,9 @@ ABSL_FLAG(std::string, data_parallel, "auto",
           "auto|off: under mpirun -np N (or srun) with N > 1, train on N ranks, each on its "
           "part of every global batch of N x --batch_size examples (auto); off = each rank "
           "trains alone");
+ABSL_FLAG(int64_t, zero_stage, 0,
+          "Data parallel: 0|1; 1 = ZeRO-1, each rank keeps the fp32 master weights and "
+          "optimizer state of 1/N of the parameters (less memory per rank, same bits)");
 ABSL_FLAG(double, bucket_mb, 25,
           "Data parallel: average gradients in buckets of about this many MiB; 0 = one bucket");
 ABSL_FLAG(int64_t, save_total_limit, 0, "Keep only the newest N checkpoint-<step> files in --checkpoint_dir; 0 = keep all");
@@ -214,6 +217,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(eval_only, c->set_eval_only(v)),
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
+      MNT_BIND(zero_stage, c->set_zero_stage(v)),
   };
   return *bindings;
 }

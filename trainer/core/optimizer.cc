@@ -72,7 +72,9 @@ Optimizer::Optimizer(const mantissa::OptimizerConfig& config,
                             !params->params().empty()),
       multi_tensor_(multi_tensor && !params->params().empty()),
       device_lr_(device_lr) {
+  // ZeRO-1: this rank steps its own parameters only.
   for (const Param& p : params->params()) {
+    if (!params->Owns(p)) continue;
     weight_decays_.push_back(p.weight_decay ? static_cast<float>(config.weight_decay()) : 0.0f);
   }
 }
@@ -89,6 +91,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
   }
   if (!o->device_step_counters_) return o;
   for (Param& p : params->params()) {
+    if (!params->Owns(p)) continue;
     if (auto s = sdk::ToAbsl(client.Allocate(
             sizeof(int32_t), MNT_MEMORY_OPTIMIZER_STATE, &p.step_counter));
         !s.ok())
@@ -119,6 +122,7 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
   const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
   std::vector<MNT_Tensor> in{found_inf, multiplier}, out;
   for (const Param& p : params_->params()) {
+    if (!params_->Owns(p)) continue;
     in.push_back(params_->OptimizerGrad(p));
     if (adam_) in.push_back(device_step_counters_ ? I32Scalar(p.step_counter) : absent);
     out.push_back(params_->MasterWeights(p));
@@ -141,7 +145,7 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                                  weight_decays_.data(),
                                  rounding(),
                                  rounding_seed_,
-                                 /*rounding_tensor=*/0};
+                                 /*rounding_tensor=*/params_->first_owned_param()};
     return client_.Run(MNT_OP_MULTI_ADAMW_STEP, in, out, &a);
   }
   const MNT_MultiSgdParams a{MNT_MultiSgdParams_STRUCT_SIZE,
@@ -154,7 +158,7 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                              weight_decays_.data(),
                              rounding(),
                              rounding_seed_,
-                             /*rounding_tensor=*/0,
+                             /*rounding_tensor=*/params_->first_owned_param(),
                              RoundingStep(train_step)};
   return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
 }
@@ -174,6 +178,7 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
   int64_t index = 0;
   for (const Param& p : params_->params()) {
     const int64_t tensor = index++;
+    if (!params_->Owns(p)) continue;  // ZeRO-1: another rank's
     std::vector<MNT_Tensor> in{params_->OptimizerGrad(p), found_inf, multiplier};
     if (adam_ && (device_step_counters_ || device_lr_)) {
       in.push_back(device_step_counters_ ? I32Scalar(p.step_counter) : absent);
@@ -220,6 +225,7 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
 
 absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {
   for (const Param& p : params_->params()) {
+    if (!params_->Owns(p)) continue;
     if (auto s = WriteScalar<int32_t>(client_, p.step_counter.data(),
                           static_cast<int32_t>(applied));
         !s.ok())
@@ -229,7 +235,9 @@ absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {
 }
 
 absl::StatusOr<int32_t> Optimizer::ReadDeviceStepCounter() const {
-  return ReadScalar<int32_t>(client_, params_->params().front().step_counter.data());
+  // Every counter this rank keeps advances alike; its first one says.
+  return ReadScalar<int32_t>(
+      client_, params_->params()[params_->first_owned_param()].step_counter.data());
 }
 
 }  // namespace mnt::trainer

@@ -1,5 +1,7 @@
 #include "trainer/core/parameters.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "trainer/core/param_init.h"
@@ -17,8 +19,9 @@ ParameterStore::ParameterStore(const sdk::BackendClient& client,
 absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     const sdk::ModelClient& model, const sdk::BackendClient& client,
     const MNT_Precision_GetPolicy_Args& policy, int optimizer_state_slots,
-    uint64_t seed) {
+    uint64_t seed, ParamShard shard) {
   std::unique_ptr<ParameterStore> store(new ParameterStore(client, policy));
+  store->shard_ = shard;
   int64_t count = 0;
   if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
   store->params_.resize(count);
@@ -51,8 +54,11 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     // Initial values drawn on the host in fp32, then rounded once into the
     // working dtype (SyncWorkingWeights): every backend starts from the
     // same bits. Without a master copy the working weights are fp32.
-    InitParameter(p.init, p.init_scale, seed, i, p.numel, &host);
+    // ZeRO-1: a mixed-precision parameter another rank owns has no master
+    // here; its working weights come from the owner (the trainer gathers).
     const sdk::DeviceBuffer& fp32 = store->CheckpointedWeights(p);
+    if (fp32.data() == nullptr) continue;
+    InitParameter(p.init, p.init_scale, seed, i, p.numel, &host);
     absl::Status s = sdk::ToAbsl(
         client.ToDevice(fp32.data(), host.data(), p.numel * sizeof(float)));
     const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
@@ -69,31 +75,51 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
 
 absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
   // Every kind of per-parameter buffer the policy and optimizer need, each
-  // one allocation (its memory category) holding every parameter's tensor.
+  // one allocation (its memory category) holding every parameter's tensor;
+  // under ZeRO-1 the masters and the optimizer state hold only this rank's
+  // parameters (`sharded` kinds).
   struct Kind {
     sdk::DeviceBuffer Param::*view;
     MNT_DType dtype;
     MNT_MemoryCategory category;
+    bool sharded;
   };
-  std::vector<Kind> kinds = {{&Param::weights, weight_dtype_, MNT_MEMORY_WEIGHTS},
-                             {&Param::grads, gradient_dtype_, MNT_MEMORY_GRADIENTS}};
+  std::vector<Kind> kinds = {{&Param::weights, weight_dtype_, MNT_MEMORY_WEIGHTS, false},
+                             {&Param::grads, gradient_dtype_, MNT_MEMORY_GRADIENTS, false}};
   if (mixed_) {
-    kinds.push_back({&Param::master, MNT_DTYPE_F32, MNT_MEMORY_MASTER_WEIGHTS});
-    kinds.push_back({&Param::master_grads, MNT_DTYPE_F32, MNT_MEMORY_GRADIENTS});
+    kinds.push_back({&Param::master, MNT_DTYPE_F32, MNT_MEMORY_MASTER_WEIGHTS, true});
+    kinds.push_back({&Param::master_grads, MNT_DTYPE_F32, MNT_MEMORY_GRADIENTS, false});
   }
-  kinds.push_back({&Param::state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE});
+  kinds.push_back({&Param::state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
   if (optimizer_state_slots > 1) {
-    kinds.push_back({&Param::state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE});
+    kinds.push_back({&Param::state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
   }
   // One layout in elements for every kind: parameter i starts at the same
   // element in each buffer, and a 16-bit buffer is exactly half an fp32 one.
+  // A sharded buffer is the slice [owned begin, owned end) of that layout.
   std::vector<int64_t> numels;
   for (const Param& p : params_) numels.push_back(p.numel);
-  const std::vector<int64_t> offsets = FlatOffsets(numels, kFlatAlignmentElements);
-  flat_elements_ = offsets.back();
+  offsets_ = FlatOffsets(numels, kFlatAlignmentElements);
+  flat_elements_ = offsets_.back();
+  owner_ = ParamOwners(offsets_, shard_.world);
+  first_owned_ = static_cast<int64_t>(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (owner_[i] != shard_.rank) continue;
+    first_owned_ = std::min<int64_t>(first_owned_, static_cast<int64_t>(i));
+    ++owned_count_;
+  }
+  if (sharded() && owned_count_ == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--zero_stage=1: the model's ", params_.size(), " parameter tensors (",
+        num_parameters_, " parameters) leave rank ", shard_.rank, " of ", shard_.world,
+        " none to own; use fewer ranks or --zero_stage=0"));
+  }
+  const auto [owned_begin, owned_end] = OwnedElements(shard_.rank);
   for (const Kind& kind : kinds) {
     const size_t element_bytes = sdk::DTypeSize(kind.dtype);
-    const size_t total = static_cast<size_t>(offsets.back()) * element_bytes;
+    const int64_t first = kind.sharded ? owned_begin : 0;
+    const int64_t last = kind.sharded ? owned_end : flat_elements_;
+    const size_t total = static_cast<size_t>(last - first) * element_bytes;
     flat_.emplace_back();
     if (total == 0) continue;
     if (auto s = sdk::ToAbsl(client_.Allocate(total, kind.category, &flat_.back())); !s.ok()) {
@@ -101,13 +127,56 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
     }
     char* base = static_cast<char*>(flat_.back().data());
     for (size_t i = 0; i < params_.size(); ++i) {
+      if (kind.sharded && owner_[i] != shard_.rank) continue;  // stays empty
       // A view: owned by flat_, never freed by itself.
-      params_[i].*kind.view =
-          sdk::DeviceBuffer(nullptr, base + static_cast<size_t>(offsets[i]) * element_bytes,
-                            static_cast<size_t>(params_[i].numel) * element_bytes);
+      params_[i].*kind.view = sdk::DeviceBuffer(
+          nullptr, base + static_cast<size_t>(offsets_[i] - first) * element_bytes,
+          static_cast<size_t>(params_[i].numel) * element_bytes);
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<int> ParamOwners(const std::vector<int64_t>& offsets, int world) {
+  std::vector<int> owners;
+  const int64_t total = offsets.empty() ? 0 : offsets.back();
+  const int64_t count = static_cast<int64_t>(offsets.size()) - 1;
+  for (int64_t i = 0; i < count; ++i) {
+    // The share of the flat elements that holds the parameter's start...
+    int64_t owner = total > 0 ? offsets[i] * world / total : 0;
+    // ...but with a parameter for every rank where there are enough: the
+    // first parameters go one per rank at least, and so do the last.
+    owner = std::max<int64_t>(owner, world - (count - i));
+    owner = std::min<int64_t>({owner, i, world - 1});
+    if (!owners.empty()) {
+      owner = std::max<int64_t>(owner, owners.back());      // contiguous runs
+      owner = std::min<int64_t>(owner, owners.back() + 1);  // no rank skipped
+    }
+    owners.push_back(static_cast<int>(owner));
+  }
+  return owners;
+}
+
+bool ParameterStore::Owns(const Param& p) const {
+  const size_t i = static_cast<size_t>(&p - params_.data());
+  return i >= owner_.size() || owner_[i] == shard_.rank;
+}
+
+std::pair<int64_t, int64_t> ParameterStore::OwnedElements(int rank) const {
+  int64_t begin = -1, end = -1;
+  for (size_t i = 0; i < owner_.size(); ++i) {
+    if (owner_[i] != rank) continue;
+    if (begin < 0) begin = offsets_[i];
+    end = offsets_[i + 1];
+  }
+  if (begin < 0) return {0, 0};
+  return {begin, end};
+}
+
+MNT_Tensor ParameterStore::WorkingWeightRange(int64_t begin, int64_t end) const {
+  char* base = static_cast<char*>(flat_[0].data());
+  return sdk::MakeTensor(base + static_cast<size_t>(begin) * sdk::DTypeSize(weight_dtype_),
+                         weight_dtype_, {end - begin});
 }
 
 std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment) {
@@ -176,6 +245,7 @@ absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
 absl::Status ParameterStore::SyncWorkingWeights() {
   if (!mixed_) return absl::OkStatus();
   for (const Param& p : params_) {
+    if (!Owns(p)) continue;  // ZeRO-1: the owner's rounding is gathered
     if (auto s = sdk::ToAbsl(client_.Run(MNT_OP_CAST, {MasterWeights(p)},
                                           {WorkingWeights(p)}));
         !s.ok())

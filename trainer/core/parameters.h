@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,6 +45,21 @@ struct Param {
   }
 };
 
+// ZeRO-1 (--zero_stage=1): this rank of `world` keeps the fp32 master
+// weights and the optimizer state of its own parameters only. Rank r owns a
+// contiguous run of parameters (in spec order), about 1/world of the flat
+// elements, so the ranks' runs, concatenated in rank order, are every
+// parameter in order. world 1: one rank owns all (no sharding).
+struct ParamShard {
+  int rank = 0;
+  int world = 1;
+};
+
+// The owner of each of the parameters at flat `offsets` (FlatOffsets: one
+// entry per parameter, then the total): the rank whose 1/world share of the
+// flat elements holds the parameter's first element.
+std::vector<int> ParamOwners(const std::vector<int64_t>& offsets, int world);
+
 // Element offsets of tensors of `numels` elements laid out back to back,
 // each starting at a multiple of `alignment` elements; one more entry: the
 // total (a multiple of `alignment`).
@@ -63,7 +79,22 @@ class ParameterStore {
   static absl::StatusOr<std::unique_ptr<ParameterStore>> Create(
       const sdk::ModelClient& model, const sdk::BackendClient& client,
       const MNT_Precision_GetPolicy_Args& policy, int optimizer_state_slots,
-      uint64_t seed);
+      uint64_t seed, ParamShard shard = {});
+
+  // ZeRO-1: whether this rank owns parameter `p` (its master weights,
+  // optimizer state and update); always true without sharding. Under
+  // sharding the master and state views of parameters it does not own are
+  // empty, and their working weights are whatever the owner broadcast last
+  // (WorkingWeightRange): the trainer gathers them after every update.
+  bool sharded() const { return shard_.world > 1; }
+  bool Owns(const Param& p) const;
+  // Rank r's parameters as a range of the flat working weights, in elements
+  // [begin, end) (empty when it owns none), and that range as a 1-D tensor.
+  std::pair<int64_t, int64_t> OwnedElements(int rank) const;
+  MNT_Tensor WorkingWeightRange(int64_t begin, int64_t end) const;
+  // The index of this rank's first parameter (its optimizer's tensor 0).
+  int64_t first_owned_param() const { return first_owned_; }
+  int64_t owned_params() const { return owned_count_; }
 
   // Separate fp32 master weights and gradients (the policy has a master
   // dtype); otherwise the working weights are the master.
@@ -118,6 +149,10 @@ class ParameterStore {
   std::vector<Param> params_;
   int64_t num_parameters_ = 0;
   int64_t flat_elements_ = 0;  // each flat buffer's length, padding included
+  ParamShard shard_;
+  std::vector<int> owner_;            // per parameter
+  std::vector<int64_t> offsets_;      // FlatOffsets of the parameters
+  int64_t first_owned_ = 0, owned_count_ = 0;
 };
 
 }  // namespace mnt::trainer

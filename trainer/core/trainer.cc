@@ -93,10 +93,16 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   loss_scaling_active_ =
       LossScalingActive(config_.loss_scale(), plugins_->policy.loss_scaling);
 
+  ParamShard shard;
+  if (ranks_ != nullptr && config_.zero_stage() == 1) {
+    shard = {ranks_->rank(), ranks_->world_size()};
+  }
   auto params = ParameterStore::Create(plugins_->model, client, plugins_->policy,
-                                       state_slots, config_.seed());
+                                       state_slots, config_.seed(), shard);
   if (!params.ok()) return params.status();
   params_ = std::move(*params);
+  // ZeRO-1: the other ranks' parameters start from their owners' rounding.
+  if (auto s = GatherWorkingWeights(); !s.ok()) return s;
   auto batch = DeviceBatch::Create(client, *train_data_, config_.batch_size());
   if (!batch.ok()) return batch.status();
   batch_ = std::move(*batch);
@@ -153,6 +159,7 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   parts.sampler = sampler_.get();
   parts.scaler = &plugins_->scaler;
   parts.scaling = scaling_.get();
+  if (params_->sharded()) parts.gather_working_weights = [this] { return GatherWorkingWeights(); };
   checkpoint_ = std::make_unique<TrainingCheckpoint>(parts);
   return absl::OkStatus();
 }
@@ -285,6 +292,11 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
     if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier, step_ + 1);
         !s.ok())
       return s;
+    if (params_->sharded()) {
+      Stopwatch gather;
+      if (auto s = GatherWorkingWeights(); !s.ok()) return s;
+      phases_.Add("weight gather", gather.Seconds());
+    }
   }
   bool replayed = false;
   if (auto s = marked.End(&replayed); !s.ok()) return s;
@@ -292,6 +304,41 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   phases_.Add("optimizer", phase.Seconds());
   ++step_;
   return absl::OkStatus();
+}
+
+absl::Status Trainer::GatherWorkingWeights() {
+  if (!params_->sharded()) return absl::OkStatus();
+  // Each owner's contiguous range of the flat working weights, from it to
+  // every rank: bytes copied, so every rank holds the owner's bits.
+  for (int r = 0; r < ranks_->world_size(); ++r) {
+    const auto [begin, end] = params_->OwnedElements(r);
+    if (auto s = data_parallel_->BroadcastInPlace(params_->WorkingWeightRange(begin, end), r);
+        !s.ok())
+      return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CheckpointData> Trainer::GatherShardedCheckpoint(CheckpointData mine) {
+  // The ranks' parts in rank order are every parameter's tensors in order
+  // (ownership is contiguous), so the file is the one ZeRO-0 writes.
+  CheckpointData part;
+  *part.mutable_tensors() = mine.tensors();
+  std::string bytes;
+  if (!part.SerializeToString(&bytes)) {
+    return absl::InternalError("ZeRO-1: cannot serialise this rank's checkpoint part");
+  }
+  auto all = ranks_->AllGather(bytes);
+  if (!all.ok()) return all.status();
+  mine.clear_tensors();
+  for (size_t r = 0; r < all->size(); ++r) {
+    CheckpointData other;
+    if (!other.ParseFromString((*all)[r])) {
+      return absl::DataLossError(absl::StrCat("ZeRO-1: rank ", r, "'s checkpoint part is unreadable"));
+    }
+    for (TensorData& t : *other.mutable_tensors()) *mine.add_tensors() = std::move(t);
+  }
+  return mine;
 }
 
 absl::Status Trainer::MaybeInjectInfGradient() {
@@ -335,7 +382,13 @@ std::string Trainer::data_parallel_description() const {
       " per rank); gradients averaged in ",
       config_.bucket_mb() > 0 ? absl::StrCat(config_.bucket_mb(), " MiB buckets")
                               : std::string("one bucket"),
-      " through the ", plugins_->device_name, " backend's collectives extension");
+      " through the ", plugins_->device_name, " backend's collectives extension",
+      params_->sharded()
+          ? absl::StrCat("; ZeRO-1: this rank keeps the master weights and optimizer state of ",
+                         params_->owned_params(), " of ", params_->params().size(),
+                         " parameter tensors and broadcasts their working weights after each "
+                         "update")
+          : std::string());
 }
 
 double Trainer::collective_seconds() const {
@@ -437,10 +490,17 @@ absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
 absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
   auto ckpt = checkpoint_->Capture(step_);
   if (!ckpt.ok()) return ckpt.status();
+  // ZeRO-1: each rank captured its own parameters; rank 0 writes them all.
+  if (params_->sharded()) {
+    ckpt = GatherShardedCheckpoint(std::move(*ckpt));
+    if (!ckpt.ok()) return ckpt.status();
+  }
   // Every rank holds the same whole state (it checks so here: a rank whose
   // state drifted would otherwise go unnoticed); rank 0 writes it.
   if (ranks_ != nullptr) {
-    if (auto s = CheckRanksHoldOneState(*ckpt); !s.ok()) return s;
+    if (!params_->sharded()) {
+      if (auto s = CheckRanksHoldOneState(*ckpt); !s.ok()) return s;
+    }
     if (ranks_->rank() != 0) {
       last_checkpoint_step_ = step_;
       return absl::OkStatus();

@@ -123,6 +123,10 @@ class Trainer {
   // Data parallel: the overflow a test asks this rank to see
   // (trainer/parallel/fault_injection.h); nothing otherwise.
   absl::Status MaybeInjectInfGradient();
+  // ZeRO-1: every owner's working weights to every rank (no-op unsharded).
+  absl::Status GatherWorkingWeights();
+  // ZeRO-1: this rank's captured part and the others' as one checkpoint.
+  absl::StatusOr<CheckpointData> GatherShardedCheckpoint(CheckpointData mine);
   // Data parallel: every rank's captured state is the same (fingerprints
   // compared across ranks), or an error naming the first rank that differs.
   absl::Status CheckRanksHoldOneState(const CheckpointData& ckpt);

@@ -107,6 +107,9 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
 
   if (auto s = sdk::ToAbsl(p_.client->Synchronize()); !s.ok()) return s;
   for (const Param& p : p_.params->params()) {
+    // ZeRO-1: this rank's parameters only; the trainer gathers the ranks'
+    // parts, which in rank order are every parameter in order.
+    if (!p_.params->Owns(p)) continue;
     // The fp32 master is the truth; working 16-bit weights derive from it.
     for (const auto& [name, buf] : SavedBuffers(*p_.params, p)) {
       TensorData* t = ckpt.add_tensors();
@@ -230,6 +233,7 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   }
 
   for (const auto& [buf, t] : found) {
+    if (buf->data() == nullptr) continue;  // ZeRO-1: another rank's master
     const std::string& bytes = t->data();
     if (auto s = sdk::ToAbsl(p_.client->ToDevice(buf->data(), bytes.data(), bytes.size()));
         !s.ok())
@@ -241,6 +245,9 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
     if (auto s = sdk::ToAbsl(p_.client->ToDevice(p->weights.data(), bytes.data(), bytes.size()));
         !s.ok())
       return s;
+  }
+  if (p_.gather_working_weights) {
+    if (auto s = p_.gather_working_weights(); !s.ok()) return s;
   }
 
   sdk::LossScalerFullState st;

@@ -14,6 +14,7 @@
 #define MANTISSA_TRAINER_CORE_TRAINING_CHECKPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -41,10 +42,13 @@ class TrainingCheckpoint {
     BatchSampler* sampler = nullptr;
     const sdk::LossScalerClient* scaler = nullptr;
     LossScaling* scaling = nullptr;
+    // ZeRO-1: after a restore, the owners' working weights to every rank.
+    std::function<absl::Status()> gather_working_weights;
   };
   explicit TrainingCheckpoint(const Parts& parts) : p_(parts) {}
 
-  // The state after `step` optimizer steps, read back from the device.
+  // The state after `step` optimizer steps, read back from the device (under
+  // ZeRO-1 this rank's parameters' part of it).
   absl::StatusOr<CheckpointData> Capture(int64_t step);
 
   // Writes a captured state to `path` atomically.

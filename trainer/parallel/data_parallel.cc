@@ -80,7 +80,7 @@ DataParallel::~DataParallel() {
 }
 
 absl::Status DataParallel::Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
-                               const MNT_Tensor& out) {
+                               const MNT_Tensor& out, int root) {
   const auto start = std::chrono::steady_clock::now();
   MNT_Collectives_Run_Args a{};
   a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
@@ -88,6 +88,7 @@ absl::Status DataParallel::Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const M
   a.communicator = comm_;
   a.op = op;
   a.reduce = reduce;
+  a.root = root;
   a.input = &in;
   a.output = &out;
   absl::Status s = FromPlugin(client_, ext_->Collectives_Run(&a), "Collectives_Run");
@@ -99,6 +100,11 @@ absl::Status DataParallel::Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const M
 
 absl::Status DataParallel::AverageInPlace(const MNT_Tensor& t) {
   return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_AVG, t, t);
+}
+
+absl::Status DataParallel::BroadcastInPlace(const MNT_Tensor& t, int root) {
+  if (sdk::NumElements(t) == 0) return absl::OkStatus();
+  return Run(MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_SUM, t, t, root);
 }
 
 absl::Status DataParallel::AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes) {

@@ -36,6 +36,9 @@ class DataParallel {
   // `bucket_bytes` (0 = one bucket): bucket k covers the same elements on
   // every rank, and buckets go in order.
   absl::Status AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes);
+  // t = rank `root`'s t, in place on every rank (ZeRO-1's gather of the
+  // working weights: each owner broadcasts its range).
+  absl::Status BroadcastInPlace(const MNT_Tensor& t, int root);
 
   // Seconds spent in collective calls since creation (the CPU backend's
   // are synchronous, so this is the time the ranks exchanged and waited).
@@ -47,7 +50,7 @@ class DataParallel {
                const MNT_Collectives_Extension* ext)
       : host_(host), client_(client), ext_(ext) {}
   absl::Status Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
-                   const MNT_Tensor& out);
+                   const MNT_Tensor& out, int root = 0);
 
   HostComm* host_;
   const sdk::BackendClient& client_;
