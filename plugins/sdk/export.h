@@ -49,6 +49,26 @@ MNT_Capabilities_Extension MakeCapabilitiesExtension(const int32_t (&capabilitie
   return MakeCapabilitiesExtension(capabilities, N, next);
 }
 
+// A backend's collectives extension (mnt_collectives.h) with its four
+// calls, linked to `next` (NULL: the chain's end). Keep it in static
+// storage.
+inline MNT_Collectives_Extension MakeCollectivesExtension(
+    MNT_Collectives_GetUniqueId* get_unique_id, MNT_Communicator_Create* create,
+    MNT_Communicator_Destroy* destroy, MNT_Collectives_Run* run,
+    MNT_Extension_Base* next = nullptr) {
+  MNT_Collectives_Extension e{};
+  e.header.base.struct_size = MNT_Collectives_Extension_STRUCT_SIZE;
+  e.header.base.type = MNT_EXTENSION_TYPE_COLLECTIVES;
+  e.header.base.next = next;
+  e.header.name = MNT_COLLECTIVES_EXTENSION_NAME;
+  e.header.version = MNT_COLLECTIVES_EXTENSION_VERSION;
+  e.Collectives_GetUniqueId = get_unique_id;
+  e.Communicator_Create = create;
+  e.Communicator_Destroy = destroy;
+  e.Collectives_Run = run;
+  return e;
+}
+
 // `extensions`: the first link of the plugin's extension chain (static
 // storage), or NULL for none.
 inline MNT_Plugin_Api MakePluginApi(MNT_PluginKind kind, const char* name,

@@ -13,6 +13,7 @@
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/nccl_api.h"
 #include "plugins/sdk/args.h"
+#include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
 
 // What an MNT_Communicator handle of this plugin points to.
@@ -257,19 +258,8 @@ MNT_Error* CollectivesRun(MNT_Collectives_Run_Args* args) {
 }  // namespace
 
 MNT_Collectives_Extension* CudaCollectivesExtension() {
-  static MNT_Collectives_Extension ext = [] {
-    MNT_Collectives_Extension e{};
-    e.header.base.struct_size = MNT_Collectives_Extension_STRUCT_SIZE;
-    e.header.base.type = MNT_EXTENSION_TYPE_COLLECTIVES;
-    e.header.base.next = nullptr;
-    e.header.name = MNT_COLLECTIVES_EXTENSION_NAME;
-    e.header.version = MNT_COLLECTIVES_EXTENSION_VERSION;
-    e.Collectives_GetUniqueId = &GetUniqueId;
-    e.Communicator_Create = &CommunicatorCreate;
-    e.Communicator_Destroy = &CommunicatorDestroy;
-    e.Collectives_Run = &CollectivesRun;
-    return e;
-  }();
+  static MNT_Collectives_Extension ext = sdk::MakeCollectivesExtension(
+      &GetUniqueId, &CommunicatorCreate, &CommunicatorDestroy, &CollectivesRun);
   return &ext;
 }
 
