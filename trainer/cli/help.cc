@@ -43,7 +43,7 @@ const std::vector<Topic>& Topics() {
         "warmup_steps", "warmup_ratio", "min_lr_ratio", "clip_grad_norm", "max_grad_norm", "seed"}},
       {"Loss scaling (fp16)",
        {"loss_scale_mode", "init_scale", "growth_factor", "backoff_factor",
-        "growth_interval", "device_loss_scaling"}},
+        "growth_interval", "device_loss_scaling", "debug_overflow"}},
       {"Evaluation, output, checkpoints",
        {"eval_every", "eval_steps", "eval_batches", "log_every", "logging_steps", "progress",
         "metrics_jsonl", "tensorboard_dir", "checkpoint_dir", "output_dir", "checkpoint_every",

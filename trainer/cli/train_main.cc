@@ -407,6 +407,10 @@ int Run(int original_argc, char** original_argv) {
   InstallStopSignalHandlers();
   (*trainer)->set_stop_check(PendingStopSignal);
   if (auto s = (*trainer)->Train(&sinks); !s.ok()) {
+    // --debug_overflow: the ops that led there, above the one error line.
+    if (const std::string report = (*trainer)->debug_overflow_report(); !report.empty()) {
+      std::fputs(report.c_str(), stderr);
+    }
     // The log's last record says why the run ended.
     sinks.OnError(std::string(s.message()));
     return Fail(s);

@@ -100,6 +100,10 @@ ABSL_FLAG(std::string, data_parallel, "auto",
           "auto|off: under mpirun -np N (or srun) with N > 1, train on N ranks, each on its "
           "part of every global batch of N x --batch_size examples (auto); off = each rank "
           "trains alone");
+ABSL_FLAG(bool, debug_overflow, false,
+          "Trace the model's ops and stop at the first inf/NaN in forward or backward, naming "
+          "the step, op, layer and parameter, with abs min/max of the last 20 ops' operands "
+          "(slow: for finding where fp16 overflows)");
 ABSL_FLAG(int64_t, zero_stage, 0,
           "Data parallel: 0|1; 1 = ZeRO-1, each rank keeps the fp32 master weights and "
           "optimizer state of 1/N of the parameters (less memory per rank, same bits)");
@@ -218,6 +222,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
       MNT_BIND(zero_stage, c->set_zero_stage(v)),
+      MNT_BIND(debug_overflow, c->set_debug_overflow(v)),
   };
   return *bindings;
 }

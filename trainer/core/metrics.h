@@ -23,6 +23,9 @@ struct StepMetrics {
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second
   double elapsed_seconds = 0;
+  // A skipped step: the parameters whose gradients held inf/NaN, the one
+  // backward reached first (the model's last) first.
+  std::vector<std::string> nonfinite_params;
 };
 
 struct EvalMetrics {

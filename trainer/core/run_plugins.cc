@@ -106,6 +106,12 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   sdk::ModelSetup setup;
   setup.options = config.model_options();
   setup.backend = &p->backend->client();
+  if (config.debug_overflow()) {
+    auto tracer = OpTracer::Create(p->backend->client());
+    if (!tracer.ok()) return tracer.status();
+    p->tracer = std::move(*tracer);
+    setup.backend = &p->tracer->client();
+  }
   setup.data_spec = data_spec;
   setup.precision.weight_dtype = p->policy.weight_dtype;
   setup.precision.gradient_dtype = p->policy.gradient_dtype;

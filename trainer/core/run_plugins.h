@@ -15,6 +15,7 @@
 #include "plugins/sdk/model_client.h"
 #include "plugins/sdk/precision_client.h"
 #include "trainer/config/train_config.pb.h"
+#include "trainer/debug/op_tracer.h"
 #include "trainer/loader/plugin_registry.h"
 
 namespace mnt::trainer {
@@ -36,6 +37,9 @@ struct RunPlugins {
   MNT_Precision_GetPolicy_Args policy{};
   MNT_Precision_GetMemoryPlan_Args plan{};
   sdk::LossScalerClient scaler;  // from --loss_scale_* and --precision_options
+  // --debug_overflow: the backend as the model sees it (declared before the
+  // model, which borrows its table, so it outlives the model); else null.
+  std::unique_ptr<OpTracer> tracer;
   sdk::ModelClient model;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
@@ -27,6 +28,7 @@
 #include "trainer/core/throughput.h"
 #include "trainer/core/training_checkpoint.h"
 #include "trainer/data/sampler.h"
+#include "trainer/debug/op_tracer.h"
 #include "trainer/parallel/data_parallel.h"
 #include "trainer/parallel/fault_injection.h"
 #include "trainer/parallel/host_comm.h"
@@ -103,6 +105,14 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   params_ = std::move(*params);
   // ZeRO-1: the other ranks' parameters start from their owners' rounding.
   if (auto s = GatherWorkingWeights(); !s.ok()) return s;
+  if (OpTracer* tracer = plugins_->tracer.get()) {
+    for (const Param& p : params_->params()) {
+      tracer->Name(p.weights.data(), p.weights.size(), p.name);
+      tracer->Name(p.grads.data(), p.grads.size(), "grad of " + p.name);
+      tracer->Name(p.master.data(), p.master.size(), "master of " + p.name);
+      tracer->Name(p.master_grads.data(), p.master_grads.size(), "grad of " + p.name);
+    }
+  }
   auto batch = DeviceBatch::Create(client, *train_data_, config_.batch_size());
   if (!batch.ok()) return batch.status();
   batch_ = std::move(*batch);
@@ -179,6 +189,7 @@ class MarkedStep {
   }
   // Data parallel: no markers. A collective is no Backend_Run op, so a
   // backend that defers a marked step's ops would issue it out of order.
+  // --debug_overflow: none either (every op is read back as it runs).
   absl::Status Begin(bool data_parallel) {
     if (data_parallel || !backend_.HasStepMarkers()) return absl::OkStatus();
     if (auto s = sdk::ToAbsl(backend_.StepBegin()); !s.ok()) return s;
@@ -236,20 +247,25 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   // before the step begins. Later micro-batches upload inside it, and reads
   // (the host loss-scaling path's loss and found_inf) happen inside it: the
   // backend then runs that step as issued, with the same results.
+  if (auto s = MaybeFillWeights(); !s.ok()) return s;
   MarkedStep marked(plugins_->backend->client());
   for (int64_t micro = 0; micro < accum; ++micro) {
     Stopwatch phase;
     if (auto s = batch_->Upload(*train_data_, NextLocalBatch()); !s.ok()) return s;
     phases_.Add("data", phase.Seconds());
     if (micro == 0) {
-      if (auto s = marked.Begin(data_parallel_ != nullptr); !s.ok()) return s;
+      if (auto s = marked.Begin(data_parallel_ != nullptr || plugins_->tracer != nullptr);
+          !s.ok())
+        return s;
     }
 
     phase.Restart();
+    if (plugins_->tracer) plugins_->tracer->BeginPhase(step_ + 1, "forward");
     if (auto s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true,
                                             scaling_->LossOutput(micro)));
         !s.ok())
       return Prefixed(s, "model forward: ");
+    if (auto s = StopIfTraced(); !s.ok()) return s;
     // Every rank reads (when it reads) the global batch's mean loss.
     if (data_parallel_ != nullptr) {
       if (auto s = data_parallel_->AverageInPlace(scaling_->LossOutput(micro)); !s.ok()) return s;
@@ -263,23 +279,25 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
     // fp32 grads accumulate in place; 16-bit grads are per micro-batch and
     // summed into the fp32 master gradients.
     const bool accumulate = !params_->mixed() && micro > 0;
+    if (plugins_->tracer) plugins_->tracer->BeginPhase(step_ + 1, "backward");
     if (auto s = sdk::ToAbsl(model.Backward(
             weights, grads, multiplier,
             device_multiplier.has_value() ? &*device_multiplier : nullptr, accumulate));
         !s.ok())
       return Prefixed(s, "model backward: ");
+    if (auto s = StopIfTraced(); !s.ok()) return s;
     if (auto s = params_->AccumulateMasterGradients(micro); !s.ok()) return s;
     phases_.Add("backward", phase.Seconds());
   }
   metrics->loss = loss_sum / static_cast<double>(accum);
 
+  if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
   Stopwatch phase;
   // The global batch's gradient on every rank: from here on every rank
   // unscales, finds inf/NaN, clips, skips and steps on the same bits.
   if (data_parallel_ != nullptr) {
     Stopwatch exchange;
     const int64_t bucket_bytes = static_cast<int64_t>(config_.bucket_mb() * (1 << 20));
-    if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
     if (auto s = data_parallel_->AverageInBuckets(params_->FlatOptimizerGrads(), bucket_bytes);
         !s.ok())
       return s;
@@ -304,6 +322,53 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   phases_.Add("optimizer", phase.Seconds());
   ++step_;
   return absl::OkStatus();
+}
+
+absl::Status Trainer::MaybeFillWeights() {
+  const auto& fault = FillWeightsFault();
+  if (!fault.has_value() || fault->step != step_ + 1) return absl::OkStatus();
+  for (const Param& p : params_->params()) {
+    if (p.name != fault->param) continue;
+    const MNT_FillParams fill{MNT_FillParams_STRUCT_SIZE, fault->value};
+    return sdk::ToAbsl(
+        plugins_->backend->client().Run(MNT_OP_FILL, {}, {params_->WorkingWeights(p)}, &fill));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("MANTISSA_FAULT_FILL_WEIGHTS: the model has no parameter '", fault->param, "'"));
+}
+
+absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradientParams() {
+  // The skipped step's gradients are not used again (the next backward
+  // overwrites them), so the check may scale them in place: per parameter,
+  // NONFINITE_CHECK_UNSCALE into the zeroed `correct` scalar, read back.
+  const sdk::BackendClient& client = plugins_->backend->client();
+  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+  std::vector<std::string> names;
+  const std::vector<Param>& params = params_->params();
+  for (auto p = params.rbegin(); p != params.rend(); ++p) {
+    const MNT_Tensor flag = F32Scalar(scalars_->correct);
+    const MNT_Tensor grad = params_->OptimizerGrad(*p);
+    if (auto s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {}, {flag}, &zero)); !s.ok()) return s;
+    if (auto s = sdk::ToAbsl(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE,
+                                        {F32Scalar(scalars_->inv_scale), grad}, {flag, grad}));
+        !s.ok())
+      return s;
+    auto found = ReadScalar<float>(client, scalars_->correct.data());
+    if (!found.ok()) return found.status();
+    if (*found != 0) names.push_back(p->name);
+  }
+  return names;
+}
+
+std::string Trainer::debug_overflow_report() const {
+  const OpTracer* tracer = plugins_ != nullptr ? plugins_->tracer.get() : nullptr;
+  return tracer != nullptr && tracer->tripped() ? tracer->Report() : "";
+}
+
+absl::Status Trainer::StopIfTraced() {
+  const OpTracer* tracer = plugins_->tracer.get();
+  if (tracer == nullptr || !tracer->tripped()) return absl::OkStatus();
+  return absl::AbortedError(tracer->Summary());
 }
 
 absl::Status Trainer::GatherWorkingWeights() {
@@ -343,7 +408,8 @@ absl::StatusOr<CheckpointData> Trainer::GatherShardedCheckpoint(CheckpointData m
 
 absl::Status Trainer::MaybeInjectInfGradient() {
   const auto& fault = InfGradientFault();
-  if (!fault.has_value() || fault->rank != ranks_->rank() || fault->step != step_ + 1) {
+  const int rank = ranks_ != nullptr ? ranks_->rank() : 0;
+  if (!fault.has_value() || fault->rank != rank || fault->step != step_ + 1) {
     return absl::OkStatus();
   }
   const MNT_Tensor flat = params_->FlatOptimizerGrads();
@@ -429,6 +495,25 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     auto report = scaling_->CompleteStepMetrics(wanted, &m);
     if (!report.ok()) return Prefixed(report.status(), absl::StrCat("step ", step_, ": "));
     if (!wanted) unreported_step_reads_ += client.device_to_host_copies() - reads_before;
+    if (*report && m.skipped && sink != nullptr) {
+      // Where the overflow is: one flag read per parameter, skipped steps only.
+      auto names = NonFiniteGradientParams();
+      if (!names.ok()) return Prefixed(names.status(), absl::StrCat("step ", step_, ": "));
+      m.nonfinite_params = std::move(*names);
+      if (!m.nonfinite_params.empty()) {
+        sink->OnMessage(absl::StrCat(
+            "step ", step_, " skipped: inf/NaN in the gradient of ", m.nonfinite_params[0],
+            m.nonfinite_params.size() > 1
+                ? absl::StrCat(" (first reached by backward) and ", m.nonfinite_params.size() - 1,
+                               " more (", absl::StrJoin(m.nonfinite_params.begin() + 1,
+                                                         m.nonfinite_params.begin() +
+                                                             std::min<size_t>(4, m.nonfinite_params.size()),
+                                                         ", "),
+                               m.nonfinite_params.size() > 4 ? ", ..." : "", ")")
+                : std::string(),
+            "; --debug_overflow traces the op that made it"));
+      }
+    }
     if (*report && sink != nullptr) sink->OnStep(m);
     if (*report && loss_scaling_active_) {
       // fp16 that skips step after step learns nothing: say so now.

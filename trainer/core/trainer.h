@@ -104,6 +104,9 @@ class Trainer {
   const std::string& loss_scaling_description() const;
   // Data parallel: one line on the ranks, the global batch and the
   // collectives ("" for one rank); seconds and calls spent in collectives.
+  // --debug_overflow, after the run stopped at an inf/NaN: the last ops'
+  // operands (several lines); "" otherwise.
+  std::string debug_overflow_report() const;
   std::string data_parallel_description() const;
   double collective_seconds() const;
   int64_t collective_calls() const;
@@ -123,6 +126,13 @@ class Trainer {
   // Data parallel: the overflow a test asks this rank to see
   // (trainer/parallel/fault_injection.h); nothing otherwise.
   absl::Status MaybeInjectInfGradient();
+  // --debug_overflow: the tracer's one line once an op made an inf/NaN.
+  absl::Status StopIfTraced();
+  // After a skipped step: the parameters whose gradients hold inf/NaN, in
+  // the order backward reaches them (the model's last first).
+  absl::StatusOr<std::vector<std::string>> NonFiniteGradientParams();
+  // The weights a test asks to fill before this step (fault_injection.h).
+  absl::Status MaybeFillWeights();
   // ZeRO-1: every owner's working weights to every rank (no-op unsharded).
   absl::Status GatherWorkingWeights();
   // ZeRO-1: this rank's captured part and the others' as one checkpoint.

@@ -29,4 +29,26 @@ const std::optional<InjectedFault>& InfGradientFault() {
   return fault;
 }
 
+std::optional<WeightFillFault> ParseWeightFillFault(const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  const std::vector<std::string> parts = absl::StrSplit(value, ':');
+  WeightFillFault f;
+  if (parts.size() != 3 || parts[0].empty() || !absl::SimpleAtod(parts[1], &f.value) ||
+      !absl::SimpleAtoi(parts[2], &f.step) || f.step < 1) {
+    std::cerr << "mantissa: warning: MANTISSA_FAULT_FILL_WEIGHTS='" << value
+              << "' is not <parameter>:<value>:<step> (step >= 1); no fault injected\n";
+    return std::nullopt;
+  }
+  f.param = parts[0];
+  return f;
+}
+
+const std::optional<WeightFillFault>& FillWeightsFault() {
+  static const std::optional<WeightFillFault> fault = [] {
+    const char* v = std::getenv("MANTISSA_FAULT_FILL_WEIGHTS");
+    return ParseWeightFillFault(v != nullptr ? v : "");
+  }();
+  return fault;
+}
+
 }  // namespace mnt::trainer

@@ -20,5 +20,17 @@ TEST(ParseInjectedFault, RefusesMalformedValues) {
   }
 }
 
+TEST(ParseWeightFillFault, ReadsParameterValueAndStep) {
+  const auto f = ParseWeightFillFault("layer1.weight:30000:3");
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->param, "layer1.weight");
+  EXPECT_EQ(f->value, 30000);
+  EXPECT_EQ(f->step, 3);
+  EXPECT_FALSE(ParseWeightFillFault("").has_value());
+  for (const char* bad : {"layer1.weight", ":1:2", "w:x:2", "w:1:0", "w:1", "w:1:2:3"}) {
+    EXPECT_FALSE(ParseWeightFillFault(bad).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace mnt::trainer

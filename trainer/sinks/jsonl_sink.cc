@@ -89,8 +89,9 @@ void JsonlSink::WriteLine(const std::string& body) {
 
 namespace {
 
-// --precision=auto's probe lines as a JSON array of strings ([] for none).
-std::string ProbeArray(const std::vector<std::string>& lines) {
+// Strings as a JSON array ([] for none): --precision=auto's probe lines, a
+// skipped step's non-finite parameters.
+std::string StringArray(const std::vector<std::string>& lines) {
   std::vector<std::string> quoted;
   for (const std::string& l : lines) quoted.push_back(JsonString(l));
   return absl::StrCat("[", absl::StrJoin(quoted, ","), "]");
@@ -120,7 +121,7 @@ void JsonlSink::OnStart(const RunHeader& h) {
        Field("resumed_from", h.resumed_from.empty() ? "null" : JsonString(h.resumed_from)),
        Field("loss_scaling", JsonString(h.loss_scaling.empty() ? "none" : h.loss_scaling)),
        Field("loss_scaling_reason", JsonString(h.loss_scaling_reason)),
-       Field("precision_probe", ProbeArray(h.precision_probe)),
+       Field("precision_probe", StringArray(h.precision_probe)),
        Field("samples_per_step", absl::StrCat(h.samples_per_step)),
        Field("ranks", absl::StrCat(h.ranks)),
        Field("targets_per_example", absl::StrCat(h.targets_per_example)),
@@ -139,6 +140,7 @@ void JsonlSink::OnStep(const StepMetrics& m) {
        Field("skipped", Bool(m.skipped)),
        Field("skipped_steps", absl::StrCat(m.skipped_steps)),
        Field("grad_norm", m.skipped ? "null" : JsonNumber(m.grad_norm)),
+       Field("nonfinite_params", StringArray(m.nonfinite_params)),
        Field("samples_per_second", JsonNumber(m.samples_per_second)),
        Field("tokens_per_second", JsonNumber(m.tokens_per_second))},
       ","));

@@ -1,0 +1,177 @@
+#include "trainer/debug/op_tracer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "plugins/sdk/op_list.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::trainer {
+namespace {
+
+// "layer1.weight" -> "layer1"; "grad of layer1.weight" -> "layer1".
+std::string LayerOf(const std::string& name) {
+  std::string n = name;
+  for (const char* prefix : {"grad of ", "master of "}) {
+    if (n.rfind(prefix, 0) == 0) n = n.substr(std::strlen(prefix));
+  }
+  const size_t dot = n.rfind('.');
+  return dot == std::string::npos ? n : n.substr(0, dot);
+}
+
+bool IsParameter(const std::string& name) { return name != "activation" && !name.empty(); }
+
+}  // namespace
+
+OpTracer* OpTracer::active_ = nullptr;
+
+OpTracer::OpTracer(const sdk::BackendClient& real, int history)
+    : real_(real), history_(std::max(1, history)) {
+  // The real table (as much of it as the plugin has), Backend_Run replaced.
+  const MNT_Plugin_Api* plugin = real.plugin();
+  std::memcpy(&api_, plugin->backend,
+              std::min(plugin->backend->struct_size, sizeof(MNT_Backend_Api)));
+  api_.Backend_Run = &Run;
+  plugin_ = *plugin;
+  plugin_.backend = &api_;
+  client_ = sdk::BackendClient(&plugin_, real.backend());
+}
+
+absl::StatusOr<std::unique_ptr<OpTracer>> OpTracer::Create(const sdk::BackendClient& real,
+                                                           int history) {
+  if (active_ != nullptr) {
+    return absl::FailedPreconditionError("--debug_overflow: a tracer is already in use");
+  }
+  std::unique_ptr<OpTracer> t(new OpTracer(real, history));
+  active_ = t.get();
+  return t;
+}
+
+OpTracer::~OpTracer() { active_ = nullptr; }
+
+void OpTracer::Name(const void* data, size_t bytes, const std::string& name) {
+  if (data == nullptr || bytes == 0) return;
+  names_[reinterpret_cast<uintptr_t>(data)] = {bytes, name};
+}
+
+void OpTracer::BeginPhase(int64_t step, const std::string& phase) {
+  step_ = step;
+  phase_ = phase;
+  last_layer_.clear();  // "after <layer>" only within one pass
+}
+
+std::string OpTracer::NameOf(const void* data) const {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data);
+  auto it = names_.upper_bound(p);
+  if (it == names_.begin()) return "activation";
+  --it;
+  return p < it->first + it->second.first ? it->second.second : "activation";
+}
+
+OpTracer::Operand OpTracer::Measure(const MNT_Tensor& t) const {
+  Operand o;
+  o.dtype = t.dtype;
+  if (t.data == nullptr) {
+    o.name = "(absent)";
+    return o;
+  }
+  o.name = NameOf(t.data);
+  const int64_t n = sdk::NumElements(t);
+  if (n <= 0 || (t.dtype != MNT_DTYPE_F32 && t.dtype != MNT_DTYPE_F16 &&
+                 t.dtype != MNT_DTYPE_BF16)) {
+    return o;
+  }
+  std::string host(static_cast<size_t>(n) * sdk::DTypeSize(t.dtype), '\0');
+  if (!real_.ToHost(host.data(), t.data, host.size()).ok()) return o;
+  o.stats = MeasureTensor(t.dtype, host.data(), n);
+  return o;
+}
+
+MNT_Error* OpTracer::Run(MNT_Backend_Run_Args* args) {
+  OpTracer* self = active_;
+  const MNT_Backend_Api* real = self->real_.api();
+  if (self->tripped_) return real->Backend_Run(args);
+  // Inputs before the op (an op may write in place), outputs after it.
+  OpRecord r;
+  r.index = ++self->traced_;
+  r.step = self->step_;
+  r.phase = self->phase_;
+  r.op = args->op;
+  for (size_t i = 0; i < args->num_inputs; ++i) r.inputs.push_back(self->Measure(args->inputs[i]));
+  MNT_Error* error = real->Backend_Run(args);
+  if (error != nullptr) return error;
+  for (size_t i = 0; i < args->num_outputs; ++i) {
+    r.outputs.push_back(self->Measure(args->outputs[i]));
+  }
+  self->Record(std::move(r));
+  return nullptr;
+}
+
+void OpTracer::Record(OpRecord r) {
+  for (const auto* side : {&r.inputs, &r.outputs}) {
+    for (const Operand& o : *side) {
+      if (r.layer.empty() && IsParameter(o.name) && o.name != "(absent)") r.layer = LayerOf(o.name);
+    }
+  }
+  if (!r.layer.empty()) last_layer_ = r.layer;
+  for (const Operand& o : r.outputs) tripped_ = tripped_ || o.stats.nonfinite > 0;
+  if (r.layer.empty() && !last_layer_.empty()) r.layer = "after " + last_layer_;
+  last_.push_back(std::move(r));
+  while (static_cast<int>(last_.size()) > history_) last_.pop_front();
+}
+
+std::string OpTracer::Summary() const {
+  if (!tripped_ || last_.empty()) return "";
+  const OpRecord& r = last_.back();
+  std::string bad, params, already;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    if (r.outputs[i].stats.nonfinite == 0) continue;
+    absl::StrAppend(&bad, bad.empty() ? "" : ", ", "out[", i, "] (", r.outputs[i].name, ": ",
+                    r.outputs[i].stats.nonfinite, " inf/NaN of ", r.outputs[i].stats.elements,
+                    ")");
+  }
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    const Operand& o = r.inputs[i];
+    if (IsParameter(o.name) && o.name != "(absent)") {
+      absl::StrAppend(&params, params.empty() ? "" : ", ", o.name);
+    }
+    if (o.stats.nonfinite > 0) {
+      absl::StrAppend(&already, already.empty() ? "" : ", ", "in[", i, "] (", o.name, ")");
+    }
+  }
+  std::string line = absl::StrCat(
+      "--debug_overflow: in ", r.phase, ", op #", r.index, " ",
+      sdk::OpName(r.op), r.layer.empty() ? "" : absl::StrCat(" in layer '", r.layer, "'"),
+      params.empty() ? "" : absl::StrCat(" (parameters ", params, ")"), " made inf/NaN: ", bad);
+  if (!already.empty()) {
+    absl::StrAppend(&line, "; its inputs ", already,
+                    " already held inf/NaN (from the data or an earlier update)");
+  }
+  return line;
+}
+
+std::string OpTracer::Report() const {
+  std::string out = absl::StrFormat(
+      "--debug_overflow: the last %d ops up to the first inf/NaN (abs min/max over finite "
+      "elements)\n",
+      static_cast<int>(last_.size()));
+  for (const OpRecord& r : last_) {
+    absl::StrAppendFormat(&out, "  #%d step %d %s %s%s\n", r.index, r.step, r.phase,
+                          sdk::OpName(r.op),
+                          r.layer.empty() ? "" : absl::StrCat("  [", r.layer, "]"));
+    for (const auto& [label, side] : {std::pair{"in", &r.inputs}, std::pair{"out", &r.outputs}}) {
+      for (size_t i = 0; i < side->size(); ++i) {
+        const Operand& o = (*side)[i];
+        if (o.name == "(absent)") continue;
+        absl::StrAppendFormat(&out, "      %s[%d] %-28s %s\n", label, static_cast<int>(i),
+                              o.name, FormatStats(o.stats));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace mnt::trainer

@@ -1,0 +1,94 @@
+// --debug_overflow: which op first made an inf or NaN, and what the ops
+// before it saw. The model is handed a copy of the backend plugin's table
+// whose Backend_Run runs the real op and then reads every float operand back
+// (one device-to-host copy each: a debugging mode, slow by design, and
+// nothing of it exists without the flag). The last `history` ops are kept
+// with each operand's abs-min/abs-max; the first op with an inf/NaN output
+// trips the tracer, after which ops run untraced. Operands are named by the
+// parameter buffers they lie in ("layer1.weight", "grad of layer1.weight"),
+// else "activation"; a layer is a parameter's name without its last part.
+//
+// One OpTracer at a time per process (the table's entry points carry no
+// state); not thread-safe, as a backend instance.
+#ifndef MANTISSA_TRAINER_DEBUG_OP_TRACER_H_
+#define MANTISSA_TRAINER_DEBUG_OP_TRACER_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "plugins/abi/mantissa.h"
+#include "plugins/sdk/backend_client.h"
+#include "trainer/debug/tensor_stats.h"
+
+namespace mnt::trainer {
+
+class OpTracer {
+ public:
+  // `real`: the backend the run uses (outlives this object). Fails when
+  // another OpTracer is alive.
+  static absl::StatusOr<std::unique_ptr<OpTracer>> Create(const sdk::BackendClient& real,
+                                                          int history = 20);
+  ~OpTracer();
+  OpTracer(const OpTracer&) = delete;
+  OpTracer& operator=(const OpTracer&) = delete;
+
+  // What the model is created with instead of the real backend.
+  const sdk::BackendClient& client() const { return client_; }
+
+  // Names a device range [data, data + bytes) for the report.
+  void Name(const void* data, size_t bytes, const std::string& name);
+  // Ops from now on belong to `phase` ("forward", "backward") of `step`.
+  void BeginPhase(int64_t step, const std::string& phase);
+
+  bool tripped() const { return tripped_; }
+  // One line: phase, op, layer and parameters, what went non-finite (the
+  // caller says the step).
+  std::string Summary() const;
+  // The last ops up to and including the tripping one, a few lines each.
+  std::string Report() const;
+
+ private:
+  struct Operand {
+    std::string name;
+    MNT_DType dtype = MNT_DTYPE_INVALID;
+    TensorStats stats;
+  };
+  struct OpRecord {
+    int64_t index = 0;  // ops traced so far, from 1
+    int64_t step = 0;
+    std::string phase;
+    MNT_Op op = MNT_OP_INVALID;
+    std::vector<Operand> inputs, outputs;
+    std::string layer;  // of the first parameter among the operands, or ""
+  };
+
+  OpTracer(const sdk::BackendClient& real, int history);
+  static MNT_Error* Run(MNT_Backend_Run_Args* args);
+  std::string NameOf(const void* data) const;
+  Operand Measure(const MNT_Tensor& t) const;
+  void Record(OpRecord record);
+
+  static OpTracer* active_;
+
+  const sdk::BackendClient& real_;
+  MNT_Backend_Api api_{};
+  MNT_Plugin_Api plugin_{};
+  sdk::BackendClient client_;
+  const int history_;
+  std::map<uintptr_t, std::pair<size_t, std::string>> names_;  // by start address
+  std::deque<OpRecord> last_;
+  int64_t step_ = 0;
+  std::string phase_;
+  int64_t traced_ = 0;
+  bool tripped_ = false;
+  std::string last_layer_;
+};
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_DEBUG_OP_TRACER_H_

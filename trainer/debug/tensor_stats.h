@@ -1,0 +1,31 @@
+// What --debug_overflow prints for a tensor: its finite elements' smallest
+// and largest magnitude and how many elements are inf or NaN, read from a
+// host copy of its bytes (fp32, fp16, bf16; other dtypes are not measured).
+#ifndef MANTISSA_TRAINER_DEBUG_TENSOR_STATS_H_
+#define MANTISSA_TRAINER_DEBUG_TENSOR_STATS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "plugins/abi/mantissa.h"
+
+namespace mnt::trainer {
+
+struct TensorStats {
+  bool measured = false;   // a float dtype whose bytes were read
+  int64_t elements = 0;
+  int64_t nonfinite = 0;   // inf or NaN
+  int64_t nans = 0;
+  double abs_min = 0;      // over the finite elements (0 when none)
+  double abs_max = 0;
+};
+
+// `bytes` holds `elements` values of `dtype`, as the device stores them.
+TensorStats MeasureTensor(MNT_DType dtype, const void* bytes, int64_t elements);
+
+// "abs min 1.2e-05 max 3.4e+02" / "... 3 inf/NaN of 4096" / "not measured".
+std::string FormatStats(const TensorStats& s);
+
+}  // namespace mnt::trainer
+
+#endif  // MANTISSA_TRAINER_DEBUG_TENSOR_STATS_H_
