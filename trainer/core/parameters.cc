@@ -142,8 +142,9 @@ std::vector<int> ParamOwners(const std::vector<int64_t>& offsets, int world) {
   const int64_t total = offsets.empty() ? 0 : offsets.back();
   const int64_t count = static_cast<int64_t>(offsets.size()) - 1;
   for (int64_t i = 0; i < count; ++i) {
-    // The share of the flat elements that holds the parameter's start...
-    int64_t owner = total > 0 ? offsets[i] * world / total : 0;
+    // The share of the flat elements that holds the parameter's middle...
+    const int64_t middle = (offsets[i] + offsets[i + 1]) / 2;
+    int64_t owner = total > 0 ? middle * world / total : 0;
     // ...but with a parameter for every rank where there are enough: the
     // first parameters go one per rank at least, and so do the last.
     owner = std::max<int64_t>(owner, world - (count - i));

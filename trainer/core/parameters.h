@@ -57,7 +57,9 @@ struct ParamShard {
 
 // The owner of each of the parameters at flat `offsets` (FlatOffsets: one
 // entry per parameter, then the total): the rank whose 1/world share of the
-// flat elements holds the parameter's first element.
+// flat elements holds the parameter's middle element, adjusted so that the
+// owners run 0, 1, ..., world-1 without gaps where there are enough
+// parameters.
 std::vector<int> ParamOwners(const std::vector<int64_t>& offsets, int world);
 
 // Element offsets of tensors of `numels` elements laid out back to back,
