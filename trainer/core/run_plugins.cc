@@ -73,6 +73,13 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
                                                    &p->backend, ordinal);
       !s.ok()) {
     absl::Status st = Prefixed(s, absl::StrCat("backend '", p->device_name, "': "));
+    if (ordinal > 0) {
+      // Data parallel: this rank wanted device `ordinal` of its machine.
+      return absl::Status(st.code(), absl::StrCat(
+          st.message(), " (data parallel: the rank with local rank ", local_rank,
+          " takes device ", ordinal, "; start at most as many ranks per machine as it has "
+          "devices, or give each rank one with CUDA_VISIBLE_DEVICES)"));
+    }
     if (s.code() == MNT_ERROR_UNAVAILABLE && p->device_name != "cpu") {
       // The device is missing or unusable: say what runs instead.
       st = absl::Status(st.code(), absl::StrCat(st.message(),
