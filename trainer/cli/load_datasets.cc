@@ -16,6 +16,9 @@
 namespace mnt::trainer {
 namespace {
 
+// Token shards hold uint16 tokens.
+constexpr int64_t kMaxShardVocab = 65536;
+
 absl::StatusOr<LoadedDatasets> FromClassification(ClassificationData all,
                                                   ClassificationData* test,
                                                   const TrainConfig& config,
@@ -140,22 +143,48 @@ absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
           "--tokenizer=", d.tokenizer(), " is not bytes or sentencepiece"));
     }
     std::string tokenizer = "byte-level vocabulary";
+    const std::string cache = d.cache_dir().empty() ? DefaultCacheDir() : d.cache_dir();
+    // The tokens are also kept as llm.c shards (uint16 tokens) in the cache,
+    // named like the tokenizer: --dataset=shards trains on them as they are.
+    std::string shard_key;
+    bool fresh_tokenizer = false;
     absl::StatusOr<TokenData> tokens;
     if (subwords) {
       SentencePieceOptions o;
       o.type = d.tokenizer_type().empty() ? "bpe" : d.tokenizer_type();
       o.vocab = d.vocab_size() > 0 ? d.vocab_size() : 1024;
       o.model = d.tokenizer_model();
-      o.cache_dir = d.cache_dir().empty() ? DefaultCacheDir() : d.cache_dir();
+      o.cache_dir = cache;
+      if (o.model.empty() && o.vocab > kMaxShardVocab) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--vocab_size=", o.vocab, ": the text's tokens are kept as llm.c shards of "
+            "uint16 tokens, which hold a vocabulary of at most ", kMaxShardVocab));
+      }
       auto sp = TokenizeWithSentencePiece(d.text_path(), o);
       if (!sp.ok()) return sp.status();
+      if (sp->tokens.vocab > kMaxShardVocab) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--tokenizer_model=", sp->model_path, ": ", sp->tokens.vocab,
+            " pieces; the text's tokens are kept as llm.c shards of uint16 tokens, which "
+            "hold a vocabulary of at most ", kMaxShardVocab));
+      }
       tokenizer = absl::StrFormat("SentencePiece %s vocabulary %d (%s %s)", o.type,
                                   sp->tokens.vocab, sp->trained ? "trained:" : "model",
                                   sp->model_path);
       tokenizer_model_path = sp->model_path;
+      shard_key = sp->cache_key;
+      fresh_tokenizer = sp->trained;
       tokens = std::move(sp->tokens);
     } else {
       tokens = LoadTextBytes(d.text_path());
+      if (tokens.ok()) {
+        // One byte per token: the hash of the tokens is one of the text.
+        const auto& t = tokens->tokens;
+        shard_key = absl::StrFormat(
+            "bytes-%d-%016x", kByteVocab,
+            StableHash(absl::string_view(reinterpret_cast<const char*>(t.data()),
+                                         t.size() * sizeof(t[0]))));
+      }
     }
     if (!tokens.ok()) return tokens.status();
     auto split = SplitTokens(*tokens, d.validation_fraction(), d.seq_len() + 1);
@@ -163,10 +192,19 @@ absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
       return absl::Status(split.status().code(),
                           absl::StrCat(d.text_path(), ": ", split.status().message()));
     }
+    const TextShardPaths shards =
+        TextShardPathsFor(cache + "/tokenizers", shard_key, d.validation_fraction());
+    if (auto s = KeepTextShards(shards, split->train, split->validation, fresh_tokenizer);
+        !s.ok()) {
+      return s;
+    }
     LoadedDatasets out;
     out.description = absl::StrFormat(
         "data: %s, %d training and %d evaluation tokens, %s", d.text_path(),
         split->train.tokens.size(), split->validation.tokens.size(), tokenizer);
+    out.shards_description = absl::StrFormat(
+        "tokens: %s (%d tokens), %s (%d)", shards.train, split->train.tokens.size(),
+        shards.validation, split->validation.tokens.size());
     out.tokenizer_model = tokenizer_model_path;
     out.train = MakeTokenWindowSource(std::move(split->train), d.seq_len());
     out.eval = MakeTokenWindowSource(std::move(split->validation), d.seq_len());

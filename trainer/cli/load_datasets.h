@@ -16,6 +16,9 @@ struct LoadedDatasets {
   std::unique_ptr<BatchSource> train;
   std::unique_ptr<BatchSource> eval;
   std::string description;  // one line for the log
+  // --dataset=text: where its tokens were kept as llm.c shards, one line
+  // "tokens: <train shard> (<n> tokens), <validation shard> (<m>)"; else "".
+  std::string shards_description;
   // --tokenizer=sentencepiece: the model the tokens came from (the trainer
   // keeps a copy beside its checkpoints), else "".
   std::string tokenizer_model;

@@ -270,6 +270,7 @@ int Run(int original_argc, char** original_argv) {
                                  config->model(), " (", (*trainer)->num_parameters(),
                                  " parameters)"));
   console.OnMessage(data->description);
+  if (!data->shards_description.empty()) console.OnMessage(data->shards_description);
   if (!(*trainer)->loss_scaling_description().empty()) {
     console.OnMessage((*trainer)->loss_scaling_description());
   }

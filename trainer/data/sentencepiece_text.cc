@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "trainer/checkpoint/atomic_file.h"
+#include "trainer/data/token_shards.h"
 
 namespace mnt::trainer {
 namespace {
@@ -24,15 +25,6 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
   std::string text((std::istreambuf_iterator<char>(f)), {});
   if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " is empty"));
   return text;
-}
-
-uint64_t Fnv1a(const std::string& bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 // A model that does not load: the one line names the file.
@@ -165,10 +157,11 @@ absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& t
   if (out.model_path.empty()) {
     // Same text, type and size: the same file, trained once (FNV-1a: the
     // same key in every process, unlike absl::Hash's per-process seed).
-    const uint64_t key = Fnv1a(absl::StrCat(o.type, "/", o.vocab, "/", *text));
+    const uint64_t key = StableHash(absl::StrCat(o.type, "/", o.vocab, "/", *text));
     const std::string dir = absl::StrCat(o.cache_dir, "/tokenizers");
     const std::string prefix = absl::StrFormat("%s/%s-%d-%016x", dir, o.type, o.vocab, key);
     out.model_path = prefix + ".model";
+    out.cache_key = std::filesystem::path(prefix).filename().string();
     if (!std::filesystem::exists(out.model_path)) {
       if (auto s = MakeDirectories(dir); !s.ok()) return s;
       // Trained into a temp prefix, then renamed: a killed run leaves no
@@ -202,6 +195,12 @@ absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& t
                              text_path, ": SentencePiece encoding failed (", e, ")"));
   }
   out.tokens.vocab = pieces;
+  if (out.cache_key.empty()) {
+    std::string model;
+    if (auto s = ReadWholeFile(out.model_path, &model); !s.ok()) return s;
+    out.cache_key = absl::StrFormat("model-%d-%016x",
+                                    pieces, StableHash(absl::StrCat(model, "/", *text)));
+  }
   return out;
 }
 

@@ -27,6 +27,10 @@ struct SentencePieceText {
   TokenData tokens;          // vocab = the model's piece count
   std::string model_path;    // the model used (trained or given)
   bool trained = false;      // trained by this call (else reused or given)
+  // Names the tokens in the converted-data cache (<cache>/tokenizers/):
+  // a trained model's own name (<type>-<vocab>-<hash of the text and
+  // options>), for a given model model-<vocab>-<hash of it and the text>.
+  std::string cache_key;
 };
 
 // Encodes the file at `text_path`; one line naming the file or the option

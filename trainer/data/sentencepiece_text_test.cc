@@ -69,6 +69,9 @@ TEST(SentencePieceTextTest, TrainsEncodesAndDecodesBackExactly) {
     EXPECT_FALSE(again->trained);
     EXPECT_EQ(again->model_path, r->model_path);
     EXPECT_EQ(again->tokens.tokens, r->tokens.tokens);
+    // The tokens' cache key (their shards' names) is the model's name.
+    EXPECT_EQ(again->cache_key, r->cache_key);
+    EXPECT_EQ(TempDir() + "/cache/tokenizers/" + r->cache_key + ".model", r->model_path);
     // A given model on other text: used as is, bytes it never saw included.
     const std::string other = TempDir() + "/other.txt";
     std::ofstream(other, std::ios::binary) << "zebra \x01\x02 quick fox\n";
@@ -78,6 +81,9 @@ TEST(SentencePieceTextTest, TrainsEncodesAndDecodesBackExactly) {
     ASSERT_TRUE(g.ok()) << g.status();
     EXPECT_EQ(*DecodeWithSentencePiece(r->model_path, g->tokens.tokens), Slurp(other));
     EXPECT_EQ(*EncodeWithSentencePiece(r->model_path, Slurp(other)), g->tokens.tokens);
+    // A given model's key: its piece count and a hash of it and the text.
+    EXPECT_EQ(g->cache_key.rfind("model-320-", 0), 0u) << g->cache_key;
+    EXPECT_NE(TokenizeWithSentencePiece(text, given)->cache_key, g->cache_key);
   }
 }
 

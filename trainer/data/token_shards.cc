@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstring>
 #include <cstdint>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "trainer/checkpoint/atomic_file.h"
 
 namespace mnt {
@@ -118,6 +120,37 @@ std::vector<int32_t> ByteTokens(absl::string_view text) {
     tokens[i] = static_cast<unsigned char>(text[i]);
   }
   return tokens;
+}
+
+uint64_t StableHash(absl::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+TextShardPaths TextShardPathsFor(const std::string& dir, const std::string& key,
+                                 double validation_fraction) {
+  const std::string prefix = absl::StrFormat("%s/%s-val%g", dir, key, validation_fraction);
+  return {prefix + "_train_000.bin", prefix + "_val_000.bin"};
+}
+
+absl::Status KeepTextShards(const TextShardPaths& paths, const TokenData& train,
+                            const TokenData& validation, bool rewrite) {
+  if (auto s = MakeDirectories(std::filesystem::path(paths.train).parent_path().string());
+      !s.ok()) {
+    return s;
+  }
+  for (const auto& [path, data] :
+       {std::pair{&paths.train, &train}, std::pair{&paths.validation, &validation}}) {
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(*path, ec);
+    if (!rewrite && !ec && size == kShardHeaderBytes + 2 * data->tokens.size()) continue;
+    if (auto s = WriteTokenShard(*path, data->tokens); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace trainer

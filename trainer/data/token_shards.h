@@ -46,6 +46,27 @@ absl::StatusOr<TokenData> LoadTokenShards(const std::string& pattern,
 // Byte-level tokenizer: each byte of `text` is a token in [0, 256).
 std::vector<int32_t> ByteTokens(absl::string_view text);
 
+// FNV-1a (64 bit) of `bytes`: cache keys that are the same in every process
+// (unlike absl::Hash's per-process seed).
+uint64_t StableHash(absl::string_view bytes);
+
+// A tokenized text kept as llm.c shards in the converted-data cache:
+// <dir>/<key>-val<fraction>_train_000.bin and ..._val_000.bin, where `key`
+// names what made the tokens (text, tokenizer) and `fraction` how they were
+// split (--validation_fraction).
+struct TextShardPaths {
+  std::string train;
+  std::string validation;
+};
+TextShardPaths TextShardPathsFor(const std::string& dir, const std::string& key,
+                                 double validation_fraction);
+
+// Writes the training and validation tokens to `paths`; a shard already
+// there with exactly the right size is kept unless `rewrite` (the key in its
+// name fixes its tokens; `rewrite` when the tokenizer itself was just made).
+absl::Status KeepTextShards(const TextShardPaths& paths, const TokenData& train,
+                            const TokenData& validation, bool rewrite);
+
 }  // namespace trainer
 }  // namespace mnt
 

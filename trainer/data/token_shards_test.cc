@@ -89,6 +89,27 @@ TEST(TokenShardsTest, MalformedShardsAreRefusedInOneLine) {
   EXPECT_EQ(ReadAll(path), good);
 }
 
+TEST(TokenShardsTest, KeepsATokenizedTextAsShards) {
+  const TextShardPaths paths = TextShardPathsFor(TempPath("kept/tok"), "bpe-300-00ff", 0.1);
+  EXPECT_EQ(paths.train, TempPath("kept/tok") + "/bpe-300-00ff-val0.1_train_000.bin");
+  EXPECT_EQ(paths.validation, TempPath("kept/tok") + "/bpe-300-00ff-val0.1_val_000.bin");
+  TokenData train{{1, 2, 299, 65535}, 65536}, val{{7, 8}, 65536};
+  ASSERT_TRUE(KeepTextShards(paths, train, val, false).ok());  // makes the directory
+  EXPECT_EQ(*ReadTokenShard(paths.train, 65536), train.tokens);
+  EXPECT_EQ(*ReadTokenShard(paths.validation, 65536), val.tokens);
+  // Already there with the right size: kept; `rewrite` (a new tokenizer)
+  // or another size: written again.
+  const TokenData other_val{{9, 9}, 65536};
+  ASSERT_TRUE(KeepTextShards(paths, train, other_val, false).ok());
+  EXPECT_EQ(*ReadTokenShard(paths.validation, 65536), val.tokens);
+  ASSERT_TRUE(KeepTextShards(paths, train, other_val, true).ok());
+  EXPECT_EQ(*ReadTokenShard(paths.validation, 65536), other_val.tokens);
+  ASSERT_TRUE(KeepTextShards(paths, train, TokenData{{5, 6, 7}, 65536}, false).ok());
+  EXPECT_EQ(*ReadTokenShard(paths.validation, 65536), (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(StableHash(""), 14695981039346656037ull);
+  EXPECT_EQ(StableHash("a"), 0xaf63dc4c8601ec8cull);  // FNV-1a 64
+}
+
 TEST(TokenShardsTest, ByteTokenizer) {
   EXPECT_EQ(ByteTokens("a\xff"), (std::vector<int32_t>{97, 255}));
 }
