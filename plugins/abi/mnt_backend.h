@@ -321,6 +321,32 @@ typedef enum MNT_Op {
    * input, in[2+n], the learning rate F32 [1] on the device, as
    * MULTI_ADAMW_STEP's in[2+2n]. */
   MNT_OP_MULTI_SGD_STEP = 38,
+  /* Since 1.9 (optional op; FP8 training). out[0] y = in[0] x * in[1][0]
+   * converted, same element counts, in either direction:
+   *  - x F32/F16/BF16 -> y F8_E4M3/F8_E5M2 (quantize; in[1] is the scale):
+   *    the fp32 product rounded to nearest even, saturated to +-max finite
+   *    (448 / 57344; infinities too), NaN kept a NaN;
+   *  - x F8_E4M3/F8_E5M2 -> y F32/F16/BF16 (dequantize; in[1] is the
+   *    inverse scale): the exact decode times in[1][0] in fp32, rounded to
+   *    y's dtype.
+   * in[1] scale F32 [1] on the device. Optional out[1] amax F32 [1] =
+   * max |x| over every element of x (before scaling; NaN when an element
+   * is NaN), overwritten: what a delayed-scaling recipe records. y may not
+   * alias x. Params: NULL. */
+  MNT_OP_SCALED_CAST = 39,
+  /* Since 1.9 (optional op; FP8 training). out[0] D[M,N] = alpha *
+   * in[2][0] * in[3][0] * op(A) op(B) + beta * D (+ in[4] bias[N]).
+   * in[0] A and in[1] B are F8_E4M3 or F8_E5M2 (not both E5M2), shaped as
+   * for MNT_OP_GEMM; in[2] A's and in[3] B's inverse scales F32 [1] on the
+   * device (1 / the scale each was quantized with); optional in[4] bias
+   * [N] F32/F16/BF16. Each product of two FP8 values is exact in fp32 and
+   * the sum accumulates in fp32 in the backend's order (with
+   * fast_accumulation, a backend may accumulate as Hopper's FP8 tensor
+   * cores do with their fast mode; the CPU backend ignores it). D F32, F16
+   * or BF16, rounded to nearest even. Optional out[1] amax F32 [1] =
+   * max |D| over the result before it is rounded to D's dtype (NaN when an
+   * element is NaN), overwritten. Params: MNT_ScaledGemmParams. */
+  MNT_OP_SCALED_GEMM = 40,
 } MNT_Op;
 
 typedef struct MNT_FillParams {
@@ -597,6 +623,21 @@ typedef struct MNT_MultiSgdParams {
   MNT_STRUCT_SIZE(MNT_MultiSgdParams, rounding_step)
 #define MNT_MultiSgdParams_STRUCT_SIZE_1_6 \
   MNT_STRUCT_SIZE(MNT_MultiSgdParams, weight_decays)
+
+/* Since 1.9: MNT_OP_SCALED_GEMM. */
+typedef struct MNT_ScaledGemmParams {
+  size_t struct_size;
+  int32_t trans_a;
+  int32_t trans_b;
+  float alpha;
+  float beta;
+  /* Non-zero: the backend may accumulate the FP8 products with less than
+   * fp32 precision where its hardware offers it (Hopper's fast
+   * accumulation); 0: fp32 accumulation. */
+  int32_t fast_accumulation;
+} MNT_ScaledGemmParams;
+#define MNT_ScaledGemmParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_ScaledGemmParams, fast_accumulation)
 
 /* ------------------------------------------------------------------------ */
 /* Calls. Every call takes one Args struct (struct_size and extension chain  */

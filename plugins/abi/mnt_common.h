@@ -165,6 +165,12 @@ typedef enum MNT_DType {
   MNT_DTYPE_I32 = 4,
   MNT_DTYPE_U8 = 5,
   MNT_DTYPE_F64 = 6,
+  /* Since 1.9: the OCP 8-bit floats, 1 byte of storage, for FP8 training
+   * (MNT_OP_SCALED_CAST, MNT_OP_SCALED_GEMM; no other op takes them).
+   * E4M3: bias 7, max finite 448, no infinity, NaN S.1111.111.
+   * E5M2: bias 15, max finite 57344, IEEE infinities and NaNs. */
+  MNT_DTYPE_F8_E4M3 = 7,
+  MNT_DTYPE_F8_E5M2 = 8,
 } MNT_DType;
 
 /* How GEMM (and, since 1.3, convolution) operands are rounded before the products; the

@@ -33,7 +33,8 @@
 
 #define MNT_FOR_EACH_DTYPE(X)                                                  \
   X(MNT_DTYPE_INVALID) X(MNT_DTYPE_F32) X(MNT_DTYPE_F16) X(MNT_DTYPE_BF16)     \
-  X(MNT_DTYPE_I32) X(MNT_DTYPE_U8) X(MNT_DTYPE_F64)
+  X(MNT_DTYPE_I32) X(MNT_DTYPE_U8) X(MNT_DTYPE_F64) X(MNT_DTYPE_F8_E4M3)        \
+  X(MNT_DTYPE_F8_E5M2)
 
 #define MNT_FOR_EACH_COMPUTE_MODE(X)                                          \
   X(MNT_COMPUTE_INVALID) X(MNT_COMPUTE_F32) X(MNT_COMPUTE_TF32)               \

@@ -52,7 +52,9 @@
   X(RESIDUAL_LAYERNORM_FORWARD, ResidualLayerNormForward) \
   X(RESIDUAL_LAYERNORM_BACKWARD, ResidualLayerNormBackward) \
   X(MULTI_ADAMW_STEP, MultiAdamWStep)                   \
-  X(MULTI_SGD_STEP, MultiSgdStep)
+  X(MULTI_SGD_STEP, MultiSgdStep)                       \
+  X(SCALED_CAST, ScaledCast)                            \
+  X(SCALED_GEMM, ScaledGemm)
 
 namespace mnt::sdk {
 

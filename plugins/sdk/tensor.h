@@ -19,6 +19,8 @@ inline size_t DTypeSize(MNT_DType t) {
     case MNT_DTYPE_I32: return 4;
     case MNT_DTYPE_U8: return 1;
     case MNT_DTYPE_F64: return 8;
+    case MNT_DTYPE_F8_E4M3: return 1;
+    case MNT_DTYPE_F8_E5M2: return 1;
     default: return 0;
   }
 }
@@ -31,13 +33,19 @@ inline const char* DTypeName(MNT_DType t) {
     case MNT_DTYPE_I32: return "i32";
     case MNT_DTYPE_U8: return "u8";
     case MNT_DTYPE_F64: return "f64";
+    case MNT_DTYPE_F8_E4M3: return "f8_e4m3";
+    case MNT_DTYPE_F8_E5M2: return "f8_e5m2";
     default: return "invalid";
   }
 }
 
+// The dtypes ops compute in (FP8 is a storage format only the scaled ops
+// read and write: IsFp8).
 inline bool IsFloatStorage(MNT_DType t) {
   return t == MNT_DTYPE_F32 || t == MNT_DTYPE_F16 || t == MNT_DTYPE_BF16;
 }
+
+inline bool IsFp8(MNT_DType t) { return t == MNT_DTYPE_F8_E4M3 || t == MNT_DTYPE_F8_E5M2; }
 
 inline int64_t NumElements(const MNT_Tensor& t) {
   int64_t n = 1;

@@ -12,6 +12,7 @@
 #include "plugins/backends/common/calls/conv.h"
 #include "plugins/backends/common/calls/elementwise.h"
 #include "plugins/backends/common/calls/embedding.h"
+#include "plugins/backends/common/calls/fp8.h"
 #include "plugins/backends/common/calls/gemm.h"
 #include "plugins/backends/common/calls/layernorm.h"
 #include "plugins/backends/common/calls/loss_scaling.h"
