@@ -239,6 +239,21 @@ TEST_P(DataParallelMatchesOneRank, LossesAndWeightsAfter30Steps) {
   }
   ExpectWeightsClose(parallel.checkpoint, single.checkpoint, c.tolerance,
                      /*strict=*/c.precision == "fp32");
+  // The final evaluation, split across the ranks and reduced, sees every
+  // validation example once, as the single run's does.
+  auto eval_field = [](const std::string& jsonl, const std::string& key) {
+    const size_t at = jsonl.rfind("\"type\":\"eval\"");
+    if (at == std::string::npos) return std::string();
+    const size_t k = jsonl.find("\"" + key + "\":", at);
+    const size_t begin = k + key.size() + 3;
+    return jsonl.substr(begin, jsonl.find_first_of(",}", begin) - begin);
+  };
+  EXPECT_EQ(eval_field(parallel.jsonl, "examples"), eval_field(single.jsonl, "examples"));
+  const double eval_parallel = std::strtod(eval_field(parallel.jsonl, "eval_loss").c_str(), nullptr);
+  const double eval_single = std::strtod(eval_field(single.jsonl, "eval_loss").c_str(), nullptr);
+  EXPECT_TRUE(std::isfinite(eval_parallel));
+  EXPECT_LE(RelativeDifference(eval_parallel, eval_single), c.tolerance)
+      << eval_parallel << " vs " << eval_single;
 }
 
 INSTANTIATE_TEST_SUITE_P(
