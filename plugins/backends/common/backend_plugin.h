@@ -33,6 +33,11 @@
 // backend with slow paths to report (ABI 1.8, Backend_GetInfo's slow_paths)
 // also supplies
 //   std::string SlowPathReport() const;   // "<calls> x <kind>: <shape>\n"...
+// A backend whose instances differ in what they run (an op that needs
+// hardware one device has and another lacks) also supplies
+//   bool DeviceSupports(MNT_Op op) const;  // for ops Supports() allows
+// which Backend_GetOpSupport asks after Supports(); the op's kernel method
+// still refuses it in one line when called anyway.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_BACKEND_PLUGIN_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_BACKEND_PLUGIN_H_
 
@@ -58,6 +63,10 @@ template <typename B, typename = void>
 struct HasSlowPathReport : std::false_type {};
 template <typename B>
 struct HasSlowPathReport<B, std::void_t<decltype(&B::SlowPathReport)>> : std::true_type {};
+template <typename B, typename = void>
+struct HasDeviceSupports : std::false_type {};
+template <typename B>
+struct HasDeviceSupports<B, std::void_t<decltype(&B::DeviceSupports)>> : std::true_type {};
 
 // Backend_GetInfo's answer; `name` lives as long as the backend instance.
 struct DeviceInfo {
@@ -285,7 +294,13 @@ class BackendPlugin {
       MNT_CHECK_ARGS(MNT_Backend_GetOpSupport_Args, args);
       Instance* in;
       MNT_RETURN_IF_ERROR(Resolve("Backend_GetOpSupport", args->backend, &in));
-      args->supported = SupportsOp<B>(sdk::RawEnum(args->op)) ? 1 : 0;
+      const int32_t raw_op = sdk::RawEnum(args->op);
+      bool supported = SupportsOp<B>(raw_op);
+      if constexpr (HasDeviceSupports<B>::value) {
+        // SupportsOp only says yes to known ops, so the cast is safe.
+        if (supported) supported = in->device->DeviceSupports(static_cast<MNT_Op>(raw_op));
+      }
+      args->supported = supported ? 1 : 0;
       return Status::Ok();
     });
   }

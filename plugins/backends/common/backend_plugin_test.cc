@@ -76,6 +76,24 @@ const MNT_Plugin_Api* OtherApi() {
   return BackendPlugin<FillOnlyBackend<1>>::Api("another test backend");
 }
 
+// Supports() allows FILL and ADD, but this "device" runs only FILL: the
+// per-instance DeviceSupports hook narrows Backend_GetOpSupport's answer.
+class DeviceLimitedBackend : public FillOnlyBackend<2> {
+ public:
+  static constexpr const char* kName = "device_limited";
+  static constexpr bool Supports(MNT_Op op) { return op == MNT_OP_FILL || op == MNT_OP_ADD; }
+  static sdk::Status Create(const char*, int32_t, std::unique_ptr<DeviceLimitedBackend>* out) {
+    *out = std::make_unique<DeviceLimitedBackend>();
+    return sdk::Status::Ok();
+  }
+  bool DeviceSupports(MNT_Op op) const { return op != MNT_OP_ADD; }
+  sdk::Status Add(const AddCall&) { return sdk::Unimplemented("ADD: not on this device"); }
+};
+
+const MNT_Plugin_Api* DeviceLimitedApi() {
+  return BackendPlugin<DeviceLimitedBackend>::Api("test backend: ADD not on this device");
+}
+
 MNT_Backend* Create(const MNT_Plugin_Api* plugin) {
   MNT_Backend_Create_Args a{};
   a.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
@@ -107,6 +125,16 @@ TEST(BackendPluginTest, DescriptorComesFromTheClass) {
   EXPECT_STREQ(p->description, "test backend: FILL only");
   EXPECT_EQ(p->backend->struct_size, MNT_Backend_Api_STRUCT_SIZE);
   EXPECT_NE(p->backend->Event_Destroy, nullptr);
+}
+
+TEST(BackendPluginTest, DeviceSupportsNarrowsGetOpSupport) {
+  const MNT_Plugin_Api* plugin = DeviceLimitedApi();
+  MNT_Backend* backend = Create(plugin);
+  for (MNT_Op op : sdk::kAllOps) {
+    EXPECT_EQ(Supported(plugin, backend, op), op == MNT_OP_FILL ? 1 : 0) << sdk::OpName(op);
+  }
+  EXPECT_EQ(Supported(plugin, backend, 999), 0);
+  Destroy(plugin, backend);
 }
 
 TEST(BackendPluginTest, UnsupportedOpsAreReportedAndRefused) {

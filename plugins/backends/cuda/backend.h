@@ -61,11 +61,15 @@ struct ConvPlan {
 // State is public: the kernel methods of every family file read it.
 struct CudaBackend {
   static constexpr const char* kName = "cuda";
-  // Every op but the FP8 ones (ABI 1.9 SCALED_CAST, SCALED_GEMM), not
-  // written yet.
-  static constexpr bool Supports(MNT_Op op) {
-    return op != MNT_OP_SCALED_CAST && op != MNT_OP_SCALED_GEMM;
+  // Every op (the FP8 ones, ABI 1.9 SCALED_CAST and SCALED_GEMM, in
+  // fp8.cu). SCALED_GEMM also needs FP8 tensor cores: DeviceSupports says
+  // which ops this instance's GPU runs (Backend_GetOpSupport asks it), and
+  // ScaledGemm refuses in one line below sm_89.
+  static constexpr bool Supports(MNT_Op) { return true; }
+  bool DeviceSupports(MNT_Op op) const {
+    return op != MNT_OP_SCALED_GEMM || sm >= kMinFp8GemmSm;
   }
+  static constexpr int kMinFp8GemmSm = 89;  // Ada; Hopper is 90
   using Event = cudaEvent_t;
 
   // options: backend_options.h; device_ordinal picks the GPU.
@@ -103,6 +107,7 @@ struct CudaBackend {
   std::string SlowPathReport() const { return slow_paths.Report(); }
 
   int device = 0;
+  int sm = 0;  // compute capability, major * 10 + minor (90 for sm_90)
   std::string device_name;
   int64_t total_memory_bytes = 0;
   CudaBackendOptions options;

@@ -285,6 +285,8 @@ GemmState::~GemmState() {
   if (lt != nullptr) cublasLtDestroy(lt);
 }
 
+Status EnsureGemmWorkspace(CudaBackend& b) { return EnsureWorkspace(b); }
+
 Status CreateGemmState(std::unique_ptr<GemmState>* out) {
   auto state = std::make_unique<GemmState>();
   MNT_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&state->lt), "Backend_Create: cublasLtCreate");

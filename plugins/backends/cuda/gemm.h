@@ -61,6 +61,9 @@ sdk::Status CreateGemmState(std::unique_ptr<GemmState>* out);
 
 struct CudaBackend;  // backend.h
 
+// b.gemm->workspace, allocated on first use (GEMM's, shared with fp8.cu).
+sdk::Status EnsureGemmWorkspace(CudaBackend& b);
+
 // A cuBLASLt epilogue beyond GEMM's bias: GELU_AUX_BIAS (bias in, aux the
 // pre-activation out), DGELU / DGELU_BGRAD (aux in, bias the gradient out),
 // BGRADB (bias the gradient out). Absent tensors have data NULL.

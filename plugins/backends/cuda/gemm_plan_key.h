@@ -59,6 +59,10 @@ struct GemmPlanKey {
   // matrix) and the batch strides, all in elements.
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t batch = 0, stride_a = 0, stride_b = 0, stride_c = 0;
+  // FP8 products (SCALED_GEMM, fp8.cu): cuBLASLt's B operand's dtype when it
+  // differs from operand_dtype (its A; 0: the same), and fast accumulation.
+  int32_t operand_b_dtype = 0;
+  int32_t fast_accum = 0;
 
   friend bool operator==(const GemmPlanKey& x, const GemmPlanKey& y) {
     return x.m == y.m && x.n == y.n && x.k == y.k && x.trans_a == y.trans_a &&
@@ -69,7 +73,8 @@ struct GemmPlanKey {
            x.align_a == y.align_a && x.align_b == y.align_b &&
            x.align_c == y.align_c && x.align_bias == y.align_bias && x.lda == y.lda &&
            x.ldb == y.ldb && x.ldc == y.ldc && x.batch == y.batch &&
-           x.stride_a == y.stride_a && x.stride_b == y.stride_b && x.stride_c == y.stride_c;
+           x.stride_a == y.stride_a && x.stride_b == y.stride_b && x.stride_c == y.stride_c &&
+           x.operand_b_dtype == y.operand_b_dtype && x.fast_accum == y.fast_accum;
   }
   friend bool operator!=(const GemmPlanKey& x, const GemmPlanKey& y) { return !(x == y); }
 };
@@ -99,6 +104,7 @@ struct GemmPlanKeyHash {
     mix(pair(static_cast<int32_t>(key.align_a), static_cast<int32_t>(key.align_b)));
     mix(pair(static_cast<int32_t>(key.align_c), static_cast<int32_t>(key.align_bias)));
     mix(static_cast<uint64_t>(key.align_aux));
+    mix(pair(key.operand_b_dtype, key.fast_accum));
     for (int64_t v : {key.lda, key.ldb, key.ldc, key.batch, key.stride_a, key.stride_b,
                       key.stride_c}) {
       mix(static_cast<uint64_t>(v));

@@ -74,6 +74,8 @@ std::vector<std::function<void(GemmPlanKey&)>> FieldChanges() {
       [](GemmPlanKey& k) { k.stride_a += 1; },
       [](GemmPlanKey& k) { k.stride_b += 1; },
       [](GemmPlanKey& k) { k.stride_c += 1; },
+      [](GemmPlanKey& k) { k.operand_b_dtype += 1; },
+      [](GemmPlanKey& k) { k.fast_accum ^= 1; },
   };
 }
 

@@ -41,6 +41,7 @@ Status CudaBackend::Create(const char* options_text, int32_t ordinal,
   MNT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, b->device),
                            "Backend_Create: cudaGetDeviceProperties");
   b->total_memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  b->sm = prop.major * 10 + prop.minor;
   b->device_name = sdk::Format("cuda:%d (%s, sm_%d%d, %.0f GiB)", b->device, prop.name,
                                prop.major, prop.minor,
                                prop.totalGlobalMem / (1024.0 * 1024 * 1024));

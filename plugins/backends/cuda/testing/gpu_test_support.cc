@@ -156,6 +156,11 @@ std::unique_ptr<Pair> DualBackend::UploadI32(const std::vector<int32_t>& values,
   return UploadBytes(cuda_, cpu_, bytes, MNT_DTYPE_I32, std::move(dims));
 }
 
+std::unique_ptr<Pair> DualBackend::UploadRaw(const std::vector<uint8_t>& bytes,
+                                             MNT_DType dtype, std::vector<int64_t> dims) {
+  return UploadBytes(cuda_, cpu_, bytes, dtype, std::move(dims));
+}
+
 std::unique_ptr<Pair> DualBackend::Poisoned(MNT_DType dtype, std::vector<int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;

@@ -79,6 +79,9 @@ class DualBackend {
                                std::vector<int64_t> dims);
   std::unique_ptr<Pair> UploadI32(const std::vector<int32_t>& values,
                                   std::vector<int64_t> dims);
+  // `bytes` as they are (e.g. FP8 codes), numel(dims) * DTypeSize(dtype).
+  std::unique_ptr<Pair> UploadRaw(const std::vector<uint8_t>& bytes, MNT_DType dtype,
+                                  std::vector<int64_t> dims);
   // An output filled with NaN on both sides (catches unwritten elements).
   std::unique_ptr<Pair> Poisoned(MNT_DType dtype, std::vector<int64_t> dims);
   // Contents as fp32 (after Synchronize); from_cuda picks the side.

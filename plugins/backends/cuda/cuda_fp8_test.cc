@@ -1,0 +1,452 @@
+// The FP8 ops (ABI 1.9) on the cuda backend: SCALED_CAST in both directions
+// (every x dtype and FP8 format, saturation, infinities, NaN, signed zeros,
+// all 256 codes; the optional amax, NaN-propagating) and SCALED_GEMM (every
+// trans_a/trans_b, a shape cuBLASLt takes as it is and one that needs the
+// padded path, every D dtype and operand pairing, alpha, beta, bias in each
+// dtype, fast accumulation, amax). Each op is checked against a float64
+// host reference built from common/fp8_convert.h (bit-exact for SCALED_CAST)
+// and, where the CPU backend runs the op (Backend_GetOpSupport), against the
+// CPU backend on the same inputs. Skips without a GPU; the SCALED_GEMM part
+// skips below sm_89 after checking that the op is refused there in one line.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/common/fp8_convert.h"
+#include "plugins/backends/cuda/testing/gpu_test_support.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::cuda {
+namespace {
+
+using testing::DualBackend;
+using testing::DualBackendTest;
+using testing::Pair;
+
+int32_t OpSupported(const sdk::BackendClient& c, MNT_Op op) {
+  MNT_Backend_GetOpSupport_Args a{};
+  a.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+  a.backend = c.backend();
+  a.op = op;
+  const sdk::Status s = sdk::StatusFromPluginError(c.plugin(), c.api()->Backend_GetOpSupport(&a));
+  EXPECT_TRUE(s.ok()) << s.message();
+  return a.supported;
+}
+
+int DeviceSm() {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    return 0;
+  }
+  return major * 10 + minor;
+}
+
+uint8_t Encode(MNT_DType fp8, float v) {
+  return fp8 == MNT_DTYPE_F8_E5M2 ? FloatToFp8E5M2Bits(v) : FloatToFp8E4M3Bits(v);
+}
+float Decode(MNT_DType fp8, uint8_t b) {
+  return fp8 == MNT_DTYPE_F8_E5M2 ? Fp8E5M2BitsToFloat(b) : Fp8E4M3BitsToFloat(b);
+}
+
+// What `dtype` stores for v (fp32: v itself), as fp32.
+float RoundTo(MNT_DType dtype, float v) {
+  switch (dtype) {
+    case MNT_DTYPE_F16: return HalfBitsToFloat(FloatToHalfBits(v));
+    case MNT_DTYPE_BF16: return Bf16BitsToFloat(FloatToBf16Bits(v));
+    default: return v;
+  }
+}
+
+// Same value, or both NaN (the sign of zero counts).
+bool SameFloat(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  uint32_t x, y;
+  std::memcpy(&x, &a, 4);
+  std::memcpy(&y, &b, 4);
+  return x == y;
+}
+
+class CudaFp8Test : public DualBackendTest {
+ protected:
+  // Whether the CPU backend runs `op` (it may not yet): said once per op.
+  bool CpuRuns(MNT_Op op) {
+    const bool runs = OpSupported(d_.cpu(), op) != 0;
+    if (!runs) {
+      std::printf("NOTE: the cpu backend does not run %s; compared with the float64 host "
+                  "reference only\n",
+                  sdk::OpName(op));
+    }
+    return runs;
+  }
+  // Runs on cuda (and on cpu when `with_cpu`); the cuda status.
+  sdk::Status Run(bool with_cpu, MNT_Op op, const std::vector<const Pair*>& in,
+                  const std::vector<const Pair*>& out, const void* params = nullptr) {
+    if (with_cpu) return d_.RunBoth(op, in, out, params);
+    sdk::Status s = d_.RunCuda(op, in, out, params);
+    if (s.ok()) s = d_.cuda().Synchronize();
+    return s;
+  }
+  float Amax(const Pair& p, bool from_cuda) { return d_.Download(p, from_cuda)[0]; }
+};
+
+TEST_F(CudaFp8Test, OpSupport) {
+  EXPECT_EQ(OpSupported(d_.cuda(), MNT_OP_SCALED_CAST), 1);
+  EXPECT_EQ(OpSupported(d_.cuda(), MNT_OP_SCALED_GEMM), DeviceSm() >= 89 ? 1 : 0)
+      << "sm_" << DeviceSm();
+}
+
+// ---- SCALED_CAST -----------------------------------------------------------------
+
+TEST_F(CudaFp8Test, QuantizeMatchesFp8ConvertBitForBit) {
+  const bool cpu = CpuRuns(MNT_OP_SCALED_CAST);
+  const int64_t n = 10007;  // not a multiple of anything
+  const float scale = 37.5f;
+  std::vector<float> x = Random(n, 4.0f);
+  // Specials: overflow (saturates), infinities (saturate), signed zeros,
+  // values that round to zero, ties near the top of each format.
+  const float specials[] = {0.0f,    -0.0f,   1e-9f,    -1e-9f,  464.0f / scale,
+                            1e4f,    -1e4f,   INFINITY, -INFINITY, 61440.0f / scale,
+                            -448.0f / scale,  1e30f,   -1e30f};
+  for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); ++i) x[i * 7] = specials[i];
+  for (MNT_DType xd : {MNT_DTYPE_F32, MNT_DTYPE_F16, MNT_DTYPE_BF16}) {
+    for (MNT_DType fp8 : {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E5M2}) {
+      for (bool with_amax : {true, false}) {
+        SCOPED_TRACE(std::string(sdk::DTypeName(xd)) + " -> " + sdk::DTypeName(fp8) +
+                     (with_amax ? " with amax" : ""));
+        const std::vector<float> xs = testing::RoundedTo(x, xd);
+        auto xp = d_.Upload(x, xd, {n});
+        auto sp = d_.Upload({scale}, MNT_DTYPE_F32, {1});
+        auto yp = d_.UploadRaw(std::vector<uint8_t>(n, 0x55), fp8, {n});
+        auto amax = d_.Poisoned(MNT_DTYPE_F32, {1});
+        std::vector<const Pair*> outs = {yp.get()};
+        if (with_amax) outs.push_back(amax.get());
+        const sdk::Status s = Run(cpu, MNT_OP_SCALED_CAST, {xp.get(), sp.get()}, outs);
+        ASSERT_TRUE(s.ok()) << s.message();
+        const std::vector<uint8_t> got = d_.Bytes(*yp, true);
+        float want_amax = 0.0f;
+        int bad = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const uint8_t want = Encode(fp8, xs[i] * scale);
+          if (got[i] != want && bad++ < 5) {
+            ADD_FAILURE() << "element " << i << ": x " << xs[i] << " -> 0x" << std::hex
+                          << int(got[i]) << ", want 0x" << int(want);
+          }
+          want_amax = std::max(want_amax, std::fabs(xs[i]));
+        }
+        EXPECT_EQ(bad, 0);
+        if (cpu) EXPECT_EQ(got, d_.Bytes(*yp, false)) << "cuda vs cpu";
+        if (with_amax) {
+          EXPECT_TRUE(SameFloat(Amax(*amax, true), want_amax))
+              << Amax(*amax, true) << " vs " << want_amax;
+          if (cpu) EXPECT_TRUE(SameFloat(Amax(*amax, true), Amax(*amax, false)));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaFp8Test, DequantizeEveryCode) {
+  const bool cpu = CpuRuns(MNT_OP_SCALED_CAST);
+  const float scale_inv = 1.0f / 37.5f;
+  for (MNT_DType fp8 : {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E5M2}) {
+    // Every code 40 times, shuffled; then without the NaN codes (amax a
+    // number, or +inf for E5M2's infinities).
+    for (bool with_nan : {true, false}) {
+      std::vector<uint8_t> codes;
+      for (int rep = 0; rep < 40; ++rep) {
+        for (int c = 0; c < 256; ++c) {
+          if (!with_nan && std::isnan(Decode(fp8, static_cast<uint8_t>(c)))) continue;
+          codes.push_back(static_cast<uint8_t>(c));
+        }
+      }
+      std::shuffle(codes.begin(), codes.end(), rng_);
+      const int64_t n = static_cast<int64_t>(codes.size());
+      for (MNT_DType yd : {MNT_DTYPE_F32, MNT_DTYPE_F16, MNT_DTYPE_BF16}) {
+        SCOPED_TRACE(std::string(sdk::DTypeName(fp8)) + " -> " + sdk::DTypeName(yd) +
+                     (with_nan ? " with NaN codes" : ""));
+        auto xp = d_.UploadRaw(codes, fp8, {n});
+        auto sp = d_.Upload({scale_inv}, MNT_DTYPE_F32, {1});
+        auto yp = d_.Poisoned(yd, {n});
+        auto amax = d_.Poisoned(MNT_DTYPE_F32, {1});
+        const sdk::Status s =
+            Run(cpu, MNT_OP_SCALED_CAST, {xp.get(), sp.get()}, {yp.get(), amax.get()});
+        ASSERT_TRUE(s.ok()) << s.message();
+        const std::vector<float> got = d_.Download(*yp, true);
+        float want_amax = 0.0f;
+        bool amax_nan = false;
+        int bad = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = Decode(fp8, codes[i]);
+          const float want = RoundTo(yd, v * scale_inv);
+          if (!SameFloat(got[i], want) && bad++ < 5) {
+            ADD_FAILURE() << "code 0x" << std::hex << int(codes[i]) << std::dec << ": got "
+                          << got[i] << ", want " << want;
+          }
+          if (std::isnan(v)) amax_nan = true;
+          else want_amax = std::max(want_amax, std::fabs(v));
+        }
+        EXPECT_EQ(bad, 0);
+        if (cpu) EXPECT_EQ(d_.Bytes(*yp, true), d_.Bytes(*yp, false)) << "cuda vs cpu";
+        const float got_amax = Amax(*amax, true);
+        if (amax_nan) {
+          EXPECT_TRUE(std::isnan(got_amax)) << got_amax;
+        } else {
+          EXPECT_EQ(got_amax, want_amax);
+        }
+        if (cpu) EXPECT_TRUE(SameFloat(got_amax, Amax(*amax, false)));
+      }
+    }
+  }
+}
+
+TEST_F(CudaFp8Test, QuantizeNanStaysNanAndMakesAmaxNan) {
+  const bool cpu = CpuRuns(MNT_OP_SCALED_CAST);
+  const int64_t n = 70001;  // several blocks: the NaN is in one of them
+  std::vector<float> x = Random(n);
+  x[n - 3] = -NAN;
+  x[12345] = NAN;
+  for (MNT_DType fp8 : {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E5M2}) {
+    auto xp = d_.Upload(x, MNT_DTYPE_F32, {n});
+    auto sp = d_.Upload({1000.0f}, MNT_DTYPE_F32, {1});
+    auto yp = d_.UploadRaw(std::vector<uint8_t>(n, 0), fp8, {n});
+    auto amax = d_.Poisoned(MNT_DTYPE_F32, {1});
+    ASSERT_TRUE(
+        Run(cpu, MNT_OP_SCALED_CAST, {xp.get(), sp.get()}, {yp.get(), amax.get()}).ok());
+    const std::vector<uint8_t> got = d_.Bytes(*yp, true);
+    EXPECT_TRUE(std::isnan(Decode(fp8, got[n - 3])));
+    EXPECT_TRUE(std::isnan(Decode(fp8, got[12345])));
+    // NaN keeps its sign (0x7F / 0xFF), as fp8_convert.h and the CPU give.
+    EXPECT_EQ(got[12345], Encode(fp8, NAN));
+    EXPECT_EQ(got[n - 3], Encode(fp8, -NAN));
+    if (cpu) EXPECT_EQ(got, d_.Bytes(*yp, false)) << "cuda vs cpu";
+    EXPECT_TRUE(std::isnan(Amax(*amax, true))) << Amax(*amax, true);
+  }
+}
+
+// ---- SCALED_GEMM ----------------------------------------------------------------
+
+struct GemmCase {
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+  MNT_DType a_type, b_type, d_type;
+  MNT_DType bias_type;  // INVALID: no bias
+  float alpha, beta;
+  bool fast, amax;
+};
+
+std::string Describe(const GemmCase& c) {
+  return sdk::Format("M=%lld N=%lld K=%lld trans_a=%d trans_b=%d A %s B %s D %s bias %s "
+                     "alpha %g beta %g fast %d amax %d",
+                     (long long)c.m, (long long)c.n, (long long)c.k, c.trans_a, c.trans_b,
+                     sdk::DTypeName(c.a_type), sdk::DTypeName(c.b_type),
+                     sdk::DTypeName(c.d_type),
+                     c.bias_type == MNT_DTYPE_INVALID ? "none" : sdk::DTypeName(c.bias_type),
+                     c.alpha, c.beta, c.fast, c.amax);
+}
+
+class CudaFp8GemmTest : public CudaFp8Test {
+ protected:
+  void SetUp() override {
+    CudaFp8Test::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    sm_ = DeviceSm();
+    if (sm_ < 89) {
+      // The refusal itself is what this GPU can check.
+      auto a = d_.UploadRaw(std::vector<uint8_t>(16 * 16, 0x38), MNT_DTYPE_F8_E4M3, {16, 16});
+      auto b = d_.UploadRaw(std::vector<uint8_t>(16 * 16, 0x38), MNT_DTYPE_F8_E4M3, {16, 16});
+      auto s = d_.Upload({1.0f}, MNT_DTYPE_F32, {1});
+      auto dd = d_.Poisoned(MNT_DTYPE_F32, {16, 16});
+      MNT_ScaledGemmParams p{};
+      p.struct_size = MNT_ScaledGemmParams_STRUCT_SIZE;
+      p.trans_b = 1;
+      p.alpha = 1.0f;
+      const sdk::Status st = d_.RunCuda(MNT_OP_SCALED_GEMM, {a.get(), b.get(), s.get(), s.get()},
+                                        {dd.get()}, &p);
+      EXPECT_FALSE(st.ok());
+      EXPECT_NE(st.message().find("SCALED_GEMM needs FP8 tensor cores (sm_89 or newer); this "
+                                  "GPU is sm_" + std::to_string(sm_)),
+                std::string::npos)
+          << st.message();
+      std::printf("SKIPPED: SCALED_GEMM needs FP8 tensor cores (sm_89 or newer); this GPU is "
+                  "sm_%d (its one-line refusal checked)\n",
+                  sm_);
+      GTEST_SKIP() << "SCALED_GEMM needs sm_89 or newer; this GPU is sm_" << sm_;
+    }
+  }
+
+  void Check(const GemmCase& c, bool cpu) {
+    SCOPED_TRACE(Describe(c));
+    const int64_t m = c.m, n = c.n, k = c.k;
+    // FP8 operands: N(0, 1) values quantized with a scale (what a recipe
+    // does), and the matching inverse scales.
+    const float sa = 16.0f, sb = 64.0f;
+    auto quantize = [&](MNT_DType t, int64_t count, float scale) {
+      std::vector<uint8_t> q(count);
+      for (auto& e : q) e = Encode(t, std::normal_distribution<float>(0.0f, 1.0f)(rng_) * scale);
+      return q;
+    };
+    const std::vector<uint8_t> aq = quantize(c.a_type, m * k, sa);
+    const std::vector<uint8_t> bq = quantize(c.b_type, k * n, sb);
+    auto a = d_.UploadRaw(aq, c.a_type,
+                          c.trans_a ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
+    auto b = d_.UploadRaw(bq, c.b_type,
+                          c.trans_b ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+    auto inv_a = d_.Upload({1.0f / sa}, MNT_DTYPE_F32, {1});
+    auto inv_b = d_.Upload({1.0f / sb}, MNT_DTYPE_F32, {1});
+    const std::vector<float> d0 =
+        c.beta != 0.0f ? testing::RoundedTo(Random(m * n), c.d_type)
+                       : std::vector<float>(m * n, NAN);  // beta 0: never read
+    auto d = d_.Upload(d0, c.d_type, {m, n});
+    std::vector<float> bias_v;
+    std::unique_ptr<Pair> bias;
+    if (c.bias_type != MNT_DTYPE_INVALID) {
+      bias_v = testing::RoundedTo(Random(n), c.bias_type);
+      bias = d_.Upload(bias_v, c.bias_type, {n});
+    }
+    auto amax = d_.Poisoned(MNT_DTYPE_F32, {1});
+    MNT_ScaledGemmParams p{};
+    p.struct_size = MNT_ScaledGemmParams_STRUCT_SIZE;
+    p.trans_a = c.trans_a;
+    p.trans_b = c.trans_b;
+    p.alpha = c.alpha;
+    p.beta = c.beta;
+    p.fast_accumulation = c.fast;
+    std::vector<const Pair*> in = {a.get(), b.get(), inv_a.get(), inv_b.get()};
+    if (bias) in.push_back(bias.get());
+    std::vector<const Pair*> out = {d.get()};
+    if (c.amax) out.push_back(amax.get());
+    const sdk::Status s = Run(cpu, MNT_OP_SCALED_GEMM, in, out, &p);
+    ASSERT_TRUE(s.ok()) << s.message();
+
+    // float64 reference; the tolerance scales with sum |products| (fp32
+    // accumulation in another order; fast accumulation keeps fewer bits).
+    const double acc_rtol = c.fast ? 2e-3 : 1e-5;
+    const double d_rtol = testing::StorageTolerance(c.d_type);
+    const double scale = static_cast<double>(c.alpha) / sa / sb;
+    std::vector<double> want(m * n), tol(m * n);
+    double want_amax = 0.0;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0, mag = 0.0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const uint8_t av = c.trans_a ? aq[kk * m + i] : aq[i * k + kk];
+          const uint8_t bv = c.trans_b ? bq[j * k + kk] : bq[kk * n + j];
+          const double prod =
+              static_cast<double>(Decode(c.a_type, av)) * Decode(c.b_type, bv);
+          sum += prod;
+          mag += std::fabs(prod);
+        }
+        double v = scale * sum;
+        if (c.beta != 0.0f) v += static_cast<double>(c.beta) * d0[i * n + j];
+        if (bias) v += bias_v[j];
+        want[i * n + j] = v;
+        tol[i * n + j] = acc_rtol * std::fabs(scale) * mag + 1e-6 +
+                         d_rtol * std::fabs(v) + 1e-6 * std::fabs(c.beta * d0[i * n + j]);
+        want_amax = std::max(want_amax, std::fabs(v));
+      }
+    }
+    const std::vector<float> got = d_.Download(*d, true);
+    const std::vector<float> got_cpu = cpu ? d_.Download(*d, false) : std::vector<float>();
+    int bad = 0;
+    for (int64_t i = 0; i < m * n; ++i) {
+      const double err = std::fabs(got[i] - want[i]);
+      if (!(err <= tol[i]) && bad++ < 5) {
+        ADD_FAILURE() << "D[" << i / n << ", " << i % n << "] = " << got[i] << ", want "
+                      << want[i] << " (tolerance " << tol[i] << ")";
+      }
+      if (cpu && !(std::fabs(got[i] - got_cpu[i]) <= 2 * tol[i]) && bad++ < 5) {
+        ADD_FAILURE() << "D[" << i / n << ", " << i % n << "] = " << got[i] << ", cpu "
+                      << got_cpu[i];
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    if (c.amax) {
+      const float ga = Amax(*amax, true);
+      EXPECT_NEAR(ga, want_amax, 2e-3 * want_amax + 1e-4) << "amax";
+      if (cpu) EXPECT_NEAR(ga, Amax(*amax, false), 2e-3 * want_amax + 1e-4) << "amax vs cpu";
+    }
+  }
+  int sm_ = 0;
+};
+
+TEST_F(CudaFp8GemmTest, EveryLayoutShapeAndDtype) {
+  const bool cpu = CpuRuns(MNT_OP_SCALED_GEMM);
+  const MNT_DType pairs[3][2] = {{MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E4M3},
+                                 {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E5M2},
+                                 {MNT_DTYPE_F8_E5M2, MNT_DTYPE_F8_E4M3}};
+  // 64^3 goes straight to cuBLASLt (TN after any transposed copy); 33 x 20
+  // x 40 needs the padded operands and the fp32 scratch D.
+  const int64_t shapes[2][3] = {{64, 64, 64}, {33, 20, 40}};
+  int variant = 0;
+  for (const auto& shape : shapes) {
+    for (int t = 0; t < 4; ++t) {
+      for (MNT_DType dt : {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16}) {
+        const auto& pair = pairs[variant % 3];
+        GemmCase c{shape[0], shape[1], shape[2], (t & 1) != 0, (t & 2) != 0, pair[0], pair[1],
+                   dt, MNT_DTYPE_INVALID, 1.0f, 0.0f, false, false};
+        Check(c, cpu);
+        // alpha, beta, a bias in D's dtype and in fp32, amax, fast accumulation.
+        c.alpha = 0.75f;
+        c.beta = 0.5f;
+        c.bias_type = (variant & 1) ? dt : MNT_DTYPE_F32;
+        c.amax = true;
+        c.fast = (variant & 2) != 0;
+        Check(c, cpu);
+        ++variant;
+      }
+    }
+  }
+}
+
+TEST_F(CudaFp8GemmTest, BiasThatTheEpilogueTakes) {
+  // D fp32 with a bf16 bias and D bf16 with a bf16 bias (cuBLASLt's FP8
+  // bias epilogue), D fp16 with an fp16 bias; aligned shapes, TN layout.
+  const bool cpu = CpuRuns(MNT_OP_SCALED_GEMM);
+  for (MNT_DType dt : {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16}) {
+    const MNT_DType bt = dt == MNT_DTYPE_F16 ? MNT_DTYPE_F16 : MNT_DTYPE_BF16;
+    Check(GemmCase{128, 64, 96, false, true, MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E4M3, dt, bt, 1.0f,
+                   0.0f, false, false},
+          cpu);
+    Check(GemmCase{128, 64, 96, false, true, MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E4M3, dt, bt, 2.0f,
+                   1.0f, true, dt == MNT_DTYPE_F32},
+          cpu);
+  }
+}
+
+TEST_F(CudaFp8GemmTest, NanPropagatesToDAndAmax) {
+  const bool cpu = CpuRuns(MNT_OP_SCALED_GEMM);
+  // A NaN code in A: its row of D is NaN, and so is the amax.
+  const int64_t m = 32, n = 32, k = 32;
+  std::vector<uint8_t> aq(m * k, 0x38), bq(n * k, 0x38);  // 1.0 in E4M3
+  aq[5 * k + 7] = 0x7F;
+  auto a = d_.UploadRaw(aq, MNT_DTYPE_F8_E4M3, {m, k});
+  auto b = d_.UploadRaw(bq, MNT_DTYPE_F8_E4M3, {n, k});
+  auto one = d_.Upload({1.0f}, MNT_DTYPE_F32, {1});
+  auto d = d_.Poisoned(MNT_DTYPE_BF16, {m, n});
+  auto amax = d_.Poisoned(MNT_DTYPE_F32, {1});
+  MNT_ScaledGemmParams p{};
+  p.struct_size = MNT_ScaledGemmParams_STRUCT_SIZE;
+  p.trans_b = 1;
+  p.alpha = 1.0f;
+  ASSERT_TRUE(Run(cpu, MNT_OP_SCALED_GEMM, {a.get(), b.get(), one.get(), one.get()},
+                  {d.get(), amax.get()}, &p)
+                  .ok());
+  const std::vector<float> got = d_.Download(*d, true);
+  EXPECT_TRUE(std::isnan(got[5 * n + 3]));
+  EXPECT_EQ(got[4 * n + 3], 32.0f);
+  EXPECT_TRUE(std::isnan(Amax(*amax, true))) << Amax(*amax, true);
+}
+
+}  // namespace
+}  // namespace mnt::cuda
