@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/common/fp8_convert.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/capabilities.h"
@@ -67,6 +68,10 @@ std::vector<unsigned char> Encode(const HostTensor& t) {
     } else if (t.dtype == MNT_DTYPE_F16) {
       const uint16_t h = FloatToHalfBits(v);
       std::memcpy(p, &h, 2);
+    } else if (t.dtype == MNT_DTYPE_F8_E4M3) {  // saturating, nearest even
+      *p = FloatToFp8E4M3Bits(v);
+    } else if (t.dtype == MNT_DTYPE_F8_E5M2) {
+      *p = FloatToFp8E5M2Bits(v);
     } else {
       const uint16_t b = FloatToBf16Bits(v);
       std::memcpy(p, &b, 2);
@@ -85,6 +90,10 @@ void Decode(const std::vector<unsigned char>& bytes, HostTensor* t) {
       int32_t x;
       std::memcpy(&x, p, 4);
       t->values[i] = static_cast<float>(x);
+    } else if (t->dtype == MNT_DTYPE_F8_E4M3) {
+      t->values[i] = Fp8E4M3BitsToFloat(*p);
+    } else if (t->dtype == MNT_DTYPE_F8_E5M2) {
+      t->values[i] = Fp8E5M2BitsToFloat(*p);
     } else {
       uint16_t h;
       std::memcpy(&h, p, 2);
@@ -323,6 +332,65 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
   static MNT_AccumulateParams acc{MNT_AccumulateParams_STRUCT_SIZE, 1};
   cases.push_back({"BIAS_GRAD accumulate", MNT_OP_BIAS_GRAD, {Random(&rng, MNT_DTYPE_F32, {M, N})},
                    {Random(&rng, MNT_DTYPE_F32, {N})}, &acc, 1e-5});
+  // ABI 1.9 FP8 (optional ops). The casts are specified to the bit (the
+  // fp32 product, one saturating round to nearest even; the exact decode
+  // times the inverse scale, rounded to y's dtype): tolerance 0, amax
+  // included. Inputs reach past E4M3's 448 so some elements saturate.
+  {
+    const HostTensor scale{MNT_DTYPE_F32, {1}, {0.75f}};
+    const HostTensor scale_inv{MNT_DTYPE_F32, {1}, {0.125f}};
+    const struct {
+      MNT_DType x, y;
+      double lo, hi;
+    } casts[] = {{MNT_DTYPE_F32, MNT_DTYPE_F8_E4M3, -700, 700},
+                 {MNT_DTYPE_BF16, MNT_DTYPE_F8_E5M2, -3000, 3000},
+                 {MNT_DTYPE_F8_E4M3, MNT_DTYPE_BF16, -448, 448},
+                 {MNT_DTYPE_F8_E5M2, MNT_DTYPE_F32, -3000, 3000},
+                 {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F16, -448, 448}};
+    for (const auto& c : casts) {
+      const bool quantize = sdk::IsFp8(c.y);
+      cases.push_back({Format("SCALED_CAST %s->%s +amax", sdk::DTypeName(c.x),
+                              sdk::DTypeName(c.y)),
+                       MNT_OP_SCALED_CAST,
+                       {Random(&rng, c.x, {M, N}, c.lo, c.hi), quantize ? scale : scale_inv},
+                       {Zeros(c.y, {M, N}), Zeros(MNT_DTYPE_F32, {1})}, nullptr, 0});
+    }
+  }
+  // SCALED_GEMM: exact FP8 products, fp32 sums in the backend's order
+  // (fast_accumulation off): 1e-4 of the largest |D| for an F32 D (the
+  // fp32 GEMM's 1e-5 leaves no room for a K-split or tensor-core order at
+  // K ~ 40), 1e-2 for BF16/F16; amax compared the same way.
+  static MNT_ScaledGemmParams scaled_gemm[3];
+  {
+    const struct {
+      MNT_DType a, b, d;
+      int trans_a, trans_b;
+      bool bias;
+      double tol;
+    } gemms[] = {{MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E4M3, MNT_DTYPE_F32, 0, 1, true, 1e-4},
+                 {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E5M2, MNT_DTYPE_BF16, 1, 0, false, 1e-2},
+                 {MNT_DTYPE_F8_E5M2, MNT_DTYPE_F8_E4M3, MNT_DTYPE_F16, 0, 0, true, 1e-2}};
+    for (int i = 0; i < 3; ++i) {
+      const auto& g = gemms[i];
+      scaled_gemm[i] = {MNT_ScaledGemmParams_STRUCT_SIZE, g.trans_a, g.trans_b, 0.75f,
+                        i == 1 ? 0.0f : 0.5f, 0};
+      const double a_hi = g.a == MNT_DTYPE_F8_E4M3 ? 400 : 20000;
+      const double b_hi = g.b == MNT_DTYPE_F8_E4M3 ? 400 : 20000;
+      std::vector<int64_t> a = g.trans_a ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+      std::vector<int64_t> b = g.trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+      std::vector<HostTensor> in = {Random(&rng, g.a, a, -a_hi, a_hi),
+                                    Random(&rng, g.b, b, -b_hi, b_hi),
+                                    HostTensor{MNT_DTYPE_F32, {1}, {static_cast<float>(1 / a_hi)}},
+                                    HostTensor{MNT_DTYPE_F32, {1}, {static_cast<float>(1 / b_hi)}}};
+      if (g.bias) in.push_back(Random(&rng, MNT_DTYPE_BF16, {N}));
+      cases.push_back({Format("SCALED_GEMM %s x %s -> %s trans_a=%d trans_b=%d%s +amax",
+                              sdk::DTypeName(g.a), sdk::DTypeName(g.b), sdk::DTypeName(g.d),
+                              g.trans_a, g.trans_b, g.bias ? " +bias" : ""),
+                       MNT_OP_SCALED_GEMM, in,
+                       {Random(&rng, g.d, {M, N}), Zeros(MNT_DTYPE_F32, {1})},
+                       &scaled_gemm[i], g.tol});
+    }
+  }
   static MNT_ActivationParams act[2] = {{MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_RELU},
                                         {MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_GELU_TANH}};
   for (const auto& a : act) {

@@ -20,4 +20,5 @@ KERNEL_TESTS = [
     "conv_test",
     "pool_test",
     "batchnorm_test",
+    "fp8_test",
 ]

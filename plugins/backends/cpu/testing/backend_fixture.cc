@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "plugins/backends/common/float_convert.h"
+#include "plugins/backends/common/fp8_convert.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 
 namespace mnt::cpu::testing {
@@ -72,6 +73,8 @@ std::vector<double> BackendFixture::Stored(const std::vector<double>& values,
       case MNT_DTYPE_F16: v[i] = RoundToHalf(f); break;
       case MNT_DTYPE_BF16: v[i] = RoundToBf16(f); break;
       case MNT_DTYPE_F32: v[i] = f; break;
+      case MNT_DTYPE_F8_E4M3: v[i] = RoundToFp8E4M3(f); break;
+      case MNT_DTYPE_F8_E5M2: v[i] = RoundToFp8E5M2(f); break;
       default: v[i] = values[i]; break;
     }
   }
@@ -116,10 +119,21 @@ MNT_Tensor BackendFixture::Upload(const std::vector<double>& values,
         std::memcpy(&host[4 * i], &x, 4);
         break;
       }
+      case MNT_DTYPE_F8_E4M3: host[i] = FloatToFp8E4M3Bits(f); break;
+      case MNT_DTYPE_F8_E5M2: host[i] = FloatToFp8E5M2Bits(f); break;
       default: ADD_FAILURE() << "Upload: unsupported dtype"; break;
     }
   }
   const sdk::Status s = client_.ToDevice(t.data, host.data(), host.size());
+  EXPECT_TRUE(s.ok()) << s.message();
+  return t;
+}
+
+MNT_Tensor BackendFixture::UploadBytes(const std::vector<uint8_t>& bytes, MNT_DType dtype,
+                                       std::initializer_list<int64_t> dims) {
+  MNT_Tensor t = Allocate(dtype, dims, MNT_MEMORY_ACTIVATIONS);
+  EXPECT_EQ(bytes.size(), sdk::SizeBytes(t));
+  const sdk::Status s = client_.ToDevice(t.data, bytes.data(), bytes.size());
   EXPECT_TRUE(s.ok()) << s.message();
   return t;
 }
@@ -176,6 +190,8 @@ std::vector<double> BackendFixture::Download(const MNT_Tensor& t) {
         v[i] = x;
         break;
       }
+      case MNT_DTYPE_F8_E4M3: v[i] = Fp8E4M3BitsToFloat(host[i]); break;
+      case MNT_DTYPE_F8_E5M2: v[i] = Fp8E5M2BitsToFloat(host[i]); break;
       default: ADD_FAILURE() << "Download: unsupported dtype"; break;
     }
   }

@@ -52,12 +52,16 @@ class BackendFixture : public ::testing::Test {
   std::mt19937& rng() { return rng_; }
   std::vector<double> Random(size_t n, double lo = -1.0, double hi = 1.0);
 
-  // Device tensor holding `values` rounded into `dtype` (I32 for ids).
+  // Device tensor holding `values` rounded into `dtype` (I32 for ids; the
+  // FP8 dtypes with the saturating casts of common/fp8_convert.h).
   MNT_Tensor Upload(const std::vector<double>& values, MNT_DType dtype,
                     std::initializer_list<int64_t> dims,
                     MNT_MemoryCategory category = MNT_MEMORY_ACTIVATIONS);
   MNT_Tensor UploadI32(const std::vector<int32_t>& values,
                        std::initializer_list<int64_t> dims);
+  // Device tensor holding exactly `bytes` (e.g. chosen FP8 codes).
+  MNT_Tensor UploadBytes(const std::vector<uint8_t>& bytes, MNT_DType dtype,
+                         std::initializer_list<int64_t> dims);
   // Uninitialised device tensor, filled with NaN (float dtypes) so that a
   // kernel that forgets to write shows up.
   MNT_Tensor Empty(MNT_DType dtype, std::initializer_list<int64_t> dims);
