@@ -203,13 +203,6 @@ cudaDataType_t FloatCudaType(MNT_DType t) {
 
 int64_t RoundUp16(int64_t v) { return (v + 15) / 16 * 16; }
 
-struct PreferenceHolder {
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~PreferenceHolder() {
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
-  }
-};
-
 // The pointers set on a plan's descriptor at every call (device pointers
 // that differ between calls; the key holds their alignments).
 struct Fp8CallPointers {
@@ -288,33 +281,7 @@ Status CreateFp8Plan(cublasLtHandle_t lt, const GemmPlanKey& key,
                                  n, m, static_cast<int64_t>(key.ldc)),
       "SCALED_GEMM: cublasLtMatrixLayoutCreate(C)");
 
-  PreferenceHolder pref;
-  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref.pref),
-                             "SCALED_GEMM: cublasLtMatmulPreferenceCreate");
-  const size_t ws = GemmState::kWorkspaceBytes;
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulPreferenceSetAttribute(pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                           &ws, sizeof(ws)),
-      "SCALED_GEMM: cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c}};
-  for (const auto& [attr, value] : aligns) {
-    MNT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulPreferenceSetAttribute(pref.pref, attr, &value, sizeof(value)),
-        "SCALED_GEMM: cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      lt, plan->op, plan->a, plan->b, plan->c, plan->c, pref.pref, 1, &result, &returned);
-  if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
-    MNT_CUBLAS_RETURN_IF_ERROR(st, "SCALED_GEMM: cublasLtMatmulAlgoGetHeuristic");
-  }
-  if (st == CUBLAS_STATUS_SUCCESS && returned > 0) plan->algo = result.algo;
-  return Status::Ok();
+  return SelectGemmAlgorithm(lt, key, plan, "SCALED_GEMM");
 }
 
 // src [rows, cols] (or [cols, rows] when transposed) packed into scratch as

@@ -166,33 +166,7 @@ Status CreatePlan(cublasLtHandle_t lt, const GemmPlanKey& key, void* bias,
     }
   }
 
-  PreferenceHolder pref;
-  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref.pref),
-                             "GEMM: cublasLtMatmulPreferenceCreate");
-  const size_t ws = GemmState::kWorkspaceBytes;
-  MNT_CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatmulPreferenceSetAttribute(
-          pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-      "GEMM: cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c}};
-  for (const auto& [attr, value] : aligns) {
-    MNT_CUBLAS_RETURN_IF_ERROR(
-        cublasLtMatmulPreferenceSetAttribute(pref.pref, attr, &value, sizeof(value)),
-        "GEMM: cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
-  }
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      lt, plan->op, plan->a, plan->b, plan->c, plan->c, pref.pref, 1, &result, &returned);
-  if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
-    MNT_CUBLAS_RETURN_IF_ERROR(st, "GEMM: cublasLtMatmulAlgoGetHeuristic");
-  }
-  if (st == CUBLAS_STATUS_SUCCESS && returned > 0) plan->algo = result.algo;
-  return Status::Ok();
+  return SelectGemmAlgorithm(lt, key, plan, "GEMM");
 }
 
 // `src` copied into scratch as `to`, values rounded to `mode`.
@@ -286,6 +260,38 @@ GemmState::~GemmState() {
 }
 
 Status EnsureGemmWorkspace(CudaBackend& b) { return EnsureWorkspace(b); }
+
+Status SelectGemmAlgorithm(cublasLtHandle_t lt, const GemmPlanKey& key, GemmPlan* plan,
+                           const char* op_name) {
+  const std::string op = op_name;
+  PreferenceHolder pref;
+  MNT_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref.pref),
+                             op + ": cublasLtMatmulPreferenceCreate");
+  const size_t ws = GemmState::kWorkspaceBytes;
+  MNT_CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulPreferenceSetAttribute(
+          pref.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+      op + ": cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c}};
+  for (const auto& [attr, value] : aligns) {
+    MNT_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulPreferenceSetAttribute(pref.pref, attr, &value, sizeof(value)),
+        op + ": cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)");
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      lt, plan->op, plan->a, plan->b, plan->c, plan->c, pref.pref, 1, &result, &returned);
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
+    MNT_CUBLAS_RETURN_IF_ERROR(st, op + ": cublasLtMatmulAlgoGetHeuristic");
+  }
+  if (st == CUBLAS_STATUS_SUCCESS && returned > 0) plan->algo = result.algo;
+  return Status::Ok();
+}
 
 Status CreateGemmState(std::unique_ptr<GemmState>* out) {
   auto state = std::make_unique<GemmState>();

@@ -64,6 +64,12 @@ struct CudaBackend;  // backend.h
 // b.gemm->workspace, allocated on first use (GEMM's, shared with fp8.cu).
 sdk::Status EnsureGemmWorkspace(CudaBackend& b);
 
+// cuBLASLt's first heuristic choice for `plan`'s descriptor and layouts
+// (GEMM's workspace, the key's alignments) into plan->algo; none found
+// leaves it unset. Errors name `op_name` (GEMM, SCALED_GEMM).
+sdk::Status SelectGemmAlgorithm(cublasLtHandle_t lt, const GemmPlanKey& key, GemmPlan* plan,
+                                const char* op_name);
+
 // A cuBLASLt epilogue beyond GEMM's bias: GELU_AUX_BIAS (bias in, aux the
 // pre-activation out), DGELU / DGELU_BGRAD (aux in, bias the gradient out),
 // BGRADB (bias the gradient out). Absent tensors have data NULL.
