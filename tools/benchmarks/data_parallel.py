@@ -11,7 +11,10 @@ out), and for the N-rank runs the time per step rank 0 spent exchanging
 gradients (the trainer's "gradient exchange" phase: the bucketed
 all-reduces, including any wait for a slower rank).
 
-  tools/bazel run //tools/benchmarks:data_parallel -- --repeats=3
+  tools/bazel run //tools/benchmarks:data_parallel -- --repeats=3 [--zero]
+
+--zero adds the N ranks under --zero_stage=1 (ZeRO-1: sharded masters and
+optimizer state, a broadcast of each rank's working weights per step).
 
 Scaling efficiency = tokens/s(N ranks) / (N x tokens/s(1 rank)); the goal
 is >= 85% for N = 2 on a quiet 2-core machine (docs/performance.md, "Data
@@ -31,6 +34,14 @@ from tools.benchmarks import cpu_side_by_side as side
 GPT8 = "n_layer=8,n_head=8,d_model=512,seq_len=256"
 SEQ_LEN = 256
 BATCH = 8
+
+
+def label(config):
+    if config == 1:
+        return "1 rank  x 1 thread"
+    if isinstance(config, int):
+        return f"{config} ranks x 1 thread"
+    return f"{config[0]} ranks x 1 thread, ZeRO-1"
 
 
 def loadavg():
@@ -55,9 +66,13 @@ def mpirun(ranks):
     return cmd
 
 
-def measure(train, ranks, a, text, tmp, log):
-    """(tokens/s, gradient exchange seconds per step or None) of one run."""
-    jsonl = os.path.join(tmp, f"run_{ranks}.jsonl")
+def measure(train, config, a, text, tmp, log):
+    """(tokens/s, gradient exchange seconds per step or None) of one run.
+
+    `config`: a rank count, or (ranks, "zero1") for ZeRO-1.
+    """
+    ranks, zero = (config, False) if isinstance(config, int) else (config[0], True)
+    jsonl = os.path.join(tmp, f"run_{ranks}{'_zero1' if zero else ''}.jsonl")
     if os.path.exists(jsonl):
         os.remove(jsonl)
     cmd = ([] if ranks == 1 else mpirun(ranks)) + [
@@ -65,7 +80,8 @@ def measure(train, ranks, a, text, tmp, log):
         f"--text_path={text}", f"--cache_dir={tmp}/cache", f"--seq_len={SEQ_LEN}",
         f"--batch_size={BATCH}", f"--steps={a.steps}", "--precision=fp32",
         "--backend_options=threads=1", "--progress=none", "--checkpoint_dir=none",
-        "--eval_every=0", "--eval_batches=1", "--log_every=1", f"--metrics_jsonl={jsonl}"]
+        "--eval_every=0", "--eval_batches=1", "--log_every=1", f"--metrics_jsonl={jsonl}"] + (
+            ["--zero_stage=1"] if zero else [])
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -93,6 +109,8 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=8, help="steps per run")
     p.add_argument("--warmup", type=int, default=2, help="first steps left out of the rate")
+    p.add_argument("--zero", action="store_true",
+                   help="also run the N ranks with --zero_stage=1 (ZeRO-1)")
     a = p.parse_args()
     if a.ranks < 2 or a.steps <= a.warmup:
         print("mantissa: error: need --ranks >= 2 and --steps > --warmup")
@@ -104,7 +122,7 @@ def main():
     # The ranks find their plugins in this target's runfiles tree (mpirun
     # passes the environment on to the ranks it starts here).
     os.environ.update(side.with_runfiles_dir(dict(os.environ)))
-    configs = (1, a.ranks)
+    configs = (1, a.ranks) + (((a.ranks, "zero1"),) if a.zero else ())
     rates = {c: [] for c in configs}
     exchange = []
     with tempfile.TemporaryDirectory() as tmp, open(os.path.join(tmp, "runs.log"), "w") as log:
@@ -119,9 +137,9 @@ def main():
                 if rate is None:
                     return 1
                 rates[c].append(rate)
-                if c != 1 and ex is not None:
+                if c == a.ranks and ex is not None:
                     exchange.append(ex)
-                print(f"  {c} rank{'s' if c > 1 else ' '} x 1 thread: {rate:9.1f} tokens/s"
+                print(f"  {label(c)}: {rate:9.1f} tokens/s"
                       + (f", gradient exchange {ex * 1e3:.0f} ms/step" if c != 1 and ex else ""))
     one, many = statistics.median(rates[1]), statistics.median(rates[a.ranks])
     efficiency = many / (a.ranks * one)
@@ -133,6 +151,9 @@ def main():
           f"({ex / step_seconds:.1%}) in gradient exchange on rank 0")
     print(f"goal >= 85% on a quiet machine: {'met' if efficiency >= 0.85 else 'not met'} "
           f"(load average now {loadavg()})")
+    if a.zero:
+        z = statistics.median(rates[(a.ranks, "zero1")])
+        print(f"ZeRO-1: {z:.1f} tokens/s, {z / many:.1%} of ZeRO-0's on {a.ranks} ranks")
     return 0
 
 
