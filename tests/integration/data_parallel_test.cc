@@ -36,6 +36,7 @@ namespace mnt::trainer {
 namespace {
 
 using testing::RunfilesRoot;
+using testing::ReadWholeFile;
 using testing::TempDir;
 
 std::string TrainBinary() { return RunfilesRoot() + "/mantissa/trainer/cli/train"; }
@@ -82,13 +83,6 @@ struct JobResult {
   std::string jsonl;                 // the metrics log (rank 0's)
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Every "train" record's field `key`, as written.
 std::vector<std::string> JsonlField(const std::string& jsonl, const std::string& key) {
   std::vector<std::string> out;
@@ -104,7 +98,7 @@ std::vector<std::string> JsonlField(const std::string& jsonl, const std::string&
 }
 
 void CollectResults(const std::string& dir, JobResult* run) {
-  const std::string jsonl = ReadFile(dir + ".jsonl");
+  const std::string jsonl = ReadWholeFile(dir + ".jsonl");
   run->jsonl = jsonl;
   run->losses = JsonlField(jsonl, "loss");
   for (const std::string& s : JsonlField(jsonl, "skipped")) run->skipped.push_back(s == "true");
@@ -132,7 +126,7 @@ JobResult Train(int ranks, const std::string& dir, const std::string& flags,
                           dir + " --metrics_jsonl=" + dir + ".jsonl > " + dir + ".log 2>&1";
   const int status = std::system(cmd.c_str());
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.output = ReadFile(dir + ".log");
+  run.output = ReadWholeFile(dir + ".log");
   CollectResults(dir, &run);
   return run;
 }
@@ -402,7 +396,7 @@ TEST(DataParallel, KillingOneRankEndsTheJobAndResumeContinuesBitForBit) {
   std::chrono::steady_clock::time_point killed_at;
   while (std::chrono::steady_clock::now() - start < std::chrono::seconds(120)) {
     if (std::filesystem::exists(LatestCheckpointPath(dir))) {
-      const std::string pid = ReadFile(dir + ".rank1.pid");
+      const std::string pid = ReadWholeFile(dir + ".rank1.pid");
       if (!pid.empty() && kill(std::atoi(pid.c_str()), SIGKILL) == 0) {
         killed = true;
         killed_at = std::chrono::steady_clock::now();
@@ -413,12 +407,12 @@ TEST(DataParallel, KillingOneRankEndsTheJobAndResumeContinuesBitForBit) {
   }
   int status = 0;
   ASSERT_EQ(waitpid(job, &status, 0), job);
-  ASSERT_TRUE(killed) << "the run ended before rank 1 could be killed:\n" << ReadFile(dir + ".log");
+  ASSERT_TRUE(killed) << "the run ended before rank 1 could be killed:\n" << ReadWholeFile(dir + ".log");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   EXPECT_LT(seconds, 60) << "the job outlived its dead rank";
   EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  const std::string log = ReadFile(dir + ".log");
+  const std::string log = ReadWholeFile(dir + ".log");
   // Open MPI names the rank that died: "... process rank 1 ... signal 9".
   EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
   EXPECT_NE(log.find("signal 9"), std::string::npos) << log;
@@ -451,7 +445,7 @@ TEST(DataParallel, RanksThatDisagreeAreRefusedWithOneLine) {
                     TrainBinary() + flags + " --lr=0.02 > " + dir + ".log 2>&1";
   const int status = std::system(cmd.c_str());
   EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  const std::string log = ReadFile(dir + ".log");
+  const std::string log = ReadWholeFile(dir + ".log");
   size_t lines = 0;
   for (size_t at = log.find("mantissa: error:"); at != std::string::npos;
        at = log.find("mantissa: error:", at + 1)) {

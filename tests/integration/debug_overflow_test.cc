@@ -19,6 +19,7 @@ namespace mnt::trainer {
 namespace {
 
 using testing::RunfilesRoot;
+using testing::ReadWholeFile;
 using testing::TempDir;
 
 struct Result {
@@ -26,13 +27,6 @@ struct Result {
   std::string output;  // stdout and stderr
   std::string jsonl;
 };
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 Result Train(const std::string& name, const std::string& env, const std::string& flags) {
   const std::string base = TempDir() + "/" + name;
@@ -44,8 +38,8 @@ Result Train(const std::string& name, const std::string& env, const std::string&
   Result r;
   const int status = std::system(cmd.c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.output = ReadFile(base + ".log");
-  r.jsonl = ReadFile(base + ".jsonl");
+  r.output = ReadWholeFile(base + ".log");
+  r.jsonl = ReadWholeFile(base + ".jsonl");
   return r;
 }
 

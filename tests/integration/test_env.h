@@ -5,7 +5,9 @@
 #define MANTISSA_TESTS_INTEGRATION_TEST_ENV_H_
 
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,15 @@ inline std::vector<std::string> InTreePluginDirs() {
 
 inline std::string DigitsCsv() {
   return RunfilesRoot() + "/sklearn_digits/digits.csv.gz";
+}
+
+// A whole file ("" when it cannot be read): logs and metrics files the
+// tests read back.
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 inline std::string TempDir() {

@@ -43,6 +43,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,6 +52,7 @@
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/backend_instance.h"
 #include "plugins/sdk/extension_chain.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
@@ -148,46 +150,6 @@ std::string MakeInput(uint64_t seed, int index, int k, MNT_DType t, int64_t coun
   }
   return bytes;
 }
-
-// The backend instance the checks use; destroyed with the object.
-class Backend {
- public:
-  explicit Backend(const MNT_Plugin_Api* plugin) : plugin_(plugin) {}
-  ~Backend() {
-    if (backend_ == nullptr) return;
-    MNT_Backend_Destroy_Args d{};
-    d.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
-    d.backend = backend_;
-    (void)sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Destroy(&d));
-  }
-  Status Create(const std::string& options) {
-    MNT_Backend_Create_Args c{};
-    c.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
-    c.options = options.c_str();
-    MNT_RETURN_IF_ERROR(
-        sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_Create(&c)));
-    if (c.backend == nullptr) return sdk::Internal("Backend_Create gave NULL");
-    backend_ = c.backend;
-    client_ = sdk::BackendClient(plugin_, backend_);
-    return Status::Ok();
-  }
-  bool Supports(MNT_Op op) const {
-    MNT_Backend_GetOpSupport_Args q{};
-    q.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
-    q.backend = backend_;
-    q.op = op;
-    return sdk::StatusFromPluginError(plugin_, plugin_->backend->Backend_GetOpSupport(&q))
-               .ok() &&
-           q.supported;
-  }
-  MNT_Backend* get() const { return backend_; }
-  const sdk::BackendClient& client() const { return client_; }
-
- private:
-  const MNT_Plugin_Api* plugin_;
-  MNT_Backend* backend_ = nullptr;
-  sdk::BackendClient client_;
-};
 
 // The extension's calls as Status.
 class Collectives {
@@ -378,7 +340,7 @@ std::string Agree(HostExchange* host, const std::string& why) {
 
 class Checker {
  public:
-  Checker(const Collectives& coll, const Backend& backend, HostExchange* host, Report* r,
+  Checker(const Collectives& coll, const sdk::BackendInstance& backend, HostExchange* host, Report* r,
           std::string prefix)
       : coll_(coll), backend_(backend), host_(host), r_(r), n_(std::move(prefix)) {}
 
@@ -537,7 +499,7 @@ class Checker {
 
  private:
   const Collectives& coll_;
-  const Backend& backend_;
+  const sdk::BackendInstance& backend_;
   HostExchange* host_;
   Report* r_;
   std::string n_;
@@ -617,14 +579,15 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     r->Check(n + "extension table (version 1: every call present)", why);
     if (!why.empty()) return;
   }
-  Backend backend(plugin);
+  std::unique_ptr<sdk::BackendInstance> backend;
   {
-    const Status s = backend.Create(options);
+    Status s = sdk::BackendInstance::Create(plugin, options, &backend);
+    if (s.ok() && backend->backend() == nullptr) s = sdk::Internal("Backend_Create gave NULL");
     const std::string why = Agree(host, s.ok() ? "" : Describe(s));
     r->Check(n + "create backend", why);
     if (!why.empty()) return;
   }
-  const Collectives coll(plugin, ext, backend.get());
+  const Collectives coll(plugin, ext, backend->backend());
 
   // Refusals that need no communicator (local on every rank).
   auto refused = [&](const std::string& what, const Status& s) {
@@ -634,7 +597,7 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
   refused("Collectives_GetUniqueId(NULL)", coll.Wrap(ext->Collectives_GetUniqueId(nullptr)));
   {
     MNT_Collectives_GetUniqueId_Args a{};
-    a.backend = backend.get();
+    a.backend = backend->backend();
     refused("Collectives_GetUniqueId with struct_size 0",
             coll.Wrap(ext->Collectives_GetUniqueId(&a)));
   }
@@ -707,7 +670,7 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     }
   }
 
-  Checker checker(coll, backend, host, r, n);
+  Checker checker(coll, *backend, host, r, n);
   const std::vector<Case> cases = MakeCases(seed, world);
   for (size_t i = 0; i < cases.size(); ++i) {
     checker.RunCase(comm, cases[i], static_cast<int>(i), seed);
@@ -720,8 +683,8 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     const int64_t k = 8;
     const int64_t big = k * world + 1;  // every tensor below fits in it
     sdk::DeviceBuffer a, b;
-    Status s = backend.client().Allocate(big * 4, MNT_MEMORY_WORKSPACE, &a);
-    if (s.ok()) s = backend.client().Allocate(big * 4, MNT_MEMORY_WORKSPACE, &b);
+    Status s = backend->client().Allocate(big * 4, MNT_MEMORY_WORKSPACE, &a);
+    if (s.ok()) s = backend->client().Allocate(big * 4, MNT_MEMORY_WORKSPACE, &b);
     const std::string setup = Agree(host, s.ok() ? "" : Describe(s));
     if (!setup.empty()) {
       r->Fail(n + "refusals of Collectives_Run", setup);

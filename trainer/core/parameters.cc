@@ -102,6 +102,14 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
   offsets_ = FlatOffsets(numels, kFlatAlignmentElements);
   flat_elements_ = offsets_.back();
   owner_ = ParamOwners(offsets_, shard_.world);
+  // Each rank's parameters as one range of the flat layout (runs are
+  // contiguous), found once: the trainer asks for them every step.
+  owned_ranges_.assign(shard_.world, {0, 0});
+  for (size_t i = 0; i < owner_.size(); ++i) {
+    auto& [begin, end] = owned_ranges_[owner_[i]];
+    if (begin == end) begin = offsets_[i];
+    end = offsets_[i + 1];
+  }
   first_owned_ = static_cast<int64_t>(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     if (owner_[i] != shard_.rank) continue;
@@ -164,14 +172,8 @@ bool ParameterStore::Owns(const Param& p) const {
 }
 
 std::pair<int64_t, int64_t> ParameterStore::OwnedElements(int rank) const {
-  int64_t begin = -1, end = -1;
-  for (size_t i = 0; i < owner_.size(); ++i) {
-    if (owner_[i] != rank) continue;
-    if (begin < 0) begin = offsets_[i];
-    end = offsets_[i + 1];
-  }
-  if (begin < 0) return {0, 0};
-  return {begin, end};
+  if (rank < 0 || rank >= static_cast<int>(owned_ranges_.size())) return {0, 0};
+  return owned_ranges_[rank];
 }
 
 MNT_Tensor ParameterStore::WorkingWeightRange(int64_t begin, int64_t end) const {

@@ -154,6 +154,7 @@ class ParameterStore {
   ParamShard shard_;
   std::vector<int> owner_;            // per parameter
   std::vector<int64_t> offsets_;      // FlatOffsets of the parameters
+  std::vector<std::pair<int64_t, int64_t>> owned_ranges_;  // per rank
   int64_t first_owned_ = 0, owned_count_ = 0;
 };
 
