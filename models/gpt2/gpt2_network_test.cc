@@ -393,9 +393,12 @@ TEST_F(Gpt2Test, FusedOpsGiveThePlainLossAndGradients) {
 // Multipliers {2, 0.75}: neither 1, both exact.
 TEST_F(Gpt2Test, FusedClassifierTakesTheDeviceLossMultiplier) {
   struct Mode { MNT_DType dtype; MNT_ComputeMode compute; double loss_tol, grad_tol; };
+  // bf16 gradients: the bound ReducedPrecisionsStayWithinStatedTolerances
+  // states (2e-1; up to ~13% on some tensors of this 8-wide model): 1e-1
+  // failed once in a fresh-clone CI run (11.8% on tensor 2, seed 305718656).
   for (const Mode& m : {Mode{MNT_DTYPE_F32, MNT_COMPUTE_F32, 1e-6, 1e-6},
                         Mode{MNT_DTYPE_F16, MNT_COMPUTE_F16, 1e-2, 2e-2},
-                        Mode{MNT_DTYPE_BF16, MNT_COMPUTE_BF16, 1e-2, 1e-1}}) {
+                        Mode{MNT_DTYPE_BF16, MNT_COMPUTE_BF16, 1e-2, 2e-1}}) {
     SCOPED_TRACE(sdk::DTypeName(m.dtype));
     auto params = RandomParams();
     for (auto& t : params) for (double& v : t) v = StoreAs(m.dtype, v);
