@@ -46,6 +46,7 @@ class CnnNetwork {
 
   sdk::Status Forward(const models::ForwardCall& call);
   sdk::Status Backward(const models::BackwardCall& call);
+  const models::ModelSetup& setup() const { return setup_; }
 
  private:
   using Slot = models::DeviceArena::Slot;

@@ -94,6 +94,9 @@ Status CheckCreateArgs(
   MNT_RETURN_IF_ERROR(Ops::Create(setup.client, setup.precision.matmul_compute,
                                   req.ops, model, req.ops_note, &setup.ops));
   MNT_RETURN_IF_ERROR(setup.ops.AskOptional(req.optional_ops));
+  Fp8GemmConfig fp8;
+  MNT_RETURN_IF_ERROR(ReadFp8GemmConfig(model, args, &fp8));
+  if (fp8.enabled()) MNT_RETURN_IF_ERROR(setup.ops.EnableFp8(fp8, model));
   *out = std::move(setup);
   return Status::Ok();
 }

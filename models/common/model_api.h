@@ -6,6 +6,7 @@
 //   const std::vector<ParamSpec>& param_specs() const;  // param_spec.h
 //   sdk::Status Forward(const ForwardCall&);              // model_io.h
 //   sdk::Status Backward(const BackwardCall&);
+//   const ModelSetup& setup() const;                      // create_args.h
 // and a plugin exposes ModelApi<Network, kName>::Get() and ::Extensions() in
 // its MNT_Plugin_Api.
 #ifndef MANTISSA_MODELS_COMMON_MODEL_API_H_
@@ -15,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "models/common/create_args.h"
 #include "models/common/model_io.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/args.h"
@@ -49,7 +51,8 @@ class ModelApi {
   // last argument): the capabilities every in-tree model offers, here in
   // Backward (ABI 1.6's loss_multiplier_device).
   static MNT_Extension_Base* Extensions() {
-    static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER};
+    static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER,
+                                                MNT_CAPABILITY_MODEL_FP8_GEMMS};
     static MNT_Capabilities_Extension capabilities =
         sdk::MakeCapabilitiesExtension(kCapabilities);
     return &capabilities.header.base;
@@ -63,6 +66,28 @@ class ModelApi {
 
  private:
   using Status = sdk::Status;
+
+  // A Forward's or Backward's FP8 tensors handed to the op facade for the
+  // call (models created with FP8 GEMMs only).
+  class Fp8Pass {
+   public:
+    explicit Fp8Pass(Fp8Gemms* gemms) : gemms_(gemms) {}
+    ~Fp8Pass() {
+      if (gemms_ != nullptr) gemms_->EndPass();
+    }
+    bool active() const { return gemms_ != nullptr; }
+    // args: the call's struct, NULL when it is too short to hold them.
+    template <typename Args>
+    Status Begin(const std::string& call, const MNT_Tensor* params, size_t num_params,
+                 const Args* args) {
+      return gemms_->BeginPass(call, params, num_params, args ? args->fp8_scales : nullptr,
+                               args ? args->fp8_scale_invs : nullptr,
+                               args ? args->fp8_amax : nullptr);
+    }
+
+   private:
+    Fp8Gemms* gemms_;
+  };
 
   static std::string Call(const char* entry) { return std::string(kName) + " " + entry; }
 
@@ -140,7 +165,14 @@ class ModelApi {
       call.training = args->training != 0;
       call.loss_out = args->loss_out;
       call.correct_out = args->correct_out;
-      return NetworkOf(args->model)->Forward(call);
+      Network* net = NetworkOf(args->model);
+      Fp8Pass fp8(net->setup().ops.fp8());
+      if (fp8.active()) {
+        MNT_RETURN_IF_ERROR(fp8.Begin(
+            std::string(kName) + " Forward", args->params, args->num_params,
+            MNT_HAS_FIELD(args, MNT_Model_Forward_Args, fp8_amax) ? args : nullptr));
+      }
+      return net->Forward(call);
     });
   }
 
@@ -163,7 +195,14 @@ class ModelApi {
       if (MNT_HAS_FIELD(args, MNT_Model_Backward_Args, loss_multiplier_device)) {
         call.loss_multiplier_device = args->loss_multiplier_device;
       }
-      return NetworkOf(args->model)->Backward(call);
+      Network* net = NetworkOf(args->model);
+      Fp8Pass fp8(net->setup().ops.fp8());
+      if (fp8.active()) {
+        MNT_RETURN_IF_ERROR(fp8.Begin(
+            std::string(kName) + " Backward", args->params, args->num_params,
+            MNT_HAS_FIELD(args, MNT_Model_Backward_Args, fp8_amax) ? args : nullptr));
+      }
+      return net->Backward(call);
     });
   }
 };

@@ -114,7 +114,27 @@ Status Ops::AskOptional(const std::vector<MNT_Op>& ops) {
   return Status::Ok();
 }
 
+Status Ops::EnableFp8(const Fp8GemmConfig& config, const std::string& model) {
+  std::vector<MNT_Op> needed = {MNT_OP_SCALED_CAST, MNT_OP_SCALED_GEMM};
+  if (config.current_scaling) needed.push_back(MNT_OP_FP8_SCALE_UPDATE);
+  for (MNT_Op op : needed) {
+    bool supported = false;
+    MNT_RETURN_IF_ERROR(Ask(op, &supported));
+    if (!supported) {
+      return sdk::Unimplemented(sdk::Format("%s: backend '%s' does not support %s (FP8 GEMMs)",
+                                            model.c_str(), client_.plugin()->name,
+                                            sdk::OpName(op)));
+    }
+  }
+  fp8_ = std::make_shared<Fp8Gemms>(client_, config);
+  return Status::Ok();
+}
+
 bool Ops::Supports(MNT_Op op) const {
+  if (fp8_ != nullptr && (op == MNT_OP_GEMM_BIAS_GELU || op == MNT_OP_GEMM_DGELU ||
+                          op == MNT_OP_GEMM_BIAS_GRAD)) {
+    return false;
+  }
   const size_t index = static_cast<size_t>(op);
   return index < supported_.size() && supported_[index];
 }
@@ -157,10 +177,22 @@ Status Ops::Gemm(const MNT_Tensor& a, const MNT_Tensor& b,
   return Run(MNT_OP_GEMM, {a, b}, {c}, &p);
 }
 
+Status Ops::LayerGemm(const MNT_Tensor& w, const Fp8Operand& a, const Fp8Operand& b,
+                      const OptionalTensor& bias, const MNT_Tensor& c, bool trans_a,
+                      bool trans_b, bool accumulate) const {
+  if (fp8_ != nullptr) {
+    if (const std::optional<int64_t> slot = fp8_->SlotOf(w)) {
+      return fp8_->Gemm(a, b, bias, c, trans_a, trans_b, accumulate, *slot);
+    }
+  }
+  return Gemm(a.x, b.x, bias, c, trans_a, trans_b, accumulate);
+}
+
 Status Ops::Linear(const MNT_Tensor& x, const MNT_Tensor& w,
                    const OptionalTensor& b, const MNT_Tensor& y,
                    WeightLayout layout) const {
-  return Gemm(x, w, b, y, false, layout == WeightLayout::kOutIn, false);
+  return LayerGemm(w, {x, sdk::kFp8Input, true}, {w, sdk::kFp8Weight, true}, b, y, false,
+                   layout == WeightLayout::kOutIn, false);
 }
 
 MNT_GemmEpilogueParams Ops::EpilogueParams(bool trans_a, bool trans_b,
@@ -200,7 +232,9 @@ Status Ops::LinearBackwardThroughGelu(const MNT_Tensor& dy, const MNT_Tensor& w,
   // dx = dy·W for [out, in] weights, dy·Wᵀ for [in, out].
   const bool trans_w = layout == WeightLayout::kInOut;
   if (!Supports(MNT_OP_GEMM_DGELU)) {
-    MNT_RETURN_IF_ERROR(Gemm(dy, w, std::nullopt, dpre, false, trans_w, false));
+    MNT_RETURN_IF_ERROR(LayerGemm(w, {dy, sdk::kFp8GradOutput, true},
+                                  {w, sdk::kFp8Weight, false}, std::nullopt, dpre, false,
+                                  trans_w, false));
     MNT_RETURN_IF_ERROR(
         ActivationBackward(MNT_ACTIVATION_GELU_TANH, pre, dpre, dpre));
     const MNT_AccumulateParams p = AccumulateParams(accumulate);
@@ -224,10 +258,14 @@ Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
     if (!dx) return Status::Ok();
     return Gemm(dy, w, std::nullopt, *dx, false, false, false);
   }
+  // In FP8 the backward measures dy and quantizes x and W again with the
+  // scales their forward used (fp8_gemms.h).
+  const Fp8Operand fx{x, sdk::kFp8Input, false}, fw{w, sdk::kFp8Weight, false},
+      fdy{dy, sdk::kFp8GradOutput, true};
   if (out_in) {
-    MNT_RETURN_IF_ERROR(Gemm(dy, x, std::nullopt, dw, true, false, accumulate));
+    MNT_RETURN_IF_ERROR(LayerGemm(w, fdy, fx, std::nullopt, dw, true, false, accumulate));
   } else {
-    MNT_RETURN_IF_ERROR(Gemm(x, dy, std::nullopt, dw, true, false, accumulate));
+    MNT_RETURN_IF_ERROR(LayerGemm(w, fx, fdy, std::nullopt, dw, true, false, accumulate));
   }
   if (db) {
     const MNT_AccumulateParams p = AccumulateParams(accumulate);
@@ -235,7 +273,7 @@ Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
   }
   if (!dx) return Status::Ok();
   // dx = dy·W, or dy·Wᵀ.
-  return Gemm(dy, w, std::nullopt, *dx, false, !out_in, false);
+  return LayerGemm(w, fdy, fw, std::nullopt, *dx, false, !out_in, false);
 }
 
 Status Ops::Activation(MNT_Activation act, const MNT_Tensor& x,

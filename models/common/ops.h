@@ -17,10 +17,12 @@
 #define MANTISSA_MODELS_COMMON_OPS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "models/common/fp8_gemms.h"
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/status.h"
@@ -116,8 +118,18 @@ class Ops {
   // the others (also those whose query fails) are not.
   sdk::Status AskOptional(const std::vector<MNT_Op>& ops);
 
+  // Runs the GEMMs of Linear layers in FP8 (ABI 1.10, fp8_gemms.h): asks
+  // the backend for SCALED_CAST and SCALED_GEMM (and FP8_SCALE_UPDATE for
+  // current scaling), refusing with "<model>: backend '<name>' does not
+  // support <OP> (FP8 GEMMs)". From then on the fused GEMM ops are not used
+  // (their epilogues have no FP8 form) and every Linear call whose weight
+  // owns a scaling slot quantizes, in the passes fp8() was given tensors.
+  sdk::Status EnableFp8(const Fp8GemmConfig& config, const std::string& model);
+  // NULL unless EnableFp8 succeeded; shared by copies of this Ops.
+  Fp8Gemms* fp8() const { return fp8_.get(); }
+
   // The backend's answer for an op asked about in Create or AskOptional;
-  // false otherwise.
+  // false otherwise (and for the fused GEMMs once FP8 is on).
   bool Supports(MNT_Op op) const;
   const sdk::BackendClient& client() const { return client_; }
 
@@ -291,6 +303,12 @@ class Ops {
   sdk::Status Gemm(const MNT_Tensor& a, const MNT_Tensor& b,
                    const OptionalTensor& bias, const MNT_Tensor& c,
                    bool trans_a, bool trans_b, bool accumulate) const;
+  // A GEMM of the Linear layer whose weight is `w`: in FP8 when the pass
+  // has FP8 GEMMs and `w` owns a scaling slot, else Gemm in the precision's
+  // compute mode.
+  sdk::Status LayerGemm(const MNT_Tensor& w, const Fp8Operand& a, const Fp8Operand& b,
+                        const OptionalTensor& bias, const MNT_Tensor& c, bool trans_a,
+                        bool trans_b, bool accumulate) const;
   MNT_GemmEpilogueParams EpilogueParams(bool trans_a, bool trans_b, float beta,
                                         bool accumulate_bias_grad) const;
   MNT_Conv2dParams ConvParams(const Conv2dSpec& spec, bool accumulate) const;
@@ -298,6 +316,7 @@ class Ops {
   sdk::BackendClient client_;
   MNT_ComputeMode matmul_compute_ = MNT_COMPUTE_F32;
   std::vector<bool> supported_;  // indexed by MNT_Op
+  std::shared_ptr<Fp8Gemms> fp8_;
 };
 
 }  // namespace mnt::models

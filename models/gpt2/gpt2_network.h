@@ -60,6 +60,7 @@ class Gpt2Network {
 
   sdk::Status Forward(const models::ForwardCall& call);
   sdk::Status Backward(const models::BackwardCall& call);
+  const models::ModelSetup& setup() const { return setup_; }
 
   // The logits [batch*T, Vp] (activation dtype) of the last Forward; for
   // sampling tools that link the model directly. After a Backward on a

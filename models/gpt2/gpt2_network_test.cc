@@ -17,6 +17,7 @@
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/fp8_slots.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::gpt2 {
@@ -101,11 +102,21 @@ class Gpt2Test : public ::testing::Test {
   static MNT_ModelPrecision Precision(MNT_DType dtype, MNT_ComputeMode mode) {
     return {MNT_ModelPrecision_STRUCT_SIZE, dtype, dtype, dtype, mode};
   }
+  // FP8 GEMMs for CreateModel (ABI 1.10's create fields).
+  struct Fp8Setup {
+    bool current_scaling = false;
+  };
   std::string CreateModel(const char* options, const MNT_DataSpec& spec,
-                          const MNT_ModelPrecision& precision) {
+                          const MNT_ModelPrecision& precision, const Fp8Setup* fp8 = nullptr) {
     DestroyModel();
     MNT_Model_Create_Args a{};
     a.struct_size = MNT_Model_Create_Args_STRUCT_SIZE;
+    if (fp8 != nullptr) {
+      a.fp8_forward_dtype = MNT_DTYPE_F8_E4M3;
+      a.fp8_backward_dtype = MNT_DTYPE_F8_E5M2;
+      a.fp8_fast_accumulation_forward = 1;
+      a.fp8_current_scaling = fp8->current_scaling ? 1 : 0;
+    }
     a.options = options;
     a.backend_plugin = plugin_;
     a.backend = client_.backend();
@@ -206,12 +217,31 @@ class Gpt2Test : public ::testing::Test {
     return v;
   }
 
+  // The FP8 tensors of a model created with FP8 GEMMs, on the host: F32
+  // [3, S] each (row input, weight, output gradient), uploaded before the
+  // Forward and read back after the Backwards.
+  struct Fp8Tensors {
+    std::vector<double> scales, scale_invs, amax;
+  };
+  static int64_t Fp8Slots() {
+    std::vector<std::vector<int64_t>> dims;
+    for (const ParamSpec& s : Gpt2ParamSpecs(Config(), PaddedVocab(kV))) dims.push_back(s.dims);
+    return sdk::MakeFp8SlotLayout(dims).total;
+  }
+
   // Forward, then one Backward per multiplier (accumulating after the
   // first) in `dtype`; returns the loss, fills grads (f64).
   double Run(const std::vector<std::vector<double>>& params, MNT_DType dtype,
              const std::vector<int>& ids, const std::vector<int>& targets,
              std::vector<std::vector<double>>* grads,
-             const std::vector<Multiplier>& backwards = {{1.0f, false}}) {
+             const std::vector<Multiplier>& backwards = {{1.0f, false}},
+             Fp8Tensors* fp8 = nullptr) {
+    MNT_Tensor scales{}, scale_invs{}, amax{};
+    if (fp8 != nullptr) {
+      scales = Upload(fp8->scales, MNT_DTYPE_F32, {3, Fp8Slots()});
+      scale_invs = Upload(fp8->scale_invs, MNT_DTYPE_F32, {3, Fp8Slots()});
+      amax = Upload(fp8->amax, MNT_DTYPE_F32, {3, Fp8Slots()});
+    }
     std::vector<MNT_Tensor> p, g;
     const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -229,6 +259,11 @@ class Gpt2Test : public ::testing::Test {
     f.targets = &tg;
     f.training = 1;
     f.loss_out = &loss;
+    if (fp8 != nullptr) {
+      f.fp8_scales = &scales;
+      f.fp8_scale_invs = &scale_invs;
+      f.fp8_amax = &amax;
+    }
     EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Forward(&f)), "");
     for (size_t k = 0; k < backwards.size(); ++k) {
       MNT_Model_Backward_Args b{};
@@ -246,7 +281,17 @@ class Gpt2Test : public ::testing::Test {
         b.loss_multiplier_device = &device;
       }
       b.accumulate = k > 0;
+      if (fp8 != nullptr) {
+        b.fp8_scales = &scales;
+        b.fp8_scale_invs = &scale_invs;
+        b.fp8_amax = &amax;
+      }
       EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Backward(&b)), "");
+    }
+    if (fp8 != nullptr) {
+      fp8->scales = Download(scales);
+      fp8->scale_invs = Download(scale_invs);
+      fp8->amax = Download(amax);
     }
     grads->clear();
     for (const MNT_Tensor& t : g) grads->push_back(Download(t));
@@ -338,6 +383,170 @@ TEST_F(Gpt2Test, ReducedPrecisionsStayWithinStatedTolerances) {
       EXPECT_LT(RelativeL2(grads[k], exact[k]), m.grad_tol) << k;
     }
   }
+}
+
+// FP8 GEMMs (ABI 1.10, models/common/fp8_gemms.h) on bf16 storage, HYBRID
+// formats, on the CPU backend's exact emulation. The slots are found from
+// the parameter shapes: every Linear's weight matrix (wte, and per layer
+// qkvw, attprojw, fcw, fcprojw) gets its entries written, every other slot
+// (wpe, the layer norms' and biases' [L, C] rows) is left alone. A pass with
+// unit scales records the amax (the weights' exactly: max |W| of each layer's
+// bf16 matrix); a pass scaled from those amax (Transformer Engine's
+// 448/amax, 57344/amax) stays near fp32: E4M3 keeps 3 mantissa bits (up to
+// 6.25% per operand) and E5M2 2 (12.5%), so with GPT-2-scale weights the
+// loss within 1e-2 (measured up to 1e-4) and every gradient within 0.3
+// relative L2 (measured up to 0.19 over 24 seeds; a wrong scale, slot or
+// transpose gives ~1); the same pass twice gives the same bits.
+TEST_F(Gpt2Test, Fp8GemmsRecordEveryLinearsAmaxAndStayNearFp32) {
+  const Fp8Setup delayed;
+  ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_BF16, MNT_COMPUTE_BF16), &delayed),
+            "");
+  // Weights of GPT-2's own scale (N(0, 0.06) matrices): the N(0, 0.3) of
+  // the other tests make this 8-wide model amplify rounding so much that
+  // FP8's coarser steps would hide a wrong wiring in the noise.
+  auto params = RandomParams();
+  const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
+  for (size_t k = 0; k < params.size(); ++k) {
+    for (double& v : params[k]) {
+      if (specs[k].init == MNT_PARAM_INIT_NORMAL) v *= 0.2;
+      v = StoreAs(MNT_DTYPE_BF16, v);
+    }
+  }
+  const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+  const int64_t S = Fp8Slots();
+  std::vector<std::vector<int64_t>> dims;
+  for (const ParamSpec& s : specs) dims.push_back(s.dims);
+  const sdk::Fp8SlotLayout layout = sdk::MakeFp8SlotLayout(dims);
+  // slot -> max |W| for the GEMM weights; -1 for slots no GEMM uses.
+  std::vector<double> weight_amax(S, -1);
+  for (size_t k = 0; k < specs.size(); ++k) {
+    const std::string& name = specs[k].name;
+    if (name != "wte" && name != "qkvw" && name != "attprojw" && name != "fcw" &&
+        name != "fcprojw") {
+      continue;
+    }
+    const int64_t matrices = sdk::Fp8SlotsOfParam(specs[k].dims);
+    const size_t per = params[k].size() / matrices;
+    for (int64_t m = 0; m < matrices; ++m) {
+      double a = 0;
+      for (size_t i = 0; i < per; ++i) a = std::max(a, std::fabs(params[k][m * per + i]));
+      weight_amax[layout.first[k] + m] = a;
+    }
+  }
+  Fp8Tensors fp8{std::vector<double>(3 * S, 1.0), std::vector<double>(3 * S, 1.0),
+                 std::vector<double>(3 * S, -7.0)};
+  std::vector<std::vector<double>> grads, again, exact;
+  Run(params, MNT_DTYPE_BF16, ids, targets, &grads, {{1.0f, false}}, &fp8);
+  for (int64_t s = 0; s < S; ++s) {
+    SCOPED_TRACE("slot " + std::to_string(s));
+    if (weight_amax[s] < 0) {
+      for (int r = 0; r < 3; ++r) EXPECT_EQ(fp8.amax[r * S + s], -7.0) << "row " << r;
+      continue;
+    }
+    EXPECT_EQ(fp8.amax[S + s], weight_amax[s]);
+    for (int r : {0, 2}) {
+      EXPECT_TRUE(std::isfinite(fp8.amax[r * S + s]) && fp8.amax[r * S + s] > 0) << "row " << r;
+    }
+  }
+  // Scales from this pass's amax, then the scaled pass, twice.
+  Fp8Tensors scaled = fp8;
+  for (int64_t i = 0; i < 3 * S; ++i) {
+    if (fp8.amax[i] <= 0) continue;
+    const float max = i >= 2 * S ? sdk::kE5M2Max : sdk::kE4M3Max;
+    const float scale = max / float(fp8.amax[i]);
+    scaled.scales[i] = scale;
+    scaled.scale_invs[i] = 1.0f / scale;
+  }
+  Fp8Tensors scaled_again = scaled;
+  const double loss = Run(params, MNT_DTYPE_BF16, ids, targets, &grads, {{1.0f, false}}, &scaled);
+  const double loss_again =
+      Run(params, MNT_DTYPE_BF16, ids, targets, &again, {{1.0f, false}}, &scaled_again);
+  EXPECT_EQ(loss, loss_again);
+  EXPECT_EQ(grads, again);
+  for (int64_t i = S; i < 2 * S; ++i) {
+    EXPECT_EQ(scaled.amax[i], fp8.amax[i]) << "the same weights measured again, slot " << i - S;
+  }
+  ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_F32, MNT_COMPUTE_F32)), "");
+  const double want = Run(params, MNT_DTYPE_F32, ids, targets, &exact);
+  std::printf("fp8 loss %.6f, fp32 %.6f (relative %.3g)\n", loss, want,
+              std::fabs(loss - want) / std::fabs(want));
+  EXPECT_NEAR(loss, want, 1e-2 * std::fabs(want));
+  for (size_t k = 0; k < grads.size(); ++k) {
+    const double e = RelativeL2(grads[k], exact[k]);
+    std::printf("  %-9s gradient relative L2 %.3g\n", specs[k].name.c_str(), e);
+    EXPECT_LT(e, 0.3) << specs[k].name;
+  }
+}
+
+// Current scaling derives each scale from the tensor's own amax in the same
+// pass: the same bits as delayed scaling handed exactly those scales, and the
+// scales it writes are 448/amax (57344/amax for output gradients) in fp32.
+TEST_F(Gpt2Test, Fp8CurrentScalingEqualsDelayedScalingWithThePassOwnAmax) {
+  auto params = RandomParams();
+  for (auto& t : params) for (double& v : t) v = StoreAs(MNT_DTYPE_BF16, v);
+  const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+  const int64_t S = Fp8Slots();
+  const auto bf16 = Precision(MNT_DTYPE_BF16, MNT_COMPUTE_BF16);
+  Fp8Setup current;
+  current.current_scaling = true;
+  ASSERT_EQ(CreateModel(kOptions, Spec(), bf16, &current), "");
+  Fp8Tensors measured{std::vector<double>(3 * S, 1.0), std::vector<double>(3 * S, 1.0),
+                      std::vector<double>(3 * S, 0.0)};
+  std::vector<std::vector<double>> grads_current, grads_delayed;
+  const double loss_current =
+      Run(params, MNT_DTYPE_BF16, ids, targets, &grads_current, {{1.0f, false}}, &measured);
+  int used = 0;
+  for (int64_t i = 0; i < 3 * S; ++i) {
+    if (measured.amax[i] == 0) {
+      EXPECT_EQ(measured.scales[i], 1.0) << i;
+      continue;
+    }
+    ++used;
+    const float max = i >= 2 * S ? sdk::kE5M2Max : sdk::kE4M3Max;
+    EXPECT_EQ(measured.scales[i], double(max / float(measured.amax[i]))) << i;
+    EXPECT_EQ(measured.scale_invs[i], double(1.0f / float(measured.scales[i]))) << i;
+  }
+  EXPECT_EQ(used, 3 * (1 + 4 * kL)) << "wte and four matrices per layer, three roles each";
+  const Fp8Setup delayed;
+  ASSERT_EQ(CreateModel(kOptions, Spec(), bf16, &delayed), "");
+  Fp8Tensors given = measured;
+  const double loss_delayed =
+      Run(params, MNT_DTYPE_BF16, ids, targets, &grads_delayed, {{1.0f, false}}, &given);
+  EXPECT_EQ(loss_current, loss_delayed);
+  EXPECT_EQ(grads_current, grads_delayed);
+}
+
+// A model created with FP8 GEMMs refuses calls without the tensors, and
+// tensors of the wrong shape, in one line each.
+TEST_F(Gpt2Test, Fp8CallsWithoutOrWithWrongTensorsAreRefused) {
+  const Fp8Setup delayed;
+  ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_BF16, MNT_COMPUTE_BF16), &delayed),
+            "");
+  auto params = RandomParams();
+  std::vector<MNT_Tensor> p;
+  const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
+  for (size_t i = 0; i < specs.size(); ++i) p.push_back(Upload(params[i], MNT_DTYPE_BF16, specs[i].dims));
+  MNT_Tensor in = UploadI32(RandomIds(kB * kT), {kB, kT}), tg = UploadI32(RandomIds(kB * kT), {kB, kT});
+  MNT_Tensor loss = Alloc(MNT_DTYPE_F32, {1});
+  MNT_Model_Forward_Args f{};
+  f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
+  f.model = model_;
+  f.params = p.data();
+  f.num_params = p.size();
+  f.inputs = &in;
+  f.targets = &tg;
+  f.training = 1;
+  f.loss_out = &loss;
+  EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Forward(&f)),
+            "gpt2 Forward: the model runs its GEMMs in FP8 and needs "
+            "fp8_scales, fp8_scale_invs and fp8_amax");
+  MNT_Tensor wrong = Alloc(MNT_DTYPE_F32, {3, Fp8Slots() - 1});
+  f.fp8_scales = f.fp8_scale_invs = f.fp8_amax = &wrong;
+  const std::string e = Take(Gpt2PluginApi(), api()->Model_Forward(&f));
+  EXPECT_NE(e.find("fp8_scales is f32[3," + std::to_string(Fp8Slots() - 1) +
+                   "], expected f32[3, " + std::to_string(Fp8Slots()) + "]"),
+            std::string::npos)
+      << e;
 }
 
 // The fused ops (ABI 1.6: residual add + layer norm forward/backward, GEMM

@@ -40,6 +40,7 @@ class MlpNetwork {
 
   sdk::Status Forward(const models::ForwardCall& call);
   sdk::Status Backward(const models::BackwardCall& call);
+  const models::ModelSetup& setup() const { return setup_; }
 
  private:
   MlpNetwork() = default;

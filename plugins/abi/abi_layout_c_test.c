@@ -372,7 +372,7 @@ _Static_assert(offsetof(MNT_LossScaler_Update_Args, scaler) == 16, "MNT_LossScal
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, found_inf) == 24, "MNT_LossScaler_Update_Args.found_inf");
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, skip_step) == 28, "MNT_LossScaler_Update_Args.skip_step");
 _Static_assert(offsetof(MNT_LossScaler_Update_Args, new_scale) == 32, "MNT_LossScaler_Update_Args.new_scale");
-_Static_assert(sizeof(MNT_Precision_Api) == 88, "sizeof MNT_Precision_Api");
+_Static_assert(sizeof(MNT_Precision_Api) == 96, "sizeof MNT_Precision_Api");
 _Static_assert(offsetof(MNT_Precision_Api, struct_size) == 0, "MNT_Precision_Api.struct_size");
 _Static_assert(offsetof(MNT_Precision_Api, extension_start) == 8, "MNT_Precision_Api.extension_start");
 _Static_assert(offsetof(MNT_Precision_Api, Precision_GetPolicy) == 16, "MNT_Precision_Api.Precision_GetPolicy");
@@ -410,7 +410,7 @@ _Static_assert(offsetof(MNT_ModelPrecision, weight_dtype) == 8, "MNT_ModelPrecis
 _Static_assert(offsetof(MNT_ModelPrecision, gradient_dtype) == 12, "MNT_ModelPrecision.gradient_dtype");
 _Static_assert(offsetof(MNT_ModelPrecision, activation_dtype) == 16, "MNT_ModelPrecision.activation_dtype");
 _Static_assert(offsetof(MNT_ModelPrecision, matmul_compute) == 20, "MNT_ModelPrecision.matmul_compute");
-_Static_assert(sizeof(MNT_Model_Create_Args) == 160, "sizeof MNT_Model_Create_Args");
+_Static_assert(sizeof(MNT_Model_Create_Args) == 184, "sizeof MNT_Model_Create_Args");
 _Static_assert(offsetof(MNT_Model_Create_Args, struct_size) == 0, "MNT_Model_Create_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_Create_Args, extension_start) == 8, "MNT_Model_Create_Args.extension_start");
 _Static_assert(offsetof(MNT_Model_Create_Args, options) == 16, "MNT_Model_Create_Args.options");
@@ -440,7 +440,7 @@ _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, dims) == 48, "MNT_Model_Get
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init) == 96, "MNT_Model_GetParamSpec_Args.init");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init_scale) == 100, "MNT_Model_GetParamSpec_Args.init_scale");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, weight_decay) == 104, "MNT_Model_GetParamSpec_Args.weight_decay");
-_Static_assert(sizeof(MNT_Model_Forward_Args) == 80, "sizeof MNT_Model_Forward_Args");
+_Static_assert(sizeof(MNT_Model_Forward_Args) == 104, "sizeof MNT_Model_Forward_Args");
 _Static_assert(offsetof(MNT_Model_Forward_Args, struct_size) == 0, "MNT_Model_Forward_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_Forward_Args, extension_start) == 8, "MNT_Model_Forward_Args.extension_start");
 _Static_assert(offsetof(MNT_Model_Forward_Args, model) == 16, "MNT_Model_Forward_Args.model");
@@ -451,7 +451,7 @@ _Static_assert(offsetof(MNT_Model_Forward_Args, targets) == 48, "MNT_Model_Forwa
 _Static_assert(offsetof(MNT_Model_Forward_Args, training) == 56, "MNT_Model_Forward_Args.training");
 _Static_assert(offsetof(MNT_Model_Forward_Args, loss_out) == 64, "MNT_Model_Forward_Args.loss_out");
 _Static_assert(offsetof(MNT_Model_Forward_Args, correct_out) == 72, "MNT_Model_Forward_Args.correct_out");
-_Static_assert(sizeof(MNT_Model_Backward_Args) == 72, "sizeof MNT_Model_Backward_Args");
+_Static_assert(sizeof(MNT_Model_Backward_Args) == 96, "sizeof MNT_Model_Backward_Args");
 _Static_assert(offsetof(MNT_Model_Backward_Args, struct_size) == 0, "MNT_Model_Backward_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_Backward_Args, extension_start) == 8, "MNT_Model_Backward_Args.extension_start");
 _Static_assert(offsetof(MNT_Model_Backward_Args, model) == 16, "MNT_Model_Backward_Args.model");
@@ -659,6 +659,50 @@ struct expected_size {
 
 #define MNT_EXPECT_SIZE(macro, bytes) {#macro, macro, bytes}
 
+// 1.10: FP8 training (issue 25)
+_Static_assert(sizeof(MNT_Fp8ScaleUpdateParams) == 24, "sizeof(MNT_Fp8ScaleUpdateParams)");
+_Static_assert(offsetof(MNT_Fp8ScaleUpdateParams, struct_size) == 0, "offsetof(MNT_Fp8ScaleUpdateParams, struct_size)");
+_Static_assert(offsetof(MNT_Fp8ScaleUpdateParams, fp8_max) == 8, "offsetof(MNT_Fp8ScaleUpdateParams, fp8_max)");
+_Static_assert(offsetof(MNT_Fp8ScaleUpdateParams, margin) == 12, "offsetof(MNT_Fp8ScaleUpdateParams, margin)");
+_Static_assert(offsetof(MNT_Fp8ScaleUpdateParams, amax_algo) == 16, "offsetof(MNT_Fp8ScaleUpdateParams, amax_algo)");
+_Static_assert(offsetof(MNT_Fp8ScaleUpdateParams, history_length) == 20, "offsetof(MNT_Fp8ScaleUpdateParams, history_length)");
+_Static_assert(sizeof(MNT_Precision_GetScalingRecipe_Args) == 56, "sizeof(MNT_Precision_GetScalingRecipe_Args)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, struct_size) == 0, "offsetof(MNT_Precision_GetScalingRecipe_Args, struct_size)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, extension_start) == 8, "offsetof(MNT_Precision_GetScalingRecipe_Args, extension_start)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, precision_options) == 16, "offsetof(MNT_Precision_GetScalingRecipe_Args, precision_options)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, recipe) == 24, "offsetof(MNT_Precision_GetScalingRecipe_Args, recipe)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, forward_dtype) == 28, "offsetof(MNT_Precision_GetScalingRecipe_Args, forward_dtype)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, backward_dtype) == 32, "offsetof(MNT_Precision_GetScalingRecipe_Args, backward_dtype)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, history_length) == 36, "offsetof(MNT_Precision_GetScalingRecipe_Args, history_length)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, amax_algo) == 40, "offsetof(MNT_Precision_GetScalingRecipe_Args, amax_algo)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, margin) == 44, "offsetof(MNT_Precision_GetScalingRecipe_Args, margin)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, fast_accumulation_forward) == 48, "offsetof(MNT_Precision_GetScalingRecipe_Args, fast_accumulation_forward)");
+_Static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, calibrate) == 52, "offsetof(MNT_Precision_GetScalingRecipe_Args, calibrate)");
+_Static_assert(sizeof(MNT_Precision_Api) == 96, "sizeof(MNT_Precision_Api)");
+_Static_assert(offsetof(MNT_Precision_Api, Precision_GetScalingRecipe) == 88, "offsetof(MNT_Precision_Api, Precision_GetScalingRecipe)");
+_Static_assert(sizeof(MNT_Model_Create_Args) == 184, "sizeof(MNT_Model_Create_Args)");
+_Static_assert(offsetof(MNT_Model_Create_Args, fp8_forward_dtype) == 160, "offsetof(MNT_Model_Create_Args, fp8_forward_dtype)");
+_Static_assert(offsetof(MNT_Model_Create_Args, fp8_backward_dtype) == 164, "offsetof(MNT_Model_Create_Args, fp8_backward_dtype)");
+_Static_assert(offsetof(MNT_Model_Create_Args, fp8_fast_accumulation_forward) == 168, "offsetof(MNT_Model_Create_Args, fp8_fast_accumulation_forward)");
+_Static_assert(offsetof(MNT_Model_Create_Args, fp8_current_scaling) == 172, "offsetof(MNT_Model_Create_Args, fp8_current_scaling)");
+_Static_assert(offsetof(MNT_Model_Create_Args, fp8_margin) == 176, "offsetof(MNT_Model_Create_Args, fp8_margin)");
+_Static_assert(sizeof(MNT_Model_Forward_Args) == 104, "sizeof(MNT_Model_Forward_Args)");
+_Static_assert(offsetof(MNT_Model_Forward_Args, fp8_scales) == 80, "offsetof(MNT_Model_Forward_Args, fp8_scales)");
+_Static_assert(offsetof(MNT_Model_Forward_Args, fp8_scale_invs) == 88, "offsetof(MNT_Model_Forward_Args, fp8_scale_invs)");
+_Static_assert(offsetof(MNT_Model_Forward_Args, fp8_amax) == 96, "offsetof(MNT_Model_Forward_Args, fp8_amax)");
+_Static_assert(sizeof(MNT_Model_Backward_Args) == 96, "sizeof(MNT_Model_Backward_Args)");
+_Static_assert(offsetof(MNT_Model_Backward_Args, fp8_scales) == 72, "offsetof(MNT_Model_Backward_Args, fp8_scales)");
+_Static_assert(offsetof(MNT_Model_Backward_Args, fp8_scale_invs) == 80, "offsetof(MNT_Model_Backward_Args, fp8_scale_invs)");
+_Static_assert(offsetof(MNT_Model_Backward_Args, fp8_amax) == 88, "offsetof(MNT_Model_Backward_Args, fp8_amax)");
+_Static_assert(MNT_AMAX_ALGO_INVALID == 0, "MNT_AMAX_ALGO_INVALID");
+_Static_assert(MNT_AMAX_ALGO_MAX == 1, "MNT_AMAX_ALGO_MAX");
+_Static_assert(MNT_AMAX_ALGO_MOST_RECENT == 2, "MNT_AMAX_ALGO_MOST_RECENT");
+_Static_assert(MNT_SCALING_RECIPE_NONE == 0, "MNT_SCALING_RECIPE_NONE");
+_Static_assert(MNT_SCALING_RECIPE_DELAYED == 1, "MNT_SCALING_RECIPE_DELAYED");
+_Static_assert(MNT_SCALING_RECIPE_CURRENT == 2, "MNT_SCALING_RECIPE_CURRENT");
+_Static_assert(MNT_OP_FP8_SCALE_UPDATE == 41, "MNT_OP_FP8_SCALE_UPDATE");
+_Static_assert(MNT_CAPABILITY_MODEL_FP8_GEMMS == 8, "MNT_CAPABILITY_MODEL_FP8_GEMMS");
+
 int main(void) {
   static const struct expected_size kSizes[] = {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
@@ -726,19 +770,25 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_LossScaler_GetState_Args_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_SetState_Args_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_Update_Args_STRUCT_SIZE, 36),
-      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE_1_0, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_GetRecipe_Args_STRUCT_SIZE, 68),
       MNT_EXPECT_SIZE(MNT_DataSpec_STRUCT_SIZE, 76),
       MNT_EXPECT_SIZE(MNT_ModelPrecision_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 160),
+      MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 180),
       MNT_EXPECT_SIZE(MNT_Model_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
-      MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 80),
-      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_5, 64),
       MNT_EXPECT_SIZE(MNT_Model_Api_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Precision_GetScalingRecipe_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE_1_9, 88),
+      MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE_1_9, 160),
+      MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE_1_9, 80),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_9, 72),
   };
   int failures = 0;
   size_t i;

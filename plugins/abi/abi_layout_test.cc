@@ -388,7 +388,7 @@ static_assert(offsetof(MNT_LossScaler_Update_Args, scaler) == 16);
 static_assert(offsetof(MNT_LossScaler_Update_Args, found_inf) == 24);
 static_assert(offsetof(MNT_LossScaler_Update_Args, skip_step) == 28);
 static_assert(offsetof(MNT_LossScaler_Update_Args, new_scale) == 32);
-static_assert(sizeof(MNT_Precision_Api) == 88);
+static_assert(sizeof(MNT_Precision_Api) == 96);
 static_assert(offsetof(MNT_Precision_Api, struct_size) == 0);
 static_assert(offsetof(MNT_Precision_Api, extension_start) == 8);
 static_assert(offsetof(MNT_Precision_Api, Precision_GetPolicy) == 16);
@@ -426,7 +426,7 @@ static_assert(offsetof(MNT_ModelPrecision, weight_dtype) == 8);
 static_assert(offsetof(MNT_ModelPrecision, gradient_dtype) == 12);
 static_assert(offsetof(MNT_ModelPrecision, activation_dtype) == 16);
 static_assert(offsetof(MNT_ModelPrecision, matmul_compute) == 20);
-static_assert(sizeof(MNT_Model_Create_Args) == 160);
+static_assert(sizeof(MNT_Model_Create_Args) == 184);
 static_assert(offsetof(MNT_Model_Create_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Create_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Model_Create_Args, options) == 16);
@@ -456,7 +456,7 @@ static_assert(offsetof(MNT_Model_GetParamSpec_Args, dims) == 48);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, init) == 96);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, init_scale) == 100);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, weight_decay) == 104);
-static_assert(sizeof(MNT_Model_Forward_Args) == 80);
+static_assert(sizeof(MNT_Model_Forward_Args) == 104);
 static_assert(offsetof(MNT_Model_Forward_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Forward_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Model_Forward_Args, model) == 16);
@@ -467,7 +467,7 @@ static_assert(offsetof(MNT_Model_Forward_Args, targets) == 48);
 static_assert(offsetof(MNT_Model_Forward_Args, training) == 56);
 static_assert(offsetof(MNT_Model_Forward_Args, loss_out) == 64);
 static_assert(offsetof(MNT_Model_Forward_Args, correct_out) == 72);
-static_assert(sizeof(MNT_Model_Backward_Args) == 72);
+static_assert(sizeof(MNT_Model_Backward_Args) == 96);
 static_assert(offsetof(MNT_Model_Backward_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Backward_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Model_Backward_Args, model) == 16);
@@ -682,6 +682,50 @@ struct ExpectedSize {
 
 #define MNT_EXPECT_SIZE(macro, bytes) ExpectedSize{#macro, macro, bytes}
 
+// 1.10: FP8 training (issue 25)
+static_assert(sizeof(MNT_Fp8ScaleUpdateParams) == 24);
+static_assert(offsetof(MNT_Fp8ScaleUpdateParams, struct_size) == 0);
+static_assert(offsetof(MNT_Fp8ScaleUpdateParams, fp8_max) == 8);
+static_assert(offsetof(MNT_Fp8ScaleUpdateParams, margin) == 12);
+static_assert(offsetof(MNT_Fp8ScaleUpdateParams, amax_algo) == 16);
+static_assert(offsetof(MNT_Fp8ScaleUpdateParams, history_length) == 20);
+static_assert(sizeof(MNT_Precision_GetScalingRecipe_Args) == 56);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, precision_options) == 16);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, recipe) == 24);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, forward_dtype) == 28);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, backward_dtype) == 32);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, history_length) == 36);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, amax_algo) == 40);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, margin) == 44);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, fast_accumulation_forward) == 48);
+static_assert(offsetof(MNT_Precision_GetScalingRecipe_Args, calibrate) == 52);
+static_assert(sizeof(MNT_Precision_Api) == 96);
+static_assert(offsetof(MNT_Precision_Api, Precision_GetScalingRecipe) == 88);
+static_assert(sizeof(MNT_Model_Create_Args) == 184);
+static_assert(offsetof(MNT_Model_Create_Args, fp8_forward_dtype) == 160);
+static_assert(offsetof(MNT_Model_Create_Args, fp8_backward_dtype) == 164);
+static_assert(offsetof(MNT_Model_Create_Args, fp8_fast_accumulation_forward) == 168);
+static_assert(offsetof(MNT_Model_Create_Args, fp8_current_scaling) == 172);
+static_assert(offsetof(MNT_Model_Create_Args, fp8_margin) == 176);
+static_assert(sizeof(MNT_Model_Forward_Args) == 104);
+static_assert(offsetof(MNT_Model_Forward_Args, fp8_scales) == 80);
+static_assert(offsetof(MNT_Model_Forward_Args, fp8_scale_invs) == 88);
+static_assert(offsetof(MNT_Model_Forward_Args, fp8_amax) == 96);
+static_assert(sizeof(MNT_Model_Backward_Args) == 96);
+static_assert(offsetof(MNT_Model_Backward_Args, fp8_scales) == 72);
+static_assert(offsetof(MNT_Model_Backward_Args, fp8_scale_invs) == 80);
+static_assert(offsetof(MNT_Model_Backward_Args, fp8_amax) == 88);
+static_assert(MNT_AMAX_ALGO_INVALID == 0, "MNT_AMAX_ALGO_INVALID");
+static_assert(MNT_AMAX_ALGO_MAX == 1, "MNT_AMAX_ALGO_MAX");
+static_assert(MNT_AMAX_ALGO_MOST_RECENT == 2, "MNT_AMAX_ALGO_MOST_RECENT");
+static_assert(MNT_SCALING_RECIPE_NONE == 0, "MNT_SCALING_RECIPE_NONE");
+static_assert(MNT_SCALING_RECIPE_DELAYED == 1, "MNT_SCALING_RECIPE_DELAYED");
+static_assert(MNT_SCALING_RECIPE_CURRENT == 2, "MNT_SCALING_RECIPE_CURRENT");
+static_assert(MNT_OP_FP8_SCALE_UPDATE == 41, "MNT_OP_FP8_SCALE_UPDATE");
+static_assert(MNT_CAPABILITY_MODEL_FP8_GEMMS == 8, "MNT_CAPABILITY_MODEL_FP8_GEMMS");
+
 TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
   const ExpectedSize kSizes[] = {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
@@ -749,19 +793,25 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_LossScaler_GetState_Args_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_SetState_Args_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_Update_Args_STRUCT_SIZE, 36),
-      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE_1_0, 80),
       MNT_EXPECT_SIZE(MNT_LossScaler_GetRecipe_Args_STRUCT_SIZE, 68),
       MNT_EXPECT_SIZE(MNT_DataSpec_STRUCT_SIZE, 76),
       MNT_EXPECT_SIZE(MNT_ModelPrecision_STRUCT_SIZE, 24),
-      MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 160),
+      MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 180),
       MNT_EXPECT_SIZE(MNT_Model_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
-      MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 80),
-      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_5, 64),
       MNT_EXPECT_SIZE(MNT_Model_Api_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, 24),
+      MNT_EXPECT_SIZE(MNT_Precision_GetScalingRecipe_Args_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_Precision_Api_STRUCT_SIZE_1_9, 88),
+      MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE_1_9, 160),
+      MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE_1_9, 80),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_9, 72),
   };
   for (const ExpectedSize& s : kSizes) {
     EXPECT_EQ(s.actual, s.expected) << s.macro;

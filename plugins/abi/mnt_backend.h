@@ -347,6 +347,24 @@ typedef enum MNT_Op {
    * max |D| over the result before it is rounded to D's dtype (NaN when an
    * element is NaN), overwritten. Params: MNT_ScaledGemmParams. */
   MNT_OP_SCALED_GEMM = 40,
+  /* Since 1.10 (optional op; FP8 delayed scaling). For N scaled tensors:
+   * in[0] amax F32 [N], the amax each tensor had in the last pass;
+   * out[0] history F32 [H, N] (read and written), row 0 the most recent;
+   * out[1] scale F32 [N] (read and written); out[2] scale_inv F32 [N]
+   * (written). Per tensor n, with a = in[0][n]:
+   *   1. when a is finite, the history rolls down one row (row H-1 falls
+   *      off) and row 0 becomes a; a non-finite a (an overflowing pass,
+   *      the loss scaler's business) leaves the history as it is, so one
+   *      bad step cannot pin the scale for H steps;
+   *   2. r = max over rows [0, history_length) (MNT_AMAX_ALGO_MAX) or row
+   *      0 (MOST_RECENT), history_length <= H;
+   *   3. when r > 0 and fp8_max / r / 2^margin is finite and > 0, scale =
+   *      that value computed in fp32 as (fp8_max / r) * 2^-margin, else
+   *      the scale is kept (Transformer Engine's rule: an all-zero
+   *      history keeps the initial scale);
+   *   4. scale_inv = 1 / scale in fp32.
+   * Deterministic: elementwise. Params: MNT_Fp8ScaleUpdateParams. */
+  MNT_OP_FP8_SCALE_UPDATE = 41,
 } MNT_Op;
 
 typedef struct MNT_FillParams {
@@ -638,6 +656,17 @@ typedef struct MNT_ScaledGemmParams {
 } MNT_ScaledGemmParams;
 #define MNT_ScaledGemmParams_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_ScaledGemmParams, fast_accumulation)
+
+/* Since 1.10: MNT_OP_FP8_SCALE_UPDATE. */
+typedef struct MNT_Fp8ScaleUpdateParams {
+  size_t struct_size;
+  float fp8_max;          /* the format's largest finite value: 448, 57344 */
+  int32_t margin;         /* >= 0: scales are 2^margin below the maximum */
+  MNT_AmaxAlgo amax_algo;
+  int32_t history_length; /* rows of the history reduced, 1..H */
+} MNT_Fp8ScaleUpdateParams;
+#define MNT_Fp8ScaleUpdateParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Fp8ScaleUpdateParams, history_length)
 
 /* ------------------------------------------------------------------------ */
 /* Calls. Every call takes one Args struct (struct_size and extension chain  */

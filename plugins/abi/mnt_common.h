@@ -18,7 +18,7 @@ extern "C" {
  * Minor: bumped when something is appended (a field, a function, an enum
  * value). A host loads a plugin with the same major and a minor <= its own. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_MINOR 9
+#define MNT_ABI_MINOR 10
 
 /* Size of a struct up to and including `last_field`: what a producer compiled
  * against this header stores in `struct_size`. Tail padding is not ABI. */
@@ -102,6 +102,12 @@ typedef enum MNT_Capability {
   /* MNT_Model_Backward_Args.loss_multiplier_device, the loss multiplier as
    * a device tensor. Before 1.9: minor >= 6. */
   MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER = 7,
+  /* --- Since 1.10. --- */
+  /* The model runs its GEMMs in FP8 when the host asks (the fp8_* fields
+   * of MNT_Model_Create_Args, the fp8_scales/fp8_scale_invs/fp8_amax
+   * tensors of MNT_Model_Forward_Args and MNT_Model_Backward_Args), with
+   * the scaling slots laid out as docs/abi.md "FP8 scaling slots" says. */
+  MNT_CAPABILITY_MODEL_FP8_GEMMS = 8,
 } MNT_Capability;
 
 /* Since 1.9: on MNT_Plugin_Api's chain with header.base.type
@@ -185,6 +191,15 @@ typedef enum MNT_ComputeMode {
 } MNT_ComputeMode;
 
 #define MNT_MAX_RANK 6
+
+/* Since 1.10: how a delayed-scaling recipe reduces a tensor's amax history
+ * to the amax its next scale is computed from (Transformer Engine's
+ * amax_compute_algo). */
+typedef enum MNT_AmaxAlgo {
+  MNT_AMAX_ALGO_INVALID = 0,
+  MNT_AMAX_ALGO_MAX = 1,         /* the largest amax in the history */
+  MNT_AMAX_ALGO_MOST_RECENT = 2, /* the last pass's amax */
+} MNT_AmaxAlgo;
 
 /* A view of device memory. Never owns `data`. Dense, row-major. */
 typedef struct MNT_Tensor {

@@ -63,8 +63,24 @@ typedef struct MNT_Model_Create_Args {
   MNT_ModelPrecision precision;
   int64_t max_batch_size; /* Forward never sees a larger batch */
   MNT_Model* model; /* out; caller owns, frees with Model_Destroy */
+  /* Since 1.10, given only to models offering
+   * MNT_CAPABILITY_MODEL_FP8_GEMMS: the formats of FP8 GEMMs, or INVALID
+   * (zero) for none. fp8_forward_dtype: inputs and weights of forward
+   * GEMMs; fp8_backward_dtype: output gradients in the backward GEMMs
+   * (dX = dY W, dW = dYᵀ X). Each GEMM's operands are quantized with the
+   * scales of their slot; everything else keeps activation_dtype. */
+  MNT_DType fp8_forward_dtype;
+  MNT_DType fp8_backward_dtype;
+  int32_t fp8_fast_accumulation_forward; /* MNT_ScaledGemmParams' flag */
+  /* Non-zero: MNT_SCALING_RECIPE_CURRENT, the model derives each scale
+   * from the tensor's own amax in the pass (fp8_max = the format's, margin
+   * fp8_margin) and writes it into fp8_scales/fp8_scale_invs. */
+  int32_t fp8_current_scaling;
+  int32_t fp8_margin;
 } MNT_Model_Create_Args;
 #define MNT_Model_Create_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Model_Create_Args, fp8_margin)
+#define MNT_Model_Create_Args_STRUCT_SIZE_1_9 \
   MNT_STRUCT_SIZE(MNT_Model_Create_Args, model)
 typedef MNT_Error* MNT_Model_Create(MNT_Model_Create_Args* args);
 
@@ -120,8 +136,22 @@ typedef struct MNT_Model_Forward_Args {
   int32_t training;
   const MNT_Tensor* loss_out;
   const MNT_Tensor* correct_out; /* NULL allowed */
+  /* Since 1.10, for a model created with FP8 GEMMs (NULL otherwise): F32
+   * [3, S] device tensors, S scaling slots laid out from the parameter
+   * specs (docs/abi.md "FP8 scaling slots"), row 0 GEMM inputs, row 1
+   * weights, row 2 output gradients. The model quantizes with fp8_scales,
+   * hands fp8_scale_invs to the GEMMs and overwrites fp8_amax's entry of
+   * every tensor it quantizes (Forward rows 0 and 1, Backward row 2) with
+   * that tensor's max |x| before scaling; entries it does not use are
+   * left alone. With fp8_current_scaling the model also writes the
+   * scales it derived. Borrowed for the call. */
+  const MNT_Tensor* fp8_scales;
+  const MNT_Tensor* fp8_scale_invs;
+  const MNT_Tensor* fp8_amax;
 } MNT_Model_Forward_Args;
 #define MNT_Model_Forward_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Model_Forward_Args, fp8_amax)
+#define MNT_Model_Forward_Args_STRUCT_SIZE_1_9 \
   MNT_STRUCT_SIZE(MNT_Model_Forward_Args, correct_out)
 typedef MNT_Error* MNT_Model_Forward(MNT_Model_Forward_Args* args);
 
@@ -151,8 +181,14 @@ typedef struct MNT_Model_Backward_Args {
   float loss_multiplier;
   int32_t accumulate;
   const MNT_Tensor* loss_multiplier_device; /* since 1.6; NULL allowed */
+  /* Since 1.10: as in MNT_Model_Forward_Args (the same tensors). */
+  const MNT_Tensor* fp8_scales;
+  const MNT_Tensor* fp8_scale_invs;
+  const MNT_Tensor* fp8_amax;
 } MNT_Model_Backward_Args;
 #define MNT_Model_Backward_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Model_Backward_Args, fp8_amax)
+#define MNT_Model_Backward_Args_STRUCT_SIZE_1_9 \
   MNT_STRUCT_SIZE(MNT_Model_Backward_Args, loss_multiplier_device)
 /* What a 1.0-1.5 host sends and a 1.0-1.5 model reads. */
 #define MNT_Model_Backward_Args_STRUCT_SIZE_1_5 \

@@ -220,6 +220,47 @@ typedef struct MNT_LossScaler_GetRecipe_Args {
   MNT_STRUCT_SIZE(MNT_LossScaler_GetRecipe_Args, max_scale)
 typedef MNT_Error* MNT_LossScaler_GetRecipe(MNT_LossScaler_GetRecipe_Args* args);
 
+/* Since 1.10: scaled formats. A precision plugin whose MATMUL op class
+ * computes in FP8 (GetOpClassPolicy: compute_dtype F8_E4M3 or F8_E5M2)
+ * declares here how the per-tensor scales evolve; the host owns the
+ * scales, scale inverses and amax histories on the device (one per scaled
+ * tensor, see docs/abi.md "FP8 scaling slots"), runs the recipe with
+ * MNT_OP_FP8_SCALE_UPDATE and saves them in checkpoints. */
+typedef enum MNT_ScalingRecipe {
+  MNT_SCALING_RECIPE_NONE = 0,    /* no scaled formats */
+  /* Transformer Engine's DelayedScaling: each pass quantizes with the
+   * scale the history of earlier passes gave, and records its amax. */
+  MNT_SCALING_RECIPE_DELAYED = 1,
+  /* Each tensor's scale comes from its own amax in the same pass (an
+   * extra reduction per quantization, no history). */
+  MNT_SCALING_RECIPE_CURRENT = 2,
+} MNT_ScalingRecipe;
+
+typedef struct MNT_Precision_GetScalingRecipe_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  /* The plugin's own options, as LossScaler_Create gets them (borrowed;
+   * NULL or "" for its defaults); keys it does not know are an error. */
+  const char* precision_options;
+  MNT_ScalingRecipe recipe;    /* out */
+  MNT_DType forward_dtype;     /* out: inputs and weights of forward GEMMs */
+  MNT_DType backward_dtype;    /* out: output gradients (E5M2 for HYBRID) */
+  int32_t history_length;      /* out: DELAYED, >= 1 */
+  MNT_AmaxAlgo amax_algo;      /* out: DELAYED */
+  int32_t margin;              /* out: >= 0 */
+  /* out: non-zero lets forward GEMMs accumulate in the hardware's fast
+   * mode (MNT_ScaledGemmParams.fast_accumulation); backward GEMMs always
+   * accumulate in fp32. */
+  int32_t fast_accumulation_forward;
+  /* out: non-zero asks the host for one pass that only records amax
+   * before the first step, so step 1 is already scaled (DELAYED). */
+  int32_t calibrate;
+} MNT_Precision_GetScalingRecipe_Args;
+#define MNT_Precision_GetScalingRecipe_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Precision_GetScalingRecipe_Args, calibrate)
+typedef MNT_Error* MNT_Precision_GetScalingRecipe(
+    MNT_Precision_GetScalingRecipe_Args* args);
+
 typedef struct MNT_Precision_Api {
   size_t struct_size;
   MNT_Extension_Base* extension_start;
@@ -234,8 +275,13 @@ typedef struct MNT_Precision_Api {
   /* Since 1.5; NULL (or absent in a 1.4 plugin) is "no recipe": the host
    * drives the scaler through LossScaler_Update. */
   MNT_LossScaler_GetRecipe* LossScaler_GetRecipe;
+  /* Since 1.10; NULL (or absent in an older plugin) is
+   * MNT_SCALING_RECIPE_NONE: no scaled formats. */
+  MNT_Precision_GetScalingRecipe* Precision_GetScalingRecipe;
 } MNT_Precision_Api;
 #define MNT_Precision_Api_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Precision_Api, Precision_GetScalingRecipe)
+#define MNT_Precision_Api_STRUCT_SIZE_1_9 \
   MNT_STRUCT_SIZE(MNT_Precision_Api, LossScaler_GetRecipe)
 #define MNT_Precision_Api_STRUCT_SIZE_1_0 \
   MNT_STRUCT_SIZE(MNT_Precision_Api, LossScaler_Update)

@@ -28,6 +28,24 @@ struct ModelSetup {
   MNT_DataSpec data_spec{};
   MNT_ModelPrecision precision{};
   int64_t max_batch_size = 0;
+  // ABI 1.10: FP8 GEMMs (MNT_Model_Create_Args' fp8_* fields); forward
+  // INVALID for none. Given only to a model offering
+  // MNT_CAPABILITY_MODEL_FP8_GEMMS (Create refuses otherwise).
+  struct Fp8 {
+    MNT_DType forward = MNT_DTYPE_INVALID;
+    MNT_DType backward = MNT_DTYPE_INVALID;
+    bool fast_accumulation_forward = false;
+    bool current_scaling = false;
+    int32_t margin = 0;
+  } fp8;
+};
+
+// A model's FP8 scale tensors for Forward and Backward (F32 [3, S] each,
+// docs/abi.md "FP8 scaling slots"); borrowed.
+struct Fp8Tensors {
+  const MNT_Tensor* scales = nullptr;
+  const MNT_Tensor* scale_invs = nullptr;
+  const MNT_Tensor* amax = nullptr;
 };
 
 // One parameter as Model_GetParamSpec describes it. `rank` is as the plugin
@@ -52,6 +70,7 @@ class ModelClient {
       Reset();
       plugin_ = std::exchange(o.plugin_, nullptr);
       model_ = std::exchange(o.model_, nullptr);
+      fp8_ = std::exchange(o.fp8_, Fp8Tensors{});
     }
     return *this;
   }
@@ -72,6 +91,20 @@ class ModelClient {
     a.precision = setup.precision;
     a.precision.struct_size = MNT_ModelPrecision_STRUCT_SIZE;
     a.max_batch_size = setup.max_batch_size;
+    if (setup.fp8.forward != MNT_DTYPE_INVALID) {
+      if (!HasCapability(plugin, MNT_CAPABILITY_MODEL_FP8_GEMMS)) {
+        return FailedPrecondition(Format(
+            "model plugin '%s' (ABI %d.%d) cannot run its GEMMs in FP8 (that needs "
+            "capability MODEL_FP8_GEMMS, ABI 1.10)",
+            plugin->name, plugin->abi_version.major_version,
+            plugin->abi_version.minor_version));
+      }
+      a.fp8_forward_dtype = setup.fp8.forward;
+      a.fp8_backward_dtype = setup.fp8.backward;
+      a.fp8_fast_accumulation_forward = setup.fp8.fast_accumulation_forward ? 1 : 0;
+      a.fp8_current_scaling = setup.fp8.current_scaling ? 1 : 0;
+      a.fp8_margin = setup.fp8.margin;
+    }
     MNT_RETURN_IF_ERROR(
         StatusFromPluginError(plugin, plugin->model->Model_Create(&a)));
     if (a.model == nullptr) return Internal("Model_Create gave no model");
@@ -83,6 +116,11 @@ class ModelClient {
   }
 
   bool empty() const { return model_ == nullptr; }
+
+  // The FP8 tensors every later Forward and Backward hands the model (a
+  // model created with FP8 GEMMs needs them); borrowed, they must outlive
+  // those calls. Default: none.
+  void UseFp8Tensors(const Fp8Tensors& tensors) { fp8_ = tensors; }
   const MNT_Plugin_Api* plugin() const { return plugin_; }
   MNT_Model* get() const { return model_; }  // borrowed, for raw ABI calls
 
@@ -140,6 +178,9 @@ class ModelClient {
     a.training = training ? 1 : 0;
     a.loss_out = &loss_out;
     a.correct_out = correct_out;
+    a.fp8_scales = fp8_.scales;
+    a.fp8_scale_invs = fp8_.scale_invs;
+    a.fp8_amax = fp8_.amax;
     return StatusFromPluginError(plugin_, plugin_->model->Model_Forward(&a));
   }
 
@@ -186,6 +227,11 @@ class ModelClient {
     a.num_grads = grads.size();
     a.loss_multiplier = loss_multiplier;
     a.accumulate = accumulate ? 1 : 0;
+    if (a.struct_size >= MNT_Model_Backward_Args_STRUCT_SIZE) {
+      a.fp8_scales = fp8_.scales;
+      a.fp8_scale_invs = fp8_.scale_invs;
+      a.fp8_amax = fp8_.amax;
+    }
     return StatusFromPluginError(plugin_, plugin_->model->Model_Backward(&a));
   }
 
@@ -203,6 +249,7 @@ class ModelClient {
  private:
   const MNT_Plugin_Api* plugin_ = nullptr;
   MNT_Model* model_ = nullptr;
+  Fp8Tensors fp8_;
 };
 
 }  // namespace mnt::sdk

@@ -54,7 +54,8 @@
   X(MULTI_ADAMW_STEP, MultiAdamWStep)                   \
   X(MULTI_SGD_STEP, MultiSgdStep)                       \
   X(SCALED_CAST, ScaledCast)                            \
-  X(SCALED_GEMM, ScaledGemm)
+  X(SCALED_GEMM, ScaledGemm)                            \
+  X(FP8_SCALE_UPDATE, Fp8ScaleUpdate)
 
 namespace mnt::sdk {
 
