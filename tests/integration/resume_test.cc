@@ -33,12 +33,20 @@ class ResumeTest : public ::testing::TestWithParam<std::string> {};
 // the checkpoint); "bf16_host" keeps bf16 on the host path.
 // "bf16_sr" / "bf16_sr_sgd": bf16 with --stochastic_rounding (AdamW / SGD),
 // so the rounding seed and the working copies must cross the checkpoint.
+// "fp8" (delayed scaling with a history of 8 steps, so the interruption
+// falls inside it) / "fp8_current": the FP8 scales and amax histories must
+// cross the checkpoint, and every reported scale must match.
 TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
   const std::string param = GetParam();
   const bool fp16 = param.rfind("fp16", 0) == 0;
   const bool bf16_host = param == "bf16_host";
   const bool stochastic = param.rfind("bf16_sr", 0) == 0;
-  TrainConfig c = TestConfig(fp16 ? "fp16" : (bf16_host || stochastic) ? "bf16" : param);
+  const bool fp8 = param.rfind("fp8", 0) == 0;
+  TrainConfig c = TestConfig(fp16                      ? "fp16"
+                             : (bf16_host || stochastic) ? "bf16"
+                             : fp8                       ? "fp8"
+                                                         : param);
+  if (fp8) c.set_precision_options(param == "fp8" ? "history=8" : "recipe=current");
   if (bf16_host) c.set_device_loss_scaling("off");
   if (stochastic) {
     c.mutable_optimizer()->set_stochastic_rounding(true);
@@ -62,7 +70,8 @@ TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
   {
     auto t = MakeTrainer(c, &registry);
     ASSERT_TRUE(t.ok()) << t.status();
-    ASSERT_TRUE((*t)->Train(&full).ok());
+    const absl::Status s = (*t)->Train(&full);
+    ASSERT_TRUE(s.ok()) << s;
   }
   const std::string path = TempDir() + "/resume_" + GetParam() + ".ckpt";
   RecordingSink first, second;
@@ -96,6 +105,16 @@ TEST_P(ResumeTest, ResumedRunMatchesUninterruptedRunBitForBit) {
     EXPECT_EQ(steps[i].loss_scale, full.steps[i].loss_scale) << "step " << i + 1;
     EXPECT_EQ(steps[i].skipped, full.steps[i].skipped) << "step " << i + 1;
     skipped += steps[i].skipped;
+    ASSERT_EQ(steps[i].fp8_scales.size(), full.steps[i].fp8_scales.size()) << "step " << i + 1;
+    for (size_t k = 0; k < steps[i].fp8_scales.size(); ++k) {
+      EXPECT_EQ(steps[i].fp8_scales[k].name, full.steps[i].fp8_scales[k].name);
+      EXPECT_EQ(steps[i].fp8_scales[k].scale, full.steps[i].fp8_scales[k].scale)
+          << "step " << i + 1 << " " << steps[i].fp8_scales[k].name;
+    }
+  }
+  if (fp8) {
+    // Every Linear of the MLP reports its three tensors.
+    EXPECT_GE(full.steps.back().fp8_scales.size(), 6u);
   }
   if (fp16) {
     EXPECT_GT(skipped, 1) << "the run should overflow early";
@@ -106,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(AllPrecisions, ResumeTest,
                          ::testing::Values("fp32", "tf32", "bf16", "bf16_host", "bf16_sr",
                                            "bf16_sr_sgd", "fp16_device",
                                            "fp16_host", "fp16_hysteresis_device",
-                                           "fp16_hysteresis_host"));
+                                           "fp16_hysteresis_host", "fp8", "fp8_current"));
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

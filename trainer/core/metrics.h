@@ -26,6 +26,14 @@ struct StepMetrics {
   // A skipped step: the parameters whose gradients held inf/NaN, the one
   // backward reached first (the model's last) first.
   std::vector<std::string> nonfinite_params;
+  // FP8 GEMMs (reported steps only): every scaled tensor a GEMM used, with
+  // the scale the next step quantizes with and the amax of this step.
+  struct Fp8Scale {
+    std::string name;  // "<param>[.<layer>]/<input|weight|grad_output>"
+    double scale = 0;
+    double amax = 0;
+  };
+  std::vector<Fp8Scale> fp8_scales;
 };
 
 struct EvalMetrics {

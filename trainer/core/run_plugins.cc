@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "plugins/sdk/abi_enum.h"
+#include "plugins/sdk/tensor.h"
 #include "trainer/core/device_choice.h"
 #include "trainer/core/loss_scale_config.h"
 #include "trainer/parallel/launch.h"
@@ -110,8 +111,52 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   MNT_LossScalerState state;  // a scaler whose state cannot be read is refused now
   if (sdk::Status s = p->scaler.GetState(&state); !s.ok()) return sdk::ToAbsl(s);
 
+  // The op-class policy decides whether GEMMs run in FP8; such a precision
+  // must say how its scales evolve, and the backend must have the ops.
+  MNT_Precision_GetOpClassPolicy_Args matmul;
+  if (sdk::Status s = p->precision.GetOpClassPolicy(MNT_OP_CLASS_MATMUL, &matmul); !s.ok()) {
+    return Prefixed(s, absl::StrCat("precision '", p->precision_name, "': "));
+  }
+  p->scaling_recipe = {};
+  p->scaling_recipe.recipe = MNT_SCALING_RECIPE_NONE;
+  const bool fp8_gemms = sdk::IsFp8(matmul.compute_dtype);
+  if (fp8_gemms) {
+    if (sdk::Status s = p->precision.GetScalingRecipe(config.precision_options(),
+                                                      &p->scaling_recipe);
+        !s.ok()) {
+      return Prefixed(s, absl::StrCat("precision '", p->precision_name, "': "));
+    }
+    if (sdk::Status s = sdk::CheckScalingRecipe(p->scaling_recipe); !s.ok()) {
+      return Prefixed(s, absl::StrCat("precision '", p->precision_name, "': "));
+    }
+    if (p->scaling_recipe.recipe == MNT_SCALING_RECIPE_NONE) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "precision '", p->precision_name, "' computes GEMMs in ",
+          sdk::DTypeName(matmul.compute_dtype), " but declares no scaling recipe"));
+    }
+    std::vector<MNT_Op> needed = {MNT_OP_SCALED_CAST, MNT_OP_SCALED_GEMM};
+    needed.push_back(MNT_OP_FP8_SCALE_UPDATE);
+    for (MNT_Op op : needed) {
+      if (!p->backend->Supports(op)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "precision '", p->precision_name, "' runs GEMMs in FP8, but backend '",
+            p->device_name, "' (", info.device_name ? info.device_name : "", ") does not support ",
+            sdk::OpName(op),
+            op == MNT_OP_FP8_SCALE_UPDATE ? "" : " (FP8 tensor cores: sm_89 or newer)",
+            "; use --precision=bf16"));
+      }
+    }
+  }
+
   sdk::ModelSetup setup;
   setup.options = config.model_options();
+  if (fp8_gemms) {
+    setup.fp8.forward = p->scaling_recipe.forward_dtype;
+    setup.fp8.backward = p->scaling_recipe.backward_dtype;
+    setup.fp8.fast_accumulation_forward = p->scaling_recipe.fast_accumulation_forward != 0;
+    setup.fp8.current_scaling = p->scaling_recipe.recipe == MNT_SCALING_RECIPE_CURRENT;
+    setup.fp8.margin = p->scaling_recipe.margin;
+  }
   setup.backend = &p->backend->client();
   if (config.debug_overflow()) {
     auto tracer = OpTracer::Create(p->backend->client());

@@ -37,6 +37,10 @@ struct RunPlugins {
   MNT_Precision_GetPolicy_Args policy{};
   MNT_Precision_GetMemoryPlan_Args plan{};
   sdk::LossScalerClient scaler;  // from --loss_scale_* and --precision_options
+  // ABI 1.10: the precision's scaling recipe when its MATMUL op class
+  // computes in FP8 (then the model runs its GEMMs in FP8); recipe NONE
+  // otherwise.
+  MNT_Precision_GetScalingRecipe_Args scaling_recipe{};
   // --debug_overflow: the backend as the model sees it (declared before the
   // model, which borrows its table, so it outlives the model); else null.
   std::unique_ptr<OpTracer> tracer;

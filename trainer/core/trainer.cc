@@ -16,6 +16,7 @@
 #include "trainer/core/device_batch.h"
 #include "trainer/core/device_scalars.h"
 #include "trainer/core/evaluator.h"
+#include "trainer/core/fp8_scaling.h"
 #include "trainer/core/loss_scale_config.h"
 #include "trainer/core/loss_scaling.h"
 #include "trainer/core/loss_scaling_choice.h"
@@ -103,6 +104,14 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
                                        state_slots, config_.seed(), shard);
   if (!params.ok()) return params.status();
   params_ = std::move(*params);
+  if (plugins_->scaling_recipe.recipe != MNT_SCALING_RECIPE_NONE) {
+    std::vector<Fp8Scaling::ParamShape> shapes;
+    for (const Param& p : params_->params()) shapes.push_back({p.name, p.dims});
+    auto fp8 = Fp8Scaling::Create(client, plugins_->scaling_recipe, shapes);
+    if (!fp8.ok()) return fp8.status();
+    fp8_ = std::move(*fp8);
+    plugins_->model.UseFp8Tensors(fp8_->tensors());
+  }
   // ZeRO-1: the other ranks' parameters start from their owners' rounding.
   if (auto s = GatherWorkingWeights(); !s.ok()) return s;
   if (OpTracer* tracer = plugins_->tracer.get()) {
@@ -169,6 +178,7 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   parts.sampler = sampler_.get();
   parts.scaler = &plugins_->scaler;
   parts.scaling = scaling_.get();
+  parts.fp8 = fp8_.get();
   if (params_->sharded()) parts.gather_working_weights = [this] { return GatherWorkingWeights(); };
   checkpoint_ = std::make_unique<TrainingCheckpoint>(parts);
   return absl::OkStatus();
@@ -253,6 +263,13 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
     Stopwatch phase;
     if (auto s = batch_->Upload(*train_data_, NextLocalBatch()); !s.ok()) return s;
     phases_.Add("data", phase.Seconds());
+    if (micro == 0 && step_ == 0 && fp8_ != nullptr && fp8_->delayed() &&
+        fp8_->recipe().calibrate != 0) {
+      if (auto s = CalibrateFp8(inputs, targets, multiplier,
+                                device_multiplier.has_value() ? &*device_multiplier : nullptr);
+          !s.ok())
+        return s;
+    }
     if (micro == 0) {
       if (auto s = marked.Begin(data_parallel_ != nullptr || plugins_->tracer != nullptr);
           !s.ok())
@@ -293,6 +310,8 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
 
   if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
   Stopwatch phase;
+  // The next step's FP8 scales from this step's amax (on the device).
+  if (auto s = UpdateFp8Scales(); !s.ok()) return s;
   // The global batch's gradient on every rank: from here on every rank
   // unscales, finds inf/NaN, clips, skips and steps on the same bits.
   if (data_parallel_ != nullptr) {
@@ -322,6 +341,32 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   phases_.Add("optimizer", phase.Seconds());
   ++step_;
   return absl::OkStatus();
+}
+
+absl::Status Trainer::UpdateFp8Scales() {
+  if (fp8_ == nullptr || !fp8_->delayed()) return absl::OkStatus();
+  // Data parallel: every rank scales with the same amax, so the ranks' FP8
+  // operands are quantized alike.
+  if (data_parallel_ != nullptr) {
+    if (auto s = data_parallel_->MaxInPlace(fp8_->flat_amax()); !s.ok()) return s;
+  }
+  return fp8_->Update();
+}
+
+absl::Status Trainer::CalibrateFp8(const MNT_Tensor& inputs, const MNT_Tensor& targets,
+                                   float multiplier, const MNT_Tensor* device_multiplier) {
+  // The gradients it writes are overwritten by the step's first backward.
+  const sdk::ModelClient& model = plugins_->model;
+  const std::vector<MNT_Tensor> weights = params_->WeightTensors();
+  if (auto s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true,
+                                          scaling_->LossOutput(0)));
+      !s.ok())
+    return Prefixed(s, "FP8 calibration forward: ");
+  if (auto s = sdk::ToAbsl(model.Backward(weights, params_->GradTensors(), multiplier,
+                                           device_multiplier, /*accumulate=*/false));
+      !s.ok())
+    return Prefixed(s, "FP8 calibration backward: ");
+  return UpdateFp8Scales();
 }
 
 absl::Status Trainer::MaybeFillWeights() {
@@ -513,6 +558,11 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
                 : std::string(),
             "; --debug_overflow traces the op that made it"));
       }
+    }
+    if (*report && sink != nullptr && fp8_ != nullptr) {
+      auto entries = fp8_->Read();
+      if (!entries.ok()) return Prefixed(entries.status(), absl::StrCat("step ", step_, ": "));
+      for (const Fp8Scaling::Entry& e : *entries) m.fp8_scales.push_back({e.name, e.scale, e.amax});
     }
     if (*report && sink != nullptr) sink->OnStep(m);
     if (*report && loss_scaling_active_) {

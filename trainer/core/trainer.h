@@ -34,6 +34,7 @@ class DataParallel;
 class DeviceBatch;
 class HostComm;
 class Evaluator;
+class Fp8Scaling;
 class LossScaling;
 class Optimizer;
 class ParameterStore;
@@ -142,6 +143,14 @@ class Trainer {
   absl::Status CheckRanksHoldOneState(const CheckpointData& ckpt);
   // The stop signal, agreed by every rank (any rank's counts).
   absl::StatusOr<int> AgreedStopSignal();
+  // FP8 delayed scaling: every rank's amax maxed, then the recipe's update
+  // of histories and scales.
+  absl::Status UpdateFp8Scales();
+  // Before the first step of a fresh run with a calibrating recipe: one
+  // forward and backward of the uploaded batch that only records amax, and
+  // the update, so step 1 is already scaled.
+  absl::Status CalibrateFp8(const MNT_Tensor& inputs, const MNT_Tensor& targets, float multiplier,
+                            const MNT_Tensor* device_multiplier);
   // Evaluates and checkpoints when step_ is due (or `last`); adds the time
   // it took to *seconds.
   absl::Status EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink, double* seconds);
@@ -154,6 +163,8 @@ class Trainer {
   std::unique_ptr<RunPlugins> plugins_;
   std::unique_ptr<BatchSource> train_data_, eval_data_;
   std::unique_ptr<ParameterStore> params_;
+  // FP8 GEMMs (ABI 1.10): the scales the model reads; NULL otherwise.
+  std::unique_ptr<Fp8Scaling> fp8_;
   std::unique_ptr<DeviceBatch> batch_;
   std::unique_ptr<StepScalars> scalars_;
   std::unique_ptr<BatchSampler> sampler_;

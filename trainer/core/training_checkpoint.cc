@@ -106,6 +106,9 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
   ckpt.set_precision_plugin_state(st.plugin_state);
 
   if (auto s = sdk::ToAbsl(p_.client->Synchronize()); !s.ok()) return s;
+  if (p_.fp8 != nullptr) {
+    if (auto s = p_.fp8->Save(&ckpt); !s.ok()) return s;
+  }
   for (const Param& p : p_.params->params()) {
     // ZeRO-1: this rank's parameters only; the trainer gathers the ranks'
     // parts, which in rank order are every parameter in order.
@@ -231,6 +234,12 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
         ", growth tracker ", ckpt.loss_scale_growth_tracker(), ", skipped steps ",
         ckpt.loss_scale_skipped_steps(), " at step ", ckpt.step(), ")"));
   }
+  if (p_.fp8 != nullptr) {
+    if (auto s = p_.fp8->CheckCheckpoint(ckpt, path); !s.ok()) return s;
+  } else if (ckpt.fp8_scaling_size() > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": the checkpoint holds FP8 scaling state, but this run's GEMMs are not FP8"));
+  }
 
   for (const auto& [buf, t] : found) {
     if (buf->data() == nullptr) continue;  // ZeRO-1: another rank's master
@@ -265,6 +274,9 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
                         absl::StrCat(path, " (step ", ckpt.step(),
                                      "): the precision plugin refused the loss scaler state: ",
                                      s.message()));
+  if (p_.fp8 != nullptr) {
+    if (auto s = p_.fp8->Restore(ckpt); !s.ok()) return s;
+  }
   *p_.sampler = std::move(restored_sampler);
   *step = ckpt.step();
   p_.optimizer->set_applied_steps(applied);

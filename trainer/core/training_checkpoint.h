@@ -23,6 +23,7 @@
 #include "plugins/sdk/loss_scaler_client.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/config/train_config.pb.h"
+#include "trainer/core/fp8_scaling.h"
 #include "trainer/core/loss_scaling.h"
 #include "trainer/core/optimizer.h"
 #include "trainer/core/parameters.h"
@@ -42,6 +43,8 @@ class TrainingCheckpoint {
     BatchSampler* sampler = nullptr;
     const sdk::LossScalerClient* scaler = nullptr;
     LossScaling* scaling = nullptr;
+    // FP8 GEMMs (ABI 1.10): the scaling state; NULL otherwise.
+    Fp8Scaling* fp8 = nullptr;
     // ZeRO-1: after a restore, the owners' working weights to every rank.
     std::function<absl::Status()> gather_working_weights;
   };

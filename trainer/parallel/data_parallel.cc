@@ -102,6 +102,10 @@ absl::Status DataParallel::AverageInPlace(const MNT_Tensor& t) {
   return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_AVG, t, t);
 }
 
+absl::Status DataParallel::MaxInPlace(const MNT_Tensor& t) {
+  return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_MAX, t, t);
+}
+
 absl::Status DataParallel::BroadcastInPlace(const MNT_Tensor& t, int root) {
   if (sdk::NumElements(t) == 0) return absl::OkStatus();
   return Run(MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_SUM, t, t, root);

@@ -132,8 +132,14 @@ void JsonlSink::OnStart(const RunHeader& h) {
 }
 
 void JsonlSink::OnStep(const StepMetrics& m) {
-  WriteLine(absl::StrJoin(
-      {Field("type", "\"train\""), Field("time", JsonNumber(Now())),
+  // FP8 GEMMs: {"<tensor>": {"scale": s, "amax": a}, ...}; absent otherwise.
+  std::vector<std::string> fp8;
+  for (const StepMetrics::Fp8Scale& f : m.fp8_scales) {
+    fp8.push_back(absl::StrCat(JsonString(f.name), ":{\"scale\":", JsonNumber(f.scale),
+                               ",\"amax\":", JsonNumber(f.amax), "}"));
+  }
+  std::vector<std::string> fields = {
+       Field("type", "\"train\""), Field("time", JsonNumber(Now())),
        Field("elapsed", JsonNumber(m.elapsed_seconds)),
        Field("step", absl::StrCat(m.step)), Field("loss", JsonNumber(m.loss)),
        Field("lr", JsonNumber(m.lr)), Field("loss_scale", JsonNumber(m.loss_scale)),
@@ -142,8 +148,9 @@ void JsonlSink::OnStep(const StepMetrics& m) {
        Field("grad_norm", m.skipped ? "null" : JsonNumber(m.grad_norm)),
        Field("nonfinite_params", StringArray(m.nonfinite_params)),
        Field("samples_per_second", JsonNumber(m.samples_per_second)),
-       Field("tokens_per_second", JsonNumber(m.tokens_per_second))},
-      ","));
+       Field("tokens_per_second", JsonNumber(m.tokens_per_second))};
+  if (!fp8.empty()) fields.push_back(Field("fp8", absl::StrCat("{", absl::StrJoin(fp8, ","), "}")));
+  WriteLine(absl::StrJoin(fields, ","));
 }
 
 void JsonlSink::OnEval(const EvalMetrics& m) {

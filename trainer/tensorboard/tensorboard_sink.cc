@@ -67,6 +67,10 @@ void TensorBoardSink::OnStep(const trainer::StepMetrics& m) {
   if (m.tokens_per_second > 0) {
     Scalar("train/tokens_per_second", m.step, m.tokens_per_second, t);
   }
+  for (const trainer::StepMetrics::Fp8Scale& f : m.fp8_scales) {
+    Scalar("fp8_scale/" + f.name, m.step, f.scale, t);
+    Scalar("fp8_amax/" + f.name, m.step, f.amax, t);
+  }
   Flush();
 }
 
