@@ -3,6 +3,7 @@
 // same random inputs.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -186,6 +187,26 @@ std::string Compare(const std::vector<HostTensor>& got,
   return "";
 }
 
+// Candidate vs reference bit for bit (float outputs; any NaN fails): for
+// ops whose every bit the ABI fixes.
+std::string CompareBits(const std::vector<HostTensor>& got,
+                        const std::vector<HostTensor>& want) {
+  for (size_t o = 0; o < want.size(); ++o) {
+    for (size_t i = 0; i < want[o].values.size(); ++i) {
+      const float a = got[o].values[i], b = want[o].values[i];
+      uint32_t ab, bb;
+      std::memcpy(&ab, &a, 4);
+      std::memcpy(&bb, &b, 4);
+      if (std::isnan(a) || std::isnan(b) || ab != bb) {
+        return Format("out[%zu][%zu] = %.9g (0x%08x), reference %.9g (0x%08x): not the same "
+                      "bits",
+                      o, i, a, ab, b, bb);
+      }
+    }
+  }
+  return "";
+}
+
 struct Case {
   std::string name;
   MNT_Op op;
@@ -195,6 +216,7 @@ struct Case {
   bool first_output_only = false;  // the rest are not finite by design
   // Skipped for a backend that does not offer it (INVALID: every backend).
   MNT_Capability needs = MNT_CAPABILITY_INVALID;
+  bool exact_bits = false;  // CompareBits instead of Compare (tol unused)
 };
 
 std::string MemoryContract(const MNT_Plugin_Api* plugin, const Device& d,
@@ -389,6 +411,35 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                        MNT_OP_SCALED_GEMM, in,
                        {Random(&rng, g.d, {M, N}), Zeros(MNT_DTYPE_F32, {1})},
                        &scaled_gemm[i], g.tol});
+    }
+  }
+  // ABI 1.10 FP8_SCALE_UPDATE (optional): delayed scaling's amax history
+  // and scales, elementwise fp32 with every bit fixed by the ABI: bit-exact.
+  // The amax holds a zero, an infinity and a NaN (they must not enter the
+  // history), one history column is all zero (its scale is kept); MAX over
+  // part of the history with a margin, and MOST_RECENT.
+  static MNT_Fp8ScaleUpdateParams scale_update[2];
+  {
+    const int64_t rows = 2 + rng() % 7, tensors = 4 + N;
+    scale_update[0] = {MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, 448.0f, 1, MNT_AMAX_ALGO_MAX,
+                       static_cast<int32_t>(rows - 1)};
+    scale_update[1] = {MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, 57344.0f, 0,
+                       MNT_AMAX_ALGO_MOST_RECENT, 1};
+    for (int i = 0; i < 2; ++i) {
+      HostTensor amax = Random(&rng, MNT_DTYPE_F32, {tensors}, 1e-3, 600);
+      amax.values[0] = 0.0f;
+      amax.values[1] = INFINITY;
+      amax.values[2] = NAN;
+      HostTensor history = Random(&rng, MNT_DTYPE_F32, {rows, tensors}, 0, 600);
+      for (int64_t h = 0; h < rows; ++h) history.values[h * tensors + 3] = 0.0f;
+      cases.push_back({Format("FP8_SCALE_UPDATE %s H=%lld history_length=%d margin=%d",
+                              i == 0 ? "MAX" : "MOST_RECENT", (long long)rows,
+                              scale_update[i].history_length, scale_update[i].margin),
+                       MNT_OP_FP8_SCALE_UPDATE, {amax},
+                       {history, Random(&rng, MNT_DTYPE_F32, {tensors}, 0.5, 2),
+                        Zeros(MNT_DTYPE_F32, {tensors})},
+                       &scale_update[i], 0});
+      cases.back().exact_bits = true;
     }
   }
   static MNT_ActivationParams act[2] = {{MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_RELU},
@@ -642,7 +693,9 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
         continue;
       }
     }
-    r->Check(name, s.ok() ? Compare(got, want, c.tol) : s.message());
+    r->Check(name, !s.ok()        ? s.message()
+                   : c.exact_bits ? CompareBits(got, want)
+                                  : Compare(got, want, c.tol));
   }
 }
 

@@ -57,4 +57,10 @@ run "skew_op=SOFTMAX,skew=1e-4" 1 '^\[FAIL\] backend/op SOFTMAX'
 # the BF16/F16 ones allow 1e-2), SCALED_CAST off by 1e-6 fails (tolerance 0).
 run "skew_op=SCALED_GEMM,skew=1e-3" 1 '^\[FAIL\] backend/op SCALED_GEMM .* -> f32 '
 run "skew_op=SCALED_CAST,skew=1e-6" 1 '^\[FAIL\] backend/op SCALED_CAST '
+# ABI 1.10: FP8_SCALE_UPDATE is compared bit for bit: off by 1e-6 (a few
+# fp32 ulps of its history and scales) fails both its checks.
+run "skew_op=FP8_SCALE_UPDATE,skew=1e-6" 1 '^\[FAIL\] backend/op FP8_SCALE_UPDATE '
+[[ "$("$tool" "$plugin" --options=skew_op=FP8_SCALE_UPDATE,skew=1e-6 |
+      grep -c '^\[FAIL\] backend/op FP8_SCALE_UPDATE ')" == 2 ]] ||
+  { echo "FAIL: skew 1e-6 did not fail both FP8_SCALE_UPDATE checks" >&2; exit 1; }
 echo PASS

@@ -28,8 +28,8 @@ using backend::Operand;
 class CpuBackend {
  public:
   static constexpr const char* kName = "cpu";
-  // Every op, the FP8 ones (ABI 1.9 SCALED_CAST, SCALED_GEMM) included:
-  // exact emulation in fp8.cc.
+  // Every op, the FP8 ones (ABI 1.9 SCALED_CAST, SCALED_GEMM; 1.10
+  // FP8_SCALE_UPDATE) included: exact emulation in fp8.cc.
   static constexpr bool Supports(MNT_Op) { return true; }
   using Event = std::chrono::steady_clock::time_point;  // when recorded
 

@@ -1,7 +1,9 @@
 // The FP8 ops (ABI 1.9): SCALED_CAST and SCALED_GEMM as exact emulation, the
-// numerical reference for GPU backends' FP8 kernels. FP8 values are decoded
-// exactly (common/fp8_convert.h, through a 256-entry table per format) and
-// encoded with the same header's saturating round-to-nearest-even casts.
+// numerical reference for GPU backends' FP8 kernels; and (1.10)
+// FP8_SCALE_UPDATE, common/fp8_scale_math.h per tensor (every bit fixed).
+// FP8 values are decoded exactly (common/fp8_convert.h, through a 256-entry
+// table per format) and encoded with the same header's saturating
+// round-to-nearest-even casts.
 //
 // SCALED_GEMM is a plain blocked loop, not oneDNN: the oneDNN this backend
 // loads (libdnnl.so.2, oneDNN 2.x) has no f8 data types at all (they came
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "plugins/backends/common/fp8_convert.h"
+#include "plugins/backends/common/fp8_scale_math.h"
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
@@ -214,6 +217,23 @@ Status CpuBackend::ScaledGemm(const backend::ScaledGemmCall& g) {
     }
   }
   if (g.amax.present()) g.amax.f32()[0] = Combine(amax).value();
+  return Status::Ok();
+}
+
+// Each tensor n is one thread's, start to end (its history column, scale
+// and scale_inv), so the team size changes nothing.
+Status CpuBackend::Fp8ScaleUpdate(const backend::Fp8ScaleUpdateCall& u) {
+  const int64_t n = u.n, rows = u.rows;
+  const float* amax = u.amax.f32();
+  float* history = u.history.f32();
+  float* scale = u.scale.f32();
+  float* scale_inv = u.scale_inv.f32();
+  const int threads = ThreadsFor(n * rows);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t i = 0; i < n; ++i) {
+    Fp8ScaleUpdateOne(amax[i], history + i, rows, n, u.history_length, u.most_recent,
+                      u.fp8_max, u.margin, scale + i, scale_inv + i);
+  }
   return Status::Ok();
 }
 

@@ -21,4 +21,5 @@ KERNEL_TESTS = [
     "pool_test",
     "batchnorm_test",
     "fp8_test",
+    "fp8_scale_update_test",
 ]

@@ -61,10 +61,11 @@ struct ConvPlan {
 // State is public: the kernel methods of every family file read it.
 struct CudaBackend {
   static constexpr const char* kName = "cuda";
-  // Every op (the FP8 ones, ABI 1.9 SCALED_CAST and SCALED_GEMM, in
-  // fp8.cu). SCALED_GEMM also needs FP8 tensor cores: DeviceSupports says
-  // which ops this instance's GPU runs (Backend_GetOpSupport asks it), and
-  // ScaledGemm refuses in one line below sm_89.
+  // Every op (the FP8 ones, ABI 1.9 SCALED_CAST and SCALED_GEMM and 1.10
+  // FP8_SCALE_UPDATE, in fp8.cu). SCALED_GEMM also needs FP8 tensor cores:
+  // DeviceSupports says which ops this instance's GPU runs
+  // (Backend_GetOpSupport asks it), and ScaledGemm refuses in one line below
+  // sm_89. SCALED_CAST and FP8_SCALE_UPDATE run on every GPU.
   static constexpr bool Supports(MNT_Op) { return true; }
   bool DeviceSupports(MNT_Op op) const {
     return op != MNT_OP_SCALED_GEMM || sm >= kMinFp8GemmSm;

@@ -8,6 +8,11 @@
 // and, where the CPU backend runs the op (Backend_GetOpSupport), against the
 // CPU backend on the same inputs. Skips without a GPU; the SCALED_GEMM part
 // skips below sm_89 after checking that the op is refused there in one line.
+// FP8_SCALE_UPDATE (ABI 1.10, any GPU): fresh random histories, amax with
+// zeros, infinities and NaN, every amax_algo, history_length, margins into
+// and past fp32's subnormals, several steps in a row: history, scale and
+// scale_inv bit for bit against a float64 reference written from the ABI
+// text and against the CPU backend.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -102,6 +107,7 @@ class CudaFp8Test : public DualBackendTest {
 
 TEST_F(CudaFp8Test, OpSupport) {
   EXPECT_EQ(OpSupported(d_.cuda(), MNT_OP_SCALED_CAST), 1);
+  EXPECT_EQ(OpSupported(d_.cuda(), MNT_OP_FP8_SCALE_UPDATE), 1);
   EXPECT_EQ(OpSupported(d_.cuda(), MNT_OP_SCALED_GEMM), DeviceSm() >= 89 ? 1 : 0)
       << "sm_" << DeviceSm();
 }
@@ -446,6 +452,135 @@ TEST_F(CudaFp8GemmTest, NanPropagatesToDAndAmax) {
   EXPECT_TRUE(std::isnan(got[5 * n + 3]));
   EXPECT_EQ(got[4 * n + 3], 32.0f);
   EXPECT_TRUE(std::isnan(Amax(*amax, true))) << Amax(*amax, true);
+}
+
+// ---- FP8_SCALE_UPDATE ---------------------------------------------------------------
+
+// The ABI's rule in double for N tensors: history [rows, n], scale [n]
+// updated in place; scale_inv [n] written.
+void ScaleUpdateReference(const std::vector<float>& amax, int64_t rows, int64_t n,
+                          const MNT_Fp8ScaleUpdateParams& p, std::vector<float>* history,
+                          std::vector<float>* scale, std::vector<float>* scale_inv) {
+  scale_inv->assign(n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isfinite(amax[i])) {
+      for (int64_t h = rows - 1; h > 0; --h) (*history)[h * n + i] = (*history)[(h - 1) * n + i];
+      (*history)[i] = amax[i];
+    }
+    const int64_t reduced = p.amax_algo == MNT_AMAX_ALGO_MOST_RECENT ? 1 : p.history_length;
+    double r = -INFINITY;
+    for (int64_t h = 0; h < reduced; ++h) r = std::max(r, double{(*history)[h * n + i]});
+    if (r > 0.0) {
+      // The fp32 quotient (a float quotient rounded through double is the
+      // correctly rounded one), then 2^-margin, rounded once.
+      const float q = static_cast<float>(static_cast<double>(p.fp8_max) / r);
+      const float s = static_cast<float>(std::ldexp(static_cast<double>(q), -p.margin));
+      if (std::isfinite(s) && s > 0.0f) (*scale)[i] = s;
+    }
+    (*scale_inv)[i] = static_cast<float>(1.0 / static_cast<double>((*scale)[i]));
+  }
+}
+
+// Bit-identical and never NaN (the inputs never make one).
+::testing::AssertionResult SameBitsNoNan(const std::vector<float>& got,
+                                         const std::vector<float>& want, const char* what) {
+  int bad = 0;
+  ::testing::AssertionResult r = ::testing::AssertionSuccess();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(got[i]) || std::isnan(want[i]) || !SameFloat(got[i], want[i])) {
+      if (bad++ == 0) r = ::testing::AssertionFailure();
+      if (bad <= 5) r << what << "[" << i << "] = " << got[i] << ", want " << want[i] << "; ";
+    }
+  }
+  if (bad > 0) r << bad << " of " << want.size() << " differ";
+  return r;
+}
+
+TEST_F(CudaFp8Test, ScaleUpdateMatchesReferenceAndCpuBitForBit) {
+  const bool cpu = CpuRuns(MNT_OP_FP8_SCALE_UPDATE);
+  std::uniform_real_distribution<double> log2(-20.0, 20.0), unit(0.0, 1.0);
+  auto magnitude = [&] { return static_cast<float>(std::exp2(log2(rng_))); };
+  // One block, a few, and a grid past one wave with a short history.
+  const int64_t shapes[3][2] = {{1, 1}, {16, 300}, {3, 70001}};
+  const int32_t margins[4] = {0, 2, 140, 400};  // 140: subnormal scales; 400: kept
+  int variant = 0;
+  for (const auto& shape : shapes) {
+    const int64_t rows = shape[0], n = shape[1];
+    for (int algo = 0; algo < 2; ++algo) {
+      for (int32_t margin : margins) {
+        MNT_Fp8ScaleUpdateParams p{};
+        p.struct_size = MNT_Fp8ScaleUpdateParams_STRUCT_SIZE;
+        p.fp8_max = variant % 2 ? 57344.0f : 448.0f;
+        p.margin = margin;
+        p.amax_algo = algo ? MNT_AMAX_ALGO_MOST_RECENT : MNT_AMAX_ALGO_MAX;
+        p.history_length = 1 + variant % rows;
+        ++variant;
+        SCOPED_TRACE(::testing::Message()
+                     << "H " << rows << " N " << n << " algo " << p.amax_algo << " margin "
+                     << margin << " fp8_max " << p.fp8_max << " history_length "
+                     << p.history_length);
+        // Histories with zero rows and all-zero columns, random scales.
+        std::vector<float> history(rows * n), scale(n), scale_inv;
+        for (int64_t i = 0; i < n; ++i) {
+          const bool zero_column = unit(rng_) < 0.1;
+          for (int64_t h = 0; h < rows; ++h) {
+            history[h * n + i] = zero_column || unit(rng_) < 0.1 ? 0.0f : magnitude();
+          }
+          scale[i] = static_cast<float>(std::exp2(8.0 * unit(rng_) - 4.0));
+        }
+        auto hp = d_.Upload(history, MNT_DTYPE_F32, {rows, n});
+        auto sp = d_.Upload(scale, MNT_DTYPE_F32, {n});
+        auto ip = d_.Poisoned(MNT_DTYPE_F32, {n});
+        // Three steps in a row, the state carried on each device.
+        for (int step = 0; step < 3; ++step) {
+          SCOPED_TRACE(::testing::Message() << "step " << step);
+          std::vector<float> amax(n);
+          for (float& a : amax) {
+            const double u = unit(rng_);
+            a = u < 0.05   ? 0.0f
+                : u < 0.1  ? INFINITY
+                : u < 0.15 ? NAN
+                : u < 0.2  ? std::ldexp(magnitude(), -130)  // tiny: 448 / a may overflow
+                           : magnitude();
+          }
+          auto ap = d_.Upload(amax, MNT_DTYPE_F32, {n});
+          const sdk::Status s =
+              Run(cpu, MNT_OP_FP8_SCALE_UPDATE, {ap.get()}, {hp.get(), sp.get(), ip.get()}, &p);
+          ASSERT_TRUE(s.ok()) << s.message();
+          ScaleUpdateReference(amax, rows, n, p, &history, &scale, &scale_inv);
+          const std::vector<float> got_h = d_.Download(*hp, true), got_s = d_.Download(*sp, true),
+                                   got_i = d_.Download(*ip, true);
+          ASSERT_TRUE(SameBitsNoNan(got_h, history, "history"));
+          ASSERT_TRUE(SameBitsNoNan(got_s, scale, "scale"));
+          ASSERT_TRUE(SameBitsNoNan(got_i, scale_inv, "scale_inv"));
+          if (cpu) {
+            EXPECT_EQ(d_.Bytes(*hp, true), d_.Bytes(*hp, false)) << "history: cuda vs cpu";
+            EXPECT_EQ(d_.Bytes(*sp, true), d_.Bytes(*sp, false)) << "scale: cuda vs cpu";
+            EXPECT_EQ(d_.Bytes(*ip, true), d_.Bytes(*ip, false)) << "scale_inv: cuda vs cpu";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaFp8Test, ScaleUpdateRefusesAsTheContractSays) {
+  auto a = d_.Upload({1.0f, 2.0f}, MNT_DTYPE_F32, {2});
+  auto h = d_.Upload(std::vector<float>(6, 0.0f), MNT_DTYPE_F32, {3, 2});
+  auto s = d_.Upload({1.0f, 1.0f}, MNT_DTYPE_F32, {2});
+  auto i = d_.Poisoned(MNT_DTYPE_F32, {2});
+  MNT_Fp8ScaleUpdateParams p{MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, 448.0f, 0,
+                             MNT_AMAX_ALGO_MAX, 4};
+  EXPECT_EQ(d_.RunCuda(MNT_OP_FP8_SCALE_UPDATE, {a.get()}, {h.get(), s.get(), i.get()}, &p)
+                .message(),
+            "FP8_SCALE_UPDATE: history_length 4 must be in [1, H=3] (out[0] history is "
+            "f32[3,2])");
+  p.history_length = 3;
+  ASSERT_TRUE(
+      Run(false, MNT_OP_FP8_SCALE_UPDATE, {a.get()}, {h.get(), s.get(), i.get()}, &p).ok());
+  // Row 0 becomes {1, 2}: scales 448 / 1 and 448 / 2, their reciprocals.
+  EXPECT_EQ(d_.Download(*s, true), (std::vector<float>{448.0f, 224.0f}));
+  EXPECT_EQ(d_.Download(*i, true), (std::vector<float>{1.0f / 448.0f, 1.0f / 224.0f}));
 }
 
 }  // namespace

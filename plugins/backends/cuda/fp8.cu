@@ -1,4 +1,4 @@
-// FP8 (ABI 1.9): SCALED_CAST and SCALED_GEMM.
+// FP8 (ABI 1.9): SCALED_CAST and SCALED_GEMM; (1.10) FP8_SCALE_UPDATE.
 //
 // SCALED_CAST runs on any GPU: one grid-stride kernel per direction with
 // common/fp8_convert.h's bit-exact conversions (quantize: x * scale in fp32,
@@ -36,12 +36,20 @@
 // NaN-propagating reduction rather than CUBLASLT_MATMUL_DESC_AMAX_D_POINTER:
 // the ABI wants NaN when any element is NaN, which cuBLASLt does not
 // document, and amax before rounding to a 16-bit D.
+//
+// FP8_SCALE_UPDATE runs on any GPU (no tensor cores): one thread per scaled
+// tensor n, common/fp8_scale_math.h's Fp8ScaleUpdateOne on its history
+// column (row stride N, so a warp's loads and stores of a row coalesce),
+// scale and scale_inv. The header spells its divisions and the margin's
+// product with __fdiv_rn/__dmul_rn/__double2float_rn (never contracted,
+// IEEE whatever the flags): the CPU backend's bits.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <utility>
 
 #include "plugins/backends/common/fp8_convert.h"
+#include "plugins/backends/common/fp8_scale_math.h"
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/device_math.cuh"
@@ -478,6 +486,37 @@ Status CudaBackend::ScaledGemm(const backend::ScaledGemmCall& g) {
   if (!bias_left && !want_amax) return Status::Ok();
   return Finish(*this, g, static_cast<const float*>(d_ptr), ldd, 0.0f,
                 bias_left ? Dev(g.bias) : DevTensor{});
+}
+
+// ---- FP8_SCALE_UPDATE -------------------------------------------------------------
+
+namespace {
+
+// One thread per tensor (grid-strided): its history column, scale and
+// scale_inv; the tensors share nothing, so the order is free.
+__global__ void Fp8ScaleUpdateKernel(const float* amax, float* history, float* scale,
+                                     float* scale_inv, int64_t n, int64_t rows,
+                                     int64_t history_length, bool most_recent,
+                                     float fp8_max, int32_t margin) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    Fp8ScaleUpdateOne(amax[i], history + i, rows, n, history_length, most_recent, fp8_max,
+                      margin, scale + i, scale_inv + i);
+  }
+}
+
+}  // namespace
+
+Status CudaBackend::Fp8ScaleUpdate(const backend::Fp8ScaleUpdateCall& u) {
+  if (u.n == 0) return Status::Ok();
+  return Launched(u,
+                  Launch(Fp8ScaleUpdateKernel, GridFor(u.n, kThreads), kThreads, 0, stream,
+                         static_cast<const float*>(u.amax->data),
+                         static_cast<float*>(u.history->data),
+                         static_cast<float*>(u.scale->data),
+                         static_cast<float*>(u.scale_inv->data), u.n, u.rows,
+                         u.history_length, u.most_recent, u.fp8_max, u.margin),
+                  "fp8_scale_update");
 }
 
 }  // namespace mnt::cuda

@@ -1,5 +1,10 @@
 #include "plugins/backends/common/calls/fp8.h"
 
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::backend {
@@ -81,6 +86,74 @@ sdk::Status CheckScaledGemm(const OpCall& call, ScaledGemmCall* g) {
   }
   g->amax = call.OptionalOutput(1, "amax");
   if (g->amax.present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(g->amax));
+  return sdk::Status::Ok();
+}
+
+sdk::Status CheckFp8ScaleUpdate(const OpCall& call, Fp8ScaleUpdateCall* u) {
+  u->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 1, 3, 3));
+  const MNT_Fp8ScaleUpdateParams* p;
+  MNT_RETURN_IF_ERROR(call.Params("MNT_Fp8ScaleUpdateParams",
+                                  MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, false, &p));
+  u->params = p;
+  if (!(p->fp8_max > 0.0f) || !std::isfinite(p->fp8_max)) {
+    return call.Invalid(sdk::Format("fp8_max %g must be finite and > 0 (448 for f8_e4m3, "
+                                    "57344 for f8_e5m2)",
+                                    static_cast<double>(p->fp8_max)));
+  }
+  if (p->margin < 0) return call.Invalid(sdk::Format("margin %d must be >= 0", p->margin));
+  const std::optional<MNT_AmaxAlgo> algo = sdk::ReadEnum(p->amax_algo);
+  if (!algo || *algo == MNT_AMAX_ALGO_INVALID) {
+    return call.Invalid(sdk::Format("amax_algo %d must be MNT_AMAX_ALGO_MAX (1) or "
+                                    "MNT_AMAX_ALGO_MOST_RECENT (2)",
+                                    sdk::RawEnum(p->amax_algo)));
+  }
+  u->fp8_max = p->fp8_max;
+  u->margin = p->margin;
+  u->most_recent = *algo == MNT_AMAX_ALGO_MOST_RECENT;
+  MNT_RETURN_IF_ERROR(call.Input(0, "amax", &u->amax));
+  MNT_RETURN_IF_ERROR(call.Output(0, "history", &u->history));
+  MNT_RETURN_IF_ERROR(call.Output(1, "scale", &u->scale));
+  MNT_RETURN_IF_ERROR(call.Output(2, "scale_inv", &u->scale_inv));
+  // amax fixes N; the others are checked against it.
+  if (u->amax->dtype != MNT_DTYPE_F32 || u->amax->rank != 1) {
+    return call.Invalid(u->amax.label + " is " + sdk::Describe(*u->amax) +
+                        ", expected f32[N] (rank 1)");
+  }
+  u->n = u->amax->dims[0];
+  const int64_t n = u->n;
+  if (u->history->dtype != MNT_DTYPE_F32 || u->history->rank != 2 ||
+      u->history->dims[1] != n || u->history->dims[0] < 1) {
+    return call.Invalid(u->history.label + " is " + sdk::Describe(*u->history) +
+                        sdk::Format(", expected f32[H, N=%lld] with H >= 1", (long long)n));
+  }
+  u->rows = u->history->dims[0];
+  for (const Operand* o : {&u->scale, &u->scale_inv}) {
+    if ((*o)->dtype != MNT_DTYPE_F32 || (*o)->rank != 1 || (*o)->dims[0] != n) {
+      return call.Invalid(o->label + " is " + sdk::Describe(**o) +
+                          sdk::Format(", expected f32[N=%lld]", (long long)n));
+    }
+  }
+  if (p->history_length < 1 || p->history_length > u->rows) {
+    return call.Invalid(sdk::Format("history_length %d must be in [1, H=%lld] (out[0] "
+                                    "history is %s)",
+                                    p->history_length, (long long)u->rows,
+                                    sdk::Describe(*u->history).c_str()));
+  }
+  u->history_length = p->history_length;
+  // Every tensor's values are read and written by one thread in any order:
+  // no two operands may share bytes.
+  const Operand* ops[4] = {&u->amax, &u->history, &u->scale, &u->scale_inv};
+  for (int i = 0; i < 4; ++i) {
+    for (int j = i + 1; j < 4; ++j) {
+      const uintptr_t a = reinterpret_cast<uintptr_t>((*ops[i])->data);
+      const uintptr_t b = reinterpret_cast<uintptr_t>((*ops[j])->data);
+      const size_t a_bytes = sdk::SizeBytes(**ops[i]), b_bytes = sdk::SizeBytes(**ops[j]);
+      if (a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes) {
+        return call.Invalid(ops[j]->label + " overlaps " + ops[i]->label);
+      }
+    }
+  }
   return sdk::Status::Ok();
 }
 

@@ -1,5 +1,6 @@
-// The contracts of the FP8 ops SCALED_CAST and SCALED_GEMM (semantics:
-// plugins/abi/mnt_backend.h), checked once for every backend.
+// The contracts of the FP8 ops SCALED_CAST, SCALED_GEMM and (1.10)
+// FP8_SCALE_UPDATE (semantics: plugins/abi/mnt_backend.h), checked once for
+// every backend.
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_CALLS_FP8_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_CALLS_FP8_H_
 
@@ -29,6 +30,21 @@ struct ScaledGemmCall : TypedCall {
   int64_t m = 0, n = 0, k = 0;
 };
 sdk::Status CheckScaledGemm(const OpCall& call, ScaledGemmCall* out);
+
+// Delayed scaling for N tensors (ABI 1.10): amax [N] in; history [H, N],
+// scale [N] updated in place, scale_inv [N] written. All F32, four separate
+// buffers. Per tensor: common/fp8_scale_math.h's Fp8ScaleUpdateOne.
+struct Fp8ScaleUpdateCall : TypedCall {
+  const MNT_Fp8ScaleUpdateParams* params = nullptr;
+  Operand amax, history, scale, scale_inv;
+  int64_t n = 0;               // tensors (N)
+  int64_t rows = 0;            // history rows (H >= 1)
+  int64_t history_length = 0;  // rows reduced, 1..H
+  bool most_recent = false;    // MNT_AMAX_ALGO_MOST_RECENT (else MAX)
+  float fp8_max = 0.0f;        // finite, > 0
+  int32_t margin = 0;          // >= 0
+};
+sdk::Status CheckFp8ScaleUpdate(const OpCall& call, Fp8ScaleUpdateCall* out);
 
 }  // namespace mnt::backend
 
