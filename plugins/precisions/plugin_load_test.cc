@@ -22,8 +22,8 @@ namespace {
 std::vector<std::string> g_paths;
 
 TEST(PrecisionPluginLoadTest, EachSharedObjectLoadsAndAnswers) {
-  ASSERT_EQ(g_paths.size(), 4u) << "expected 4 plugin paths as arguments";
-  const std::vector<std::string> names = {"fp32", "tf32", "bf16", "fp16"};
+  ASSERT_EQ(g_paths.size(), 5u) << "expected 5 plugin paths as arguments";
+  const std::vector<std::string> names = {"fp32", "tf32", "bf16", "fp16", "fp8"};
   for (size_t i = 0; i < g_paths.size(); ++i) {
     SCOPED_TRACE(g_paths[i]);
     void* handle = dlopen(g_paths[i].c_str(), kDlopenFlags);
@@ -49,6 +49,24 @@ TEST(PrecisionPluginLoadTest, EachSharedObjectLoadsAndAnswers) {
               std::string::npos);
     EXPECT_EQ(api->Error_GetCode(e), MNT_ERROR_INVALID_ARGUMENT);
     api->Error_Destroy(e);
+
+    // ABI 1.10: only fp8 declares a scaling recipe (DelayedScaling, HYBRID).
+    ASSERT_EQ(api->precision->struct_size, MNT_Precision_Api_STRUCT_SIZE);
+    if (names[i] != "fp8") {
+      EXPECT_EQ(api->precision->Precision_GetScalingRecipe, nullptr);
+    } else {
+      ASSERT_NE(api->precision->Precision_GetScalingRecipe, nullptr);
+      MNT_Precision_GetScalingRecipe_Args r{};
+      r.struct_size = MNT_Precision_GetScalingRecipe_Args_STRUCT_SIZE;
+      ASSERT_EQ(api->precision->Precision_GetScalingRecipe(&r), nullptr);
+      EXPECT_EQ(r.recipe, MNT_SCALING_RECIPE_DELAYED);
+      EXPECT_EQ(r.forward_dtype, MNT_DTYPE_F8_E4M3);
+      EXPECT_EQ(r.backward_dtype, MNT_DTYPE_F8_E5M2);
+      r.precision_options = "format=e4m3,margin=1";
+      ASSERT_EQ(api->precision->Precision_GetScalingRecipe(&r), nullptr);
+      EXPECT_EQ(r.backward_dtype, MNT_DTYPE_F8_E4M3);
+      EXPECT_EQ(r.margin, 1);
+    }
     dlclose(handle);
   }
 }

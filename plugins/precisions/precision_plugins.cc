@@ -1,5 +1,6 @@
 // The C entry points of MNT_Precision_Api: argument checks and translation
-// to precision_policy.h / loss_scaler.h. One template instance per plugin.
+// to precision_policy.h / loss_scaler.h / scaling_recipe.h. One template
+// instance per plugin.
 #include "plugins/precisions/precision_plugins.h"
 
 #include <memory>
@@ -7,6 +8,7 @@
 
 #include "plugins/precisions/loss_scaler.h"
 #include "plugins/precisions/precision_policy.h"
+#include "plugins/precisions/scaling_recipe.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
@@ -82,15 +84,42 @@ struct Entry {
     });
   }
 
+  static bool has_scaled_formats() {
+    return policy().scaled_matmul_dtype != MNT_DTYPE_INVALID;
+  }
+
   static MNT_Error* ScalerCreate(MNT_LossScaler_Create_Args* args) {
     return sdk::Guard("LossScaler_Create", [&]() -> Status {
       MNT_CHECK_ARGS(MNT_LossScaler_Create_Args, args);
       const PrecisionPolicy& p = policy();
+      // A precision with scaled formats takes the scaling recipe's options
+      // (the same parser as Precision_GetScalingRecipe); its scaler takes
+      // none of its own.
+      const char* scaler_precision_options = args->precision_options;
+      if (has_scaled_formats()) scaler_precision_options = nullptr;
       LossScalerConfig config;
       MNT_RETURN_IF_ERROR(ParseLossScalerConfig(
-          args->options, args->precision_options, p.name,
+          args->options, scaler_precision_options, p.name,
           p.default_loss_scaling, p.supports_loss_scaling, &config));
+      if (has_scaled_formats()) {
+        ScalingRecipeConfig recipe;
+        MNT_RETURN_IF_ERROR(
+            ParseScalingRecipe(args->precision_options, p.name, &recipe));
+      }
       args->scaler = new MNT_LossScaler{LossScaler(config)};
+      return Status::Ok();
+    });
+  }
+
+  // Only in the table of a precision with scaled formats (fp8).
+  static MNT_Error* GetScalingRecipe(
+      MNT_Precision_GetScalingRecipe_Args* args) {
+    return sdk::Guard("Precision_GetScalingRecipe", [&]() -> Status {
+      MNT_CHECK_ARGS(MNT_Precision_GetScalingRecipe_Args, args);
+      ScalingRecipeConfig recipe;
+      MNT_RETURN_IF_ERROR(
+          ParseScalingRecipe(args->precision_options, policy().name, &recipe));
+      FillScalingRecipeArgs(recipe, args);
       return Status::Ok();
     });
   }
@@ -185,13 +214,16 @@ const MNT_Precision_Api* PrecisionApi() {
       &ScalerSetState,
       &ScalerUpdate,
       &ScalerGetRecipe,
+      // NULL: MNT_SCALING_RECIPE_NONE, no scaled formats.
+      Entry<kKind>::has_scaled_formats() ? &Entry<kKind>::GetScalingRecipe
+                                         : nullptr,
   };
   return &api;
 }
 
 // Every in-tree precision takes its own options (ABI 1.5's
 // precision_options; the built-in fp16's hysteresis, min_scale, max_scale,
-// the others' refusal of any key).
+// fp8's scaling recipe, the others' refusal of any key).
 constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_PRECISION_OPTIONS};
 
 template <PrecisionKind kKind>
@@ -210,5 +242,6 @@ const MNT_Plugin_Api* Fp32PluginApi() { return PluginApi<PrecisionKind::kFp32>()
 const MNT_Plugin_Api* Tf32PluginApi() { return PluginApi<PrecisionKind::kTf32>(); }
 const MNT_Plugin_Api* Bf16PluginApi() { return PluginApi<PrecisionKind::kBf16>(); }
 const MNT_Plugin_Api* Fp16PluginApi() { return PluginApi<PrecisionKind::kFp16>(); }
+const MNT_Plugin_Api* Fp8PluginApi() { return PluginApi<PrecisionKind::kFp8>(); }
 
 }  // namespace mnt::precision

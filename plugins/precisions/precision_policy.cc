@@ -27,6 +27,20 @@ constexpr PrecisionPolicy kFp16{
     MNT_DTYPE_F16, MNT_DTYPE_F32, MNT_DTYPE_F16, MNT_DTYPE_F16,
     MNT_DTYPE_F32, MNT_COMPUTE_F16, MNT_LOSS_SCALING_DYNAMIC, true};
 
+// bf16's policy with FP8 GEMMs (Transformer Engine's recipe): the GEMMs
+// that can quantize their operands to FP8 with per-tensor scales, the rest
+// fall back to bf16 (matmul_compute), which is also what the working
+// weights, activations and gradients are stored in between ops. No loss
+// scaling: the per-tensor scales keep FP8's range, bf16 the rest.
+constexpr PrecisionPolicy kFp8{
+    "fp8",
+    "fp8 mixed precision: bf16 weights/activations/grads, fp32 master, FP8 "
+    "GEMMs (E4M3 forward, E5M2 gradients) with Transformer Engine's delayed "
+    "scaling",
+    MNT_DTYPE_BF16, MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_BF16,
+    MNT_DTYPE_F32, MNT_COMPUTE_BF16, MNT_LOSS_SCALING_NONE, false,
+    MNT_DTYPE_F8_E4M3};
+
 // The dtype GEMM operands are rounded to; tf32 has no storage dtype of its
 // own, so it reports F32 and says TF32 in compute_mode.
 MNT_DType MatmulComputeDType(MNT_ComputeMode mode) {
@@ -45,6 +59,7 @@ const PrecisionPolicy& PolicyFor(PrecisionKind kind) {
     case PrecisionKind::kTf32: return kTf32;
     case PrecisionKind::kBf16: return kBf16;
     case PrecisionKind::kFp16: return kFp16;
+    case PrecisionKind::kFp8: return kFp8;
   }
   return kFp32;
 }
@@ -62,8 +77,13 @@ sdk::Status OpClassPolicyFor(const PrecisionPolicy& policy, int32_t op_class,
   const MNT_DType f32 = MNT_DTYPE_F32;
   switch (op_class) {
     case MNT_OP_CLASS_MATMUL:
-      *out = {act, MatmulComputeDType(policy.matmul_compute), f32,
-              policy.matmul_compute};
+      // A scaled format (fp8) is what MATMUL computes in; compute_mode
+      // stays the fallback for GEMMs that cannot run in it.
+      *out = {act,
+              policy.scaled_matmul_dtype != MNT_DTYPE_INVALID
+                  ? policy.scaled_matmul_dtype
+                  : MatmulComputeDType(policy.matmul_compute),
+              f32, policy.matmul_compute};
       return sdk::Status::Ok();
     case MNT_OP_CLASS_ELEMENTWISE:
     case MNT_OP_CLASS_NORMALIZATION:

@@ -12,11 +12,11 @@
 
 namespace mnt::precision {
 
-enum class PrecisionKind { kFp32, kTf32, kBf16, kFp16 };
+enum class PrecisionKind { kFp32, kTf32, kBf16, kFp16, kFp8 };
 
 // The tensor-level policy (MNT_Precision_GetPolicy).
 struct PrecisionPolicy {
-  const char* name;  // plugin name: "fp32", "tf32", "bf16", "fp16"
+  const char* name;  // plugin name: "fp32", "tf32", "bf16", "fp16", "fp8"
   const char* description;
   MNT_DType weight_dtype;
   MNT_DType master_weight_dtype;  // INVALID: working weights are the master
@@ -28,6 +28,11 @@ struct PrecisionPolicy {
   // Only fp16 needs loss scaling: bf16 shares fp32's exponent range, so its
   // gradients do not underflow. The others refuse dynamic/static modes.
   bool supports_loss_scaling;
+  // The scaled format MATMUL computes in where the GEMM can (fp8: F8_E4M3,
+  // its scales declared by Precision_GetScalingRecipe; GEMMs that cannot,
+  // e.g. convolutions and attention's batched products, use
+  // matmul_compute). INVALID: no scaled formats.
+  MNT_DType scaled_matmul_dtype = MNT_DTYPE_INVALID;
 };
 
 // How one op class stores, computes and accumulates

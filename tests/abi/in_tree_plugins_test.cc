@@ -27,6 +27,7 @@ const InTreePlugin kPlugins[] = {
     {MNT_PLUGIN_KIND_PRECISION, "tf32", "plugins/precisions"},
     {MNT_PLUGIN_KIND_PRECISION, "bf16", "plugins/precisions"},
     {MNT_PLUGIN_KIND_PRECISION, "fp16", "plugins/precisions"},
+    {MNT_PLUGIN_KIND_PRECISION, "fp8", "plugins/precisions"},
     {MNT_PLUGIN_KIND_MODEL, "mlp", "models/mlp"},
 };
 
@@ -79,7 +80,7 @@ TEST(InTreePluginsTest, TheCpuBackendOffersEvents) {
 TEST(InTreePluginsTest, AvailableListsThemBeforeAnyIsLoaded) {
   PluginRegistry registry(PluginRegistry::DefaultSearchPath("", ""));
   EXPECT_THAT(registry.Available(MNT_PLUGIN_KIND_PRECISION),
-              IsSupersetOf({"bf16", "fp16", "fp32", "tf32"}));
+              IsSupersetOf({"bf16", "fp16", "fp32", "fp8", "tf32"}));
   EXPECT_THAT(registry.Available(MNT_PLUGIN_KIND_BACKEND),
               IsSupersetOf({"cpu"}));
   EXPECT_THAT(registry.Available(MNT_PLUGIN_KIND_MODEL),

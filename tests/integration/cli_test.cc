@@ -154,7 +154,7 @@ TEST(CliTest, Fp16HysteresisTwoOnTheDeviceAndOnTheHost) {
 }
 
 TEST(CliTest, BadFlagValues) {
-  ExpectOneLineError(RunTrain("--precision=fp8"), "fp8");
+  ExpectOneLineError(RunTrain("--precision=fp4"), "unknown precision 'fp4'");
   ExpectOneLineError(RunTrain("--batch_size=0"), "batch_size");
   ExpectOneLineError(RunTrain("--lr=-1"), "lr");
   ExpectOneLineError(RunTrain("--optimizer=lion"), "optimizer");
@@ -212,7 +212,7 @@ TEST(CliTest, UnknownPlugins) {
     ExpectOneLineError(cuda, "; train on the CPU with --device=cpu, or use --device=auto");
   }
   ExpectOneLineError(RunTrain("--precision=bf61 --verbose"),
-                     "did you mean 'bf16'? (available: bf16, fp16, fp32, tf32; searched for "
+                     "did you mean 'bf16'? (available: bf16, fp16, fp32, fp8, tf32; searched for "
                      "mnt_precision_bf61.so in: ");
 }
 

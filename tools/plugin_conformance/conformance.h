@@ -12,7 +12,9 @@
 //            step by step; without one, skip on non-finite and back off
 //            under overflows; never inf, state (with the plugin's own
 //            bytes) save/restore reproduces the sequence, options reach the
-//            scaler, bad options and states refused.
+//            scaler, bad options and states refused; the FP8 scaling
+//            recipe (ABI 1.10) within the ABI's ranges, declared by any
+//            plugin whose MATMUL computes in FP8.
 //  any kind  the extension chain (ABI 1.9) and the capabilities it lists;
 //            what a plugin advertises decides which optional checks below
 //            run (never its minor).

@@ -8,7 +8,8 @@
 // kind and prints one PASS/FAIL/SKIP line per check and a summary. Exit
 // status: 0 all passed, 1 a check failed or the plugin was refused, 2 usage.
 // --options go to a backend's Backend_Create, a model's Model_Create or a
-// precision plugin's LossScaler_Create (as its precision options).
+// precision plugin's LossScaler_Create and Precision_GetScalingRecipe (as
+// its precision options).
 //
 // Under Open MPI's mpirun (OMPI_COMM_WORLD_SIZE/RANK) every rank runs the
 // suite with rank 0's seed, and a backend's collectives extension is checked

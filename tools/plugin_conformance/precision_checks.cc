@@ -5,7 +5,9 @@
 // every policy must keep: an overflow step is skipped, the scale stays finite
 // and > 0 and a dynamic one backs off under overflows, state (its own bytes
 // too) survives save/restore mid-run, options reach the scaler, bad options
-// are refused.
+// are refused. A plugin with Precision_GetScalingRecipe (ABI 1.10) answers
+// within the ABI's ranges and refuses unknown option keys; one whose MATMUL
+// computes in FP8 must declare a recipe.
 #include <cmath>
 #include <random>
 #include <string>
@@ -67,6 +69,90 @@ class Scaler {
 
 bool TakesPrecisionOptions(const MNT_Plugin_Api* p) {
   return sdk::HasCapability(p, MNT_CAPABILITY_PRECISION_OPTIONS);
+}
+
+// "" when `st` is a one-line INVALID_ARGUMENT refusal of `what`.
+std::string RefusedInOneLine(const Status& st, const char* what) {
+  return st.ok() ? Format("'%s' was accepted", what)
+         : st.code() != MNT_ERROR_INVALID_ARGUMENT
+             ? "refused, but not with INVALID_ARGUMENT: " + st.message()
+         : st.message().find('\n') != std::string::npos ? "message is not one line"
+                                                         : "";
+}
+
+const char* RecipeName(MNT_ScalingRecipe r) {
+  switch (r) {
+    case MNT_SCALING_RECIPE_NONE: return "NONE";
+    case MNT_SCALING_RECIPE_DELAYED: return "DELAYED";
+    case MNT_SCALING_RECIPE_CURRENT: return "CURRENT";
+  }
+  return "?";
+}
+
+const char* AmaxAlgoName(MNT_AmaxAlgo a) {
+  switch (a) {
+    case MNT_AMAX_ALGO_MAX: return "max";
+    case MNT_AMAX_ALGO_MOST_RECENT: return "most_recent";
+    default: return "invalid";
+  }
+}
+
+// ABI 1.10. Precision_GetScalingRecipe, when the plugin has it: its answer
+// for the run's options within the ABI's ranges (sdk::CheckScalingRecipe),
+// the same answer twice, unknown keys and malformed strings refused. Any
+// plugin whose MATMUL computes in FP8 must declare a recipe (NULL, absent
+// and NONE all mean no scaled formats).
+void CheckScalingRecipe(const sdk::PrecisionClient& precision, const std::string& options,
+                        bool fp8_matmul, const std::string& n, Report* r) {
+  MNT_Precision_GetScalingRecipe_Args recipe;
+  const Status got = precision.GetScalingRecipe(options, &recipe);  // NONE without it
+  if (!precision.HasScalingRecipe()) {
+    r->Skip(n + "scaling_recipe",
+            "the plugin has no Precision_GetScalingRecipe (ABI 1.10): no scaled formats");
+  } else if (!got.ok()) {
+    r->Fail(n + "scaling_recipe", "options '" + options + "': " + got.message());
+  } else {
+    std::string why = sdk::CheckScalingRecipe(recipe).message();
+    MNT_Precision_GetScalingRecipe_Args again;
+    if (why.empty()) {
+      Status s = precision.GetScalingRecipe(options, &again);
+      if (!s.ok()) {
+        why = "the second call failed: " + s.message();
+      } else if (again.recipe != recipe.recipe ||
+                 again.forward_dtype != recipe.forward_dtype ||
+                 again.backward_dtype != recipe.backward_dtype ||
+                 again.history_length != recipe.history_length ||
+                 again.amax_algo != recipe.amax_algo || again.margin != recipe.margin ||
+                 again.fast_accumulation_forward != recipe.fast_accumulation_forward ||
+                 again.calibrate != recipe.calibrate) {
+        why = "a second call with the same options answered differently";
+      }
+    }
+    const std::string what =
+        recipe.recipe == MNT_SCALING_RECIPE_NONE
+            ? "NONE"
+            : Format("%s, forward %s, backward %s, history %d, algo %s, margin %d, "
+                     "fast_accumulation_forward %d, calibrate %d",
+                     RecipeName(recipe.recipe), sdk::DTypeName(recipe.forward_dtype),
+                     sdk::DTypeName(recipe.backward_dtype), recipe.history_length,
+                     AmaxAlgoName(recipe.amax_algo), recipe.margin,
+                     recipe.fast_accumulation_forward, recipe.calibrate);
+    r->Check(n + "scaling_recipe (" + what + ")", why);
+    r->Check(n + "scaling_recipe_rejects_unknown_option",
+             RefusedInOneLine(precision.GetScalingRecipe("no_such_precision_option=1", &again),
+                              "no_such_precision_option=1"));
+    r->Check(n + "scaling_recipe_rejects_malformed_options",
+             RefusedInOneLine(precision.GetScalingRecipe("=,=", &again), "=,="));
+  }
+  if (fp8_matmul) {
+    // A failed call was reported above; only a clean NONE is this failure.
+    r->Check(n + "fp8_matmul_declares_a_scaling_recipe",
+             !got.ok() || recipe.recipe != MNT_SCALING_RECIPE_NONE
+                 ? ""
+                 : "MATMUL computes in FP8 (Precision_GetOpClassPolicy) but the plugin "
+                   "declares no scaling recipe (Precision_GetScalingRecipe is absent, "
+                   "NULL or answers NONE)");
+  }
 }
 
 // Replays `recipe` from `scaler`'s current state over `found_infs`: every
@@ -150,7 +236,9 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
   }
   r->Check(n + "policy", CheckPolicy(policy));
 
-  {  // Every op class answers with valid formats; losses etc. compute in f32.
+  bool fp8_matmul = false;
+  {  // Every op class answers with valid formats; losses etc. compute in f32;
+     // MATMUL may compute in a scaled FP8 format (ABI 1.10).
     std::string why;
     for (int c = MNT_OP_CLASS_MATMUL; c <= MNT_OP_CLASS_EMBEDDING && why.empty();
          ++c) {
@@ -158,7 +246,9 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
       s = precision.GetOpClassPolicy(static_cast<MNT_OpClass>(c), &a);
       if (!s.ok()) {
         why = Format("op class %d: %s", c, s.message().c_str());
-      } else if (!IsFloat(a.storage_dtype) || !IsFloat(a.compute_dtype) ||
+      } else if (!IsFloat(a.storage_dtype) ||
+                 !(IsFloat(a.compute_dtype) ||
+                   (c == MNT_OP_CLASS_MATMUL && sdk::IsFp8(a.compute_dtype))) ||
                  a.accumulate_dtype != MNT_DTYPE_F32) {
         why = Format("op class %d: storage %s, compute %s, accumulate %s", c,
                      sdk::DTypeName(a.storage_dtype),
@@ -173,6 +263,7 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
                  a.compute_mode != policy.matmul_compute) {
         why = "MATMUL compute_mode differs from the policy's matmul_compute";
       }
+      if (why.empty() && c == MNT_OP_CLASS_MATMUL) fp8_matmul = sdk::IsFp8(a.compute_dtype);
     }
     MNT_Precision_GetOpClassPolicy_Args bad;
     if (why.empty() &&
@@ -181,6 +272,8 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
     }
     r->Check(n + "op_class_policy", why);
   }
+
+  CheckScalingRecipe(precision, options, fp8_matmul, n, r);
 
   {  // The memory plan matches the policy's dtypes.
     MNT_Precision_GetMemoryPlan_Args a;
@@ -216,13 +309,7 @@ void CheckPrecisionPlugin(const MNT_Plugin_Api* plugin, const std::string& optio
     }
     r->Check(n + "scaler_mode_none_is_identity", why);
   }
-  auto refused_in_one_line = [](const Status& st, const char* what) -> std::string {
-    return st.ok() ? Format("'%s' was accepted", what)
-           : st.code() != MNT_ERROR_INVALID_ARGUMENT
-               ? "refused, but not with INVALID_ARGUMENT: " + st.message()
-           : st.message().find('\n') != std::string::npos ? "message is not one line"
-                                                          : "";
-  };
+  const auto refused_in_one_line = RefusedInOneLine;
   {
     Scaler bad(plugin, options);
     s = bad.Create("no_such_option=1");

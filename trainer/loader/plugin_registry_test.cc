@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/export.h"
+#include "plugins/sdk/precision_client.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::trainer {
@@ -322,6 +323,107 @@ TEST_F(PluginRegistryTest, A16BackendNeverHasStepMarkersEvenWithBytesBeyondIt) {
   ASSERT_EQ(Refusal(), "");
   backend_.Backend_StepEnd = &Noop<MNT_Backend_StepEnd_Args>;
   EXPECT_FALSE(sdk::BackendClient(&plugin_, nullptr).HasStepMarkers());
+}
+
+int g_scaling_recipe_calls = 0;
+MNT_Error* DelayedScalingRecipe(MNT_Precision_GetScalingRecipe_Args* a) {
+  ++g_scaling_recipe_calls;
+  a->recipe = MNT_SCALING_RECIPE_DELAYED;
+  a->forward_dtype = MNT_DTYPE_F8_E4M3;
+  a->backward_dtype = MNT_DTYPE_F8_E5M2;
+  a->history_length = 16;
+  a->amax_algo = MNT_AMAX_ALGO_MAX;
+  return nullptr;
+}
+
+// ABI 1.10 appended the optional Precision_GetScalingRecipe: precision
+// tables of the 1.0, 1.9 and 1.10 sizes are all accepted, and a host reads
+// the slot only when the table holds it (a shorter table's bytes beyond
+// struct_size are never read, whatever they hold).
+TEST_F(PluginRegistryTest, PrecisionTablesOf10And19And110SizesAreAccepted) {
+  struct Case {
+    const char* name;
+    size_t size;
+    int minor;
+    bool reads_slot;
+  } cases[] = {
+      {"p1_0", MNT_Precision_Api_STRUCT_SIZE_1_0, 0, false},
+      {"p1_9", MNT_Precision_Api_STRUCT_SIZE_1_9, 9, false},
+      {"p1_10", MNT_Precision_Api_STRUCT_SIZE, 10, true},
+  };
+  static_assert(MNT_Precision_Api_STRUCT_SIZE_1_9 < MNT_Precision_Api_STRUCT_SIZE);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    MNT_Precision_Api table = MakePrecisionApi();
+    table.struct_size = c.size;
+    table.Precision_GetScalingRecipe = &DelayedScalingRecipe;  // past a short table
+    MNT_Plugin_Api plugin = MakePluginApi(MNT_PLUGIN_KIND_PRECISION, c.name);
+    plugin.abi_version.minor_version = c.minor;
+    plugin.precision = &table;
+    ASSERT_TRUE(registry_.RegisterStatic(&plugin, std::string("static:") + c.name).ok());
+
+    g_scaling_recipe_calls = 0;
+    const sdk::PrecisionClient client(&plugin);
+    EXPECT_EQ(client.HasScalingRecipe(), c.reads_slot);
+    MNT_Precision_GetScalingRecipe_Args r;
+    r.history_length = 99;  // overwritten either way
+    ASSERT_TRUE(client.GetScalingRecipe("format=hybrid", &r).ok());
+    EXPECT_EQ(g_scaling_recipe_calls, c.reads_slot ? 1 : 0);
+    EXPECT_EQ(r.struct_size, MNT_Precision_GetScalingRecipe_Args_STRUCT_SIZE);
+    EXPECT_EQ(r.precision_options, nullptr);  // borrowed for the call only
+    EXPECT_EQ(r.recipe, c.reads_slot ? MNT_SCALING_RECIPE_DELAYED : MNT_SCALING_RECIPE_NONE);
+    EXPECT_EQ(r.history_length, c.reads_slot ? 16 : 0);
+    EXPECT_TRUE(sdk::CheckScalingRecipe(r).ok());
+
+    // A 1.10 table with the slot NULL: no scaled formats, nothing called.
+    table.Precision_GetScalingRecipe = nullptr;
+    g_scaling_recipe_calls = 0;
+    EXPECT_FALSE(client.HasScalingRecipe());
+    ASSERT_TRUE(client.GetScalingRecipe("", &r).ok());
+    EXPECT_EQ(r.recipe, MNT_SCALING_RECIPE_NONE);
+    EXPECT_EQ(g_scaling_recipe_calls, 0);
+  }
+}
+
+TEST(ScalingRecipeCheckTest, RefusesAnswersOutsideTheAbisRanges) {
+  MNT_Precision_GetScalingRecipe_Args ok{};
+  ok.struct_size = MNT_Precision_GetScalingRecipe_Args_STRUCT_SIZE;
+  ok.recipe = MNT_SCALING_RECIPE_DELAYED;
+  ok.forward_dtype = MNT_DTYPE_F8_E4M3;
+  ok.backward_dtype = MNT_DTYPE_F8_E5M2;
+  ok.history_length = 1;
+  ok.amax_algo = MNT_AMAX_ALGO_MOST_RECENT;
+  EXPECT_TRUE(sdk::CheckScalingRecipe(ok).ok());
+  auto message = [](MNT_Precision_GetScalingRecipe_Args a) {
+    sdk::Status s = sdk::CheckScalingRecipe(a);
+    EXPECT_FALSE(s.ok());
+    return s.message();
+  };
+  auto with = [&](auto edit) {
+    MNT_Precision_GetScalingRecipe_Args a = ok;
+    edit(a);
+    return message(a);
+  };
+  EXPECT_THAT(with([](auto& a) { a.recipe = static_cast<MNT_ScalingRecipe>(7); }),
+              HasSubstr("unknown recipe 7"));
+  EXPECT_THAT(with([](auto& a) { a.forward_dtype = MNT_DTYPE_BF16; }),
+              HasSubstr("forward_dtype bf16 and backward_dtype f8_e5m2 must be"));
+  EXPECT_THAT(with([](auto& a) { a.backward_dtype = MNT_DTYPE_INVALID; }),
+              HasSubstr("backward_dtype invalid"));
+  EXPECT_THAT(with([](auto& a) { a.margin = -1; }), HasSubstr("margin -1 is negative"));
+  EXPECT_THAT(with([](auto& a) { a.history_length = 0; }),
+              HasSubstr("DELAYED with history_length 0"));
+  EXPECT_THAT(with([](auto& a) { a.amax_algo = MNT_AMAX_ALGO_INVALID; }),
+              HasSubstr("DELAYED with amax_algo 0"));
+  // CURRENT does not use the history; NONE uses nothing.
+  MNT_Precision_GetScalingRecipe_Args current = ok;
+  current.recipe = MNT_SCALING_RECIPE_CURRENT;
+  current.history_length = 0;
+  current.amax_algo = MNT_AMAX_ALGO_INVALID;
+  EXPECT_TRUE(sdk::CheckScalingRecipe(current).ok());
+  MNT_Precision_GetScalingRecipe_Args none{};
+  none.margin = -5;
+  EXPECT_TRUE(sdk::CheckScalingRecipe(none).ok());
 }
 
 TEST_F(PluginRegistryTest, RefusesDuplicateNamesFromDifferentOrigins) {

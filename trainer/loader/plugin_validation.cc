@@ -11,8 +11,10 @@ namespace mnt::trainer {
 namespace {
 
 // Sizes a plugin built against ABI 1.0 stores in struct_size. Neither
-// MNT_Plugin_Api, MNT_Precision_Api nor MNT_Model_Api has grown since 1.0;
-// MNT_Backend_Api gained the Event_* calls in 1.1.
+// MNT_Plugin_Api nor MNT_Model_Api has grown since 1.0; MNT_Backend_Api
+// gained the Event_* calls in 1.1 (and the step markers in 1.7),
+// MNT_Precision_Api LossScaler_GetRecipe in 1.5 and
+// Precision_GetScalingRecipe in 1.10, all optional.
 constexpr size_t kPluginApiSize10 = MNT_Plugin_Api_STRUCT_SIZE;
 constexpr size_t kBackendApiSize10 = MNT_Backend_Api_STRUCT_SIZE_1_0;
 constexpr size_t kPrecisionApiSize10 = MNT_Precision_Api_STRUCT_SIZE_1_0;
@@ -36,8 +38,12 @@ constexpr const char* kAbiVersion =
 // checked below; the required set stays the 1.0 table) and appended fields
 // to the optimizer params structs; 1.8 appended fields to
 // MNT_AttentionParams and MNT_Backend_GetInfo_Args (no API table changed);
-// 1.9 added extensions on the plugin's chain (no API table changed).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 9,
+// 1.9 added extensions on the plugin's chain (no API table changed); 1.10
+// appended the optional Precision_GetScalingRecipe to MNT_Precision_Api (a
+// 1.9-sized table is as valid as a 1.10 one: the required set stays the
+// 1.0 table, and hosts read the new slot only through MNT_HAS_FIELD, as
+// sdk::PrecisionClient::GetScalingRecipe does).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 10,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.
