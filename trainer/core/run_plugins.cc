@@ -102,17 +102,10 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   }
   if (sdk::Status s = p->precision.GetMemoryPlan(optimizer_state_slots, &p->plan); !s.ok())
     return sdk::ToAbsl(s);
-  if (sdk::Status s = sdk::LossScalerClient::Create(
-          (*precision)->api, LossScalerOptions(config.loss_scale()),
-          config.precision_options(), &p->scaler);
-      !s.ok()) {
-    return Prefixed(s, absl::StrCat("precision '", p->precision_name, "' loss scaling: "));
-  }
-  MNT_LossScalerState state;  // a scaler whose state cannot be read is refused now
-  if (sdk::Status s = p->scaler.GetState(&state); !s.ok()) return sdk::ToAbsl(s);
-
   // The op-class policy decides whether GEMMs run in FP8; such a precision
   // must say how its scales evolve, and the backend must have the ops.
+  // Asked before the loss scaler, so an FP8 option's error is not read as
+  // one of loss scaling.
   MNT_Precision_GetOpClassPolicy_Args matmul;
   if (sdk::Status s = p->precision.GetOpClassPolicy(MNT_OP_CLASS_MATMUL, &matmul); !s.ok()) {
     return Prefixed(s, absl::StrCat("precision '", p->precision_name, "': "));
@@ -147,6 +140,15 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
       }
     }
   }
+
+  if (sdk::Status s = sdk::LossScalerClient::Create(
+          (*precision)->api, LossScalerOptions(config.loss_scale()),
+          config.precision_options(), &p->scaler);
+      !s.ok()) {
+    return Prefixed(s, absl::StrCat("precision '", p->precision_name, "' loss scaling: "));
+  }
+  MNT_LossScalerState state;  // a scaler whose state cannot be read is refused now
+  if (sdk::Status s = p->scaler.GetState(&state); !s.ok()) return sdk::ToAbsl(s);
 
   sdk::ModelSetup setup;
   setup.options = config.model_options();

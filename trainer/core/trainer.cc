@@ -559,7 +559,10 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
             "; --debug_overflow traces the op that made it"));
       }
     }
-    if (*report && sink != nullptr && fp8_ != nullptr) {
+    // FP8 scales at --log_every (one device read each), like the console.
+    const bool fp8_due = step_ == 1 || step_ == total ||
+                         (config_.log_every() > 0 && step_ % config_.log_every() == 0);
+    if (*report && sink != nullptr && fp8_ != nullptr && fp8_due) {
       auto entries = fp8_->Read();
       if (!entries.ok()) return Prefixed(entries.status(), absl::StrCat("step ", step_, ": "));
       for (const Fp8Scaling::Entry& e : *entries) m.fp8_scales.push_back({e.name, e.scale, e.amax});
