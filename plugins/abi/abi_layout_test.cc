@@ -844,9 +844,18 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs19) {
+TEST(AbiLayoutTest, VersionIs110) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 9);
+  EXPECT_EQ(MNT_ABI_MINOR, 10);
+}
+
+TEST(AbiLayoutTest, Fp8FieldsFollowTheir19Sizes) {
+  // A 1.9 host's structs end where the 1.10 FP8 fields begin.
+  EXPECT_EQ(MNT_Model_Create_Args_STRUCT_SIZE_1_9, offsetof(MNT_Model_Create_Args, fp8_forward_dtype));
+  EXPECT_EQ(MNT_Model_Forward_Args_STRUCT_SIZE_1_9, offsetof(MNT_Model_Forward_Args, fp8_scales));
+  EXPECT_EQ(MNT_Model_Backward_Args_STRUCT_SIZE_1_9, offsetof(MNT_Model_Backward_Args, fp8_scales));
+  EXPECT_EQ(MNT_Precision_Api_STRUCT_SIZE_1_9,
+            offsetof(MNT_Precision_Api, Precision_GetScalingRecipe));
 }
 
 TEST(AbiLayoutTest, ExtensionsStartWithTheHeader) {
