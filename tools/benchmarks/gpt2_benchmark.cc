@@ -11,7 +11,12 @@
 //   run, and the datasheet dense peak when --bench_datasheet_tflops gives
 //   it. On the CPU backend the GEMM is the BLAS sgemm for every precision
 //   (tf32/bf16/fp16 round operands, then sgemm), so MFU there says how much of
-//   the machine's sgemm rate the whole training step reaches.
+//   the machine's sgemm rate the whole training step reaches. fp8 (bf16
+//   storage, FP8 GEMMs: --bench_precisions=fp8, not in the default list)
+//   measures SCALED_GEMM on E4M3 operands into bf16 (A [M,K], B [N,K]: the
+//   layout cuBLASLt's FP8 kernels take as it is); the CPU backend's FP8 GEMM
+//   is an exact emulation, so there its rate and MFU say nothing about FP8
+//   hardware.
 // Data: --bench_train_shards (llm.c token shards, e.g. the device check's
 // deterministic shard that the PyTorch side reads too), else synthetic
 // byte-level text.
@@ -53,7 +58,9 @@
 #include "trainer/loader/plugin_registry.h"
 
 ABSL_FLAG(std::string, bench_device, "cpu", "backend plugin to measure");
-ABSL_FLAG(std::string, bench_precisions, "fp32,tf32,bf16,fp16", "comma-separated");
+ABSL_FLAG(std::string, bench_precisions, "fp32,tf32,bf16,fp16",
+          "comma-separated: fp32, tf32, bf16, fp16, fp8 (FP8 GEMMs: sm_89+ on CUDA, emulated "
+          "on the CPU)");
 ABSL_FLAG(std::string, bench_model_options, "preset=gpt2-tiny", "gpt2 options");
 ABSL_FLAG(int64_t, bench_seq_len, 64, "tokens per sequence");
 ABSL_FLAG(std::string, bench_batches, "16", "comma-separated sequences per step");
@@ -66,7 +73,7 @@ ABSL_FLAG(std::string, bench_train_shards, "",
           "llm.c token shards (glob) to train on; '' = synthetic byte-level text");
 ABSL_FLAG(std::string, bench_datasheet_tflops, "",
           "dense datasheet peaks for a second MFU column, e.g. "
-          "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4 (H100/H200 SXM)");
+          "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4,fp8=1979 (H100/H200 SXM)");
 ABSL_FLAG(std::string, bench_csv, "", "append one CSV row per measurement to this file");
 ABSL_FLAG(std::string, bench_python, "python3",
           "interpreter for the PyTorch side; '' skips it");
@@ -76,7 +83,7 @@ namespace {
 
 struct Precision {
   std::string name;
-  MNT_DType dtype;
+  MNT_DType dtype;  // the GEMM operands' (fp8: E4M3)
   MNT_ComputeMode compute;
 };
 
@@ -85,21 +92,34 @@ bool PrecisionFor(const std::string& p, Precision* out) {
   else if (p == "tf32") *out = {p, MNT_DTYPE_F32, MNT_COMPUTE_TF32};
   else if (p == "bf16") *out = {p, MNT_DTYPE_BF16, MNT_COMPUTE_BF16};
   else if (p == "fp16") *out = {p, MNT_DTYPE_F16, MNT_COMPUTE_F16};
+  else if (p == "fp8") *out = {p, MNT_DTYPE_F8_E4M3, MNT_COMPUTE_BF16};
   else return false;
   return true;
 }
 
 // Best GEMM FLOP/s of the backend for `p` at n×n×n on random operands
-// (uploaded as fp32, cast to the storage type); 0 on error.
+// (uploaded as fp32, cast to the storage type; fp8: quantized with scale 1,
+// SCALED_GEMM with inverse scales 1 into bf16); 0 on error.
 double GemmPeak(const sdk::BackendClient& client, const Precision& p, int64_t n) {
-  std::vector<sdk::DeviceBuffer> bufs(4);
+  const bool fp8 = sdk::IsFp8(p.dtype);
+  std::vector<sdk::DeviceBuffer> bufs(5);
   const std::vector<int64_t> dims{n, n};
   std::vector<MNT_Tensor> t;
-  for (int i = 0; i < 4; ++i) {  // A, B (storage type), C (fp32), fp32 staging
-    const MNT_DType dt = i < 2 ? p.dtype : MNT_DTYPE_F32;
+  for (int i = 0; i < 4; ++i) {  // A, B (storage type), C (fp32; fp8: bf16), fp32 staging
+    const MNT_DType dt = i < 2 ? p.dtype : i == 2 && fp8 ? MNT_DTYPE_BF16 : MNT_DTYPE_F32;
     if (!client.Allocate(n * n * sdk::DTypeSize(dt), MNT_MEMORY_WORKSPACE, &bufs[i]).ok())
       return 0;
     t.push_back(sdk::MakeTensor(bufs[i].data(), dt, 2, dims.data()));
+  }
+  // fp8: the scale (and inverse scale) 1, F32 [1] on the device.
+  const int64_t one_dims[1] = {1};
+  MNT_Tensor one{};
+  if (fp8) {
+    const float v = 1.0f;
+    if (!client.Allocate(sizeof(float), MNT_MEMORY_WORKSPACE, &bufs[4]).ok() ||
+        !client.ToDevice(bufs[4].data(), &v, sizeof v).ok())
+      return 0;
+    one = sdk::MakeTensor(bufs[4].data(), MNT_DTYPE_F32, 1, one_dims);
   }
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -107,10 +127,18 @@ double GemmPeak(const sdk::BackendClient& client, const Precision& p, int64_t n)
   for (int i = 0; i < 2; ++i) {
     for (float& v : host) v = dist(rng);
     if (!client.ToDevice(t[3].data, host.data(), host.size() * sizeof(float)).ok()) return 0;
-    if (!client.Run(MNT_OP_CAST, {t[3]}, {t[i]}, nullptr).ok()) return 0;
+    const sdk::Status cast = fp8 ? client.Run(MNT_OP_SCALED_CAST, {t[3], one}, {t[i]}, nullptr)
+                                 : client.Run(MNT_OP_CAST, {t[3]}, {t[i]}, nullptr);
+    if (!cast.ok()) return 0;
   }
   MNT_GemmParams g{MNT_GemmParams_STRUCT_SIZE, 0, 0, 1.0f, 0.0f, p.compute};
-  if (!client.Run(MNT_OP_GEMM, {t[0], t[1]}, {t[2]}, &g).ok()) return 0;  // warm-up
+  // B [N, K] (trans_b): the FP8 layout cuBLASLt multiplies without a copy.
+  MNT_ScaledGemmParams sg{MNT_ScaledGemmParams_STRUCT_SIZE, 0, 1, 1.0f, 0.0f, 0};
+  auto gemm = [&]() {
+    return fp8 ? client.Run(MNT_OP_SCALED_GEMM, {t[0], t[1], one, one}, {t[2]}, &sg)
+               : client.Run(MNT_OP_GEMM, {t[0], t[1]}, {t[2]}, &g);
+  };
+  if (!gemm().ok()) return 0;  // warm-up
   // At least 10 timings and one second in all (at most 50): on a shared
   // 2-core machine five quick timings often missed the peak, and a model
   // then ran above its "peak".
@@ -120,7 +148,7 @@ double GemmPeak(const sdk::BackendClient& client, const Precision& p, int64_t n)
     if (!client.Synchronize().ok()) return 0;
     const auto start = std::chrono::steady_clock::now();
     for (int k = 0; k < kPerTiming; ++k) {
-      if (!client.Run(MNT_OP_GEMM, {t[0], t[1]}, {t[2]}, &g).ok()) return 0;
+      if (!gemm().ok()) return 0;
     }
     if (!client.Synchronize().ok()) return 0;
     const double sec =
@@ -458,8 +486,13 @@ int Run(int argc, char** argv) {
 
   const std::string python = absl::GetFlag(FLAGS_bench_python);
   if (python.empty()) return status;
+  // PyTorch has no built-in FP8 training (that needs Transformer Engine):
+  // fp8 has no PyTorch row.
   std::vector<std::string> names;
-  for (const Precision& p : precs) names.push_back(p.name);
+  for (const Precision& p : precs) {
+    if (!sdk::IsFp8(p.dtype)) names.push_back(p.name);
+  }
+  if (names.empty()) return status;
   const std::string torch_args = absl::StrFormat(
       "--layers=%d --heads=%d --dim=%d --seq=%d --vocab=%d --batches=%s --steps=%d "
       "--warmup=%d --device=%s --precisions=%s --checkpointing=off --gemm_size=0%s",

@@ -6,11 +6,13 @@ each fit a few minutes of a lent H200:
   stage 1 (--stage1_budget, 240 s): the environment and the CUDA libraries
           (NVRTC required where cuDNN is used), every GPU test binary and the
           cuda backend's conformance run (4 at a time), one short `train
-          --device=cuda` per model x precision, then compute-sanitizer
-          memcheck over the small GPU tests (a line saying why where it
-          cannot run);
+          --device=cuda` per model x precision (fp32, tf32, bf16, fp16; and
+          GPT-2 124M in fp8, the last item of the pass, so the first a cut
+          loses), then compute-sanitizer memcheck over the small GPU tests
+          (a line saying why where it cannot run);
   stage 2 (--stage2_budget, 240 s): GPT-2 124M training throughput at
-          T=1024 (//tools/benchmarks:gpt2_benchmark, one process per row),
+          T=1024 (//tools/benchmarks:gpt2_benchmark, one process per row;
+          fp8 the last of Mantissa's rows, so the first a cut loses),
           then PyTorch on the same shapes and token shard
           (tools/benchmarks/gpt2_torch_bench.py: torch.compile, SDPA, fused
           AdamW; its compile starts only now, never beside the GPU tests),
@@ -85,13 +87,20 @@ PRUNE = {"proc", "sys", "dev", ".git", "node_modules", "__pycache__", "bazel-dis
 
 # Dense (no sparsity) datasheet peaks in TFLOP/s, H100/H200 SXM: FP32 67,
 # TF32 tensor core 989 with sparsity = 494.7 dense, BF16/FP16 1979 with
-# sparsity = 989.4 dense.
+# sparsity = 989.4 dense, FP8 3958 with sparsity = 1979 dense.
 DATASHEET = {
-    "H200": "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4",
-    "H100 80GB HBM3": "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4",
+    "H200": "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4,fp8=1979",
+    "H100 80GB HBM3": "fp32=67,tf32=494.7,bf16=989.4,fp16=989.4,fp8=1979",
 }
 
-PRECISIONS = ["fp32", "tf32", "bf16", "fp16"]
+# Every precision the check knows, in table order.
+PRECISIONS = ["fp32", "tf32", "bf16", "fp16", "fp8"]
+# Trained by every model in stage 1.
+TRAIN_PRECISIONS = ["fp32", "tf32", "bf16", "fp16"]
+# fp8 (bf16 storage, FP8 GEMMs under delayed scaling; sm_89+) is trained by
+# these models only, after everything else in the pass: device time is
+# scarce, and the newest path is the one a cut loses first.
+FP8_TRAIN_MODELS = ["gpt2"]
 
 CSV_HEADER = ["framework", "precision", "batch", "seq", "ckpt", "status", "tokens_per_s",
               "ms_per_step", "mfu_measured", "mfu_datasheet", "gemm_tflops",
@@ -499,7 +508,13 @@ def conformance_classifier(gpu):
     return classify
 
 
-def train_classifier(gpu):
+# The trainer's refusal on a GPU without FP8 GEMMs (trainer/core/run_plugins.cc).
+NO_FP8_HARDWARE = r"^.*does not support \S+ \(FP8 tensor cores: sm_89 or newer\).*$"
+
+
+def train_classifier(gpu, fp8_hardware=False):
+    """`fp8_hardware`: the GPU is one known to have FP8 tensor cores, so a
+    refusal for want of them is a failure, not a skip."""
     def classify(rc, out):
         losses = re.findall(r"^step\s+\d+/\d+\s+loss\s+([0-9.naninf]+)", out, re.M)
         ev = re.findall(r"^eval\s+step\s+\d+\s+loss\s+([0-9.]+)(?:\s+accuracy\s+([0-9.]+%))?",
@@ -508,6 +523,9 @@ def train_classifier(gpu):
             if gpu:
                 return "FAIL", f"a GPU is present ({gpu}) but: {first_line(out, r'^.*no CUDA device.*$')}"
             return "SKIPPED", "no CUDA device"
+        no_fp8 = first_line(out, NO_FP8_HARDWARE)
+        if rc != 0 and no_fp8 and not fp8_hardware:
+            return "SKIPPED", f"no FP8 tensor cores: {no_fp8}"
         if rc != 0:
             err = [l for l in out.splitlines() if "error" in l.lower()]
             return "FAIL", f"rc {rc}: {err[-1][:160] if err else 'see the stage log'}"
@@ -571,21 +589,35 @@ def stage1_items(ctx):
                           [conformance, os.path.join(BUNDLE, "runfiles", "mantissa", "plugins",
                                                      "backends", "cuda", "mnt_backend_cuda.so")],
                           ctx.args.test_timeout, conformance_classifier(gpu), env=test_env))
+
+    def train_item(model, prec):
+        args = [os.path.join(BUNDLE, "bin", "train"), "--device=cuda", f"--precision={prec}",
+                "--progress=plain", f"--cache_dir={ctx.work}/cache", "--checkpoint_dir="]
+        args += TRAIN_JOBS[model]
+        if model == "gpt2":
+            args += [f"--train_shards={ctx.shard}", f"--val_shards={ctx.shard}"]
+        return Item("1", "train", f"train {model} {prec}", args, ctx.args.train_timeout,
+                    train_classifier(gpu, fp8_hardware=bool(datasheet_for(ctx))))
+
     for model in ("mlp", "cnn", "gpt2"):
-        for prec in PRECISIONS:
-            args = [os.path.join(BUNDLE, "bin", "train"), "--device=cuda", f"--precision={prec}",
-                    "--progress=plain", f"--cache_dir={ctx.work}/cache", "--checkpoint_dir="]
-            args += TRAIN_JOBS[model]
-            if model == "gpt2":
-                args += [f"--train_shards={ctx.shard}", f"--val_shards={ctx.shard}"]
-            items.append(Item("1", "train", f"train {model} {prec}", args, ctx.args.train_timeout,
-                              train_classifier(gpu)))
+        for prec in TRAIN_PRECISIONS:
+            items.append(train_item(model, prec))
     hf_check = os.path.join(HERE, "hf_logits_check.py")
     if os.path.exists(hf_check):
         items.append(Item("1", "hf", "hf_logits",
                           [ctx.args.torch_python, hf_check, "--bin=" + os.path.join(BUNDLE, "bin"),
                            "--work=" + os.path.join(ctx.work, "hf_logits")],
                           ctx.args.train_timeout * 2, hf_classifier))
+    # fp8 last of the tests-and-training pass (after bf16 and the HF check):
+    # the workers take items in order and start none within 5 s of the
+    # deadline, so a short stage loses this row before any other of the
+    # pass (memcheck, a pass of its own after it, is lost before it, as
+    # always). The same config as the bf16 row. It needs FP8 tensor cores
+    # (sm_89+): where the backend refuses for want of them the row is
+    # SKIPPED with its line, except on a GPU the datasheet table knows
+    # (H100/H200), where that refusal is a failure.
+    for model in FP8_TRAIN_MODELS:
+        items.append(train_item(model, "fp8"))
     sanitizer = find_sanitizer()
     bundled = bundle_tests() if sanitizer else []
     for name in SANITIZED_TESTS:
@@ -630,11 +662,20 @@ def datasheet_for(ctx):
     return ""
 
 
+# Mantissa's benchmark rows in the order they run: 16-bit first (the goals'
+# rows), then the 32-bit ones, fp8 last: the rows run while stage 2 has time
+# left (PyTorch's reserve kept), so a cut loses fp8 first.
+BENCH_ORDER = ["bf16", "fp16", "tf32", "fp32", "fp8"]
+# PyTorch's side (gpt2_torch_bench.py): autocast and TF32 modes only; fp8 is
+# left out (see run_stage2).
+TORCH_PRECISIONS = ["bf16", "fp16", "tf32", "fp32"]
+
+
 def bench_rows(args):
-    """(precision, batch, ckpt) of Mantissa's rows: 16-bit first, then the
-    32-bit ones; checkpointing only where asked (the goal's bf16 pair)."""
+    """(precision, batch, ckpt) of Mantissa's rows in BENCH_ORDER;
+    checkpointing only where asked (the goal's bf16 pair)."""
     out = []
-    precs = [p for p in ["bf16", "fp16", "tf32", "fp32"] if p in args.precisions.split(",")]
+    precs = [p for p in BENCH_ORDER if p in args.precisions.split(",")]
     for b in args.batches.split(","):
         for p in precs:
             out.append((p, b, "off"))
@@ -686,6 +727,8 @@ def run_stage2(ctx, results, wanted):
             status = csv_status(r)
             if status == "SKIPPED" and ctx.gpu and "no CUDA device" in r["note"]:
                 status = "FAIL"
+            if status == "FAIL" and not ds and re.search(NO_FP8_HARDWARE, r["note"], re.M):
+                status = "SKIPPED"  # fp8 on a GPU without FP8 tensor cores
             detail = (f"{float(r['tokens_per_s']):.0f} tokens/s, {float(r['ms_per_step']):.1f} ms/step"
                       if r["status"] == "ok" else r["note"])
         else:
@@ -695,8 +738,11 @@ def run_stage2(ctx, results, wanted):
                        + [detail])
         results.row("2", "bench", name, status, secs, detail)
 
+    # No PyTorch fp8 row: PyTorch has no built-in FP8 training (autocast
+    # knows no FP8; FP8 GEMMs need Transformer Engine or torchao, which a
+    # PyTorch image does not ship), so Mantissa's fp8 row has no pair.
     torch_rows = [(p, b, "off") for b in ctx.args.batches.split(",")
-                  for p in ctx.args.torch_precisions.split(",")]
+                  for p in ctx.args.torch_precisions.split(",") if p in TORCH_PRECISIONS]
     torch_rows = [r for r in torch_rows if wanted("2", "torch", bench_name("pytorch", *r))]
     if torch_rows:
         run_torch(ctx, results, torch_rows, deadline)
@@ -793,7 +839,9 @@ def bench_table(rows, datasheet=""):
         tps = {}
         for fw in ("mantissa", "pytorch"):
             r = by.get((fw,) + k)
-            if r is None:
+            if r is None and fw == "pytorch" and k[0] not in TORCH_PRECISIONS:
+                cells += ["none: no built-in FP8 training in PyTorch"] + ["-"] * 5
+            elif r is None:
                 cells += ["-"] * 6
             elif r["status"] != "ok":
                 cells += [f"{r['status'].upper()}: {r['note']}"] + ["-"] * 5
@@ -953,12 +1001,15 @@ def parse_args(argv):
     p.add_argument("--bench_timeout", type=float, default=40)
     p.add_argument("--torch_reserve", type=float, default=90,
                    help="seconds of stage 2 kept for PyTorch's rows")
-    p.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
+    p.add_argument("--precisions", default="fp32,tf32,bf16,fp16,fp8",
+                   help="Mantissa's benchmark rows (run in the order bf16, fp16, tf32, fp32, "
+                   "fp8)")
     p.add_argument("--batches", default="16")
     p.add_argument("--checkpointing_precisions", default="bf16",
                    help="precisions also benchmarked with gradient checkpointing")
     p.add_argument("--torch_precisions", default="bf16,fp16,tf32,fp32",
-                   help="PyTorch's rows, in this order, as time allows")
+                   help="PyTorch's rows, in this order, as time allows (of "
+                   + ", ".join(TORCH_PRECISIONS) + ": PyTorch has no built-in FP8 training)")
     p.add_argument("--steps", type=int, default=5, help="timed benchmark steps per row")
     p.add_argument("--warmup", type=int, default=2, help="benchmark warm-up steps per row")
     p.add_argument("--torch_python", default=sys.executable)

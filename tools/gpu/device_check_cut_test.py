@@ -7,7 +7,11 @@ environment.txt, results.tsv with the fast test's PASS row and the slow
 test's STARTED row, both tests' output lines in stage1.log (the hanging
 test's first line included), and a summary.md that shows the slow test as
 RUNNING. Then --rerun-failed with that results.tsv runs only the slow test
-(the fast one's row is copied in) and ends with a whole summary."""
+(the fast one's row is copied in) and ends with a whole summary.
+
+And a stage whose budget runs out: of GPT-2's training rows (each a fake
+`train` taking 3 s, one at a time) the fp8 row, the pass's last, is the one
+left NOT-RUN, the four others ran."""
 import os
 import shutil
 import signal
@@ -47,6 +51,11 @@ TRAIN = """#!/bin/sh
 echo "mantissa: error: cuda backend: no CUDA device available (fake bundle)" >&2
 exit 1
 """
+SLOW_TRAIN = """#!/bin/sh
+sleep 3
+echo "mantissa: error: cuda backend: no CUDA device available (fake bundle)" >&2
+exit 1
+"""
 
 
 def write(path, text, mode=0o755):
@@ -77,10 +86,11 @@ class CutTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def check(self, results, *extra, cut_after=None):
+    def check(self, results, *extra, cut_after=None, only="fast|slow|train mlp fp32",
+              budget=120, workers=2):
         cmd = [sys.executable, os.path.join(self.bundle, "scripts", "device_check.py"),
-               f"--results={results}", "--stage=1", "--stage1_budget=120", "--workers=2",
-               "--only=fast|slow|train mlp fp32"] + list(extra)
+               f"--results={results}", "--stage=1", f"--stage1_budget={budget}",
+               f"--workers={workers}", "--only=" + only] + list(extra)
         # PATH without nvidia-smi or compute-sanitizer: a machine with no GPU.
         env = dict(os.environ, PATH="/usr/bin:/bin")
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -133,6 +143,22 @@ class CutTest(unittest.TestCase):
         self.assertRegex(summary, r"\| cuda_fast_test \| PASS \| \d+ s \| earlier run: ")
         self.assertRegex(summary, r"\| cuda_slow_test \| PASS \|")
         self.assertNotIn("RUNNING", summary)
+
+    def test_a_stage_out_of_time_loses_the_fp8_row_first(self):
+        # Rows start at about 0, 3, 6, 9 and 12 s; none starts within 5 s of
+        # the 15.5 s budget, so the fifth (fp8) is NOT-RUN (1.5 s of margin
+        # either way).
+        write(os.path.join(self.bundle, "bin", "train"), SLOW_TRAIN)
+        results = os.path.join(self.tmp, "short")
+        rc, out = self.check(results, only="^train gpt2 ", budget=15.5, workers=1)
+        self.assertEqual(rc, 0, out)
+        tsv = read(os.path.join(results, "results.tsv"))
+        for prec in ("fp32", "tf32", "bf16", "fp16"):
+            self.assertRegex(tsv, r"\ttrain gpt2 %s\tSKIPPED\t\d+\tno CUDA device" % prec)
+        self.assertRegex(tsv, r"\ttrain gpt2 fp8\tNOT-RUN\t0\tno time left in stage 1")
+        started = [l.split("\t")[3] for l in tsv.splitlines() if "\tSTARTED\t" in l]
+        self.assertEqual(started, ["train gpt2 fp32", "train gpt2 tf32", "train gpt2 bf16",
+                                   "train gpt2 fp16"])
 
 
 if __name__ == "__main__":

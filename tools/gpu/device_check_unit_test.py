@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """device_check.py's CUDA library discovery on fake directory trees (a
 toolkit of the wrong major, a PyTorch venv in a hidden directory, cuDNN in
-another wheel's folder, a tree deeper than the search goes) and its
-Mantissa/PyTorch table."""
+another wheel's folder, a tree deeper than the search goes), its
+Mantissa/PyTorch table, and the order items run in (fp8 last, so a cut
+loses it first)."""
 import os
 import sys
 import tempfile
@@ -109,6 +110,21 @@ class TableTest(unittest.TestCase):
         self.assertIn("| fp32 | 16 | on | TIMEOUT: killed after 45 s |", table)
         self.assertIn("bf16=989.4", table)
 
+    def test_fp8_row_after_the_16_bit_ones_without_a_pytorch_pair(self):
+        tmp = tempfile.mkdtemp()
+        path = os.path.join(tmp, "bench.csv")
+        for prec in ("fp8", "bf16", "fp32"):
+            dc.append_csv(path, ["mantissa", prec, "16", "1024", "off", "skipped"] + [""] * 7 +
+                          ["no CUDA device"])
+        dc.append_csv(path, ["pytorch", "bf16", "16", "1024", "off", "skipped"] + [""] * 7 +
+                      ["torch has no CUDA device"])
+        lines = dc.bench_table(dc.read_csv(path), dc.DATASHEET["H100 80GB HBM3"])
+        rows = [l for l in lines if l.startswith("| fp") or l.startswith("| bf")]
+        self.assertEqual([r.split(" | ")[0] for r in rows], ["| fp32", "| bf16", "| fp8"])
+        self.assertIn("| fp8 | 16 | off | SKIPPED: no CUDA device | - | - | - | - | - | "
+                      "none: no built-in FP8 training in PyTorch |", rows[-1])
+        self.assertIn("fp8=1979", "\n".join(lines))
+
 
 class LibraryProblemsTest(unittest.TestCase):
     def test_cudnn_without_nvrtc_is_a_problem(self):
@@ -161,6 +177,17 @@ class ClassifierTest(unittest.TestCase):
         self.assertEqual(dc.train_classifier("gpu")(0, ok), ("PASS", "loss 10.98 -> 7.5; eval 7.4"))
         self.assertEqual(dc.train_classifier("gpu")(0, ok.replace("7.5", "nan"))[0], "FAIL")
 
+    def test_fp8_without_fp8_tensor_cores(self):
+        out = ("mantissa: error: precision 'fp8' runs GEMMs in FP8, but backend 'cuda' (NVIDIA "
+               "A100-SXM4-80GB) does not support SCALED_CAST (FP8 tensor cores: sm_89 or newer); "
+               "use --precision=bf16\n")
+        status, detail = dc.train_classifier("GPU 0: NVIDIA A100")(1, out)
+        self.assertEqual(status, "SKIPPED")
+        self.assertIn("sm_89 or newer", detail)
+        # On a GPU the check knows has them (H100/H200) the refusal is a failure.
+        self.assertEqual(dc.train_classifier("GPU 0: NVIDIA H200", fp8_hardware=True)(1, out)[0],
+                         "FAIL")
+
     def test_sanitizer(self):
         clean = "========= COMPUTE-SANITIZER\n" + GTEST_PASSED + "========= ERROR SUMMARY: 0 errors\n"
         self.assertEqual(dc.sanitizer_classifier(0, clean)[0], "PASS")
@@ -179,6 +206,42 @@ class ClassifierTest(unittest.TestCase):
         self.assertEqual(dc.conformance_classifier("gpu")(1, out)[0], "FAIL")
         self.assertEqual(dc.conformance_classifier("gpu")(0, "[PASS] a\nconformance: 40 passed, 0 failed\n")[0],
                          "PASS")
+
+
+class OrderTest(unittest.TestCase):
+    """fp8 runs after everything else it competes with for time: the last
+    item of stage 1's tests-and-training pass, the last of Mantissa's
+    benchmark rows in stage 2, and no PyTorch row."""
+
+    def test_stage1_trains_gpt2_fp8_last(self):
+        tmp = tempfile.mkdtemp()
+        ctx = dc.Ctx()
+        ctx.args = dc.parse_args([])
+        ctx.gpu, ctx.gpu_name, ctx.libs, ctx.work = "", "", {}, tmp
+        ctx.shard = os.path.join(tmp, "tokens.bin")
+        items, _ = dc.stage1_items(ctx)
+        names = [i.name for i in items if i.part != "memcheck"]
+        train = [n for n in names if n.startswith("train ")]
+        self.assertEqual(len(train), 13, train)
+        self.assertEqual(names[-1], "train gpt2 fp8")
+        self.assertLess(names.index("train gpt2 bf16"), names.index("train gpt2 fp8"))
+        self.assertNotIn("train mlp fp8", names)
+        fp8 = items[[i.name for i in items].index("train gpt2 fp8")]
+        bf16 = items[[i.name for i in items].index("train gpt2 bf16")]
+        # The same job as the bf16 row but for the precision.
+        self.assertEqual([a for a in fp8.cmd if not a.startswith("--precision=")],
+                         [a for a in bf16.cmd if not a.startswith("--precision=")])
+        self.assertIn("--precision=fp8", fp8.cmd)
+        self.assertIn("--model_options=preset=gpt2-124m", fp8.cmd)
+
+    def test_stage2_benchmarks_fp8_last_and_pytorch_never(self):
+        args = dc.parse_args([])
+        rows = dc.bench_rows(args)
+        self.assertEqual(rows[0], ("bf16", "16", "off"))
+        self.assertEqual(rows[-1], ("fp8", "16", "off"))
+        self.assertEqual(len(rows), 6)
+        self.assertNotIn("fp8", dc.TORCH_PRECISIONS)
+        self.assertNotIn("fp8", args.torch_precisions.split(","))
 
 
 class RerunTest(unittest.TestCase):
