@@ -12,27 +12,44 @@ Verdict = collections.namedtuple("Verdict", "claim status measured rule")
 HOLDS, FAILS, NOT_MEASURED = "holds", "does not hold", "not measured"
 NOISY = "too noisy to judge"
 SIXTEEN_BIT = ("bf16", "fp16")
+# Precisions that keep 16-bit weights, gradients and activations beside
+# fp32 masters: the memory claims hold for each (fp8 stores bf16; only its
+# GEMM operands are FP8, quantized into workspace).
+SIXTEEN_BIT_STORAGE = ("bf16", "fp16", "fp8")
+# Said of fp8's speed wherever it was measured on the CPU backend.
+CPU_FP8_NOTE = ("on the CPU backend FP8 GEMMs are an exact emulation (FP8 operands decoded, "
+                "fp32 GEMM): its fp8 speed is that of the emulation, not a measure of FP8 "
+                "hardware")
 
 
 def _ratio(a, b):
     return a / b if b else float("nan")
 
 
-def tf32_matches_fp32(runs, tolerance):
-    claim = "tf32 reaches fp32's loss"
-    rule = ("final evaluation loss within %.1f%% (relative) of fp32's" % (100 * tolerance))
-    if "tf32" not in runs or "fp32" not in runs:
-        return Verdict(claim, NOT_MEASURED, "needs fp32 and tf32 runs", rule)
-    a, b = runs["tf32"].final_eval_loss(), runs["fp32"].final_eval_loss()
+def _loss_matches(runs, tolerance, p, base):
+    claim = "%s reaches %s's loss" % (p, base)
+    rule = ("final evaluation loss within %.1f%% (relative) of %s's" % (100 * tolerance, base))
+    if p not in runs or base not in runs:
+        return Verdict(claim, NOT_MEASURED, "needs %s and %s runs" % (base, p), rule)
+    a, b = runs[p].final_eval_loss(), runs[base].final_eval_loss()
     diff = abs(a - b) / abs(b)
-    measured = "tf32 %.4f vs fp32 %.4f: %.2f%% apart" % (a, b, 100 * diff)
+    measured = "%s %.4f vs %s %.4f: %.2f%% apart" % (p, a, base, b, 100 * diff)
     return Verdict(claim, HOLDS if diff <= tolerance else FAILS, measured, rule)
+
+
+def tf32_matches_fp32(runs, tolerance):
+    return _loss_matches(runs, tolerance, "tf32", "fp32")
+
+
+def fp8_matches_bf16(runs, tolerance):
+    """fp8 is bf16 with FP8 GEMMs: its loss is compared with bf16's."""
+    return _loss_matches(runs, tolerance, "fp8", "bf16")
 
 
 def _by_16bit(runs, category, numerator_categories=None):
     """{precision: peak(16-bit, numerator categories) / peak(fp32, category)}."""
     out = {}
-    for p in SIXTEEN_BIT:
+    for p in SIXTEEN_BIT_STORAGE:
         if p in runs and "fp32" in runs:
             num = sum(runs[p].peak_bytes(c) for c in (numerator_categories or [category]))
             out[p] = _ratio(num, runs["fp32"].peak_bytes(category))
@@ -76,24 +93,23 @@ def median(values):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def sixteen_bit_faster(runs, timings=None):
+def _faster(runs, timings, claim, rule, fast_names, base_names, needs):
     """`timings`: {precision: [throughput of each timing run]} (interleaved
     repeats); without them each run's own throughput, one timing each. With
-    repeats a pair is judged only when the ranges do not overlap: a 16-bit
-    range wholly above the other's holds, wholly below fails, else the
-    spread is larger than the difference and the verdict is NOISY."""
-    claim = "16-bit is faster than tf32 and fp32 on this device"
-    rule = "training throughput of each 16-bit run above both fp32's and tf32's"
+    repeats a pair is judged only when the ranges do not overlap: a range
+    of `fast_names` wholly above one of `base_names` holds, wholly below
+    fails, else the spread is larger than the difference and the verdict is
+    NOISY."""
     if timings:
         samples = {p: list(v) for p, v in timings.items() if v}
         rule += (" (medians of %d interleaved timing runs each; judged only where the "
                  "min-max ranges do not overlap)" % min(len(v) for v in samples.values()))
     else:
         samples = {p: [runs[p].throughput()] for p in runs}
-    base = {p: samples[p] for p in ("fp32", "tf32") if p in samples}
-    fast = {p: samples[p] for p in SIXTEEN_BIT if p in samples}
+    base = {p: samples[p] for p in base_names if p in samples}
+    fast = {p: samples[p] for p in fast_names if p in samples}
     if not base or not fast:
-        return Verdict(claim, NOT_MEASURED, "needs a 16-bit run and fp32 or tf32", rule)
+        return Verdict(claim, NOT_MEASURED, needs, rule)
     parts, holds, fails, noisy = [], True, False, False
     for p, v in sorted(fast.items()):
         for q, w in sorted(base.items()):
@@ -117,7 +133,28 @@ def sixteen_bit_faster(runs, timings=None):
     return Verdict(claim, status, ", ".join(parts), rule)
 
 
+def sixteen_bit_faster(runs, timings=None):
+    """bf16 and fp16 against fp32 and tf32 (see _faster)."""
+    return _faster(runs, timings, "16-bit is faster than tf32 and fp32 on this device",
+                   "training throughput of each 16-bit run above both fp32's and tf32's",
+                   SIXTEEN_BIT, ("fp32", "tf32"), "needs a 16-bit run and fp32 or tf32")
+
+
+def fp8_faster(runs, timings=None):
+    """fp8 against bf16 (see _faster): FP8 tensor cores run GEMMs at twice
+    bf16's rate. Measured on the CPU backend the verdict says the speed is
+    an emulation's."""
+    v = _faster(runs, timings, "fp8 is faster than bf16 on this device",
+                "training throughput of the fp8 run above bf16's",
+                ("fp8",), ("bf16",), "needs fp8 and bf16 runs")
+    if v.status != NOT_MEASURED and runs.get("fp8") is not None and \
+            runs["fp8"].header.get("device") == "cpu":
+        v = v._replace(measured="%s; %s" % (v.measured, CPU_FP8_NOTE))
+    return v
+
+
 def judge_all(runs, loss_tolerance, timings=None):
     return [tf32_matches_fp32(runs, loss_tolerance), activations_halve(runs),
             model_at_one_and_a_half(runs), gradients_no_saving(runs),
-            sixteen_bit_faster(runs, timings)]
+            sixteen_bit_faster(runs, timings), fp8_matches_bf16(runs, loss_tolerance),
+            fp8_faster(runs, timings)]

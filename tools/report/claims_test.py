@@ -7,12 +7,12 @@ from tools.report import claims
 from tools.report import runs
 
 
-def make_run(precision, memory, samples_per_second_time=1.0, eval_loss=2.0):
+def make_run(precision, memory, samples_per_second_time=1.0, eval_loss=2.0, device="cpu"):
     """A run of 10 steps of 100 samples taking `samples_per_second_time`
     seconds of training, with peak bytes `memory` by category."""
     records = [
         {"type": "run", "start_step": 0, "samples_per_step": 100,
-         "targets_per_example": 1, "model": "mlp", "device": "cpu"},
+         "targets_per_example": 1, "model": "mlp", "device": device},
         {"type": "train", "step": 10, "loss": eval_loss, "skipped": False},
         {"type": "eval", "step": 10, "eval_loss": eval_loss, "eval_accuracy": 0.9},
         {"type": "summary", "steps": 10, "skipped_steps": 0,
@@ -86,6 +86,38 @@ class ClaimsTest(unittest.TestCase):
         self.assertIn("1.50% apart", claims.tf32_matches_fp32(r, 0.02).measured)
         self.assertEqual(claims.tf32_matches_fp32(r, 0.01).status, claims.FAILS)
         self.assertIn("1.0%", claims.tf32_matches_fp32(r, 0.01).rule)
+
+    def test_fp8_is_judged_as_bf16_storage_with_its_loss_against_bf16s(self):
+        # fp8 keeps bf16 weights, gradients and activations beside fp32
+        # masters (its scales are optimizer state): the memory claims cover it.
+        fp8 = dict(MIXED, optimizer_state=999)
+        r = {"fp32": make_run("fp32", FP32), "bf16": make_run("bf16", MIXED, eval_loss=2.0),
+             "fp8": make_run("fp8", fp8, eval_loss=2.03)}
+        self.assertIn("fp8 0.500x fp32", claims.activations_halve(r).measured)
+        self.assertIn("fp8 1.500x fp32's weights", claims.model_at_one_and_a_half(r).measured)
+        self.assertEqual(claims.gradients_no_saving(r).status, claims.HOLDS)
+        v = claims.fp8_matches_bf16(r, 0.02)
+        self.assertEqual(v.status, claims.HOLDS)
+        self.assertEqual(v.claim, "fp8 reaches bf16's loss")
+        self.assertIn("fp8 2.0300 vs bf16 2.0000: 1.50% apart", v.measured)
+        self.assertEqual(claims.fp8_matches_bf16(r, 0.01).status, claims.FAILS)
+        # fp8 is not a 16-bit speed claim's subject.
+        self.assertNotIn("fp8", claims.sixteen_bit_faster(r).measured)
+
+    def test_fp8_speed_on_the_cpu_is_said_to_be_an_emulation(self):
+        r = {"bf16": make_run("bf16", MIXED, 1.0), "fp8": make_run("fp8", MIXED, 5.0)}
+        v = claims.fp8_faster(r, {"bf16": [100, 110, 105], "fp8": [20, 22, 21]})
+        self.assertEqual(v.status, claims.FAILS)
+        self.assertIn("fp8 0.20x bf16 (ranges 20-22 vs 100-110)", v.measured)
+        self.assertIn("exact emulation", v.measured)
+        self.assertIn("not a measure of FP8 hardware", v.measured)
+        # On a GPU the same numbers are FP8 hardware's: no such note.
+        r = {"bf16": make_run("bf16", MIXED, 1.0, device="cuda"),
+             "fp8": make_run("fp8", MIXED, 0.5, device="cuda")}
+        v = claims.fp8_faster(r)
+        self.assertEqual(v.status, claims.HOLDS)
+        self.assertEqual(v.measured, "fp8 2.00x bf16")
+        self.assertEqual(claims.fp8_faster({"bf16": r["bf16"]}).status, claims.NOT_MEASURED)
 
     def test_missing_runs_are_not_measured(self):
         r = {"fp32": make_run("fp32", FP32)}

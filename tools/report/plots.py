@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tools.report import runs as runs_lib  # noqa: E402
 
-COLORS = {"fp32": "#1f77b4", "tf32": "#2ca02c", "bf16": "#ff7f0e", "fp16": "#d62728"}
+COLORS = {"fp32": "#1f77b4", "tf32": "#2ca02c", "bf16": "#ff7f0e", "fp16": "#d62728",
+          "fp8": "#9467bd"}
 CATEGORY_COLORS = {"weights": "#4c72b0", "master_weights": "#8172b2",
                    "gradients": "#dd8452", "optimizer_state": "#937860",
                    "activations": "#55a868", "workspace": "#8c8c8c", "data": "#64b5cd"}

@@ -1,17 +1,22 @@
-"""Four-precision report: trains the same model, data and seed in fp32, tf32,
-bf16 and fp16 on the chosen device, and writes a folder with report.md, PNG
-plots (loss curves, throughput, memory by category, the fp16 loss scale), the
-plotted data (plots.json, steps.csv, summary.csv) and a verdict on each claim
-of the mixed-precision guide as measured on this run.
+"""Precision report: trains the same model, data and seed in fp32, tf32,
+bf16, fp16 and fp8 on the chosen device, and writes a folder with report.md,
+PNG plots (loss curves, throughput, memory by category, the fp16 loss
+scale), the plotted data (plots.json, steps.csv, summary.csv) and a verdict
+on each claim of the mixed-precision guide as measured on this run.
 
   tools/bazel run //tools/report:precision_report -- [--out=DIR]
-      [--precisions=fp32,tf32,bf16,fp16] [--loss_tolerance=0.02]
+      [--precisions=fp32,tf32,bf16,fp16,fp8] [--loss_tolerance=0.02]
       [--timing_repeats=3 --timing_steps=50] [train flags]
 
 Speed is judged on short timing runs, each precision --timing_repeats times
-interleaved (fp32, tf32, bf16, fp16, fp32, ...), so the load of a busy
+interleaved (fp32, tf32, bf16, fp16, fp8, fp32, ...), so the load of a busy
 machine spreads over every precision: the report shows each one's median
 and range, and where the ranges overlap says "too noisy to judge".
+
+fp8 (bf16 storage, FP8 GEMMs) gets the same steps as the others. On the CPU
+backend its GEMMs are an exact emulation, several times slower than bf16's:
+its loss is worth comparing, its speed is not a measure of FP8 hardware, and
+the fp8 verdicts say so.
 
 Flags this script does not know go to `train` unchanged (--model, --device,
 --steps, ...); without any it is the main job (GPT-2 on English text).
@@ -35,9 +40,10 @@ def parse_args(argv):
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="precision_report",
                         help="output folder (relative to where bazel run was called)")
-    parser.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
+    parser.add_argument("--precisions", default="fp32,tf32,bf16,fp16,fp8")
     parser.add_argument("--loss_tolerance", type=float, default=0.02,
-                        help="relative gap allowed between tf32's and fp32's final eval loss")
+                        help="relative gap allowed between tf32's and fp32's (and fp8's and "
+                        "bf16's) final eval loss")
     parser.add_argument("--timing_repeats", type=int, default=3,
                         help="timing runs per precision, interleaved (0: time the main runs only)")
     parser.add_argument("--timing_steps", type=int, default=50,
@@ -96,7 +102,7 @@ def markdown(runs, verdicts, figures, train_args, args, timings=None):
     unit = first.throughput_unit()
     load = os.getloadavg()
     lines = [
-        "# Four-precision report",
+        "# Precision report (%s)" % ", ".join(runs),
         "",
         "Model **%s** (%d parameters), %d steps of %d samples, seed %s, on **%s**."
         % (h["model"], h["num_parameters"], h["total_steps"], h["samples_per_step"],
@@ -136,12 +142,18 @@ def markdown(runs, verdicts, figures, train_args, args, timings=None):
         mark = {"holds": "**holds**", "does not hold": "**does not hold**",
                 "too noisy to judge": "**too noisy to judge**"}.get(v.status, v.status)
         lines.append("| %s | %s | %s | %s |" % (v.claim, mark, v.measured, v.rule))
-    speed = verdicts[-1]
-    if speed.status == claims_lib.FAILS and h["device"] == "cpu":
+    speed = [v for v in verdicts if v.claim.startswith("16-bit is faster")]
+    if speed and speed[0].status == claims_lib.FAILS and h["device"] == "cpu":
         lines += ["", "On the CPU backend tf32, bf16 and fp16 are emulated: operands are"
                   " rounded to the narrow format before an fp32 GEMM, which costs time and"
                   " saves none. Their speed comes from tensor cores on a GPU"
                   " (`--device=cuda`)."]
+    if "fp8" in runs and h["device"] == "cpu":
+        lines += ["", "fp8 on the CPU backend: the FP8 GEMMs are an exact emulation (each"
+                  " operand quantized to FP8 and decoded, then an fp32 GEMM), several times"
+                  " slower than bf16. Its loss shows what FP8 GEMMs do to training; its speed"
+                  " is the emulation's, not a measure of FP8 hardware (FP8 tensor cores,"
+                  " sm_89 or newer, `--device=cuda`)."]
     lines += ["", "Data: `plots.json` (the series drawn, read back from the figures),"
               " `steps.csv`, `summary.csv`; each run's metrics and console log are in `runs/`.",
               ""]

@@ -1,5 +1,6 @@
-"""The precision report end to end, on a tiny MLP on the CPU: four real
-training runs, then the folder checked as a reader would use it. Every PNG
+"""The precision report end to end, on a tiny MLP on the CPU: five real
+training runs (fp8's FP8 GEMMs emulated), then the folder checked as a reader
+would use it. Every PNG
 must be a valid image of the stated size that shows each series' colour, and
 the series drawn (plots.json, read back from the figures) must equal the
 runs' own metrics."""
@@ -20,7 +21,7 @@ import numpy as np  # noqa: E402
 from tools.report import precision_report  # noqa: E402
 from tools.report import runs as runs_lib  # noqa: E402
 
-PRECISIONS = ["fp32", "tf32", "bf16", "fp16"]
+PRECISIONS = ["fp32", "tf32", "bf16", "fp16", "fp8"]
 STEPS = 40
 TRAIN_ARGS = ["--model=mlp", "--dataset=digits", "--device=cpu",
               "--model_options=hidden=32", "--steps=%d" % STEPS, "--eval_every=20",
@@ -92,7 +93,7 @@ class PrecisionReportTest(unittest.TestCase):
         # The lower panel: each precision's eval loss minus fp32's.
         diffs = {s["label"]: s for s in self.plots["loss"]["difference_from_fp32"]}
         fp32 = [r["eval_loss"] for r in self.runs["fp32"].evals]
-        for p in ("tf32", "bf16", "fp16"):
+        for p in ("tf32", "bf16", "fp16", "fp8"):
             d = diffs[p + " - fp32 eval"]
             mine = [r["eval_loss"] for r in self.runs[p].evals]
             self.assertEqual(d["y"], [a - b for a, b in zip(mine, fp32)])
@@ -118,7 +119,7 @@ class PrecisionReportTest(unittest.TestCase):
     def test_memory_bars_stack_each_category(self):
         series = {s["label"]: s for s in self.plots["memory"]["series"]}
         self.assertEqual(list(series), runs_lib.MEMORY_CATEGORIES)
-        bottoms = [0.0] * 4
+        bottoms = [0.0] * len(PRECISIONS)
         for cat in runs_lib.MEMORY_CATEGORIES:
             s = series[cat]
             for i, p in enumerate(PRECISIONS):
@@ -129,6 +130,13 @@ class PrecisionReportTest(unittest.TestCase):
         # Mixed precision keeps an fp32 master copy; fp32 and tf32 do not.
         self.assertEqual(series["master_weights"]["heights"][0], 0.0)
         self.assertGreater(series["master_weights"]["heights"][2], 0.0)
+        # fp8 is bf16 plus its FP8 scaling state (optimizer state) and FP8
+        # scratch (workspace).
+        bf16, fp8 = PRECISIONS.index("bf16"), PRECISIONS.index("fp8")
+        for cat in ("weights", "master_weights", "gradients", "activations"):
+            self.assertEqual(series[cat]["heights"][fp8], series[cat]["heights"][bf16], cat)
+        for cat in ("optimizer_state", "workspace"):
+            self.assertGreater(series[cat]["heights"][fp8], series[cat]["heights"][bf16], cat)
 
     def test_loss_scale_trace_is_fp16s(self):
         series = {s["label"]: s for s in self.plots["loss_scale"]["series"]}
@@ -146,20 +154,32 @@ class PrecisionReportTest(unittest.TestCase):
         verdict_rows = [l for l in text.splitlines()
                         if l.startswith("| ") and ("**holds**" in l or "**does not hold**" in l
                                                    or "**too noisy to judge**" in l)]
-        self.assertEqual(len(verdict_rows), 5, text)
-        # The memory claims are properties of the framework: they hold here.
+        self.assertEqual(len(verdict_rows), 7, text)
+        # The memory claims are properties of the framework: they hold here,
+        # fp8 (bf16 storage) included.
         for claim in ("16-bit activations take half the bytes",
                       "the model sits at 1.5x in 16 bit",
                       "gradients bring no saving"):
             row = [l for l in verdict_rows if claim in l]
             self.assertEqual(len(row), 1, claim)
             self.assertIn("**holds**", row[0])
-        speed = [l for l in verdict_rows if "faster" in l][0]
+            self.assertRegex(row[0], r"fp8 \d\.\d{3}x fp32")
+        speed = [l for l in verdict_rows if "16-bit is faster" in l][0]
         # Judged on 3 interleaved timing runs each, ranges shown.
         self.assertRegex(speed, r"bf16 \d+\.\d\dx fp32 \(ranges \d+-\d+ vs \d+-\d+\)")
         self.assertIn("medians of 3 interleaved timing runs", speed)
         self.assertRegex(text, r"Timing runs \(15 steps, 3 of each precision, interleaved\): "
                                r"fp32 median [0-9.]+ \([0-9.]+-[0-9.]+\) samples/s")
+        # fp8: its loss against bf16's, and its speed against bf16's, which
+        # on the CPU says it is the emulation's.
+        (loss8,) = [l for l in verdict_rows if "fp8 reaches bf16's loss" in l]
+        self.assertRegex(loss8, r"fp8 \d+\.\d{4} vs bf16 \d+\.\d{4}: \d+\.\d\d% apart")
+        (speed8,) = [l for l in verdict_rows if "fp8 is faster than bf16" in l]
+        self.assertRegex(speed8, r"fp8 \d+\.\d\dx bf16 \(ranges \d+-\d+ vs \d+-\d+\)")
+        self.assertIn("an exact emulation", speed8)
+        self.assertIn("not a measure of FP8 hardware", speed8)
+        self.assertIn("fp8 on the CPU backend", text)
+        self.assertRegex(text, r"; fp8 median [0-9.]+ \([0-9.]+-[0-9.]+\) samples/s\.")
         for p in PRECISIONS:
             for i in range(3):
                 self.assertTrue(os.path.exists(
@@ -169,9 +189,9 @@ class PrecisionReportTest(unittest.TestCase):
     def test_csvs_beside_the_plots(self):
         with open(os.path.join(self.out, "steps.csv")) as f:
             rows = f.read().splitlines()
-        self.assertEqual(len(rows), 1 + 4 * STEPS)
+        self.assertEqual(len(rows), 1 + len(PRECISIONS) * STEPS)
         with open(os.path.join(self.out, "summary.csv")) as f:
-            self.assertEqual(len(f.read().splitlines()), 5)
+            self.assertEqual(len(f.read().splitlines()), 1 + len(PRECISIONS))
 
 
 if __name__ == "__main__":
