@@ -81,6 +81,8 @@ TEST(CapabilitiesTest, OlderPluginsAreAnsweredFromTheLegacyTable) {
       {MNT_PLUGIN_KIND_BACKEND, MNT_CAPABILITY_STOCHASTIC_ROUNDING, 7},
       {MNT_PLUGIN_KIND_PRECISION, MNT_CAPABILITY_PRECISION_OPTIONS, 5},
       {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER, 6},
+      // Since 1.10: no plugin older than the extensions implies it.
+      {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_FP8_GEMMS, 10},
   };
   static_assert(std::size(cases) == std::size(kCapabilities), "a case per capability");
   for (const Case& c : cases) {
