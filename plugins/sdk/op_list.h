@@ -55,8 +55,7 @@
   X(MULTI_SGD_STEP, MultiSgdStep)                       \
   X(SCALED_CAST, ScaledCast)                            \
   X(SCALED_GEMM, ScaledGemm)                            \
-  X(FP8_SCALE_UPDATE, Fp8ScaleUpdate)                    \
-  X(TENSOR_STATS, TensorStats)
+  X(FP8_SCALE_UPDATE, Fp8ScaleUpdate)
 
 namespace mnt::sdk {
 
