@@ -77,8 +77,11 @@ TEST(HelpTest, HelpListsEveryTopicAndExitsZero) {
     EXPECT_EQ(r.exit_code, 0) << flag;
     EXPECT_FALSE(absl::StrContains(r.out, "No flags matched")) << r.out;
     EXPECT_TRUE(absl::StrContains(r.out, "usage: train [--model=gpt2|mlp|cnn]")) << r.out;
+    // fp8 is listed, and auto says it never picks it.
+    EXPECT_TRUE(absl::StrContains(r.out, "[--precision=auto|fp32|tf32|bf16|fp16|fp8]")) << r.out;
     for (const char* expected :
-         {"Model, precision, device:", "--precision=auto", "--bf16=false", "Data:",
+         {"Model, precision, device:", "--precision=auto", "fp32|tf32|bf16|fp16|fp8|auto.",
+          "(--precision=fp8)", "--bf16=false", "Data:",
           "--dataset=fortunes", "Optimization:", "--lr_scheduler=cosine",
           "--warmup_ratio=0", "Loss scaling (fp16):", "--tensorboard_dir=\"\"",
           "--metrics_jsonl=\"\"", "Files:", "--config=\"\"",

@@ -98,7 +98,7 @@ std::string UsageText() {
   return absl::StrCat(
       "Trains a model in a chosen precision (Mantissa, plugin ABI ", MNT_ABI_MAJOR, ".",
       MNT_ABI_MINOR, ").\n\n"
-      "usage: train [--model=gpt2|mlp|cnn] [--precision=auto|fp32|tf32|bf16|fp16]\n"
+      "usage: train [--model=gpt2|mlp|cnn] [--precision=auto|fp32|tf32|bf16|fp16|fp8]\n"
       "             [--device=auto|cpu|cuda] [--config=run.textproto] [--flag=value ...]\n\n"
       "Without flags: GPT-2 (gpt2-tiny on the CPU, gpt2-124m on a GPU) on English text.\n"
       "Flags given on the command line override --config; model and device defaults\n"

@@ -236,7 +236,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   // Besides the built-in names, any plugin name is accepted so third-party
   // precision and backend plugins can be chosen; the plugin registry then
   // refuses names it cannot find, listing what is available.
-  absl::Status s = CheckPluginName("precision", c.precision(), "fp32, tf32, bf16, fp16, auto");
+  absl::Status s = CheckPluginName("precision", c.precision(), "fp32, tf32, bf16, fp16, fp8, auto");
   if (s.ok()) s = CheckPluginName("device", c.device(), "cpu, cuda, auto");
   if (s.ok()) s = ValidateData(c.data());
   if (s.ok()) s = CheckBetween("batch_size", c.batch_size(), 1, int64_t{1} << 24);

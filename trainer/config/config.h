@@ -24,7 +24,8 @@ TrainConfig DefaultTrainConfig();
 
 // OK, or InvalidArgument with one line naming the first bad field by its flag
 // name and listing what is allowed, e.g.
-// "--precision=fp8 is invalid: expected one of fp32, tf32, bf16, fp16, auto".
+// "--precision=fp-8 is invalid: expected one of fp32, tf32, bf16, fp16, fp8, auto, or the
+// name of a plugin".
 absl::Status ValidateTrainConfig(const TrainConfig& config);
 
 // Parses text-format `text` on top of `*config`: fields the text names replace

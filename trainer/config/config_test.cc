@@ -72,7 +72,7 @@ std::vector<BadCase> BadCases() {
       {"model with slash", [](TrainConfig* c) { c->set_model("../x"); },
        "--model=../x is invalid: expected a plugin name of letters, digits and _"},
       {"precision", [](TrainConfig* c) { c->set_precision("fp-8"); },
-       "--precision=fp-8 is invalid: expected one of fp32, tf32, bf16, fp16, auto, or the name of a plugin"},
+       "--precision=fp-8 is invalid: expected one of fp32, tf32, bf16, fp16, fp8, auto, or the name of a plugin"},
       {"device", [](TrainConfig* c) { c->set_device("t.p.u"); },
        "--device=t.p.u is invalid: expected one of cpu, cuda, auto, or the name of a plugin"},
       {"dataset", [](TrainConfig* c) { c->mutable_data()->set_dataset("cifar"); },
@@ -286,7 +286,7 @@ TEST(LoadTextConfigTest, InvalidValueInFileIsReportedWithPath) {
   absl::StatusOr<TrainConfig> c = LoadTextConfig(path);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
-            path + ": --precision=fp 8 is invalid: expected one of fp32, tf32, bf16, fp16, auto, or the name of a plugin");
+            path + ": --precision=fp 8 is invalid: expected one of fp32, tf32, bf16, fp16, fp8, auto, or the name of a plugin");
 }
 
 TEST(LoadTextConfigTest, MissingFileIsNotFoundNamingPath) {

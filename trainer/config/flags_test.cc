@@ -117,7 +117,7 @@ TEST(FlagsTest, InvalidFlagValueIsReported) {
   absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"precision"}));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
-            "--precision=fp/8 is invalid: expected one of fp32, tf32, bf16, fp16, auto, or the name of a plugin");
+            "--precision=fp/8 is invalid: expected one of fp32, tf32, bf16, fp16, fp8, auto, or the name of a plugin");
 }
 
 TEST(FlagsTest, FlagCanRepairABadValueFromTheFile) {
