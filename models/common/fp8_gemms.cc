@@ -53,11 +53,18 @@ Status Fp8Gemms::BeginPass(const std::string& call, const MNT_Tensor* params,
                                 ": the model runs its GEMMs in FP8 and needs fp8_scales, "
                                 "fp8_scale_invs and fp8_amax");
   }
-  std::vector<std::vector<int64_t>> dims;
+  // Where each parameter's matrices are, found once per pass.
+  matrices_.clear();
+  int64_t slots = 0;
   for (size_t i = 0; i < num_params; ++i) {
-    dims.emplace_back(params[i].dims, params[i].dims + params[i].rank);
+    const int64_t n = sdk::Fp8SlotsOfParam(
+        std::vector<int64_t>(params[i].dims, params[i].dims + params[i].rank));
+    if (n > 0) {
+      matrices_.push_back({static_cast<const char*>(params[i].data), sdk::SizeBytes(params[i]),
+                           n, slots});
+    }
+    slots += n;
   }
-  const int64_t slots = sdk::MakeFp8SlotLayout(dims).total;
   for (const auto& [name, t] : {std::pair<const char*, const MNT_Tensor*>{"fp8_scales", scales},
                                 {"fp8_scale_invs", scale_invs},
                                 {"fp8_amax", amax}}) {
@@ -69,8 +76,6 @@ Status Fp8Gemms::BeginPass(const std::string& call, const MNT_Tensor* params,
           call.c_str(), name, sdk::Describe(*t).c_str(), static_cast<long long>(slots)));
     }
   }
-  params_ = params;
-  num_params_ = num_params;
   scales_ = *scales;
   scale_invs_ = *scale_invs;
   amax_ = *amax;
@@ -82,21 +87,13 @@ Status Fp8Gemms::BeginPass(const std::string& call, const MNT_Tensor* params,
 std::optional<int64_t> Fp8Gemms::SlotOf(const MNT_Tensor& w) const {
   if (!pass_active_ || w.rank != 2) return std::nullopt;
   const auto* data = static_cast<const char*>(w.data);
-  int64_t first = 0;
-  for (size_t i = 0; i < num_params_; ++i) {
-    const MNT_Tensor& p = params_[i];
-    std::vector<int64_t> dims(p.dims, p.dims + p.rank);
-    const int64_t matrices = sdk::Fp8SlotsOfParam(dims);
-    const auto* begin = static_cast<const char*>(p.data);
-    const size_t bytes = sdk::SizeBytes(p);
-    if (matrices > 0 && data >= begin && data < begin + bytes) {
-      const size_t matrix_bytes = bytes / static_cast<size_t>(matrices);
-      const size_t offset = static_cast<size_t>(data - begin);
-      // Only a whole matrix of the parameter is a scaled GEMM operand.
-      if (offset % matrix_bytes != 0 || sdk::SizeBytes(w) != matrix_bytes) return std::nullopt;
-      return first + static_cast<int64_t>(offset / matrix_bytes);
-    }
-    first += matrices;
+  for (const Matrices& m : matrices_) {
+    if (data < m.begin || data >= m.begin + m.bytes) continue;
+    const size_t matrix_bytes = m.bytes / static_cast<size_t>(m.count);
+    const size_t offset = static_cast<size_t>(data - m.begin);
+    // Only a whole matrix of the parameter is a scaled GEMM operand.
+    if (offset % matrix_bytes != 0 || sdk::SizeBytes(w) != matrix_bytes) return std::nullopt;
+    return m.first_slot + static_cast<int64_t>(offset / matrix_bytes);
   }
   return std::nullopt;
 }

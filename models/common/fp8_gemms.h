@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/abi/mnt_model.h"
@@ -93,8 +94,14 @@ class Fp8Gemms {
   sdk::BackendClient client_;
   Fp8GemmConfig config_;
   bool pass_active_ = false;
-  const MNT_Tensor* params_ = nullptr;
-  size_t num_params_ = 0;
+  // The pass's parameters that hold matrices: their bytes and first slot.
+  struct Matrices {
+    const char* begin;
+    size_t bytes;
+    int64_t count;
+    int64_t first_slot;
+  };
+  std::vector<Matrices> matrices_;
   MNT_Tensor scales_{}, scale_invs_{}, amax_{};
   int64_t num_slots_ = 0;
   sdk::DeviceBuffer scratch_[2];
