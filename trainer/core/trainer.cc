@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "trainer/checkpoint/checkpoint.h"
@@ -343,6 +344,24 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   return absl::OkStatus();
 }
 
+std::string Trainer::Fp8Description() const {
+  const MNT_Precision_GetScalingRecipe_Args& r = fp8_->recipe();
+  const std::string formats = absl::StrCat(sdk::DTypeName(r.forward_dtype), " forward, ",
+                                           sdk::DTypeName(r.backward_dtype), " gradients");
+  std::string recipe;
+  if (fp8_->delayed()) {
+    recipe = absl::StrCat("delayed scaling, amax history ", r.history_length, " (",
+                          r.amax_algo == MNT_AMAX_ALGO_MAX ? "max" : "most recent", ")",
+                          r.calibrate != 0 ? ", calibrated on the first batch" : "");
+  } else {
+    recipe = "current scaling";
+  }
+  return absl::StrCat("FP8 GEMMs: ", formats, ", ", recipe, ", margin ", r.margin,
+                      r.fast_accumulation_forward != 0 ? ", fast accumulation forward" : "",
+                      "; scaling state ", absl::StrFormat("%.1f KiB", fp8_->device_bytes() / 1024.0),
+                      " on the device (", 3 * fp8_->slots(), " tensor slots)");
+}
+
 absl::Status Trainer::UpdateFp8Scales() {
   if (fp8_ == nullptr || !fp8_->delayed()) return absl::OkStatus();
   // Data parallel: every rank scales with the same amax, so the ranks' FP8
@@ -527,6 +546,10 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
                   loss_scaling_active_ && config_.loss_scale().mode() == "static",
                   loss_scale_floor_);
   const sdk::BackendClient& client = plugins_->backend->client();
+  if (fp8_ != nullptr && sink != nullptr && !fp8_announced_) {
+    fp8_announced_ = true;
+    sink->OnMessage(Fp8Description());
+  }
   while (step_ < last_step) {
     StepMetrics m;
     const int64_t reads_before = client.device_to_host_copies();

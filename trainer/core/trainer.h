@@ -146,6 +146,8 @@ class Trainer {
   // FP8 delayed scaling: every rank's amax maxed, then the recipe's update
   // of histories and scales.
   absl::Status UpdateFp8Scales();
+  // The recipe in one line, printed once when training starts.
+  std::string Fp8Description() const;
   // Before the first step of a fresh run with a calibrating recipe: one
   // forward and backward of the uploaded batch that only records amax, and
   // the update, so step 1 is already scaled.
@@ -187,6 +189,7 @@ class Trainer {
   int stopped_by_signal_ = 0;
   int64_t last_checkpoint_step_ = -1;  // the step SaveStepCheckpoint last saved
   bool wrote_run_config_ = false;       // <checkpoint_dir>/train_config.txtpb
+  bool fp8_announced_ = false;          // Fp8Description printed
   PhaseTimes phases_;
   double samples_per_second_ = 0;
   double train_seconds_ = 0;
