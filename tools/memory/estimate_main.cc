@@ -5,7 +5,7 @@
 //
 //   tools/bazel run //tools/memory:estimate -- --model=gpt2
 //       --model_options=preset=gpt2-124m --batch_sizes=1,8,32
-//       --precisions=fp32,tf32,bf16,fp16 --device_memory_gb=141
+//       --precisions=fp32,tf32,bf16,fp16,fp8 --device_memory_gb=141
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -24,7 +24,12 @@
 ABSL_FLAG(std::string, model, "gpt2", "model plugin (mlp, cnn, gpt2, ...)");
 ABSL_FLAG(std::string, model_options, "", "the model's options, as train's --model_options");
 ABSL_FLAG(std::string, batch_sizes, "1,8,32", "comma-separated examples per micro-batch");
-ABSL_FLAG(std::string, precisions, "fp32,tf32,bf16,fp16", "comma-separated precision plugins");
+ABSL_FLAG(std::string, precisions, "fp32,tf32,bf16,fp16,fp8",
+          "comma-separated precision plugins (fp8: bf16's plan plus the FP8 scaling state and "
+          "the FP8 copies of the GEMM operands)");
+ABSL_FLAG(std::string, precision_options, "",
+          "the precision's options, as train's --precision_options (fp8: history=N sizes the "
+          "amax history, recipe=current has none)");
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw|adam|sgd (its state per parameter)");
 ABSL_FLAG(std::string, device, "cpu",
           "backend plugin the model is created on (its op support decides fused "
@@ -163,6 +168,7 @@ absl::Status Run(const std::string& argv0) {
   setup.model_options = absl::GetFlag(FLAGS_model_options);
   setup.data_spec = *spec;
   setup.optimizer = absl::GetFlag(FLAGS_optimizer);
+  setup.precision_options = absl::GetFlag(FLAGS_precision_options);
   auto estimator = MemoryEstimator::Create(setup, &registry);
   if (!estimator.ok()) return estimator.status();
 
@@ -216,6 +222,18 @@ absl::Status Run(const std::string& argv0) {
                                                 100 * share));
         }
         out += "\n";
+      }
+      for (const MemoryEstimate& e : row) {
+        if (!e.fp8) continue;
+        absl::StrAppendFormat(
+            &out,
+            "  (%s: optimizer_state holds %s of FP8 scales and amax, %d slot%s x 3 roles, "
+            "history %d; workspace %s of FP8 GEMM operand copies%s)\n",
+            e.precision, Bytes(e.fp8_scaling_state), e.fp8_slots, e.fp8_slots == 1 ? "" : "s",
+            e.fp8_history,
+            Bytes(e.fp8_scratch),
+            e.fp8_forward_only ? ", an evaluation's: the model does not train at this batch size"
+                               : "");
       }
     }
     out += "\n";

@@ -1,11 +1,13 @@
 // //tools/memory:estimate against real runs: for the MLP and CNN on digits
 // and gpt2-tiny on text, three batch sizes each (and gpt2-tiny with
-// gradient checkpointing at one) and all four precisions,
-// the estimate's total is within 5% of the peak the train binary reports
-// (its JSONL summary's memory_bytes), category by category where the
-// categories match; the batch size below which bf16/fp16 take more memory
-// than fp32 agrees with the measured runs; GPT-2 124M's table against an
-// H200 (141 GB) is printed without allocating it; bad input is one line.
+// gradient checkpointing at one) and all five precisions (fp8: its FP8
+// scaling state and GEMM operand scratch included), the estimate's total is
+// within 5% of the peak the train binary reports (its JSONL summary's
+// memory_bytes), category by category where the categories match; fp8 with
+// another history length and with current scaling too (MLP); the batch size
+// below which bf16/fp16/fp8 take more memory than fp32 agrees with the
+// measured runs; GPT-2 124M's table against an H200 (141 GB) is printed
+// without allocating it; bad input is one line.
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -84,7 +86,7 @@ std::vector<Model> Models() {
   };
 }
 
-const std::vector<std::string> kPrecisions = {"fp32", "tf32", "bf16", "fp16"};
+const std::vector<std::string> kPrecisions = {"fp32", "tf32", "bf16", "fp16", "fp8"};
 
 // "model,precision,batch_size,category,bytes" rows, keyed by
 // (precision, batch_size, category); the break-even rows have batch 0.
@@ -128,6 +130,13 @@ TEST(EstimateTest, Gpt2_124mOnAnH200WithoutAllocatingIt) {
   EXPECT_NE(r.out.find("fits"), std::string::npos);
   EXPECT_NE(r.out.find("does not fit"), std::string::npos);  // fp32 at 256: ~204 GiB
   EXPECT_NE(r.out.find("largest batch size that fits in 141 GB"), std::string::npos);
+  // fp8 by default, its FP8 share said: GPT-2 124M's 58 scaling slots (its
+  // rank-2 parameters and each layer of its rank-3 ones, fp8_slots.h) x 3
+  // roles, history 1024: 4 x 3 x 58 x (3 + 1024) bytes.
+  EXPECT_NE(r.out.find("(fp8: optimizer_state holds 698.0 KiB of FP8 scales and amax, 58 slots x "
+                       "3 roles, history 1024; workspace "),
+            std::string::npos)
+      << r.out;
   // Hundreds of GiB estimated by a process that stayed small.
   rusage usage{};
   getrusage(RUSAGE_CHILDREN, &usage);
@@ -187,7 +196,7 @@ TEST(EstimateTest, WithinFivePercentOfMeasuredPeaks) {
     }
     // Below the break-even batch mixed precision measured more than fp32,
     // from it on no more.
-    for (const std::string p : {"bf16", "fp16"}) {
+    for (const std::string p : {"bf16", "fp16", "fp8"}) {
       const int64_t even = est.at({p, 0, "break_even_batch"});
       if (even == 1) {
         std::printf("%s: %s uses no more memory than fp32 at any batch size\n", m.name.c_str(),
@@ -208,13 +217,48 @@ TEST(EstimateTest, WithinFivePercentOfMeasuredPeaks) {
   std::printf("worst-case error: %.4f%% (%s)\n", 100 * worst, worst_case.c_str());
 }
 
+// fp8 under other recipes: the amax history's length (and none under
+// current scaling) moves the optimizer state, current scaling adds its 8
+// bytes of constants to the workspace; each against a real run.
+TEST(EstimateTest, Fp8RecipesAgainstMeasuredPeaks) {
+  const Result bf16 = Estimate("--model=mlp --format=csv --batch_sizes=16 --precisions=bf16");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  const Table base = ParseCsv(bf16.out);
+  // The MLP's 3 weight matrices are 3 scaling slots.
+  for (const auto& [options, history] : std::vector<std::pair<std::string, int64_t>>{
+           {"history=16", 16}, {"recipe=current", 0}, {"format=e4m3,history=1", 1}, {"", 1024}}) {
+    const Result e = Estimate("--model=mlp --format=csv --batch_sizes=16 --precisions=fp8 "
+                              "--precision_options=" + options);
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    const Table est = ParseCsv(e.out);
+    EXPECT_EQ(est.at({"fp8", 16, "optimizer_state"}) - base.at({"bf16", 16, "optimizer_state"}),
+              4 * (9 * 3 + 3 * 3 * history))
+        << options;
+    const std::string jsonl = TempDir() + "/fp8_" + std::to_string(history) + ".jsonl";
+    const Result t = RunBinary(
+        "trainer/cli/train",
+        "--model=mlp --dataset=digits --precision=fp8 --precision_options=" + options +
+            " --batch_size=16 --steps=2 --eval_every=0 --progress=none --checkpoint_dir=none "
+            "--cache_dir=" + TempDir() + "/cache --metrics_jsonl=" + jsonl);
+    ASSERT_EQ(t.exit_code, 0) << t.err;
+    const std::string log = Slurp(jsonl);
+    for (const char* c : {"optimizer_state", "workspace", "total"}) {
+      const int64_t got = MeasuredPeak(log, c);
+      EXPECT_NEAR(double(est.at({"fp8", 16, c})), double(got), 0.05 * double(got) + 128)
+          << options << " " << c;
+    }
+  }
+}
+
 // Bad input: one line "mantissa: error: ..." and a non-zero exit.
 TEST(EstimateTest, BadInputIsOneErrorLine) {
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {"--batch_sizes=0", "batch_sizes"},
            {"--batch_sizes=8,x", "batch_sizes"},
            {"--model=nosuchmodel", "nosuchmodel"},
-           {"--precisions=fp8", "fp8"},
+           {"--precisions=fp9", "fp9"},
+           {"--precisions=fp8 --precision_options=history=0", "history"},
+           {"--precisions=fp8 --precision_options=format=e5m2", "format"},
            {"--model=gpt2 --model_options=n_layer=abc", "n_layer"},
            {"--model=mlp --model_options=hidden=abc", "hidden"},
            {"--format=xml", "format"},

@@ -1,12 +1,17 @@
 #include "tools/memory/memory_estimate.h"
 
 #include <algorithm>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/fp8_slots.h"
 #include "plugins/sdk/model_client.h"
+#include "plugins/sdk/op_list.h"
 #include "plugins/sdk/precision_client.h"
+#include "plugins/sdk/tensor.h"
 #include "tools/memory/counting_backend.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/optimizer.h"
@@ -24,6 +29,67 @@ constexpr int64_t kStepScalarBytes = 13 * 4;
 
 absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
   return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+// One training forward and backward of `model` (created with FP8 GEMMs on a
+// CountingBackend) on tensors of the shapes the trainer hands it, allocated
+// on that backend in the data category (address space only; the ops do
+// nothing): what the model allocates on the way, its FP8 operand scratch,
+// is counted in its own category. A model that refuses to train at this
+// batch size (the CNN's batch norm below 2) runs an evaluation forward
+// instead: *forward_only is then true.
+absl::Status RunTrainingPass(const sdk::BackendClient& client, sdk::ModelClient& model,
+                             const std::vector<std::vector<int64_t>>& param_dims,
+                             const MNT_ModelPrecision& precision, const MNT_DataSpec& d,
+                             int64_t batch, int64_t fp8_slots, bool* forward_only) {
+  std::vector<sdk::DeviceBuffer> buffers;
+  buffers.reserve(2 * param_dims.size() + 6);
+  auto make = [&](MNT_DType dtype, const std::vector<int64_t>& dims,
+                  MNT_Tensor* out) -> absl::Status {
+    int64_t n = 1;
+    for (int64_t x : dims) n *= x;
+    buffers.emplace_back();
+    if (auto s = sdk::ToAbsl(client.Allocate(static_cast<size_t>(n) * sdk::DTypeSize(dtype),
+                                             MNT_MEMORY_DATA, &buffers.back()));
+        !s.ok())
+      return s;
+    *out = sdk::MakeTensor(buffers.back().data(), dtype, static_cast<int32_t>(dims.size()),
+                           dims.data());
+    return absl::OkStatus();
+  };
+  std::vector<MNT_Tensor> weights(param_dims.size()), grads(param_dims.size());
+  for (size_t i = 0; i < param_dims.size(); ++i) {
+    if (auto s = make(precision.weight_dtype, param_dims[i], &weights[i]); !s.ok()) return s;
+    if (auto s = make(precision.gradient_dtype, param_dims[i], &grads[i]); !s.ok()) return s;
+  }
+  std::vector<int64_t> input_dims{batch};
+  for (int i = 0; i < d.input_rank && i < MNT_MAX_RANK - 1; ++i) {
+    input_dims.push_back(d.input_dims[i]);
+  }
+  MNT_Tensor inputs, targets, loss, scales, scale_invs, amax;
+  for (auto [dtype, dims, out] :
+       std::vector<std::tuple<MNT_DType, std::vector<int64_t>, MNT_Tensor*>>{
+           {d.input_dtype, input_dims, &inputs},
+           {MNT_DTYPE_I32, {batch, std::max<int64_t>(1, d.targets_per_example)}, &targets},
+           {MNT_DTYPE_F32, {1}, &loss},
+           {MNT_DTYPE_F32, {sdk::kFp8Roles, fp8_slots}, &scales},
+           {MNT_DTYPE_F32, {sdk::kFp8Roles, fp8_slots}, &scale_invs},
+           {MNT_DTYPE_F32, {sdk::kFp8Roles, fp8_slots}, &amax}}) {
+    if (auto s = make(dtype, dims, out); !s.ok()) return s;
+  }
+  model.UseFp8Tensors({&scales, &scale_invs, &amax});
+  *forward_only = false;
+  absl::Status s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true, loss));
+  if (s.ok()) {
+    s = sdk::ToAbsl(model.Backward(weights, grads, 1.0f, /*accumulate=*/false));
+  } else if (sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/false, loss))
+                 .ok()) {
+    *forward_only = true;
+    s = absl::OkStatus();
+  }
+  model.UseFp8Tensors({});
+  if (!s.ok()) return Prefixed(s, "a training pass on the counting backend (FP8 scratch): ");
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -91,6 +157,38 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   }
   est.mixed = plan.bytes_master_weights > 0;
 
+  // FP8 GEMMs: the op-class policy decides, the scaling recipe (for
+  // --precision_options) says how many amax the history keeps; refused as
+  // the trainer refuses it (trainer/core/run_plugins.cc).
+  MNT_Precision_GetOpClassPolicy_Args matmul;
+  if (auto s = sdk::ToAbsl(plugin.GetOpClassPolicy(MNT_OP_CLASS_MATMUL, &matmul)); !s.ok()) {
+    return Prefixed(s, absl::StrCat("precision '", precision, "': "));
+  }
+  MNT_Precision_GetScalingRecipe_Args recipe{};
+  est.fp8 = sdk::IsFp8(matmul.compute_dtype);
+  if (est.fp8) {
+    if (auto s = sdk::ToAbsl(plugin.GetScalingRecipe(setup_.precision_options, &recipe));
+        !s.ok()) {
+      return Prefixed(s, absl::StrCat("precision '", precision, "': "));
+    }
+    if (auto s = sdk::ToAbsl(sdk::CheckScalingRecipe(recipe)); !s.ok()) {
+      return Prefixed(s, absl::StrCat("precision '", precision, "': "));
+    }
+    if (recipe.recipe == MNT_SCALING_RECIPE_NONE) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "precision '", precision, "' computes GEMMs in ", sdk::DTypeName(matmul.compute_dtype),
+          " but declares no scaling recipe"));
+    }
+    for (MNT_Op op : {MNT_OP_SCALED_CAST, MNT_OP_SCALED_GEMM, MNT_OP_FP8_SCALE_UPDATE}) {
+      if (!backend_->Supports(op)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "precision '", precision, "' runs GEMMs in FP8, but backend '", setup_.device,
+            "' does not support ", sdk::OpName(op),
+            op == MNT_OP_FP8_SCALE_UPDATE ? "" : " (FP8 tensor cores: sm_89 or newer)"));
+      }
+    }
+  }
+
   // The model, created for this batch size on a backend that only counts.
   std::unique_ptr<CountingBackend> counting;
   if (auto s = sdk::ToAbsl(CountingBackend::Create(backend_plugin_, backend_->backend(),
@@ -106,6 +204,13 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   model_setup.precision.activation_dtype = policy.activation_dtype;
   model_setup.precision.matmul_compute = policy.matmul_compute;
   model_setup.max_batch_size = batch_size;
+  if (est.fp8) {
+    model_setup.fp8.forward = recipe.forward_dtype;
+    model_setup.fp8.backward = recipe.backward_dtype;
+    model_setup.fp8.fast_accumulation_forward = recipe.fast_accumulation_forward != 0;
+    model_setup.fp8.current_scaling = recipe.recipe == MNT_SCALING_RECIPE_CURRENT;
+    model_setup.fp8.margin = recipe.margin;
+  }
   sdk::ModelClient model;  // destroyed before `counting`
   if (auto s = sdk::ToAbsl(sdk::ModelClient::Create(model_plugin_, model_setup, &model));
       !s.ok()) {
@@ -117,6 +222,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   int64_t count = 0;
   if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
   std::vector<int64_t> numels;
+  std::vector<std::vector<int64_t>> param_dims;
   for (int64_t i = 0; i < count; ++i) {
     sdk::ParamSpec spec;
     if (auto s = sdk::ToAbsl(model.GetParamSpec(i, &spec)); !s.ok()) return s;
@@ -129,6 +235,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
       }
     }
     numels.push_back(numel);
+    param_dims.push_back(spec.dims);
     est.num_parameters += numel;
   }
   const int64_t flat = trainer::FlatOffsets(numels, kFlatAlignmentElements).back();
@@ -141,12 +248,41 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   if (setup_.optimizer != "sgd") est.optimizer_state += 4 * count;
 
   // What the model allocated, by the category it named.
+  int64_t created[MNT_MEMORY_CATEGORY_COUNT];
+  for (int c = 0; c < MNT_MEMORY_CATEGORY_COUNT; ++c) {
+    created[c] = counting->peak(static_cast<MNT_MemoryCategory>(c));
+  }
+
+  if (est.fp8) {
+    // The trainer's scaling state: scales, inverses and amax [3, S], and
+    // the delayed recipe's forward [H, 2S] and backward [H, S] histories.
+    est.fp8_slots = sdk::MakeFp8SlotLayout(param_dims).total;
+    if (est.fp8_slots == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", setup_.model, "': FP8 GEMMs: the model has no matrix parameters (rank "
+          "2, or rank 3 stacked by layer) for a GEMM to scale"));
+    }
+    est.fp8_history =
+        recipe.recipe == MNT_SCALING_RECIPE_DELAYED ? recipe.history_length : 0;
+    est.fp8_scaling_state = static_cast<int64_t>(sizeof(float)) * sdk::kFp8Roles *
+                            est.fp8_slots * (3 + est.fp8_history);
+    est.optimizer_state += est.fp8_scaling_state;
+    // The model's FP8 operand scratch, grown by its first passes.
+    if (auto s = RunTrainingPass(counting->client(), model, param_dims, model_setup.precision,
+                                 setup_.data_spec, batch_size, est.fp8_slots,
+                                 &est.fp8_forward_only);
+        !s.ok()) {
+      return Prefixed(s, absl::StrCat("model '", setup_.model, "': "));
+    }
+    const int64_t workspace = counting->peak(MNT_MEMORY_WORKSPACE);
+    est.fp8_scratch = workspace - created[MNT_MEMORY_WORKSPACE];
+    created[MNT_MEMORY_WORKSPACE] = workspace;
+  }
+
   int64_t* const by_category[MNT_MEMORY_CATEGORY_COUNT] = {
       &est.weights, &est.master_weights, &est.gradients, &est.optimizer_state,
       &est.activations, &est.workspace, &est.data};
-  for (int c = 0; c < MNT_MEMORY_CATEGORY_COUNT; ++c) {
-    *by_category[c] += counting->peak(static_cast<MNT_MemoryCategory>(c));
-  }
+  for (int c = 0; c < MNT_MEMORY_CATEGORY_COUNT; ++c) *by_category[c] += created[c];
 
   // The batch as DeviceBatch holds it (4 bytes an element, f32 or i32).
   const MNT_DataSpec& d = setup_.data_spec;

@@ -14,6 +14,20 @@
 //   data: the batch's inputs and targets as the trainer uploads them
 //     (4 bytes an element), plus its step scalars.
 //
+// A precision whose MATMUL op class computes in FP8 (fp8, ABI 1.10) also
+// takes what the trainer and the model add for FP8 GEMMs:
+//   optimizer state: the trainer's scaling state (trainer/core/fp8_scaling.cc):
+//     per scaling slot (plugins/sdk/fp8_slots.h: one per GEMM weight matrix)
+//     and role (input, weight, output gradient) a scale, its inverse and the
+//     last amax, plus the delayed recipe's amax history of
+//     --precision_options' history length: 4 * (9 S + 3 S H) bytes;
+//   workspace: the FP8 copies of the GEMM operands (models/common/fp8_gemms.cc:
+//     two scratch buffers, one byte per element of the largest A and the
+//     largest B operand, and 8 bytes of constants under current scaling),
+//     found by running one training forward and backward of the model on the
+//     CountingBackend (its ops do nothing; the scratch it grows is counted;
+//     at a batch size the model cannot train at, an evaluation forward).
+//
 // The trainer's report counts master gradients under "gradients"; here
 // they are a row of their own.
 #ifndef MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
@@ -40,15 +54,27 @@ struct EstimateSetup {
   std::string model_options;
   MNT_DataSpec data_spec{};  // per example, as the dataset would give it
   std::string optimizer = "adamw";  // adamw | adam | sgd
+  // --precision_options (an FP8 precision's scaling recipe: its history
+  // length sizes the amax history).
+  std::string precision_options;
 };
 
 struct MemoryEstimate {
   std::string precision;
   int64_t batch_size = 0;
   int64_t num_parameters = 0;
-  bool mixed = false;  // a separate fp32 master copy (bf16, fp16)
+  bool mixed = false;  // a separate fp32 master copy (bf16, fp16, fp8)
   int64_t weights = 0, master_weights = 0, gradients = 0, master_gradients = 0,
           optimizer_state = 0, activations = 0, workspace = 0, data = 0;
+  // FP8 GEMMs (0 otherwise): the scaling slots S and the amax history
+  // length H (0 under current scaling), and the bytes of the above that are
+  // FP8's: the scaling state (in optimizer_state) and the operand scratch
+  // (in workspace).
+  bool fp8 = false;
+  int64_t fp8_slots = 0, fp8_history = 0, fp8_scaling_state = 0, fp8_scratch = 0;
+  // The model trains at no such batch size (the CNN below 2): the scratch
+  // is an evaluation forward's.
+  bool fp8_forward_only = false;
 
   int64_t total() const {
     return weights + master_weights + gradients + master_gradients + optimizer_state +
@@ -65,7 +91,7 @@ class MemoryEstimator {
   static absl::StatusOr<std::unique_ptr<MemoryEstimator>> Create(
       const EstimateSetup& setup, trainer::PluginRegistry* registry);
 
-  // `precision`: a precision plugin's name (fp32, tf32, bf16, fp16, ...).
+  // `precision`: a precision plugin's name (fp32, tf32, bf16, fp16, fp8, ...).
   absl::StatusOr<MemoryEstimate> Estimate(const std::string& precision, int64_t batch_size);
 
   // The smallest batch size in [1, limit] at which `precision` takes no more
