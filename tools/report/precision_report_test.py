@@ -194,5 +194,48 @@ class PrecisionReportTest(unittest.TestCase):
             self.assertEqual(len(f.read().splitlines()), 1 + len(PRECISIONS))
 
 
+class NoFp8GemmsTest(unittest.TestCase):
+    """On a device without FP8 GEMMs (a GPU before sm_89) the default list
+    leaves fp8 out with the trainer's reason; asked for, it fails."""
+
+    REFUSAL = ("fp8 run failed: mantissa: error: precision 'fp8' runs GEMMs in FP8, but "
+               "backend 'cuda' (NVIDIA A100-SXM4-80GB) does not support SCALED_CAST (FP8 "
+               "tensor cores: sm_89 or newer); use --precision=bf16 (log: x.log)")
+
+    def setUp(self):
+        self.real = runs_lib.train
+
+        def train(precision, *args, **kwargs):
+            if precision == "fp8":
+                raise RuntimeError(self.REFUSAL)
+            return self.real(precision, *args, **kwargs)
+        runs_lib.train = train
+        self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        self.args = ["--cache_dir=" + self.tmp + "/cache", "--timing_repeats=1",
+                     "--timing_steps=2", "--model=mlp", "--dataset=digits", "--device=cpu",
+                     "--model_options=hidden=8", "--steps=4", "--eval_every=2",
+                     "--batch_size=8"]
+
+    def tearDown(self):
+        runs_lib.train = self.real
+
+    def test_default_list_leaves_fp8_out_with_the_reason(self):
+        out = os.path.join(self.tmp, "default")
+        self.assertEqual(precision_report.main(["--out=" + out] + self.args), 0)
+        with open(os.path.join(out, "report.md")) as f:
+            text = f.read()
+        self.assertIn("fp8 was not run: fp8 run failed: mantissa: error: precision 'fp8' runs "
+                      "GEMMs in FP8, but backend 'cuda'", text)
+        self.assertNotIn("(log: ", text)
+        self.assertIn("| fp8 reaches bf16's loss | not measured |", text)
+        with open(os.path.join(out, "summary.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 5)
+
+    def test_fp8_asked_for_fails_the_report(self):
+        out = os.path.join(self.tmp, "asked")
+        self.assertEqual(precision_report.main(
+            ["--out=" + out, "--precisions=bf16,fp8"] + self.args), 1)
+
+
 if __name__ == "__main__":
     unittest.main()
