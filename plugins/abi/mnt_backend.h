@@ -365,6 +365,14 @@ typedef enum MNT_Op {
    *   4. scale_inv = 1 / scale in fp32.
    * Deterministic: elementwise. Params: MNT_Fp8ScaleUpdateParams. */
   MNT_OP_FP8_SCALE_UPDATE = 41,
+  /* Since 1.10 (optional op; what --debug_overflow prints of an operand,
+   * measured where the tensor lives). in[0] x F32/F16/BF16, any shape;
+   * out[0] F32 [2] = {smallest |x|, largest |x|} over the finite elements
+   * of x (both 0 when none is finite); out[1] I32 [2] = {elements that are
+   * inf or NaN, elements that are NaN}, each saturating at INT32_MAX. Every
+   * value is exact (a min/max and counts), so every backend gives the same
+   * bits. Params: NULL. */
+  MNT_OP_TENSOR_STATS = 42,
 } MNT_Op;
 
 typedef struct MNT_FillParams {

@@ -55,7 +55,8 @@
   X(MULTI_SGD_STEP, MultiSgdStep)                       \
   X(SCALED_CAST, ScaledCast)                            \
   X(SCALED_GEMM, ScaledGemm)                            \
-  X(FP8_SCALE_UPDATE, Fp8ScaleUpdate)
+  X(FP8_SCALE_UPDATE, Fp8ScaleUpdate)                    \
+  X(TENSOR_STATS, TensorStats)
 
 namespace mnt::sdk {
 

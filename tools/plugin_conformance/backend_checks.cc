@@ -442,6 +442,35 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
       cases.back().exact_bits = true;
     }
   }
+  // ABI 1.10 TENSOR_STATS (optional): an operand's smallest and largest
+  // finite |x| and its inf/NaN counts, exact (a min, a max, counts):
+  // bit-exact in every float dtype, with infinities, NaNs, a subnormal of
+  // the dtype and -0 among the elements; and a tensor with nothing finite
+  // ({0, 0}).
+  {
+    const struct {
+      MNT_DType dtype;
+      float subnormal;
+    } stats[] = {{MNT_DTYPE_F32, 3e-42f}, {MNT_DTYPE_F16, 3e-7f}, {MNT_DTYPE_BF16, 5e-40f}};
+    for (const auto& t : stats) {
+      HostTensor x = Random(&rng, t.dtype, {M, K}, -300, 300);
+      x.values[rng() % x.values.size()] = INFINITY;
+      x.values[rng() % x.values.size()] = -INFINITY;
+      x.values[rng() % x.values.size()] = NAN;
+      x.values[rng() % x.values.size()] = t.subnormal;
+      x.values[rng() % x.values.size()] = -0.0f;
+      cases.push_back({Format("TENSOR_STATS %s with inf, NaN, a subnormal and -0",
+                              sdk::DTypeName(t.dtype)),
+                       MNT_OP_TENSOR_STATS, {x},
+                       {Zeros(MNT_DTYPE_F32, {2}), Zeros(MNT_DTYPE_I32, {2})}, nullptr, 0});
+      cases.back().exact_bits = true;
+    }
+    HostTensor none{MNT_DTYPE_BF16, {N}, std::vector<float>(N, NAN)};
+    none.values[0] = -INFINITY;
+    cases.push_back({"TENSOR_STATS bf16 with nothing finite", MNT_OP_TENSOR_STATS, {none},
+                     {Zeros(MNT_DTYPE_F32, {2}), Zeros(MNT_DTYPE_I32, {2})}, nullptr, 0});
+    cases.back().exact_bits = true;
+  }
   static MNT_ActivationParams act[2] = {{MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_RELU},
                                         {MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_GELU_TANH}};
   for (const auto& a : act) {

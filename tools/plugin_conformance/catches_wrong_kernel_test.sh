@@ -63,4 +63,11 @@ run "skew_op=FP8_SCALE_UPDATE,skew=1e-6" 1 '^\[FAIL\] backend/op FP8_SCALE_UPDAT
 [[ "$("$tool" "$plugin" --options=skew_op=FP8_SCALE_UPDATE,skew=1e-6 |
       grep -c '^\[FAIL\] backend/op FP8_SCALE_UPDATE ')" == 2 ]] ||
   { echo "FAIL: skew 1e-6 did not fail both FP8_SCALE_UPDATE checks" >&2; exit 1; }
+# ABI 1.10: TENSOR_STATS is compared bit for bit: its largest |x| off by
+# 1e-6 fails the three checks that have a finite element (the one with
+# none gives {0, 0}, which no scaling changes).
+run "skew_op=TENSOR_STATS,skew=1e-6" 1 '^\[FAIL\] backend/op TENSOR_STATS '
+[[ "$("$tool" "$plugin" --options=skew_op=TENSOR_STATS,skew=1e-6 |
+      grep -c '^\[FAIL\] backend/op TENSOR_STATS ')" == 3 ]] ||
+  { echo "FAIL: skew 1e-6 did not fail the three finite TENSOR_STATS checks" >&2; exit 1; }
 echo PASS

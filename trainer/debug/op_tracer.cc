@@ -24,6 +24,17 @@ std::string LayerOf(const std::string& name) {
 
 bool IsParameter(const std::string& name) { return name != "activation" && !name.empty(); }
 
+// What --debug_overflow measures: a float tensor with elements.
+bool Measurable(const MNT_Tensor& t) {
+  return t.data != nullptr && sdk::NumElements(t) > 0 &&
+         (t.dtype == MNT_DTYPE_F32 || t.dtype == MNT_DTYPE_F16 || t.dtype == MNT_DTYPE_BF16);
+}
+
+// TENSOR_STATS's outputs per operand: range F32 [2], then counts I32 [2].
+constexpr size_t kSlotBytes = 16;
+// Slots the buffer starts with (the model's ops have fewer operands).
+constexpr size_t kInitialSlots = 16;
+
 }  // namespace
 
 OpTracer* OpTracer::active_ = nullptr;
@@ -38,6 +49,14 @@ OpTracer::OpTracer(const sdk::BackendClient& real, int history)
   plugin_ = *plugin;
   plugin_.backend = &api_;
   client_ = sdk::BackendClient(&plugin_, real.backend());
+  // ABI 1.10: asked once. A backend built before the op answers 0.
+  MNT_Backend_GetOpSupport_Args q{};
+  q.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+  q.backend = real.backend();
+  q.op = MNT_OP_TENSOR_STATS;
+  device_stats_ =
+      sdk::StatusFromPluginError(plugin, plugin->backend->Backend_GetOpSupport(&q)).ok() &&
+      q.supported != 0;
 }
 
 absl::StatusOr<std::unique_ptr<OpTracer>> OpTracer::Create(const sdk::BackendClient& real,
@@ -46,6 +65,10 @@ absl::StatusOr<std::unique_ptr<OpTracer>> OpTracer::Create(const sdk::BackendCli
     return absl::FailedPreconditionError("--debug_overflow: a tracer is already in use");
   }
   std::unique_ptr<OpTracer> t(new OpTracer(real, history));
+  if (t->device_stats_ && !t->EnsureSlots(kInitialSlots)) {
+    return absl::ResourceExhaustedError(
+        "--debug_overflow: cannot allocate the device buffer for TENSOR_STATS");
+  }
   active_ = t.get();
   return t;
 }
@@ -71,23 +94,56 @@ std::string OpTracer::NameOf(const void* data) const {
   return p < it->first + it->second.first ? it->second.second : "activation";
 }
 
-OpTracer::Operand OpTracer::Measure(const MNT_Tensor& t) const {
+OpTracer::Operand OpTracer::Describe(const MNT_Tensor& t) const {
   Operand o;
   o.dtype = t.dtype;
-  if (t.data == nullptr) {
-    o.name = "(absent)";
-    return o;
-  }
-  o.name = NameOf(t.data);
-  const int64_t n = sdk::NumElements(t);
-  if (n <= 0 || (t.dtype != MNT_DTYPE_F32 && t.dtype != MNT_DTYPE_F16 &&
-                 t.dtype != MNT_DTYPE_BF16)) {
-    return o;
-  }
-  std::string host(static_cast<size_t>(n) * sdk::DTypeSize(t.dtype), '\0');
-  if (!real_.ToHost(host.data(), t.data, host.size()).ok()) return o;
-  o.stats = MeasureTensor(t.dtype, host.data(), n);
+  o.name = t.data == nullptr ? "(absent)" : NameOf(t.data);
   return o;
+}
+
+bool OpTracer::EnsureSlots(size_t slots) {
+  if (stats_.size() >= slots * kSlotBytes) return true;
+  stats_.Reset();
+  return real_.Allocate(std::max(slots, kInitialSlots) * kSlotBytes, MNT_MEMORY_WORKSPACE, &stats_)
+      .ok();
+}
+
+void OpTracer::MeasureOnHost(const MNT_Tensor& t, Operand* o) const {
+  const int64_t n = sdk::NumElements(t);
+  std::string host(static_cast<size_t>(n) * sdk::DTypeSize(t.dtype), '\0');
+  if (!real_.ToHost(host.data(), t.data, host.size()).ok()) return;
+  o->stats = MeasureTensor(t.dtype, host.data(), n);
+}
+
+void OpTracer::Measure(const MNT_Tensor& t, Operand* o, std::vector<Pending>* pending) {
+  if (!Measurable(t)) return;
+  if (pending != nullptr) {
+    // Through the real backend (never this tracer's Run), ordered on its
+    // stream before whatever is issued next.
+    const size_t slot = pending->size();
+    auto* base = static_cast<unsigned char*>(stats_.data()) + slot * kSlotBytes;
+    const int64_t two = 2;
+    const MNT_Tensor range = sdk::MakeTensor(base, MNT_DTYPE_F32, 1, &two);
+    const MNT_Tensor counts = sdk::MakeTensor(base + 8, MNT_DTYPE_I32, 1, &two);
+    if (real_.Run(MNT_OP_TENSOR_STATS, {t}, {range, counts}).ok()) {
+      pending->push_back({o, sdk::NumElements(t), slot});
+      return;
+    }
+  }
+  MeasureOnHost(t, o);
+}
+
+void OpTracer::ReadPending(const std::vector<Pending>& pending) {
+  if (pending.empty()) return;
+  std::vector<unsigned char> host(pending.size() * kSlotBytes);
+  if (!real_.ToHost(host.data(), stats_.data(), host.size()).ok()) return;  // "not measured"
+  for (const Pending& p : pending) {
+    float range[2];
+    int32_t counts[2];
+    std::memcpy(range, host.data() + p.slot * kSlotBytes, sizeof(range));
+    std::memcpy(counts, host.data() + p.slot * kSlotBytes + 8, sizeof(counts));
+    p.operand->stats = StatsFromDevice(p.elements, range, counts);
+  }
 }
 
 MNT_Error* OpTracer::Run(MNT_Backend_Run_Args* args) {
@@ -100,12 +156,25 @@ MNT_Error* OpTracer::Run(MNT_Backend_Run_Args* args) {
   r.step = self->step_;
   r.phase = self->phase_;
   r.op = args->op;
-  for (size_t i = 0; i < args->num_inputs; ++i) r.inputs.push_back(self->Measure(args->inputs[i]));
+  // Sized first: `pending` points into them.
+  r.inputs.resize(args->num_inputs);
+  r.outputs.resize(args->num_outputs);
+  std::vector<Pending> pending;
+  // A slot per operand (a failed allocation leaves the host path for this op).
+  const bool on_device =
+      self->device_stats_ && self->EnsureSlots(args->num_inputs + args->num_outputs);
+  std::vector<Pending>* device_pending = on_device ? &pending : nullptr;
+  for (size_t i = 0; i < args->num_inputs; ++i) {
+    r.inputs[i] = self->Describe(args->inputs[i]);
+    self->Measure(args->inputs[i], &r.inputs[i], device_pending);
+  }
   MNT_Error* error = real->Backend_Run(args);
   if (error != nullptr) return error;
   for (size_t i = 0; i < args->num_outputs; ++i) {
-    r.outputs.push_back(self->Measure(args->outputs[i]));
+    r.outputs[i] = self->Describe(args->outputs[i]);
+    self->Measure(args->outputs[i], &r.outputs[i], device_pending);
   }
+  self->ReadPending(pending);
   self->Record(std::move(r));
   return nullptr;
 }

@@ -1,8 +1,15 @@
 // --debug_overflow: which op first made an inf or NaN, and what the ops
 // before it saw. The model is handed a copy of the backend plugin's table
-// whose Backend_Run runs the real op and then reads every float operand back
-// (one device-to-host copy each: a debugging mode, slow by design, and
-// nothing of it exists without the flag). The last `history` ops are kept
+// whose Backend_Run measures every float operand (inputs before the real op,
+// which may write in place, outputs after it) and runs the real op. Where
+// the backend has MNT_OP_TENSOR_STATS (ABI 1.10; asked once), each operand
+// is measured on the device by that op, run through the real backend's
+// Backend_Run into a small device buffer the tracer owns, and one
+// device-to-host copy per traced op reads 16 bytes per operand back; a
+// backend without it gets the host path: every operand copied to the host
+// and measured there (tensor_stats.h; the same numbers). A debugging mode,
+// slow by design (a sync per op), and nothing of it exists without the
+// flag. The last `history` ops are kept
 // with each operand's abs-min/abs-max; the first op with an inf/NaN output
 // trips the tracer, after which ops run untraced. Operands are named by the
 // parameter buffers they lie in ("layer1.weight", "grad of layer1.weight"),
@@ -45,6 +52,10 @@ class OpTracer {
   // Ops from now on belong to `phase` ("forward", "backward") of `step`.
   void BeginPhase(int64_t step, const std::string& phase);
 
+  // Whether operands are measured on the device (TENSOR_STATS), not copied
+  // to the host.
+  bool measures_on_device() const { return device_stats_; }
+
   bool tripped() const { return tripped_; }
   // One line: phase, op, layer and parameters, what went non-finite (the
   // caller says the step).
@@ -67,10 +78,27 @@ class OpTracer {
     std::string layer;  // of the first parameter among the operands, or ""
   };
 
+  // An operand measured on the device, read back after the op.
+  struct Pending {
+    Operand* operand;
+    int64_t elements;
+    size_t slot;  // its 16 bytes in stats_
+  };
+
   OpTracer(const sdk::BackendClient& real, int history);
   static MNT_Error* Run(MNT_Backend_Run_Args* args);
   std::string NameOf(const void* data) const;
-  Operand Measure(const MNT_Tensor& t) const;
+  // Name and dtype; stats still unmeasured.
+  Operand Describe(const MNT_Tensor& t) const;
+  // Measures `t` into `o`: with `pending` (the device path) TENSOR_STATS
+  // into the next slot of stats_, read by ReadPending; without it, or when
+  // the op fails, from a host copy.
+  void Measure(const MNT_Tensor& t, Operand* o, std::vector<Pending>* pending);
+  void MeasureOnHost(const MNT_Tensor& t, Operand* o) const;
+  // The pending operands' 16 bytes each, in one device-to-host copy.
+  void ReadPending(const std::vector<Pending>& pending);
+  // stats_ holds at least `slots` slots of 16 bytes.
+  bool EnsureSlots(size_t slots);
   void Record(OpRecord record);
 
   static OpTracer* active_;
@@ -87,6 +115,8 @@ class OpTracer {
   int64_t traced_ = 0;
   bool tripped_ = false;
   std::string last_layer_;
+  bool device_stats_ = false;  // the backend reports TENSOR_STATS
+  sdk::DeviceBuffer stats_;    // range F32 [2] + counts I32 [2] per slot
 };
 
 }  // namespace mnt::trainer

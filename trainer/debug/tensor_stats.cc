@@ -46,6 +46,17 @@ TensorStats MeasureTensor(MNT_DType dtype, const void* bytes, int64_t elements) 
   return s;
 }
 
+TensorStats StatsFromDevice(int64_t elements, const float range[2], const int32_t counts[2]) {
+  TensorStats s;
+  s.measured = true;
+  s.elements = elements;
+  s.nonfinite = counts[0];
+  s.nans = counts[1];
+  s.abs_min = range[0];
+  s.abs_max = range[1];
+  return s;
+}
+
 std::string FormatStats(const TensorStats& s) {
   if (!s.measured) return "not measured";
   std::string out = absl::StrFormat("abs min %.3g max %.3g", s.abs_min, s.abs_max);

@@ -20,6 +20,7 @@
 #include "plugins/backends/common/calls/pool.h"
 #include "plugins/backends/common/calls/reduce.h"
 #include "plugins/backends/common/calls/softmax_cross_entropy.h"
+#include "plugins/backends/common/calls/tensor_stats.h"
 #include "plugins/sdk/op_list.h"
 
 // Inside a backend class: one kernel method per op,

@@ -29,7 +29,8 @@ class CpuBackend {
  public:
   static constexpr const char* kName = "cpu";
   // Every op, the FP8 ones (ABI 1.9 SCALED_CAST, SCALED_GEMM; 1.10
-  // FP8_SCALE_UPDATE) included: exact emulation in fp8.cc.
+  // FP8_SCALE_UPDATE) included: exact emulation in fp8.cc; 1.10
+  // TENSOR_STATS in tensor_stats.cc.
   static constexpr bool Supports(MNT_Op) { return true; }
   using Event = std::chrono::steady_clock::time_point;  // when recorded
 

@@ -22,4 +22,5 @@ KERNEL_TESTS = [
     "batchnorm_test",
     "fp8_test",
     "fp8_scale_update_test",
+    "tensor_stats_test",
 ]

@@ -65,7 +65,8 @@ struct CudaBackend {
   // FP8_SCALE_UPDATE, in fp8.cu). SCALED_GEMM also needs FP8 tensor cores:
   // DeviceSupports says which ops this instance's GPU runs
   // (Backend_GetOpSupport asks it), and ScaledGemm refuses in one line below
-  // sm_89. SCALED_CAST and FP8_SCALE_UPDATE run on every GPU.
+  // sm_89. SCALED_CAST and FP8_SCALE_UPDATE run on every GPU, as does
+  // 1.10 TENSOR_STATS (tensor_stats.cu).
   static constexpr bool Supports(MNT_Op) { return true; }
   bool DeviceSupports(MNT_Op op) const {
     return op != MNT_OP_SCALED_GEMM || sm >= kMinFp8GemmSm;

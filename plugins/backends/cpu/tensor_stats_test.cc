@@ -1,0 +1,367 @@
+// TENSOR_STATS (ABI 1.10, what --debug_overflow prints of an operand) on
+// the CPU backend, against a float64 reference written here from the ABI
+// text (elements decoded from their bits with std::ldexp, not with
+// common/tensor_stats_math.h or float_convert.h, which the backend runs):
+//  - fresh random tensors in F32, F16 and BF16 of random rank (0 to 4) and
+//    size (one element to several threads' worth), whose elements are
+//    drawn from every class: normal numbers over the whole exponent range,
+//    the largest finite ones, subnormals, +0 and -0, +-inf, NaNs with any
+//    payload; and tensors with nothing finite, only zeros, only one class.
+//    Outputs bit for bit (the ABI fixes every bit: a min, a max, counts);
+//  - the same bits on 1 and 4 threads;
+//  - an empty tensor gives {0, 0} and {0, 0};
+//  - Backend_GetOpSupport reports it, and the contract's refusals
+//    (common/calls/tensor_stats.cc) are one line each.
+// The seed is the fixture's (printed).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "plugins/backends/cpu/cpu_backend.h"
+#include "plugins/backends/cpu/testing/backend_fixture.h"
+#include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/status.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::cpu {
+namespace {
+
+using testing::BackendFixture;
+
+uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+struct Format {
+  MNT_DType dtype;
+  int bytes, exp_bits, mant_bits;
+};
+constexpr Format kFormats[] = {{MNT_DTYPE_F32, 4, 8, 23},
+                               {MNT_DTYPE_F16, 2, 5, 10},
+                               {MNT_DTYPE_BF16, 2, 8, 7}};
+
+double Decode(const Format& f, uint32_t bits) {
+  const uint32_t mant = bits & ((1u << f.mant_bits) - 1);
+  const uint32_t exp = (bits >> f.mant_bits) & ((1u << f.exp_bits) - 1);
+  const bool neg = (bits >> (f.mant_bits + f.exp_bits)) & 1u;
+  const int bias = (1 << (f.exp_bits - 1)) - 1;
+  double v;
+  if (exp == (1u << f.exp_bits) - 1) {
+    v = mant != 0 ? std::numeric_limits<double>::quiet_NaN()
+                  : std::numeric_limits<double>::infinity();
+  } else if (exp == 0) {
+    v = std::ldexp(static_cast<double>(mant), 1 - bias - f.mant_bits);
+  } else {
+    v = std::ldexp(static_cast<double>(mant | (1u << f.mant_bits)),
+                   static_cast<int>(exp) - bias - f.mant_bits);
+  }
+  return neg ? -v : v;
+}
+
+// Element classes a tensor draws from.
+enum Class { kNormal, kLargest, kSubnormal, kZero, kInf, kNan, kClasses };
+
+uint32_t Pattern(const Format& f, Class c, std::mt19937& rng) {
+  const uint32_t exp_max = (1u << f.exp_bits) - 1, mant_mask = (1u << f.mant_bits) - 1;
+  const uint32_t sign = rng() & 1u, mant = rng() & mant_mask;
+  uint32_t exp = 0, m = 0;
+  switch (c) {
+    case kNormal: exp = 1 + rng() % (exp_max - 1); m = mant; break;
+    case kLargest: exp = exp_max - 1; m = mant; break;
+    case kSubnormal: exp = 0; m = mant | 1u; break;
+    case kZero: exp = 0; m = 0; break;
+    case kInf: exp = exp_max; m = 0; break;
+    default: exp = exp_max; m = mant | 1u; break;  // NaN, any payload
+  }
+  return (sign << (f.exp_bits + f.mant_bits)) | (exp << f.mant_bits) | m;
+}
+
+struct Want {
+  float range[2] = {0.0f, 0.0f};
+  int32_t counts[2] = {0, 0};
+};
+
+Want Reference(const Format& f, const std::vector<uint32_t>& patterns) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -1;
+  int64_t nonfinite = 0, nans = 0;
+  for (uint32_t b : patterns) {
+    const double v = Decode(f, b);
+    if (std::isnan(v)) ++nans;
+    if (!std::isfinite(v)) {
+      ++nonfinite;
+      continue;
+    }
+    lo = std::min(lo, std::fabs(v));
+    hi = std::max(hi, std::fabs(v));
+  }
+  Want w;
+  if (hi >= 0) {
+    w.range[0] = static_cast<float>(lo);  // exact: every F16/BF16 value is an fp32 one
+    w.range[1] = static_cast<float>(hi);
+  }
+  w.counts[0] = static_cast<int32_t>(std::min<int64_t>(nonfinite, INT32_MAX));
+  w.counts[1] = static_cast<int32_t>(std::min<int64_t>(nans, INT32_MAX));
+  return w;
+}
+
+std::vector<uint8_t> Store(const Format& f, const std::vector<uint32_t>& patterns) {
+  std::vector<uint8_t> bytes(patterns.size() * f.bytes);
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (f.bytes == 4) {
+      std::memcpy(bytes.data() + 4 * i, &patterns[i], 4);
+    } else {
+      const uint16_t h = static_cast<uint16_t>(patterns[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+::testing::AssertionResult Matches(const std::vector<uint8_t>& range_bytes,
+                                   const std::vector<uint8_t>& count_bytes, const Want& w) {
+  float range[2];
+  int32_t counts[2];
+  std::memcpy(range, range_bytes.data(), 8);
+  std::memcpy(counts, count_bytes.data(), 8);
+  for (int k = 0; k < 2; ++k) {
+    if (Bits(range[k]) != Bits(w.range[k])) {
+      return ::testing::AssertionFailure()
+             << "range[" << k << "] = " << range[k] << " (0x" << std::hex << Bits(range[k])
+             << "), want " << w.range[k] << " (0x" << Bits(w.range[k]) << ")";
+    }
+  }
+  if (counts[0] != w.counts[0] || counts[1] != w.counts[1]) {
+    return ::testing::AssertionFailure() << "counts {" << counts[0] << ", " << counts[1]
+                                         << "}, want {" << w.counts[0] << ", " << w.counts[1]
+                                         << "}";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class TensorStatsTest : public BackendFixture {
+ protected:
+  // Random patterns: each element of a class drawn from `classes`.
+  std::vector<uint32_t> RandomPatterns(const Format& f, int64_t n,
+                                       const std::vector<Class>& classes) {
+    std::vector<uint32_t> p(static_cast<size_t>(n));
+    for (uint32_t& b : p) b = Pattern(f, classes[rng()() % classes.size()], rng());
+    return p;
+  }
+  // x holding `patterns` viewed with a random shape of that many elements.
+  MNT_Tensor UploadShaped(const Format& f, const std::vector<uint32_t>& patterns) {
+    const int64_t n = static_cast<int64_t>(patterns.size());
+    MNT_Tensor t = UploadBytes(Store(f, patterns), f.dtype, {n});
+    // A random factorisation of n into rank 0..4 dims (rank 0 only for 1).
+    const int rank = n == 1 ? static_cast<int>(rng()() % 5) : 1 + static_cast<int>(rng()() % 4);
+    int64_t rest = n;
+    for (int d = 0; d < rank; ++d) t.dims[d] = 1;
+    for (int d = 0; d + 1 < rank; ++d) {
+      std::vector<int64_t> divisors;
+      for (int64_t k = 1; k * k <= rest; ++k) {
+        if (rest % k == 0) divisors.push_back(rng()() % 2 ? k : rest / k);
+      }
+      t.dims[d] = divisors[rng()() % divisors.size()];
+      rest /= t.dims[d];
+    }
+    if (rank > 0) t.dims[rank - 1] = rest;
+    t.rank = rank;
+    EXPECT_EQ(sdk::NumElements(t), n);
+    return t;
+  }
+  ::testing::AssertionResult RunAndCompare(const Format& f, const std::vector<uint32_t>& patterns) {
+    const MNT_Tensor x = UploadShaped(f, patterns);
+    const MNT_Tensor range = Empty(MNT_DTYPE_F32, {2});
+    const MNT_Tensor counts = Empty(MNT_DTYPE_I32, {2});
+    const sdk::Status s = Run(MNT_OP_TENSOR_STATS, {x}, {range, counts});
+    if (!s.ok()) return ::testing::AssertionFailure() << s.message();
+    return Matches(Bytes(range), Bytes(counts), Reference(f, patterns))
+           << " (" << sdk::Describe(x) << ")";
+  }
+};
+
+TEST_F(TensorStatsTest, OpSupportReportsIt) {
+  MNT_Backend_GetOpSupport_Args a{};
+  a.struct_size = MNT_Backend_GetOpSupport_Args_STRUCT_SIZE;
+  a.backend = backend();
+  a.op = MNT_OP_TENSOR_STATS;
+  ASSERT_TRUE(sdk::StatusFromPluginError(client().plugin(), api()->Backend_GetOpSupport(&a)).ok());
+  EXPECT_EQ(a.supported, 1);
+}
+
+TEST_F(TensorStatsTest, RandomTensorsMatchTheReferenceBitForBit) {
+  const std::vector<Class> all = {kNormal, kLargest, kSubnormal, kZero, kInf, kNan};
+  for (const Format& f : kFormats) {
+    for (int trial = 0; trial < 40; ++trial) {
+      // Mostly small; every fourth one several threads' worth.
+      const int64_t n = trial % 4 == 3 ? 70000 + rng()() % 200000 : 1 + rng()() % 3000;
+      // Every class, or a random subset of them (a rare class, or none,
+      // changes which element wins).
+      std::vector<Class> classes = all;
+      if (trial % 2 == 1) {
+        std::shuffle(classes.begin(), classes.end(), rng());
+        classes.resize(1 + rng()() % kClasses);
+      }
+      ASSERT_TRUE(RunAndCompare(f, RandomPatterns(f, n, classes)))
+          << "dtype " << sdk::DTypeName(f.dtype) << ", trial " << trial;
+    }
+  }
+}
+
+TEST_F(TensorStatsTest, CornerCases) {
+  for (const Format& f : kFormats) {
+    SCOPED_TRACE(sdk::DTypeName(f.dtype));
+    // Nothing finite (a huge tensor: the counts cross blocks and threads).
+    EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 100003, {kInf, kNan})));
+    EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 17, {kNan})));
+    // Only zeros of either sign: +0 and +0.
+    EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 5000, {kZero})));
+    // Subnormals only: measured, never flushed.
+    EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 999, {kSubnormal})));
+    // One element, of each class.
+    for (int c = 0; c < kClasses; ++c) {
+      EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 1, {static_cast<Class>(c)}))) << c;
+    }
+  }
+}
+
+TEST_F(TensorStatsTest, EmptyTensorGivesZeros) {
+  for (const Format& f : kFormats) {
+    MNT_Tensor x = Upload({1.0, 2.0}, f.dtype, {2});
+    x.dims[0] = 0;  // a view of no elements into live memory
+    const MNT_Tensor range = Empty(MNT_DTYPE_F32, {2});
+    const MNT_Tensor counts = Empty(MNT_DTYPE_I32, {2});
+    const sdk::Status s = Run(MNT_OP_TENSOR_STATS, {x}, {range, counts});
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(Matches(Bytes(range), Bytes(counts), Want{}));
+  }
+}
+
+// ---- the same bits on any team ----------------------------------------------------
+
+// range and counts bytes of one run on a fresh CPU backend with `options`.
+std::vector<uint8_t> RunOn(const char* options, const Format& f, const std::vector<uint8_t>& x) {
+  const MNT_Plugin_Api* plugin = CpuBackendPluginApi();
+  MNT_Backend_Create_Args ca{};
+  ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+  ca.options = options;
+  sdk::Status st = sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Create(&ca));
+  EXPECT_TRUE(st.ok()) << st.message();
+  if (!st.ok()) return {};
+  std::vector<uint8_t> result(16, 0xee);
+  {
+    const sdk::BackendClient client(plugin, ca.backend);
+    sdk::DeviceBuffer xb, out;
+    const int64_t n = static_cast<int64_t>(x.size() / f.bytes);
+    EXPECT_TRUE(client.Allocate(x.size(), MNT_MEMORY_WORKSPACE, &xb).ok());
+    EXPECT_TRUE(client.Allocate(16, MNT_MEMORY_WORKSPACE, &out).ok());
+    EXPECT_TRUE(client.ToDevice(xb.data(), x.data(), x.size()).ok());
+    const int64_t two = 2;
+    const MNT_Tensor tx = sdk::MakeTensor(xb.data(), f.dtype, 1, &n);
+    const MNT_Tensor range = sdk::MakeTensor(out.data(), MNT_DTYPE_F32, 1, &two);
+    const MNT_Tensor counts =
+        sdk::MakeTensor(static_cast<char*>(out.data()) + 8, MNT_DTYPE_I32, 1, &two);
+    st = client.Run(MNT_OP_TENSOR_STATS, {tx}, {range, counts});
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(client.ToHost(result.data(), out.data(), 16).ok());
+  }  // buffers freed before the backend goes
+  MNT_Backend_Destroy_Args da{};
+  da.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
+  da.backend = ca.backend;
+  EXPECT_TRUE(sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Destroy(&da)).ok());
+  return result;
+}
+
+TEST_F(TensorStatsTest, SameBitsOnOneAndFourThreads) {
+  for (const Format& f : kFormats) {
+    // Several threads' worth (parallel.h); few NaNs and infs, so which
+    // thread holds them matters.
+    const int64_t n = 300001;
+    std::vector<uint32_t> patterns = RandomPatterns(f, n, {kNormal, kSubnormal, kZero});
+    for (int k = 0; k < 5; ++k) patterns[rng()() % n] = Pattern(f, k % 2 ? kInf : kNan, rng());
+    const std::vector<uint8_t> x = Store(f, patterns);
+    const std::vector<uint8_t> one = RunOn("threads=1", f, x);
+    const std::vector<uint8_t> four = RunOn("threads=4", f, x);
+    ASSERT_EQ(one.size(), 16u);
+    EXPECT_TRUE(one == four) << "TENSOR_STATS differs between 1 and 4 threads ("
+                             << sdk::DTypeName(f.dtype) << ")";
+    EXPECT_TRUE(Matches({four.begin(), four.begin() + 8}, {four.begin() + 8, four.end()},
+                        Reference(f, patterns)));
+  }
+}
+
+// ---- the contract's refusals (common/calls/tensor_stats.cc) --------------------------
+
+TEST_F(TensorStatsTest, Refusals) {
+  const MNT_Tensor x = Upload(Random(12), MNT_DTYPE_BF16, {3, 4});
+  const MNT_Tensor range = Empty(MNT_DTYPE_F32, {2});
+  const MNT_Tensor counts = Empty(MNT_DTYPE_I32, {2});
+  auto run = [&](const std::vector<MNT_Tensor>& in, const std::vector<MNT_Tensor>& out) {
+    return Run(MNT_OP_TENSOR_STATS, in, out).message();
+  };
+  ASSERT_EQ(run({x}, {range, counts}), "");
+
+  // Counts and presence.
+  EXPECT_EQ(run({}, {range, counts}), "TENSOR_STATS: got 0 inputs, expected 1");
+  EXPECT_EQ(run({x, x}, {range, counts}), "TENSOR_STATS: got 2 inputs, expected 1");
+  EXPECT_EQ(run({x}, {range}), "TENSOR_STATS: got 1 outputs, expected 2");
+  MNT_Tensor absent = counts;
+  absent.data = nullptr;
+  EXPECT_EQ(run({x}, {range, absent}), "TENSOR_STATS: out[1] counts is missing (data is NULL)");
+  absent = x;
+  absent.data = nullptr;
+  EXPECT_EQ(run({absent}, {range, counts}), "TENSOR_STATS: in[0] x is missing (data is NULL)");
+
+  // x: a float dtype.
+  const MNT_Tensor ids = UploadI32({1, 2, 3}, {3});
+  EXPECT_EQ(run({ids}, {range, counts}),
+            "TENSOR_STATS: in[0] x is i32[3], expected a float dtype (f32, f16 or bf16)");
+  const MNT_Tensor fp8 = UploadBytes({1, 2, 3, 4}, MNT_DTYPE_F8_E4M3, {4});
+  EXPECT_EQ(run({fp8}, {range, counts}),
+            "TENSOR_STATS: in[0] x is f8_e4m3[4], expected a float dtype (f32, f16 or bf16)");
+
+  // range: f32[2]; counts: i32[2].
+  const MNT_Tensor range3 = Empty(MNT_DTYPE_F32, {3});
+  EXPECT_EQ(run({x}, {range3, counts}),
+            "TENSOR_STATS: out[0] range is f32[3], expected f32[2] (smallest and largest "
+            "finite |x|)");
+  const MNT_Tensor range_2d = Empty(MNT_DTYPE_F32, {1, 2});
+  EXPECT_EQ(run({x}, {range_2d, counts}),
+            "TENSOR_STATS: out[0] range is f32[1,2], expected f32[2] (smallest and largest "
+            "finite |x|)");
+  const MNT_Tensor range_bf16 = Empty(MNT_DTYPE_BF16, {2});
+  EXPECT_EQ(run({x}, {range_bf16, counts}),
+            "TENSOR_STATS: out[0] range is bf16[2], expected f32[2] (smallest and largest "
+            "finite |x|)");
+  const MNT_Tensor counts_f32 = Empty(MNT_DTYPE_F32, {2});
+  EXPECT_EQ(run({x}, {range, counts_f32}),
+            "TENSOR_STATS: out[1] counts is f32[2], expected i32[2] (inf-or-NaN and NaN "
+            "counts)");
+  const MNT_Tensor counts1 = Empty(MNT_DTYPE_I32, {1});
+  EXPECT_EQ(run({x}, {range, counts1}),
+            "TENSOR_STATS: out[1] counts is i32[1], expected i32[2] (inf-or-NaN and NaN "
+            "counts)");
+
+  // No two operands share bytes.
+  const MNT_Tensor both = Empty(MNT_DTYPE_F32, {4});
+  MNT_Tensor r = both, c = both;
+  r.dims[0] = 2;
+  c.dtype = MNT_DTYPE_I32;
+  c.dims[0] = 2;
+  c.data = static_cast<char*>(both.data) + 4;  // overlaps range[1]
+  EXPECT_EQ(run({x}, {r, c}), "TENSOR_STATS: out[1] counts overlaps out[0] range");
+  c.data = static_cast<char*>(both.data) + 8;  // right after it: fine
+  EXPECT_EQ(run({x}, {r, c}), "");
+  MNT_Tensor xr = r;  // x is the range buffer itself
+  EXPECT_EQ(run({xr}, {r, counts}), "TENSOR_STATS: out[0] range overlaps in[0] x");
+}
+
+}  // namespace
+}  // namespace mnt::cpu
