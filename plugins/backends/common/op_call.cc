@@ -120,6 +120,22 @@ sdk::Status OpCall::ExpectFloatLike(const Operand& t, const Operand& like) const
   return ExpectDims(t, like->rank, like->dims, [&] { return sdk::Describe(*like); });
 }
 
+sdk::Status CheckNoOverlap(const TypedCall& call,
+                           std::initializer_list<const Operand*> operands) {
+  for (auto i = operands.begin(); i != operands.end(); ++i) {
+    for (auto j = i + 1; j != operands.end(); ++j) {
+      if (!(*i)->present() || !(*j)->present()) continue;
+      const uintptr_t a = reinterpret_cast<uintptr_t>((**i)->data);
+      const uintptr_t b = reinterpret_cast<uintptr_t>((**j)->data);
+      const size_t a_bytes = sdk::SizeBytes(***i), b_bytes = sdk::SizeBytes(***j);
+      if (a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes) {
+        return call.Invalid((*j)->label + " overlaps " + (*i)->label);
+      }
+    }
+  }
+  return sdk::Status::Ok();
+}
+
 int64_t Rows(const MNT_Tensor& t) {
   int64_t n = 1;
   for (int i = 0; i + 1 < t.rank; ++i) n *= t.dims[i];

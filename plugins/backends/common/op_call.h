@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 
@@ -169,6 +170,11 @@ struct TypedCall {
     return op->Invalid(message);
   }
 };
+
+// "<later> overlaps <earlier>" for the first two present `operands` whose
+// bytes overlap, else OK: for kernels whose threads read and write their
+// operands in any order.
+sdk::Status CheckNoOverlap(const TypedCall& call, std::initializer_list<const Operand*> operands);
 
 // Element count of dims [0, rank - 1) ("rows" of a last-dim op).
 int64_t Rows(const MNT_Tensor& t);

@@ -20,9 +20,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "plugins/backends/common/testing/float_patterns.h"
 
 namespace mnt {
 namespace {
+
+using namespace backend::testing;  // float_patterns.h
 
 uint32_t Bits(float f) {
   uint32_t u;
@@ -38,35 +41,8 @@ uint32_t Seed() {
   return seed;
 }
 
-struct Format {
-  MNT_DType dtype;
-  int bytes, exp_bits, mant_bits;
-};
-constexpr Format kFormats[] = {{MNT_DTYPE_F32, 4, 8, 23},
-                               {MNT_DTYPE_F16, 2, 5, 10},
-                               {MNT_DTYPE_BF16, 2, 8, 7}};
-
-// An element's value from its bits, the IEEE way (NaN for any NaN).
-double Decode(const Format& f, uint32_t bits) {
-  const uint32_t mant = bits & ((1u << f.mant_bits) - 1);
-  const uint32_t exp = (bits >> f.mant_bits) & ((1u << f.exp_bits) - 1);
-  const bool neg = (bits >> (f.mant_bits + f.exp_bits)) & 1u;
-  const int bias = (1 << (f.exp_bits - 1)) - 1;
-  double v;
-  if (exp == (1u << f.exp_bits) - 1) {
-    v = mant != 0 ? std::numeric_limits<double>::quiet_NaN()
-                  : std::numeric_limits<double>::infinity();
-  } else if (exp == 0) {
-    v = std::ldexp(static_cast<double>(mant), 1 - bias - f.mant_bits);
-  } else {
-    v = std::ldexp(static_cast<double>(mant | (1u << f.mant_bits)),
-                   static_cast<int>(exp) - bias - f.mant_bits);
-  }
-  return neg ? -v : v;
-}
-
 // Random bit patterns of format f: one class per element, uniformly.
-std::vector<uint32_t> RandomPatterns(const Format& f, size_t n, std::mt19937* rng) {
+std::vector<uint32_t> RandomPatterns(const FloatFormat& f, size_t n, std::mt19937* rng) {
   const uint32_t exp_max = (1u << f.exp_bits) - 1, mant_mask = (1u << f.mant_bits) - 1;
   auto make = [&](uint32_t sign, uint32_t exp, uint32_t mant) {
     return (sign << (f.exp_bits + f.mant_bits)) | (exp << f.mant_bits) | (mant & mant_mask);
@@ -99,7 +75,7 @@ std::vector<uint32_t> RandomPatterns(const Format& f, size_t n, std::mt19937* rn
 }
 
 // Patterns as the bytes of a tensor of f's dtype.
-std::vector<uint8_t> Store(const Format& f, const std::vector<uint32_t>& patterns) {
+std::vector<uint8_t> Store(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
   std::vector<uint8_t> bytes(patterns.size() * f.bytes);
   for (size_t i = 0; i < patterns.size(); ++i) {
     if (f.bytes == 4) {
@@ -119,11 +95,11 @@ struct Want {
 
 // The ABI's definition in double: every finite value of F16/BF16 is an
 // fp32 number, so min/max of |x| convert to fp32 exactly.
-Want Reference(const Format& f, const std::vector<uint32_t>& patterns) {
+Want Reference(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
   Want w;
   double lo = std::numeric_limits<double>::infinity(), hi = -1;
   for (uint32_t b : patterns) {
-    const double v = Decode(f, b);
+    const double v = DecodeBits(f, b);
     if (!std::isfinite(v)) {
       ++w.nonfinite;
       if (std::isnan(v)) ++w.nans;
@@ -137,7 +113,7 @@ Want Reference(const Format& f, const std::vector<uint32_t>& patterns) {
   return w;
 }
 
-TensorStatsPartial Measure(const Format& f, const std::vector<uint8_t>& bytes, int64_t begin,
+TensorStatsPartial Measure(const FloatFormat& f, const std::vector<uint8_t>& bytes, int64_t begin,
                            int64_t end) {
   TensorStatsPartial p = TensorStatsEmpty();
   for (int64_t i = begin; i < end; ++i) {
@@ -166,7 +142,7 @@ TensorStatsPartial Measure(const Format& f, const std::vector<uint8_t>& bytes, i
 
 TEST(TensorStatsMathTest, RandomTensorsMatchTheReferenceBitForBit) {
   std::mt19937 rng(Seed());
-  for (const Format& f : kFormats) {
+  for (const FloatFormat& f : kFloatFormats) {
     for (int trial = 0; trial < 200; ++trial) {
       const size_t n = 1 + rng() % 300;
       const std::vector<uint32_t> patterns = RandomPatterns(f, n, &rng);
@@ -179,7 +155,7 @@ TEST(TensorStatsMathTest, RandomTensorsMatchTheReferenceBitForBit) {
 
 TEST(TensorStatsMathTest, AnySplitAndMergeOrderGivesTheSameBits) {
   std::mt19937 rng(Seed());
-  for (const Format& f : kFormats) {
+  for (const FloatFormat& f : kFloatFormats) {
     for (int trial = 0; trial < 100; ++trial) {
       const int64_t n = 1 + rng() % 2000;
       const std::vector<uint32_t> patterns = RandomPatterns(f, n, &rng);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "plugins/backends/common/testing/float_patterns.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/backends/cpu/testing/backend_fixture.h"
 #include "plugins/sdk/backend_client.h"
@@ -33,6 +34,7 @@ namespace mnt::cpu {
 namespace {
 
 using testing::BackendFixture;
+using namespace backend::testing;  // float_patterns.h
 
 uint32_t Bits(float f) {
   uint32_t u;
@@ -40,79 +42,7 @@ uint32_t Bits(float f) {
   return u;
 }
 
-struct Format {
-  MNT_DType dtype;
-  int bytes, exp_bits, mant_bits;
-};
-constexpr Format kFormats[] = {{MNT_DTYPE_F32, 4, 8, 23},
-                               {MNT_DTYPE_F16, 2, 5, 10},
-                               {MNT_DTYPE_BF16, 2, 8, 7}};
-
-double Decode(const Format& f, uint32_t bits) {
-  const uint32_t mant = bits & ((1u << f.mant_bits) - 1);
-  const uint32_t exp = (bits >> f.mant_bits) & ((1u << f.exp_bits) - 1);
-  const bool neg = (bits >> (f.mant_bits + f.exp_bits)) & 1u;
-  const int bias = (1 << (f.exp_bits - 1)) - 1;
-  double v;
-  if (exp == (1u << f.exp_bits) - 1) {
-    v = mant != 0 ? std::numeric_limits<double>::quiet_NaN()
-                  : std::numeric_limits<double>::infinity();
-  } else if (exp == 0) {
-    v = std::ldexp(static_cast<double>(mant), 1 - bias - f.mant_bits);
-  } else {
-    v = std::ldexp(static_cast<double>(mant | (1u << f.mant_bits)),
-                   static_cast<int>(exp) - bias - f.mant_bits);
-  }
-  return neg ? -v : v;
-}
-
-// Element classes a tensor draws from.
-enum Class { kNormal, kLargest, kSubnormal, kZero, kInf, kNan, kClasses };
-
-uint32_t Pattern(const Format& f, Class c, std::mt19937& rng) {
-  const uint32_t exp_max = (1u << f.exp_bits) - 1, mant_mask = (1u << f.mant_bits) - 1;
-  const uint32_t sign = rng() & 1u, mant = rng() & mant_mask;
-  uint32_t exp = 0, m = 0;
-  switch (c) {
-    case kNormal: exp = 1 + rng() % (exp_max - 1); m = mant; break;
-    case kLargest: exp = exp_max - 1; m = mant; break;
-    case kSubnormal: exp = 0; m = mant | 1u; break;
-    case kZero: exp = 0; m = 0; break;
-    case kInf: exp = exp_max; m = 0; break;
-    default: exp = exp_max; m = mant | 1u; break;  // NaN, any payload
-  }
-  return (sign << (f.exp_bits + f.mant_bits)) | (exp << f.mant_bits) | m;
-}
-
-struct Want {
-  float range[2] = {0.0f, 0.0f};
-  int32_t counts[2] = {0, 0};
-};
-
-Want Reference(const Format& f, const std::vector<uint32_t>& patterns) {
-  double lo = std::numeric_limits<double>::infinity(), hi = -1;
-  int64_t nonfinite = 0, nans = 0;
-  for (uint32_t b : patterns) {
-    const double v = Decode(f, b);
-    if (std::isnan(v)) ++nans;
-    if (!std::isfinite(v)) {
-      ++nonfinite;
-      continue;
-    }
-    lo = std::min(lo, std::fabs(v));
-    hi = std::max(hi, std::fabs(v));
-  }
-  Want w;
-  if (hi >= 0) {
-    w.range[0] = static_cast<float>(lo);  // exact: every F16/BF16 value is an fp32 one
-    w.range[1] = static_cast<float>(hi);
-  }
-  w.counts[0] = static_cast<int32_t>(std::min<int64_t>(nonfinite, INT32_MAX));
-  w.counts[1] = static_cast<int32_t>(std::min<int64_t>(nans, INT32_MAX));
-  return w;
-}
-
-std::vector<uint8_t> Store(const Format& f, const std::vector<uint32_t>& patterns) {
+std::vector<uint8_t> Store(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
   std::vector<uint8_t> bytes(patterns.size() * f.bytes);
   for (size_t i = 0; i < patterns.size(); ++i) {
     if (f.bytes == 4) {
@@ -126,7 +56,7 @@ std::vector<uint8_t> Store(const Format& f, const std::vector<uint32_t>& pattern
 }
 
 ::testing::AssertionResult Matches(const std::vector<uint8_t>& range_bytes,
-                                   const std::vector<uint8_t>& count_bytes, const Want& w) {
+                                   const std::vector<uint8_t>& count_bytes, const ExpectedStats& w) {
   float range[2];
   int32_t counts[2];
   std::memcpy(range, range_bytes.data(), 8);
@@ -149,14 +79,14 @@ std::vector<uint8_t> Store(const Format& f, const std::vector<uint32_t>& pattern
 class TensorStatsTest : public BackendFixture {
  protected:
   // Random patterns: each element of a class drawn from `classes`.
-  std::vector<uint32_t> RandomPatterns(const Format& f, int64_t n,
-                                       const std::vector<Class>& classes) {
+  std::vector<uint32_t> RandomPatterns(const FloatFormat& f, int64_t n,
+                                       const std::vector<FloatClass>& classes) {
     std::vector<uint32_t> p(static_cast<size_t>(n));
-    for (uint32_t& b : p) b = Pattern(f, classes[rng()() % classes.size()], rng());
+    for (uint32_t& b : p) b = RandomPattern(f, classes[rng()() % classes.size()], rng());
     return p;
   }
   // x holding `patterns` viewed with a random shape of that many elements.
-  MNT_Tensor UploadShaped(const Format& f, const std::vector<uint32_t>& patterns) {
+  MNT_Tensor UploadShaped(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
     const int64_t n = static_cast<int64_t>(patterns.size());
     MNT_Tensor t = UploadBytes(Store(f, patterns), f.dtype, {n});
     // A random factorisation of n into rank 0..4 dims (rank 0 only for 1).
@@ -176,13 +106,13 @@ class TensorStatsTest : public BackendFixture {
     EXPECT_EQ(sdk::NumElements(t), n);
     return t;
   }
-  ::testing::AssertionResult RunAndCompare(const Format& f, const std::vector<uint32_t>& patterns) {
+  ::testing::AssertionResult RunAndCompare(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
     const MNT_Tensor x = UploadShaped(f, patterns);
     const MNT_Tensor range = Empty(MNT_DTYPE_F32, {2});
     const MNT_Tensor counts = Empty(MNT_DTYPE_I32, {2});
     const sdk::Status s = Run(MNT_OP_TENSOR_STATS, {x}, {range, counts});
     if (!s.ok()) return ::testing::AssertionFailure() << s.message();
-    return Matches(Bytes(range), Bytes(counts), Reference(f, patterns))
+    return Matches(Bytes(range), Bytes(counts), ReferenceStats(f, patterns))
            << " (" << sdk::Describe(x) << ")";
   }
 };
@@ -197,17 +127,17 @@ TEST_F(TensorStatsTest, OpSupportReportsIt) {
 }
 
 TEST_F(TensorStatsTest, RandomTensorsMatchTheReferenceBitForBit) {
-  const std::vector<Class> all = {kNormal, kLargest, kSubnormal, kZero, kInf, kNan};
-  for (const Format& f : kFormats) {
+  const std::vector<FloatClass> all = {kNormal, kLargest, kSubnormal, kZero, kInf, kNan};
+  for (const FloatFormat& f : kFloatFormats) {
     for (int trial = 0; trial < 40; ++trial) {
       // Mostly small; every fourth one several threads' worth.
       const int64_t n = trial % 4 == 3 ? 70000 + rng()() % 200000 : 1 + rng()() % 3000;
       // Every class, or a random subset of them (a rare class, or none,
       // changes which element wins).
-      std::vector<Class> classes = all;
+      std::vector<FloatClass> classes = all;
       if (trial % 2 == 1) {
         std::shuffle(classes.begin(), classes.end(), rng());
-        classes.resize(1 + rng()() % kClasses);
+        classes.resize(1 + rng()() % kFloatClasses);
       }
       ASSERT_TRUE(RunAndCompare(f, RandomPatterns(f, n, classes)))
           << "dtype " << sdk::DTypeName(f.dtype) << ", trial " << trial;
@@ -216,7 +146,7 @@ TEST_F(TensorStatsTest, RandomTensorsMatchTheReferenceBitForBit) {
 }
 
 TEST_F(TensorStatsTest, CornerCases) {
-  for (const Format& f : kFormats) {
+  for (const FloatFormat& f : kFloatFormats) {
     SCOPED_TRACE(sdk::DTypeName(f.dtype));
     // Nothing finite (a huge tensor: the counts cross blocks and threads).
     EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 100003, {kInf, kNan})));
@@ -226,28 +156,28 @@ TEST_F(TensorStatsTest, CornerCases) {
     // Subnormals only: measured, never flushed.
     EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 999, {kSubnormal})));
     // One element, of each class.
-    for (int c = 0; c < kClasses; ++c) {
-      EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 1, {static_cast<Class>(c)}))) << c;
+    for (int c = 0; c < kFloatClasses; ++c) {
+      EXPECT_TRUE(RunAndCompare(f, RandomPatterns(f, 1, {static_cast<FloatClass>(c)}))) << c;
     }
   }
 }
 
 TEST_F(TensorStatsTest, EmptyTensorGivesZeros) {
-  for (const Format& f : kFormats) {
+  for (const FloatFormat& f : kFloatFormats) {
     MNT_Tensor x = Upload({1.0, 2.0}, f.dtype, {2});
     x.dims[0] = 0;  // a view of no elements into live memory
     const MNT_Tensor range = Empty(MNT_DTYPE_F32, {2});
     const MNT_Tensor counts = Empty(MNT_DTYPE_I32, {2});
     const sdk::Status s = Run(MNT_OP_TENSOR_STATS, {x}, {range, counts});
     ASSERT_TRUE(s.ok()) << s.message();
-    EXPECT_TRUE(Matches(Bytes(range), Bytes(counts), Want{}));
+    EXPECT_TRUE(Matches(Bytes(range), Bytes(counts), ExpectedStats{}));
   }
 }
 
 // ---- the same bits on any team ----------------------------------------------------
 
 // range and counts bytes of one run on a fresh CPU backend with `options`.
-std::vector<uint8_t> RunOn(const char* options, const Format& f, const std::vector<uint8_t>& x) {
+std::vector<uint8_t> RunOn(const char* options, const FloatFormat& f, const std::vector<uint8_t>& x) {
   const MNT_Plugin_Api* plugin = CpuBackendPluginApi();
   MNT_Backend_Create_Args ca{};
   ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
@@ -280,12 +210,12 @@ std::vector<uint8_t> RunOn(const char* options, const Format& f, const std::vect
 }
 
 TEST_F(TensorStatsTest, SameBitsOnOneAndFourThreads) {
-  for (const Format& f : kFormats) {
+  for (const FloatFormat& f : kFloatFormats) {
     // Several threads' worth (parallel.h); few NaNs and infs, so which
     // thread holds them matters.
     const int64_t n = 300001;
     std::vector<uint32_t> patterns = RandomPatterns(f, n, {kNormal, kSubnormal, kZero});
-    for (int k = 0; k < 5; ++k) patterns[rng()() % n] = Pattern(f, k % 2 ? kInf : kNan, rng());
+    for (int k = 0; k < 5; ++k) patterns[rng()() % n] = RandomPattern(f, k % 2 ? kInf : kNan, rng());
     const std::vector<uint8_t> x = Store(f, patterns);
     const std::vector<uint8_t> one = RunOn("threads=1", f, x);
     const std::vector<uint8_t> four = RunOn("threads=4", f, x);
@@ -293,7 +223,7 @@ TEST_F(TensorStatsTest, SameBitsOnOneAndFourThreads) {
     EXPECT_TRUE(one == four) << "TENSOR_STATS differs between 1 and 4 threads ("
                              << sdk::DTypeName(f.dtype) << ")";
     EXPECT_TRUE(Matches({four.begin(), four.begin() + 8}, {four.begin() + 8, four.end()},
-                        Reference(f, patterns)));
+                        ReferenceStats(f, patterns)));
   }
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "plugins/backends/common/testing/float_patterns.h"
 #include "plugins/backends/cuda/testing/gpu_test_support.h"
 #include "plugins/sdk/tensor.h"
 
@@ -29,71 +30,14 @@ namespace {
 
 using testing::DualBackendTest;
 using testing::Pair;
-
-struct Format {
-  MNT_DType dtype;
-  int bytes, exp_bits, mant_bits;
-};
-constexpr Format kFormats[] = {{MNT_DTYPE_F32, 4, 8, 23},
-                               {MNT_DTYPE_F16, 2, 5, 10},
-                               {MNT_DTYPE_BF16, 2, 8, 7}};
-
-enum Class { kNormal, kLargest, kSubnormal, kZero, kInf, kNan, kClasses };
-
-uint32_t Pattern(const Format& f, Class c, std::mt19937& rng) {
-  const uint32_t exp_max = (1u << f.exp_bits) - 1, mant_mask = (1u << f.mant_bits) - 1;
-  const uint32_t sign = rng() & 1u, mant = rng() & mant_mask;
-  uint32_t exp = 0, m = 0;
-  switch (c) {
-    case kNormal: exp = 1 + rng() % (exp_max - 1); m = mant; break;
-    case kLargest: exp = exp_max - 1; m = mant; break;
-    case kSubnormal: exp = 0; m = mant | 1u; break;
-    case kZero: exp = 0; m = 0; break;
-    case kInf: exp = exp_max; m = 0; break;
-    default: exp = exp_max; m = mant | 1u; break;  // NaN
-  }
-  return (sign << (f.exp_bits + f.mant_bits)) | (exp << f.mant_bits) | m;
-}
-
-double Decode(const Format& f, uint32_t bits) {
-  const uint32_t mant = bits & ((1u << f.mant_bits) - 1);
-  const uint32_t exp = (bits >> f.mant_bits) & ((1u << f.exp_bits) - 1);
-  const bool neg = (bits >> (f.mant_bits + f.exp_bits)) & 1u;
-  const int bias = (1 << (f.exp_bits - 1)) - 1;
-  double v;
-  if (exp == (1u << f.exp_bits) - 1) {
-    v = mant != 0 ? std::numeric_limits<double>::quiet_NaN()
-                  : std::numeric_limits<double>::infinity();
-  } else if (exp == 0) {
-    v = std::ldexp(static_cast<double>(mant), 1 - bias - f.mant_bits);
-  } else {
-    v = std::ldexp(static_cast<double>(mant | (1u << f.mant_bits)),
-                   static_cast<int>(exp) - bias - f.mant_bits);
-  }
-  return neg ? -v : v;
-}
+using namespace backend::testing;  // float_patterns.h
 
 // The outputs' 16 bytes (range F32 [2], counts I32 [2]) the ABI defines.
-std::vector<uint8_t> Reference(const Format& f, const std::vector<uint32_t>& patterns) {
-  double lo = std::numeric_limits<double>::infinity(), hi = -1;
-  int64_t nonfinite = 0, nans = 0;
-  for (uint32_t b : patterns) {
-    const double v = Decode(f, b);
-    if (std::isnan(v)) ++nans;
-    if (!std::isfinite(v)) {
-      ++nonfinite;
-      continue;
-    }
-    lo = std::min(lo, std::fabs(v));
-    hi = std::max(hi, std::fabs(v));
-  }
-  const float range[2] = {hi >= 0 ? static_cast<float>(lo) : 0.0f,
-                          hi >= 0 ? static_cast<float>(hi) : 0.0f};
-  const int32_t counts[2] = {static_cast<int32_t>(std::min<int64_t>(nonfinite, INT32_MAX)),
-                             static_cast<int32_t>(std::min<int64_t>(nans, INT32_MAX))};
+std::vector<uint8_t> Reference(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
+  const ExpectedStats want = ReferenceStats(f, patterns);
   std::vector<uint8_t> out(16);
-  std::memcpy(out.data(), range, 8);
-  std::memcpy(out.data() + 8, counts, 8);
+  std::memcpy(out.data(), want.range, 8);
+  std::memcpy(out.data() + 8, want.counts, 8);
   return out;
 }
 
@@ -110,14 +54,14 @@ std::string Show(const std::vector<uint8_t>& b) {
 
 class CudaTensorStatsTest : public DualBackendTest {
  protected:
-  std::vector<uint32_t> RandomPatterns(const Format& f, int64_t n,
-                                       const std::vector<Class>& classes) {
+  std::vector<uint32_t> RandomPatterns(const FloatFormat& f, int64_t n,
+                                       const std::vector<FloatClass>& classes) {
     std::vector<uint32_t> p(static_cast<size_t>(n));
-    for (uint32_t& b : p) b = Pattern(f, classes[rng_() % classes.size()], rng_);
+    for (uint32_t& b : p) b = RandomPattern(f, classes[rng_() % classes.size()], rng_);
     return p;
   }
   // Both backends on the same tensor: cuda == cpu == reference, bit for bit.
-  void Check(const Format& f, const std::vector<uint32_t>& patterns) {
+  void Check(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
     const int64_t n = static_cast<int64_t>(patterns.size());
     std::vector<uint8_t> bytes(patterns.size() * f.bytes);
     for (size_t i = 0; i < patterns.size(); ++i) {
@@ -158,25 +102,25 @@ TEST_F(CudaTensorStatsTest, OpSupport) {
 }
 
 TEST_F(CudaTensorStatsTest, RandomTensorsMatchCpuBitForBit) {
-  const std::vector<Class> all = {kNormal, kLargest, kSubnormal, kZero, kInf, kNan};
+  const std::vector<FloatClass> all = {kNormal, kLargest, kSubnormal, kZero, kInf, kNan};
   // One element, one warp, one block's share, many blocks, past the grid
   // cap (1024 blocks of 4096 elements): every element still read once.
   const int64_t sizes[] = {1, 31, 4096, 4097, 300001, 5000011};
-  for (const Format& f : kFormats) {
+  for (const FloatFormat& f : kFloatFormats) {
     for (int64_t n : sizes) {
       for (int variant = 0; variant < 3; ++variant) {
-        std::vector<Class> classes = all;
+        std::vector<FloatClass> classes = all;
         if (variant == 1) classes = {kNormal, kSubnormal, kZero};  // finite only
         std::vector<uint32_t> p = RandomPatterns(f, n, classes);
         // A lone inf and NaN somewhere in the finite-only case; in the
         // third, one finite element among non-finite ones.
         if (variant == 1 && n > 2) {
-          p[rng_() % n] = Pattern(f, kInf, rng_);
-          p[rng_() % n] = Pattern(f, kNan, rng_);
+          p[rng_() % n] = RandomPattern(f, kInf, rng_);
+          p[rng_() % n] = RandomPattern(f, kNan, rng_);
         }
         if (variant == 2) {
           p = RandomPatterns(f, n, {kInf, kNan});
-          p[rng_() % n] = Pattern(f, kSubnormal, rng_);
+          p[rng_() % n] = RandomPattern(f, kSubnormal, rng_);
         }
         Check(f, p);
         if (HasFatalFailure()) return;
@@ -186,7 +130,7 @@ TEST_F(CudaTensorStatsTest, RandomTensorsMatchCpuBitForBit) {
 }
 
 TEST_F(CudaTensorStatsTest, CornerCases) {
-  for (const Format& f : kFormats) {
+  for (const FloatFormat& f : kFloatFormats) {
     SCOPED_TRACE(sdk::DTypeName(f.dtype));
     Check(f, RandomPatterns(f, 100003, {kInf, kNan}));  // nothing finite: {0, 0}
     Check(f, RandomPatterns(f, 9999, {kZero}));         // -0 and +0: {+0, +0}

@@ -143,18 +143,7 @@ sdk::Status CheckFp8ScaleUpdate(const OpCall& call, Fp8ScaleUpdateCall* u) {
   u->history_length = p->history_length;
   // Every tensor's values are read and written by one thread in any order:
   // no two operands may share bytes.
-  const Operand* ops[4] = {&u->amax, &u->history, &u->scale, &u->scale_inv};
-  for (int i = 0; i < 4; ++i) {
-    for (int j = i + 1; j < 4; ++j) {
-      const uintptr_t a = reinterpret_cast<uintptr_t>((*ops[i])->data);
-      const uintptr_t b = reinterpret_cast<uintptr_t>((*ops[j])->data);
-      const size_t a_bytes = sdk::SizeBytes(**ops[i]), b_bytes = sdk::SizeBytes(**ops[j]);
-      if (a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes) {
-        return call.Invalid(ops[j]->label + " overlaps " + ops[i]->label);
-      }
-    }
-  }
-  return sdk::Status::Ok();
+  return CheckNoOverlap(*u, {&u->amax, &u->history, &u->scale, &u->scale_inv});
 }
 
 }  // namespace mnt::backend

@@ -24,18 +24,7 @@ sdk::Status CheckTensorStats(const OpCall& call, TensorStatsCall* c) {
   c->n = sdk::NumElements(*c->x);
   // A kernel may write an output while other threads still read x, and
   // writes both outputs: no two operands may share bytes.
-  const Operand* ops[3] = {&c->x, &c->range, &c->counts};
-  for (int i = 0; i < 3; ++i) {
-    for (int j = i + 1; j < 3; ++j) {
-      const uintptr_t a = reinterpret_cast<uintptr_t>((*ops[i])->data);
-      const uintptr_t b = reinterpret_cast<uintptr_t>((*ops[j])->data);
-      const size_t a_bytes = sdk::SizeBytes(**ops[i]), b_bytes = sdk::SizeBytes(**ops[j]);
-      if (a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes) {
-        return call.Invalid(ops[j]->label + " overlaps " + ops[i]->label);
-      }
-    }
-  }
-  return sdk::Status::Ok();
+  return CheckNoOverlap(*c, {&c->x, &c->range, &c->counts});
 }
 
 }  // namespace mnt::backend
