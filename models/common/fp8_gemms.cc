@@ -44,7 +44,7 @@ Status ReadFp8GemmConfig(const std::string& model, const MNT_Model_Create_Args& 
   return Status::Ok();
 }
 
-Status Fp8Gemms::BeginPass(const std::string& call, const MNT_Tensor* params,
+Status Fp8Gemms::BeginPass(const std::string& call, Pass pass, const MNT_Tensor* params,
                            size_t num_params, const MNT_Tensor* scales,
                            const MNT_Tensor* scale_invs, const MNT_Tensor* amax) {
   pass_active_ = false;
@@ -76,6 +76,12 @@ Status Fp8Gemms::BeginPass(const std::string& call, const MNT_Tensor* params,
           call.c_str(), name, sdk::Describe(*t).c_str(), static_cast<long long>(slots)));
     }
   }
+  if (static_cast<int64_t>(kept_inputs_.size()) != slots) {
+    kept_inputs_.clear();
+    kept_inputs_.resize(static_cast<size_t>(slots));
+    kept_elements_.assign(static_cast<size_t>(slots), 0);
+  }
+  pass_ = pass;
   scales_ = *scales;
   scale_invs_ = *scale_invs;
   amax_ = *amax;
@@ -104,13 +110,13 @@ MNT_Tensor Fp8Gemms::Entry(const MNT_Tensor& t, int role, int64_t slot) const {
               MNT_DTYPE_F32, {1});
 }
 
-Status Fp8Gemms::EnsureScratch(int which, size_t bytes) {
-  if (scratch_[which].size() >= bytes) return Status::Ok();
+Status Fp8Gemms::Ensure(sdk::DeviceBuffer* buffer, size_t bytes, MNT_MemoryCategory category) {
+  if (buffer->size() >= bytes) return Status::Ok();
   // Grows during the first passes only. Kernels queued on the old buffer
   // finish before it is freed.
   MNT_RETURN_IF_ERROR(client_.Synchronize());
-  scratch_[which] = sdk::DeviceBuffer();
-  return client_.Allocate(bytes, MNT_MEMORY_WORKSPACE, &scratch_[which]);
+  *buffer = sdk::DeviceBuffer();
+  return client_.Allocate(bytes, category, buffer);
 }
 
 Status Fp8Gemms::EnsureConstants() {
@@ -120,11 +126,31 @@ Status Fp8Gemms::EnsureConstants() {
   return client_.ToDevice(constants_.data(), values, sizeof(values));
 }
 
-Status Fp8Gemms::Quantize(const Fp8Operand& op, int64_t slot, int which, MNT_Tensor* q) {
+Status Fp8Gemms::Operand(const Fp8Operand& op, int64_t slot, int which, MNT_Tensor* q) {
   const MNT_DType format = FormatOf(op.role);
-  MNT_RETURN_IF_ERROR(EnsureScratch(which, static_cast<size_t>(sdk::NumElements(op.x))));
-  *q = View(scratch_[which].data(), format,
-            std::vector<int64_t>(op.x.dims, op.x.dims + op.x.rank));
+  const std::vector<int64_t> dims(op.x.dims, op.x.dims + op.x.rank);
+  const int64_t elements = sdk::NumElements(op.x);
+  const size_t s = static_cast<size_t>(slot);
+  if (op.role == sdk::kFp8Input && pass_ == Pass::kBackward && kept_elements_[s] == elements) {
+    // The forward's own FP8 input (a network may have reused x's buffer).
+    *q = View(kept_inputs_[s].data(), format, dims);
+    return Status::Ok();
+  }
+  if (op.role == sdk::kFp8Input && pass_ == Pass::kTrainingForward) {
+    MNT_RETURN_IF_ERROR(
+        Ensure(&kept_inputs_[s], static_cast<size_t>(elements), MNT_MEMORY_ACTIVATIONS));
+    *q = View(kept_inputs_[s].data(), format, dims);
+    kept_elements_[s] = elements;
+    return Quantize(op, slot, *q);
+  }
+  MNT_RETURN_IF_ERROR(
+      Ensure(&scratch_[which], static_cast<size_t>(elements), MNT_MEMORY_WORKSPACE));
+  *q = View(scratch_[which].data(), format, dims);
+  return Quantize(op, slot, *q);
+}
+
+Status Fp8Gemms::Quantize(const Fp8Operand& op, int64_t slot, const MNT_Tensor& q) {
+  const MNT_DType format = FormatOf(op.role);
   const MNT_Tensor scale = Entry(scales_, op.role, slot);
   const MNT_Tensor amax = Entry(amax_, op.role, slot);
   if (op.record_amax && config_.current_scaling) {
@@ -134,7 +160,7 @@ Status Fp8Gemms::Quantize(const Fp8Operand& op, int64_t slot, int which, MNT_Ten
     char* constants = static_cast<char*>(constants_.data());
     const MNT_Tensor one = View(constants, MNT_DTYPE_F32, {1});
     const MNT_Tensor history = View(constants + sizeof(float), MNT_DTYPE_F32, {1, 1});
-    MNT_RETURN_IF_ERROR(client_.Run(MNT_OP_SCALED_CAST, {op.x, one}, {*q, amax}));
+    MNT_RETURN_IF_ERROR(client_.Run(MNT_OP_SCALED_CAST, {op.x, one}, {q, amax}));
     MNT_Fp8ScaleUpdateParams p{};
     p.struct_size = MNT_Fp8ScaleUpdateParams_STRUCT_SIZE;
     p.fp8_max = format == MNT_DTYPE_F8_E4M3 ? sdk::kE4M3Max : sdk::kE5M2Max;
@@ -143,18 +169,18 @@ Status Fp8Gemms::Quantize(const Fp8Operand& op, int64_t slot, int which, MNT_Ten
     p.history_length = 1;
     MNT_RETURN_IF_ERROR(client_.Run(MNT_OP_FP8_SCALE_UPDATE, {amax},
                                     {history, scale, Entry(scale_invs_, op.role, slot)}, &p));
-    return client_.Run(MNT_OP_SCALED_CAST, {op.x, scale}, {*q});
+    return client_.Run(MNT_OP_SCALED_CAST, {op.x, scale}, {q});
   }
-  if (op.record_amax) return client_.Run(MNT_OP_SCALED_CAST, {op.x, scale}, {*q, amax});
-  return client_.Run(MNT_OP_SCALED_CAST, {op.x, scale}, {*q});
+  if (op.record_amax) return client_.Run(MNT_OP_SCALED_CAST, {op.x, scale}, {q, amax});
+  return client_.Run(MNT_OP_SCALED_CAST, {op.x, scale}, {q});
 }
 
 Status Fp8Gemms::Gemm(const Fp8Operand& a, const Fp8Operand& b,
                       const std::optional<MNT_Tensor>& bias, const MNT_Tensor& c, bool trans_a,
                       bool trans_b, bool accumulate, int64_t slot) {
   MNT_Tensor qa{}, qb{};
-  MNT_RETURN_IF_ERROR(Quantize(a, slot, 0, &qa));
-  MNT_RETURN_IF_ERROR(Quantize(b, slot, 1, &qb));
+  MNT_RETURN_IF_ERROR(Operand(a, slot, 0, &qa));
+  MNT_RETURN_IF_ERROR(Operand(b, slot, 1, &qb));
   const bool forward = a.role != sdk::kFp8GradOutput && b.role != sdk::kFp8GradOutput;
   MNT_ScaledGemmParams p{};
   p.struct_size = MNT_ScaledGemmParams_STRUCT_SIZE;

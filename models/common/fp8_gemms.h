@@ -8,9 +8,11 @@
 // (role, slot) — SCALED_CAST, which also records the tensor's amax where
 // the pass should (a Forward's inputs and weights, a Backward's output
 // gradients) — then one SCALED_GEMM multiplies them with the inverse scales.
-// The backward quantizes the layer's input and weight again with the scales
-// the forward used: the same bits the forward multiplied, without keeping a
-// second copy of every activation. With current scaling each recorded
+// A training forward quantizes a layer's input into a buffer of its slot
+// (MNT_MEMORY_ACTIVATIONS) that the backward multiplies again, so a network
+// need not keep the input itself (Ops::KeepsGemmInputs); the backward
+// quantizes the weight again with the forward's scale (the same bits: the
+// weights do not change in between). With current scaling each recorded
 // quantization first measures its amax and derives its scale in the same
 // pass (SCALED_CAST, FP8_SCALE_UPDATE on a one-row history, SCALED_CAST).
 #ifndef MANTISSA_MODELS_COMMON_FP8_GEMMS_H_
@@ -62,12 +64,17 @@ class Fp8Gemms {
 
   const Fp8GemmConfig& config() const { return config_; }
 
+  // What a pass does with GEMM inputs: a training forward keeps their FP8
+  // copies for the backward, which multiplies those; an evaluation keeps
+  // nothing.
+  enum class Pass { kTrainingForward, kEvalForward, kBackward };
+
   // Holds a Forward's or Backward's parameters and FP8 tensors (F32 [3, S],
   // S from the parameters' shapes) until EndPass; `call` names the call in
   // messages ("gpt2 Forward").
-  sdk::Status BeginPass(const std::string& call, const MNT_Tensor* params, size_t num_params,
-                        const MNT_Tensor* scales, const MNT_Tensor* scale_invs,
-                        const MNT_Tensor* amax);
+  sdk::Status BeginPass(const std::string& call, Pass pass, const MNT_Tensor* params,
+                        size_t num_params, const MNT_Tensor* scales,
+                        const MNT_Tensor* scale_invs, const MNT_Tensor* amax);
   void EndPass() { pass_active_ = false; }
 
   // The slot of the matrix `w` views (inside a parameter of the pass with
@@ -86,9 +93,14 @@ class Fp8Gemms {
   MNT_DType FormatOf(sdk::Fp8Role role) const {
     return role == sdk::kFp8GradOutput ? config_.backward : config_.forward;
   }
-  // Quantizes op.x into scratch buffer `which` (0: A, 1: B).
-  sdk::Status Quantize(const Fp8Operand& op, int64_t slot, int which, MNT_Tensor* q);
-  sdk::Status EnsureScratch(int which, size_t bytes);
+  // The FP8 form of op.x in *q: a training forward's input into its slot's
+  // kept buffer, a backward's input from there, anything else quantized into
+  // scratch buffer `which` (0: A, 1: B).
+  sdk::Status Operand(const Fp8Operand& op, int64_t slot, int which, MNT_Tensor* q);
+  // Quantizes op.x into `q` (op.x's shape, the role's format).
+  sdk::Status Quantize(const Fp8Operand& op, int64_t slot, const MNT_Tensor& q);
+  // `buffer` holds at least `bytes`, reallocated in `category` if not.
+  sdk::Status Ensure(sdk::DeviceBuffer* buffer, size_t bytes, MNT_MemoryCategory category);
   sdk::Status EnsureConstants();
 
   sdk::BackendClient client_;
@@ -104,7 +116,12 @@ class Fp8Gemms {
   std::vector<Matrices> matrices_;
   MNT_Tensor scales_{}, scale_invs_{}, amax_{};
   int64_t num_slots_ = 0;
+  Pass pass_ = Pass::kEvalForward;
   sdk::DeviceBuffer scratch_[2];
+  // Per slot: the FP8 input the last training forward multiplied, and its
+  // element count (0: none kept).
+  std::vector<sdk::DeviceBuffer> kept_inputs_;
+  std::vector<int64_t> kept_elements_;
   // F32 [2]: 1.0 (the unit scale current scaling measures with) and the
   // one-row history FP8_SCALE_UPDATE needs.
   sdk::DeviceBuffer constants_;

@@ -78,9 +78,10 @@ class ModelApi {
     bool active() const { return gemms_ != nullptr; }
     // args: the call's struct, NULL when it is too short to hold them.
     template <typename Args>
-    Status Begin(const std::string& call, const MNT_Tensor* params, size_t num_params,
-                 const Args* args) {
-      return gemms_->BeginPass(call, params, num_params, args ? args->fp8_scales : nullptr,
+    Status Begin(const std::string& call, Fp8Gemms::Pass pass, const MNT_Tensor* params,
+                 size_t num_params, const Args* args) {
+      return gemms_->BeginPass(call, pass, params, num_params,
+                               args ? args->fp8_scales : nullptr,
                                args ? args->fp8_scale_invs : nullptr,
                                args ? args->fp8_amax : nullptr);
     }
@@ -169,7 +170,9 @@ class ModelApi {
       Fp8Pass fp8(net->setup().ops.fp8());
       if (fp8.active()) {
         MNT_RETURN_IF_ERROR(fp8.Begin(
-            std::string(kName) + " Forward", args->params, args->num_params,
+            std::string(kName) + " Forward",
+            args->training != 0 ? Fp8Gemms::Pass::kTrainingForward : Fp8Gemms::Pass::kEvalForward,
+            args->params, args->num_params,
             MNT_HAS_FIELD(args, MNT_Model_Forward_Args, fp8_amax) ? args : nullptr));
       }
       return net->Forward(call);
@@ -199,7 +202,8 @@ class ModelApi {
       Fp8Pass fp8(net->setup().ops.fp8());
       if (fp8.active()) {
         MNT_RETURN_IF_ERROR(fp8.Begin(
-            std::string(kName) + " Backward", args->params, args->num_params,
+            std::string(kName) + " Backward", Fp8Gemms::Pass::kBackward, args->params,
+            args->num_params,
             MNT_HAS_FIELD(args, MNT_Model_Backward_Args, fp8_amax) ? args : nullptr));
       }
       return net->Backward(call);

@@ -127,6 +127,11 @@ class Ops {
   sdk::Status EnableFp8(const Fp8GemmConfig& config, const std::string& model);
   // NULL unless EnableFp8 succeeded; shared by copies of this Ops.
   Fp8Gemms* fp8() const { return fp8_.get(); }
+  // Whether the facade keeps its own copy of a Linear layer's input for the
+  // backward (FP8: the quantized input, per weight matrix with a scaling
+  // slot). Then a network need not keep an input that only that layer's
+  // GEMMs read: its buffer may be reused once the forward GEMM has read it.
+  bool KeepsGemmInputs() const { return fp8_ != nullptr; }
 
   // The backend's answer for an op asked about in Create or AskOptional;
   // false otherwise (and for the fused GEMMs once FP8 is on).

@@ -140,27 +140,36 @@ void Gpt2Network::PlanActivations() {
   const MNT_DType act = setup_.precision.activation_dtype;
   const MNT_DType f32 = MNT_DTYPE_F32;
   models::DeviceArena& a = activations_;
+  // ln1(x), ln2(x), the GELU output and lnf(x) are read by their Linear
+  // layers' GEMMs only (the norms' backward reads x, mean and rstd). When
+  // the facade keeps those inputs itself (FP8: quantized), they are written
+  // and read within one layer and share one buffer instead of one each.
+  const bool transient_inputs = setup_.ops.KeepsGemmInputs();
+  const Slot gemm_inputs = transient_inputs ? a.Reserve(act, n * 4 * C) : Slot{};
+  auto input = [&](double elements) {
+    return transient_inputs ? gemm_inputs : a.Reserve(act, elements);
+  };
   const int num_blocks = config_.checkpointing ? 1 : int(config_.n_layer);
   for (int i = 0; i < num_blocks; ++i) {
     BlockSlots b;
-    b.ln1 = a.Reserve(act, n * C);
+    b.ln1 = input(n * C);
     b.mean1 = a.Reserve(f32, n);
     b.rstd1 = a.Reserve(f32, n);
     b.qkv = a.Reserve(act, n * 3 * C);
     b.atty = a.Reserve(act, n * C);
     b.lse = a.Reserve(f32, n * config_.n_head);
     b.res2 = a.Reserve(act, n * C);
-    b.ln2 = a.Reserve(act, n * C);
+    b.ln2 = input(n * C);
     b.mean2 = a.Reserve(f32, n);
     b.rstd2 = a.Reserve(f32, n);
     b.fch = a.Reserve(act, n * 4 * C);
-    b.fchg = a.Reserve(act, n * 4 * C);
+    b.fchg = input(n * 4 * C);
     blocks_.push_back(b);
   }
   for (int l = 0; l <= config_.n_layer; ++l) {
     residual_.push_back(a.Reserve(act, n * C));
   }
-  lnf_ = a.Reserve(act, n * C);
+  lnf_ = input(n * C);
   meanf_ = a.Reserve(f32, n);
   rstdf_ = a.Reserve(f32, n);
   logits_ = a.Reserve(act, n * padded_vocab_);

@@ -516,6 +516,57 @@ TEST_F(Gpt2Test, Fp8CurrentScalingEqualsDelayedScalingWithThePassOwnAmax) {
   EXPECT_EQ(grads_current, grads_delayed);
 }
 
+// With FP8 GEMMs the facade keeps each Linear's quantized input for the
+// backward (Ops::KeepsGemmInputs), so GPT-2 lets ln1(x), ln2(x), the GELU
+// output and lnf(x) share one buffer: the backward never reads them. Same
+// scales, same batch: gradient checkpointing (which recomputes each block in
+// the backward) gives the plain run's bits, and a second Backward of one
+// Forward accumulates twice the gradient (the kept inputs serve both).
+TEST_F(Gpt2Test, Fp8KeptInputsServeCheckpointingAndAccumulation) {
+  auto params = RandomParams();
+  const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
+  for (size_t k = 0; k < params.size(); ++k) {
+    for (double& v : params[k]) {
+      if (specs[k].init == MNT_PARAM_INIT_NORMAL) v *= 0.2;
+      v = StoreAs(MNT_DTYPE_BF16, v);
+    }
+  }
+  const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
+  const int64_t S = Fp8Slots();
+  const auto bf16 = Precision(MNT_DTYPE_BF16, MNT_COMPUTE_BF16);
+  const Fp8Setup delayed;
+  ASSERT_EQ(CreateModel(kOptions, Spec(), bf16, &delayed), "");
+  // Scales from a first pass's amax, so the FP8 values are well scaled.
+  Fp8Tensors measured{std::vector<double>(3 * S, 1.0), std::vector<double>(3 * S, 1.0),
+                      std::vector<double>(3 * S, 0.0)};
+  std::vector<std::vector<double>> plain, ckpt, twice;
+  Run(params, MNT_DTYPE_BF16, ids, targets, &plain, {{1.0f, false}}, &measured);
+  Fp8Tensors scaled = measured;
+  for (int64_t i = 0; i < 3 * S; ++i) {
+    if (!(measured.amax[i] > 0)) continue;
+    scaled.scales[i] = (i >= 2 * S ? sdk::kE5M2Max : sdk::kE4M3Max) / float(measured.amax[i]);
+    scaled.scale_invs[i] = 1.0f / float(scaled.scales[i]);
+  }
+  Fp8Tensors a = scaled, b = scaled, c = scaled;
+  const double loss = Run(params, MNT_DTYPE_BF16, ids, targets, &plain, {{1.0f, false}}, &a);
+  Run(params, MNT_DTYPE_BF16, ids, targets, &twice, Multipliers({1.0f, 1.0f}, false), &b);
+  ASSERT_EQ(CreateModel((std::string(kOptions) + ",checkpointing=1").c_str(), Spec(), bf16,
+                        &delayed),
+            "");
+  EXPECT_EQ(Run(params, MNT_DTYPE_BF16, ids, targets, &ckpt, {{1.0f, false}}, &c), loss);
+  for (size_t k = 0; k < plain.size(); ++k) {
+    EXPECT_EQ(ckpt[k], plain[k]) << specs[k].name;
+    // The second Backward adds to the first's bf16 gradient, rounding
+    // again (wte's two parts, classifier and lookup, each once): within
+    // 1e-2 relative L2 of twice the first; a backward that read the shared
+    // buffer instead of the kept inputs would be off by ~100%.
+    std::vector<double> doubled(plain[k].size());
+    for (size_t i = 0; i < plain[k].size(); ++i) doubled[i] = 2 * plain[k][i];
+    EXPECT_LT(RelativeL2(twice[k], doubled), 1e-2) << specs[k].name;
+  }
+  EXPECT_EQ(c.amax, a.amax) << "the recomputed blocks measure nothing new";
+}
+
 // A model created with FP8 GEMMs refuses calls without the tensors, and
 // tensors of the wrong shape, in one line each.
 TEST_F(Gpt2Test, Fp8CallsWithoutOrWithWrongTensorsAreRefused) {

@@ -228,9 +228,10 @@ absl::Status Run(const std::string& argv0) {
         absl::StrAppendFormat(
             &out,
             "  (%s: optimizer_state holds %s of FP8 scales and amax, %d slot%s x 3 roles, "
-            "history %d; workspace %s of FP8 GEMM operand copies%s)\n",
+            "history %d; activations %s of FP8 GEMM inputs kept for the backward; workspace %s "
+            "of FP8 GEMM operand copies%s)\n",
             e.precision, Bytes(e.fp8_scaling_state), e.fp8_slots, e.fp8_slots == 1 ? "" : "s",
-            e.fp8_history,
+            e.fp8_history, Bytes(e.fp8_kept_inputs),
             Bytes(e.fp8_scratch),
             e.fp8_forward_only ? ", an evaluation's: the model does not train at this batch size"
                                : "");

@@ -132,9 +132,10 @@ TEST(EstimateTest, Gpt2_124mOnAnH200WithoutAllocatingIt) {
   EXPECT_NE(r.out.find("largest batch size that fits in 141 GB"), std::string::npos);
   // fp8 by default, its FP8 share said: GPT-2 124M's 58 scaling slots (its
   // rank-2 parameters and each layer of its rank-3 ones, fp8_slots.h) x 3
-  // roles, history 1024: 4 x 3 x 58 x (3 + 1024) bytes.
+  // roles, history 1024: 4 x 3 x 58 x (3 + 1024) bytes; then the FP8 GEMM
+  // inputs kept for the backward and the operand scratch.
   EXPECT_NE(r.out.find("(fp8: optimizer_state holds 698.0 KiB of FP8 scales and amax, 58 slots x "
-                       "3 roles, history 1024; workspace "),
+                       "3 roles, history 1024; activations "),
             std::string::npos)
       << r.out;
   // Hundreds of GiB estimated by a process that stayed small.

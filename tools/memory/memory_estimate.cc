@@ -267,7 +267,8 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     est.fp8_scaling_state = static_cast<int64_t>(sizeof(float)) * sdk::kFp8Roles *
                             est.fp8_slots * (3 + est.fp8_history);
     est.optimizer_state += est.fp8_scaling_state;
-    // The model's FP8 operand scratch, grown by its first passes.
+    // The model's FP8 operand scratch and kept inputs, grown by its first
+    // passes.
     if (auto s = RunTrainingPass(counting->client(), model, param_dims, model_setup.precision,
                                  setup_.data_spec, batch_size, est.fp8_slots,
                                  &est.fp8_forward_only);
@@ -277,6 +278,10 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     const int64_t workspace = counting->peak(MNT_MEMORY_WORKSPACE);
     est.fp8_scratch = workspace - created[MNT_MEMORY_WORKSPACE];
     created[MNT_MEMORY_WORKSPACE] = workspace;
+    // And the FP8 inputs the training forward kept for its backward.
+    const int64_t activations = counting->peak(MNT_MEMORY_ACTIVATIONS);
+    est.fp8_kept_inputs = activations - created[MNT_MEMORY_ACTIVATIONS];
+    created[MNT_MEMORY_ACTIVATIONS] = activations;
   }
 
   int64_t* const by_category[MNT_MEMORY_CATEGORY_COUNT] = {

@@ -72,6 +72,9 @@ struct MemoryEstimate {
   // (in workspace).
   bool fp8 = false;
   int64_t fp8_slots = 0, fp8_history = 0, fp8_scaling_state = 0, fp8_scratch = 0;
+  // FP8: the GEMM inputs a training forward keeps (quantized) for the
+  // backward, in activations (models/common/fp8_gemms.h).
+  int64_t fp8_kept_inputs = 0;
   // The model trains at no such batch size (the CNN below 2): the scratch
   // is an evaluation forward's.
   bool fp8_forward_only = false;
