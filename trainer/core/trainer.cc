@@ -305,14 +305,17 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
       return Prefixed(s, "model backward: ");
     if (auto s = StopIfTraced(); !s.ok()) return s;
     if (auto s = params_->AccumulateMasterGradients(micro); !s.ok()) return s;
+    // FP8: this micro-batch's amax into the history and the next pass's
+    // scales (on the device), after every forward and backward as
+    // Transformer Engine's fp8_autocast per micro-batch: with gradient
+    // accumulation every micro-batch is measured.
+    if (auto s = UpdateFp8Scales(); !s.ok()) return s;
     phases_.Add("backward", phase.Seconds());
   }
   metrics->loss = loss_sum / static_cast<double>(accum);
 
   if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
   Stopwatch phase;
-  // The next step's FP8 scales from this step's amax (on the device).
-  if (auto s = UpdateFp8Scales(); !s.ok()) return s;
   // The global batch's gradient on every rank: from here on every rank
   // unscales, finds inf/NaN, clips, skips and steps on the same bits.
   if (data_parallel_ != nullptr) {
