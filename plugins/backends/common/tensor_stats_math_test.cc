@@ -74,20 +74,6 @@ std::vector<uint32_t> RandomPatterns(const FloatFormat& f, size_t n, std::mt1993
   return out;
 }
 
-// Patterns as the bytes of a tensor of f's dtype.
-std::vector<uint8_t> Store(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
-  std::vector<uint8_t> bytes(patterns.size() * f.bytes);
-  for (size_t i = 0; i < patterns.size(); ++i) {
-    if (f.bytes == 4) {
-      std::memcpy(bytes.data() + 4 * i, &patterns[i], 4);
-    } else {
-      const uint16_t h = static_cast<uint16_t>(patterns[i]);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-  }
-  return bytes;
-}
-
 struct Want {
   float range[2];
   int64_t nonfinite = 0, nans = 0;
@@ -146,7 +132,7 @@ TEST(TensorStatsMathTest, RandomTensorsMatchTheReferenceBitForBit) {
     for (int trial = 0; trial < 200; ++trial) {
       const size_t n = 1 + rng() % 300;
       const std::vector<uint32_t> patterns = RandomPatterns(f, n, &rng);
-      const std::vector<uint8_t> bytes = Store(f, patterns);
+      const std::vector<uint8_t> bytes = StorePatterns(f, patterns);
       ASSERT_TRUE(Same(Measure(f, bytes, 0, n), Reference(f, patterns)))
           << "dtype " << f.dtype << ", " << n << " elements, trial " << trial;
     }
@@ -159,7 +145,7 @@ TEST(TensorStatsMathTest, AnySplitAndMergeOrderGivesTheSameBits) {
     for (int trial = 0; trial < 100; ++trial) {
       const int64_t n = 1 + rng() % 2000;
       const std::vector<uint32_t> patterns = RandomPatterns(f, n, &rng);
-      const std::vector<uint8_t> bytes = Store(f, patterns);
+      const std::vector<uint8_t> bytes = StorePatterns(f, patterns);
       std::vector<int64_t> cuts = {0, n};
       for (int k = rng() % 12; k > 0; --k) cuts.push_back(rng() % (n + 1));  // empty pieces too
       std::sort(cuts.begin(), cuts.end());

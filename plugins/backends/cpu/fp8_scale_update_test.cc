@@ -34,6 +34,8 @@ namespace mnt::cpu {
 namespace {
 
 using testing::BackendFixture;
+using testing::HostOperand;
+using testing::RunOnFreshBackend;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -263,46 +265,20 @@ TEST_F(Fp8ScaleUpdateTest, NoTensorsIsANoOp) {
 
 // ---- the same bits on any team ----------------------------------------------------
 
-// Outputs of one run on a fresh CPU backend created with `options`.
+// Outputs (history, scale, scale_inv) of one run on a fresh CPU backend
+// created with `options`.
 std::vector<std::vector<uint8_t>> RunOn(const char* options, const State& s,
                                         const std::vector<float>& amax,
                                         const MNT_Fp8ScaleUpdateParams& p) {
-  const MNT_Plugin_Api* plugin = CpuBackendPluginApi();
-  MNT_Backend_Create_Args ca{};
-  ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
-  ca.options = options;
-  sdk::Status st = sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Create(&ca));
-  EXPECT_TRUE(st.ok()) << st.message();
-  if (!st.ok()) return {};
-  std::vector<std::vector<uint8_t>> result;
-  {
-    const sdk::BackendClient client(plugin, ca.backend);
-    std::vector<sdk::DeviceBuffer> buffers;
-    buffers.reserve(4);
-    auto upload = [&](const std::vector<float>& v, std::vector<int64_t> dims) {
-      buffers.emplace_back();
-      const size_t bytes = std::max<size_t>(v.size() * 4, 4);
-      EXPECT_TRUE(client.Allocate(bytes, MNT_MEMORY_WORKSPACE, &buffers.back()).ok());
-      EXPECT_TRUE(client.ToDevice(buffers.back().data(), v.data(), v.size() * 4).ok());
-      return sdk::MakeTensor(buffers.back().data(), MNT_DTYPE_F32,
-                             static_cast<int32_t>(dims.size()), dims.data());
-    };
-    const std::vector<MNT_Tensor> ins = {upload(amax, {s.n})};
-    const std::vector<MNT_Tensor> outs = {upload(s.history, {s.rows, s.n}),
-                                          upload(s.scale, {s.n}),
-                                          upload(std::vector<float>(s.n, 0.0f), {s.n})};
-    st = client.Run(MNT_OP_FP8_SCALE_UPDATE, ins, outs, &p);
-    EXPECT_TRUE(st.ok()) << st.message();
-    for (size_t i = 0; i < outs.size(); ++i) {
-      result.emplace_back(sdk::SizeBytes(outs[i]));
-      EXPECT_TRUE(client.ToHost(result.back().data(), outs[i].data, result.back().size()).ok());
-    }
-  }  // buffers freed before the backend goes
-  MNT_Backend_Destroy_Args da{};
-  da.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
-  da.backend = ca.backend;
-  EXPECT_TRUE(sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Destroy(&da)).ok());
-  return result;
+  auto f32 = [](const std::vector<float>& v, std::vector<int64_t> dims) {
+    std::vector<uint8_t> bytes(v.size() * 4);
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+    return HostOperand{MNT_DTYPE_F32, std::move(dims), std::move(bytes)};
+  };
+  return RunOnFreshBackend(options, MNT_OP_FP8_SCALE_UPDATE, {f32(amax, {s.n})},
+                           {f32(s.history, {s.rows, s.n}), f32(s.scale, {s.n}),
+                            f32(std::vector<float>(s.n, 0.0f), {s.n})},
+                           &p);
 }
 
 TEST_F(Fp8ScaleUpdateTest, SameBitsOnOneAndFourThreads) {

@@ -32,6 +32,8 @@ namespace {
 
 using testing::AllClose;
 using testing::BackendFixture;
+using testing::HostOperand;
+using testing::RunOnFreshBackend;
 
 constexpr MNT_DType kE4M3 = MNT_DTYPE_F8_E4M3;
 constexpr MNT_DType kE5M2 = MNT_DTYPE_F8_E5M2;
@@ -554,53 +556,6 @@ TEST_F(ScaledGemmTest, FastAccumulationIsIgnored) {
 
 // ---- the same bits on any team ----------------------------------------------------
 
-struct HostOperand {
-  MNT_DType dtype;
-  std::vector<int64_t> dims;
-  std::vector<uint8_t> bytes;
-};
-
-// Runs `op` on a fresh CPU backend created with `options` (e.g. threads=4)
-// and returns every output's bytes.
-std::vector<std::vector<uint8_t>> RunOn(const char* options, MNT_Op op,
-                                        const std::vector<HostOperand>& in,
-                                        const std::vector<HostOperand>& out, const void* params) {
-  const MNT_Plugin_Api* plugin = CpuBackendPluginApi();
-  MNT_Backend_Create_Args ca{};
-  ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
-  ca.options = options;
-  sdk::Status s = sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Create(&ca));
-  EXPECT_TRUE(s.ok()) << s.message();
-  if (!s.ok()) return {};
-  std::vector<std::vector<uint8_t>> result;
-  {
-    const sdk::BackendClient client(plugin, ca.backend);
-    std::vector<sdk::DeviceBuffer> buffers;
-    buffers.reserve(in.size() + out.size());
-    auto upload = [&](const HostOperand& h) {
-      buffers.emplace_back();
-      EXPECT_TRUE(client.Allocate(h.bytes.size(), MNT_MEMORY_WORKSPACE, &buffers.back()).ok());
-      EXPECT_TRUE(client.ToDevice(buffers.back().data(), h.bytes.data(), h.bytes.size()).ok());
-      return sdk::MakeTensor(buffers.back().data(), h.dtype, static_cast<int32_t>(h.dims.size()),
-                             h.dims.data());
-    };
-    std::vector<MNT_Tensor> ins, outs;
-    for (const HostOperand& h : in) ins.push_back(upload(h));
-    for (const HostOperand& h : out) outs.push_back(upload(h));
-    s = client.Run(op, ins, outs, params);
-    EXPECT_TRUE(s.ok()) << s.message();
-    for (size_t i = 0; i < out.size(); ++i) {
-      result.emplace_back(out[i].bytes.size());
-      EXPECT_TRUE(client.ToHost(result.back().data(), outs[i].data, result.back().size()).ok());
-    }
-  }  // buffers freed before the backend goes
-  MNT_Backend_Destroy_Args da{};
-  da.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
-  da.backend = ca.backend;
-  EXPECT_TRUE(sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Destroy(&da)).ok());
-  return result;
-}
-
 std::vector<uint8_t> F32Bytes(const std::vector<double>& v) {
   std::vector<uint8_t> b(v.size() * 4);
   for (size_t i = 0; i < v.size(); ++i) {
@@ -625,8 +580,8 @@ TEST_F(Fp8Test, SameBitsOnOneAndFourThreads) {
                                             {MNT_DTYPE_F32, {n}, F32Bytes(Random(n))}};
   const std::vector<HostOperand> gemm_out = {{MNT_DTYPE_F32, {m, n}, d0},
                                              {MNT_DTYPE_F32, {1}, F32Bytes({0.0})}};
-  const auto g1 = RunOn("threads=1", MNT_OP_SCALED_GEMM, gemm_in, gemm_out, &p);
-  const auto g4 = RunOn("threads=4", MNT_OP_SCALED_GEMM, gemm_in, gemm_out, &p);
+  const auto g1 = RunOnFreshBackend("threads=1", MNT_OP_SCALED_GEMM, gemm_in, gemm_out, &p);
+  const auto g4 = RunOnFreshBackend("threads=4", MNT_OP_SCALED_GEMM, gemm_in, gemm_out, &p);
   ASSERT_EQ(g1.size(), 2u);
   EXPECT_TRUE(g1 == g4) << "SCALED_GEMM differs between 1 and 4 threads";
 
@@ -635,8 +590,8 @@ TEST_F(Fp8Test, SameBitsOnOneAndFourThreads) {
                                             {MNT_DTYPE_F32, {1}, F32Bytes({1.5})}};
   const std::vector<HostOperand> cast_out = {{kE4M3, {count}, std::vector<uint8_t>(count)},
                                              {MNT_DTYPE_F32, {1}, F32Bytes({0.0})}};
-  const auto c1 = RunOn("threads=1", MNT_OP_SCALED_CAST, cast_in, cast_out, nullptr);
-  const auto c4 = RunOn("threads=4", MNT_OP_SCALED_CAST, cast_in, cast_out, nullptr);
+  const auto c1 = RunOnFreshBackend("threads=1", MNT_OP_SCALED_CAST, cast_in, cast_out, nullptr);
+  const auto c4 = RunOnFreshBackend("threads=4", MNT_OP_SCALED_CAST, cast_in, cast_out, nullptr);
   ASSERT_EQ(c1.size(), 2u);
   EXPECT_TRUE(c1 == c4) << "SCALED_CAST differs between 1 and 4 threads";
 }

@@ -34,25 +34,14 @@ namespace mnt::cpu {
 namespace {
 
 using testing::BackendFixture;
+using testing::HostOperand;
+using testing::RunOnFreshBackend;
 using namespace backend::testing;  // float_patterns.h
 
 uint32_t Bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
-}
-
-std::vector<uint8_t> Store(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
-  std::vector<uint8_t> bytes(patterns.size() * f.bytes);
-  for (size_t i = 0; i < patterns.size(); ++i) {
-    if (f.bytes == 4) {
-      std::memcpy(bytes.data() + 4 * i, &patterns[i], 4);
-    } else {
-      const uint16_t h = static_cast<uint16_t>(patterns[i]);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-  }
-  return bytes;
 }
 
 ::testing::AssertionResult Matches(const std::vector<uint8_t>& range_bytes,
@@ -88,7 +77,7 @@ class TensorStatsTest : public BackendFixture {
   // x holding `patterns` viewed with a random shape of that many elements.
   MNT_Tensor UploadShaped(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
     const int64_t n = static_cast<int64_t>(patterns.size());
-    MNT_Tensor t = UploadBytes(Store(f, patterns), f.dtype, {n});
+    MNT_Tensor t = UploadBytes(StorePatterns(f, patterns), f.dtype, {n});
     // A random factorisation of n into rank 0..4 dims (rank 0 only for 1).
     const int rank = n == 1 ? static_cast<int>(rng()() % 5) : 1 + static_cast<int>(rng()() % 4);
     int64_t rest = n;
@@ -178,34 +167,15 @@ TEST_F(TensorStatsTest, EmptyTensorGivesZeros) {
 
 // range and counts bytes of one run on a fresh CPU backend with `options`.
 std::vector<uint8_t> RunOn(const char* options, const FloatFormat& f, const std::vector<uint8_t>& x) {
-  const MNT_Plugin_Api* plugin = CpuBackendPluginApi();
-  MNT_Backend_Create_Args ca{};
-  ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
-  ca.options = options;
-  sdk::Status st = sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Create(&ca));
-  EXPECT_TRUE(st.ok()) << st.message();
-  if (!st.ok()) return {};
-  std::vector<uint8_t> result(16, 0xee);
-  {
-    const sdk::BackendClient client(plugin, ca.backend);
-    sdk::DeviceBuffer xb, out;
-    const int64_t n = static_cast<int64_t>(x.size() / f.bytes);
-    EXPECT_TRUE(client.Allocate(x.size(), MNT_MEMORY_WORKSPACE, &xb).ok());
-    EXPECT_TRUE(client.Allocate(16, MNT_MEMORY_WORKSPACE, &out).ok());
-    EXPECT_TRUE(client.ToDevice(xb.data(), x.data(), x.size()).ok());
-    const int64_t two = 2;
-    const MNT_Tensor tx = sdk::MakeTensor(xb.data(), f.dtype, 1, &n);
-    const MNT_Tensor range = sdk::MakeTensor(out.data(), MNT_DTYPE_F32, 1, &two);
-    const MNT_Tensor counts =
-        sdk::MakeTensor(static_cast<char*>(out.data()) + 8, MNT_DTYPE_I32, 1, &two);
-    st = client.Run(MNT_OP_TENSOR_STATS, {tx}, {range, counts});
-    EXPECT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(client.ToHost(result.data(), out.data(), 16).ok());
-  }  // buffers freed before the backend goes
-  MNT_Backend_Destroy_Args da{};
-  da.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
-  da.backend = ca.backend;
-  EXPECT_TRUE(sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Destroy(&da)).ok());
+  const int64_t n = static_cast<int64_t>(x.size() / f.bytes);
+  const auto out = RunOnFreshBackend(
+      options, MNT_OP_TENSOR_STATS, {{f.dtype, {n}, x}},
+      {{MNT_DTYPE_F32, {2}, std::vector<uint8_t>(8, 0xee)},
+       {MNT_DTYPE_I32, {2}, std::vector<uint8_t>(8, 0xee)}},
+      nullptr);
+  if (out.size() != 2) return {};
+  std::vector<uint8_t> result = out[0];
+  result.insert(result.end(), out[1].begin(), out[1].end());
   return result;
 }
 
@@ -216,7 +186,7 @@ TEST_F(TensorStatsTest, SameBitsOnOneAndFourThreads) {
     const int64_t n = 300001;
     std::vector<uint32_t> patterns = RandomPatterns(f, n, {kNormal, kSubnormal, kZero});
     for (int k = 0; k < 5; ++k) patterns[rng()() % n] = RandomPattern(f, k % 2 ? kInf : kNan, rng());
-    const std::vector<uint8_t> x = Store(f, patterns);
+    const std::vector<uint8_t> x = StorePatterns(f, patterns);
     const std::vector<uint8_t> one = RunOn("threads=1", f, x);
     const std::vector<uint8_t> four = RunOn("threads=4", f, x);
     ASSERT_EQ(one.size(), 16u);

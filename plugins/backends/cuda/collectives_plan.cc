@@ -54,18 +54,6 @@ Status CheckCommunicatorArgs(int32_t rank, int32_t world_size, const char* uniqu
 
 namespace {
 
-size_t DTypeBytes(int32_t dtype) {
-  switch (dtype) {
-    case MNT_DTYPE_F32: return 4;
-    case MNT_DTYPE_F16: return 2;
-    case MNT_DTYPE_BF16: return 2;
-    case MNT_DTYPE_I32: return 4;
-    case MNT_DTYPE_U8: return 1;
-    case MNT_DTYPE_F64: return 8;
-    default: return 0;
-  }
-}
-
 // A checked tensor operand: its element and byte counts.
 struct Extent {
   int64_t numel = 0;
@@ -84,7 +72,7 @@ Status CheckTensor(const char* op, const char* which, const MNT_Tensor& t, Exten
         Format("%s: %s has rank %d (0 to %d)", op, which, t.rank, MNT_MAX_RANK));
   }
   const int32_t dtype = sdk::RawEnum(t.dtype);
-  const size_t esize = DTypeBytes(dtype);
+  const size_t esize = sdk::DTypeSize(static_cast<MNT_DType>(dtype));  // 0: unknown
   if (esize == 0) {
     return sdk::InvalidArgument(Format("%s: %s has unknown dtype %d", op, which, dtype));
   }

@@ -63,15 +63,7 @@ class CudaTensorStatsTest : public DualBackendTest {
   // Both backends on the same tensor: cuda == cpu == reference, bit for bit.
   void Check(const FloatFormat& f, const std::vector<uint32_t>& patterns) {
     const int64_t n = static_cast<int64_t>(patterns.size());
-    std::vector<uint8_t> bytes(patterns.size() * f.bytes);
-    for (size_t i = 0; i < patterns.size(); ++i) {
-      if (f.bytes == 4) {
-        std::memcpy(bytes.data() + 4 * i, &patterns[i], 4);
-      } else {
-        const uint16_t h = static_cast<uint16_t>(patterns[i]);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
-    }
+    const std::vector<uint8_t> bytes = StorePatterns(f, patterns);
     auto x = d_.UploadRaw(bytes, f.dtype, {n});
     auto range = d_.Poisoned(MNT_DTYPE_F32, {2});
     auto counts = d_.UploadI32({-7, -7}, {2});

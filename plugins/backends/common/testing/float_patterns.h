@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -63,6 +64,21 @@ inline uint32_t RandomPattern(const FloatFormat& f, FloatClass c, std::mt19937& 
     default: exp = exp_max; m = mant | 1u; break;  // NaN, any payload
   }
   return (sign << (f.exp_bits + f.mant_bits)) | (exp << f.mant_bits) | m;
+}
+
+// Patterns as the bytes of a tensor of f's dtype (little-endian).
+inline std::vector<uint8_t> StorePatterns(const FloatFormat& f,
+                                          const std::vector<uint32_t>& patterns) {
+  std::vector<uint8_t> bytes(patterns.size() * f.bytes);
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (f.bytes == 4) {
+      std::memcpy(bytes.data() + 4 * i, &patterns[i], 4);
+    } else {
+      const uint16_t h = static_cast<uint16_t>(patterns[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  return bytes;
 }
 
 // What TENSOR_STATS gives for these elements, from the ABI's text.

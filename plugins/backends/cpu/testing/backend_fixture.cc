@@ -1,5 +1,6 @@
 #include "plugins/backends/cpu/testing/backend_fixture.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -228,6 +229,48 @@ std::vector<double> BackendFixture::Download(const MNT_Tensor& t) {
     scale[i] = std::max(std::fabs(want[i]), floor);
   }
   return AllClose(got, want, scale, tol);
+}
+
+std::vector<std::vector<uint8_t>> RunOnFreshBackend(const char* options, MNT_Op op,
+                                                    const std::vector<HostOperand>& in,
+                                                    const std::vector<HostOperand>& out,
+                                                    const void* params) {
+  const MNT_Plugin_Api* plugin = CpuBackendPluginApi();
+  MNT_Backend_Create_Args ca{};
+  ca.struct_size = MNT_Backend_Create_Args_STRUCT_SIZE;
+  ca.options = options;
+  sdk::Status s = sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Create(&ca));
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
+  std::vector<std::vector<uint8_t>> result;
+  {
+    const sdk::BackendClient client(plugin, ca.backend);
+    std::vector<sdk::DeviceBuffer> buffers;
+    buffers.reserve(in.size() + out.size());
+    auto upload = [&](const HostOperand& h) {
+      buffers.emplace_back();
+      EXPECT_TRUE(client.Allocate(std::max<size_t>(h.bytes.size(), 1), MNT_MEMORY_WORKSPACE,
+                                  &buffers.back())
+                      .ok());
+      EXPECT_TRUE(client.ToDevice(buffers.back().data(), h.bytes.data(), h.bytes.size()).ok());
+      return sdk::MakeTensor(buffers.back().data(), h.dtype, static_cast<int32_t>(h.dims.size()),
+                             h.dims.data());
+    };
+    std::vector<MNT_Tensor> ins, outs;
+    for (const HostOperand& h : in) ins.push_back(upload(h));
+    for (const HostOperand& h : out) outs.push_back(upload(h));
+    s = client.Run(op, ins, outs, params);
+    EXPECT_TRUE(s.ok()) << s.message();
+    for (size_t i = 0; i < out.size(); ++i) {
+      result.emplace_back(out[i].bytes.size());
+      EXPECT_TRUE(client.ToHost(result.back().data(), outs[i].data, result.back().size()).ok());
+    }
+  }  // buffers freed before the backend goes
+  MNT_Backend_Destroy_Args da{};
+  da.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
+  da.backend = ca.backend;
+  EXPECT_TRUE(sdk::StatusFromPluginError(plugin, plugin->backend->Backend_Destroy(&da)).ok());
+  return result;
 }
 
 }  // namespace mnt::cpu::testing

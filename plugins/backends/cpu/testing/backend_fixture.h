@@ -100,6 +100,22 @@ class BackendFixture : public ::testing::Test {
                                             const std::vector<double>& want,
                                             double tol, double floor = 1.0);
 
+// One operand of RunOnFreshBackend: its dtype, dims and bytes (for an
+// output, what it holds before the op runs).
+struct HostOperand {
+  MNT_DType dtype;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> bytes;
+};
+
+// Runs `op` once on a fresh CPU backend created with `options` (e.g.
+// "threads=4"; for checks that a kernel's bits do not depend on the team)
+// and returns every output's bytes after it; failures are test failures.
+std::vector<std::vector<uint8_t>> RunOnFreshBackend(const char* options, MNT_Op op,
+                                                    const std::vector<HostOperand>& in,
+                                                    const std::vector<HostOperand>& out,
+                                                    const void* params);
+
 }  // namespace mnt::cpu::testing
 
 #endif  // MANTISSA_PLUGINS_BACKENDS_CPU_TESTING_BACKEND_FIXTURE_H_
