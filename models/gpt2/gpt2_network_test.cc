@@ -228,6 +228,35 @@ class Gpt2Test : public ::testing::Test {
     for (const ParamSpec& s : Gpt2ParamSpecs(Config(), PaddedVocab(kV))) dims.push_back(s.dims);
     return sdk::MakeFp8SlotLayout(dims).total;
   }
+  // `measured` with the scales Transformer Engine's recipe derives from its
+  // amax (448/amax, 57344/amax for the output gradients; fp32), where an
+  // amax was measured.
+  static Fp8Tensors ScaledFrom(const Fp8Tensors& measured) {
+    const int64_t S = Fp8Slots();
+    Fp8Tensors scaled = measured;
+    for (int64_t i = 0; i < 3 * S; ++i) {
+      if (!(measured.amax[i] > 0)) continue;
+      const float scale =
+          (i >= 2 * S ? sdk::kE5M2Max : sdk::kE4M3Max) / float(measured.amax[i]);
+      scaled.scales[i] = scale;
+      scaled.scale_invs[i] = 1.0f / scale;
+    }
+    return scaled;
+  }
+  // Random weights of GPT-2's own scale (N(0, 0.06) matrices), in bf16: the
+  // N(0, 0.3) of the other tests make this 8-wide model amplify rounding so
+  // much that FP8's coarser steps would hide a wrong wiring in the noise.
+  std::vector<std::vector<double>> Bf16ParamsAtGpt2Scale() {
+    auto params = RandomParams();
+    const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
+    for (size_t k = 0; k < params.size(); ++k) {
+      for (double& v : params[k]) {
+        if (specs[k].init == MNT_PARAM_INIT_NORMAL) v *= 0.2;
+        v = StoreAs(MNT_DTYPE_BF16, v);
+      }
+    }
+    return params;
+  }
 
   // Forward, then one Backward per multiplier (accumulating after the
   // first) in `dtype`; returns the loss, fills grads (f64).
@@ -401,17 +430,8 @@ TEST_F(Gpt2Test, Fp8GemmsRecordEveryLinearsAmaxAndStayNearFp32) {
   const Fp8Setup delayed;
   ASSERT_EQ(CreateModel(kOptions, Spec(), Precision(MNT_DTYPE_BF16, MNT_COMPUTE_BF16), &delayed),
             "");
-  // Weights of GPT-2's own scale (N(0, 0.06) matrices): the N(0, 0.3) of
-  // the other tests make this 8-wide model amplify rounding so much that
-  // FP8's coarser steps would hide a wrong wiring in the noise.
-  auto params = RandomParams();
+  const auto params = Bf16ParamsAtGpt2Scale();
   const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
-  for (size_t k = 0; k < params.size(); ++k) {
-    for (double& v : params[k]) {
-      if (specs[k].init == MNT_PARAM_INIT_NORMAL) v *= 0.2;
-      v = StoreAs(MNT_DTYPE_BF16, v);
-    }
-  }
   const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
   const int64_t S = Fp8Slots();
   std::vector<std::vector<int64_t>> dims;
@@ -449,14 +469,7 @@ TEST_F(Gpt2Test, Fp8GemmsRecordEveryLinearsAmaxAndStayNearFp32) {
     }
   }
   // Scales from this pass's amax, then the scaled pass, twice.
-  Fp8Tensors scaled = fp8;
-  for (int64_t i = 0; i < 3 * S; ++i) {
-    if (fp8.amax[i] <= 0) continue;
-    const float max = i >= 2 * S ? sdk::kE5M2Max : sdk::kE4M3Max;
-    const float scale = max / float(fp8.amax[i]);
-    scaled.scales[i] = scale;
-    scaled.scale_invs[i] = 1.0f / scale;
-  }
+  Fp8Tensors scaled = ScaledFrom(fp8);
   Fp8Tensors scaled_again = scaled;
   const double loss = Run(params, MNT_DTYPE_BF16, ids, targets, &grads, {{1.0f, false}}, &scaled);
   const double loss_again =
@@ -523,14 +536,8 @@ TEST_F(Gpt2Test, Fp8CurrentScalingEqualsDelayedScalingWithThePassOwnAmax) {
 // the backward) gives the plain run's bits, and a second Backward of one
 // Forward accumulates twice the gradient (the kept inputs serve both).
 TEST_F(Gpt2Test, Fp8KeptInputsServeCheckpointingAndAccumulation) {
-  auto params = RandomParams();
+  const auto params = Bf16ParamsAtGpt2Scale();
   const auto specs = Gpt2ParamSpecs(Config(), PaddedVocab(kV));
-  for (size_t k = 0; k < params.size(); ++k) {
-    for (double& v : params[k]) {
-      if (specs[k].init == MNT_PARAM_INIT_NORMAL) v *= 0.2;
-      v = StoreAs(MNT_DTYPE_BF16, v);
-    }
-  }
   const std::vector<int> ids = RandomIds(kB * kT), targets = RandomIds(kB * kT);
   const int64_t S = Fp8Slots();
   const auto bf16 = Precision(MNT_DTYPE_BF16, MNT_COMPUTE_BF16);
@@ -541,12 +548,7 @@ TEST_F(Gpt2Test, Fp8KeptInputsServeCheckpointingAndAccumulation) {
                       std::vector<double>(3 * S, 0.0)};
   std::vector<std::vector<double>> plain, ckpt, twice;
   Run(params, MNT_DTYPE_BF16, ids, targets, &plain, {{1.0f, false}}, &measured);
-  Fp8Tensors scaled = measured;
-  for (int64_t i = 0; i < 3 * S; ++i) {
-    if (!(measured.amax[i] > 0)) continue;
-    scaled.scales[i] = (i >= 2 * S ? sdk::kE5M2Max : sdk::kE4M3Max) / float(measured.amax[i]);
-    scaled.scale_invs[i] = 1.0f / float(scaled.scales[i]);
-  }
+  const Fp8Tensors scaled = ScaledFrom(measured);
   Fp8Tensors a = scaled, b = scaled, c = scaled;
   const double loss = Run(params, MNT_DTYPE_BF16, ids, targets, &plain, {{1.0f, false}}, &a);
   Run(params, MNT_DTYPE_BF16, ids, targets, &twice, Multipliers({1.0f, 1.0f}, false), &b);
