@@ -5,8 +5,6 @@
 // JSONL). Layers are made to overflow on purpose by filling their weights
 // (MANTISSA_FAULT_FILL_WEIGHTS) or their gradient
 // (MANTISSA_FAULT_INF_GRADIENT): trainer/parallel/fault_injection.h.
-#include <sys/wait.h>
-
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -18,29 +16,15 @@
 namespace mnt::trainer {
 namespace {
 
-using testing::RunfilesRoot;
-using testing::ReadWholeFile;
 using testing::TempDir;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-  std::string jsonl;
-};
+using Result = testing::BinaryRun;
 
 Result Train(const std::string& name, const std::string& env, const std::string& flags) {
-  const std::string base = TempDir() + "/" + name;
-  const std::string cmd = env + " " + RunfilesRoot() +
-                          "/mantissa/trainer/cli/train --model=mlp --dataset=digits --cache_dir=" +
-                          TempDir() + "/cache --steps=6 --eval_every=0 --log_every=1 "
-                          "--checkpoint_dir=none --metrics_jsonl=" + base + ".jsonl " + flags +
-                          " > " + base + ".log 2>&1";
-  Result r;
-  const int status = std::system(cmd.c_str());
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.output = ReadWholeFile(base + ".log");
-  r.jsonl = ReadWholeFile(base + ".jsonl");
-  return r;
+  return testing::RunTrainBinary(TempDir() + "/" + name, env,
+                                 "--model=mlp --dataset=digits --cache_dir=" + TempDir() +
+                                     "/cache --steps=6 --eval_every=0 --log_every=1 "
+                                     "--checkpoint_dir=none " + flags);
 }
 
 size_t Count(const std::string& text, const std::string& what) {

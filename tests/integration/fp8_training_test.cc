@@ -5,8 +5,6 @@
 // --precision_options are one line. The GPT-2 main job's accuracy figures
 // (300 and 2000 steps) are in docs/performance.md; resume_test checks that
 // FP8 scales and histories cross a checkpoint bit for bit.
-#include <sys/wait.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -19,8 +17,6 @@
 namespace mnt::trainer {
 namespace {
 
-using testing::ReadWholeFile;
-using testing::RunfilesRoot;
 using testing::TempDir;
 
 struct Result {
@@ -30,17 +26,12 @@ struct Result {
 };
 
 Result Train(const std::string& name, const std::string& flags) {
-  const std::string base = TempDir() + "/fp8_" + name;
-  const std::string cmd = RunfilesRoot() +
-                          "/mantissa/trainer/cli/train --dataset=digits --cache_dir=" +
-                          TempDir() + "/cache --eval_every=0 --checkpoint_dir=none "
-                          "--progress=none --metrics_jsonl=" + base + ".jsonl " + flags +
-                          " > " + base + ".log 2>&1";
-  Result r;
-  const int status = std::system(cmd.c_str());
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.output = ReadWholeFile(base + ".log");
-  std::istringstream jsonl(ReadWholeFile(base + ".jsonl"));
+  const testing::BinaryRun run = testing::RunTrainBinary(
+      TempDir() + "/fp8_" + name, "",
+      "--dataset=digits --cache_dir=" + TempDir() +
+          "/cache --eval_every=0 --checkpoint_dir=none --progress=none " + flags);
+  Result r{run.exit_code, run.output, {}};
+  std::istringstream jsonl(run.jsonl);
   for (std::string line; std::getline(jsonl, line);) r.records.push_back(line);
   return r;
 }

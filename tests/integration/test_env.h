@@ -4,6 +4,8 @@
 #ifndef MANTISSA_TESTS_INTEGRATION_TEST_ENV_H_
 #define MANTISSA_TESTS_INTEGRATION_TEST_ENV_H_
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -52,6 +54,26 @@ inline std::string TempDir() {
 // The default configuration, but the MLP on digits (these tests predate the
 // GPT main job), with a converted-data cache inside the test's temp dir,
 // quiet output, and `precision`.
+// One run of the train binary from this test's runfiles: `env` before the
+// command (e.g. "MANTISSA_FAULT_...=..." or ""), `flags` after it; stdout and
+// stderr go to <base>.log, metrics to <base>.jsonl.
+struct BinaryRun {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string output;  // stdout and stderr
+  std::string jsonl;
+};
+inline BinaryRun RunTrainBinary(const std::string& base, const std::string& env,
+                                const std::string& flags) {
+  const std::string cmd = env + " " + RunfilesRoot() + "/mantissa/trainer/cli/train " + flags +
+                          " --metrics_jsonl=" + base + ".jsonl > " + base + ".log 2>&1";
+  BinaryRun r;
+  const int status = std::system(cmd.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.output = ReadWholeFile(base + ".log");
+  r.jsonl = ReadWholeFile(base + ".jsonl");
+  return r;
+}
+
 inline TrainConfig TestConfig(const std::string& precision) {
   TrainConfig c = DefaultTrainConfig();
   c.set_model("mlp");

@@ -689,8 +689,7 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     if (!setup.empty()) {
       r->Fail(n + "refusals of Collectives_Run", setup);
     } else {
-      const int64_t d_k[1] = {k}, d_k1[1] = {k + 1}, d_wk[1] = {k * world},
-                    d_wk1[1] = {k * world + 1};
+      const int64_t d_k[1] = {k}, d_k1[1] = {k + 1}, d_wk1[1] = {k * world + 1};
       const MNT_Tensor in = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, d_k);
       const MNT_Tensor out = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k);
       const MNT_Tensor out_k1 = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k1);
@@ -699,7 +698,6 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
       const MNT_Tensor out_i32 = sdk::MakeTensor(b.data(), MNT_DTYPE_I32, 1, d_k);
       const MNT_Tensor in_wk1 = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, d_wk1);
       const MNT_Tensor out_wk1 = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_wk1);
-      (void)d_wk;
       const auto AR = MNT_COLLECTIVE_ALL_REDUCE;
       const auto SUM = MNT_REDUCE_OP_SUM;
       refused("Collectives_Run(NULL)", coll.Wrap(ext->Collectives_Run(nullptr)));

@@ -127,9 +127,7 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
           "precision '", p->precision_name, "' computes GEMMs in ",
           sdk::DTypeName(matmul.compute_dtype), " but declares no scaling recipe"));
     }
-    std::vector<MNT_Op> needed = {MNT_OP_SCALED_CAST, MNT_OP_SCALED_GEMM};
-    needed.push_back(MNT_OP_FP8_SCALE_UPDATE);
-    for (MNT_Op op : needed) {
+    for (MNT_Op op : {MNT_OP_SCALED_CAST, MNT_OP_SCALED_GEMM, MNT_OP_FP8_SCALE_UPDATE}) {
       if (!p->backend->Supports(op)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "precision '", p->precision_name, "' runs GEMMs in FP8, but backend '",
