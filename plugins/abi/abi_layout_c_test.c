@@ -85,7 +85,7 @@ _Static_assert(offsetof(MNT_LayerNormParams, accumulate) == 12, "MNT_LayerNormPa
 _Static_assert(sizeof(MNT_ReduceParams) == 16, "sizeof MNT_ReduceParams");
 _Static_assert(offsetof(MNT_ReduceParams, struct_size) == 0, "MNT_ReduceParams.struct_size");
 _Static_assert(offsetof(MNT_ReduceParams, kind) == 8, "MNT_ReduceParams.kind");
-_Static_assert(sizeof(MNT_SgdParams) == 56, "sizeof MNT_SgdParams");
+_Static_assert(sizeof(MNT_SgdParams) == 64, "sizeof MNT_SgdParams");
 _Static_assert(offsetof(MNT_SgdParams, struct_size) == 0, "MNT_SgdParams.struct_size");
 _Static_assert(offsetof(MNT_SgdParams, lr) == 8, "MNT_SgdParams.lr");
 _Static_assert(offsetof(MNT_SgdParams, momentum) == 12, "MNT_SgdParams.momentum");
@@ -95,7 +95,7 @@ _Static_assert(offsetof(MNT_SgdParams, rounding) == 24, "MNT_SgdParams.rounding"
 _Static_assert(offsetof(MNT_SgdParams, rounding_seed) == 32, "MNT_SgdParams.rounding_seed");
 _Static_assert(offsetof(MNT_SgdParams, rounding_tensor) == 40, "MNT_SgdParams.rounding_tensor");
 _Static_assert(offsetof(MNT_SgdParams, rounding_step) == 48, "MNT_SgdParams.rounding_step");
-_Static_assert(sizeof(MNT_AdamWParams) == 64, "sizeof MNT_AdamWParams");
+_Static_assert(sizeof(MNT_AdamWParams) == 72, "sizeof MNT_AdamWParams");
 _Static_assert(offsetof(MNT_AdamWParams, struct_size) == 0, "MNT_AdamWParams.struct_size");
 _Static_assert(offsetof(MNT_AdamWParams, lr) == 8, "MNT_AdamWParams.lr");
 _Static_assert(offsetof(MNT_AdamWParams, beta1) == 12, "MNT_AdamWParams.beta1");
@@ -158,7 +158,7 @@ _Static_assert(offsetof(MNT_GemmEpilogueParams, alpha) == 16, "MNT_GemmEpilogueP
 _Static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20, "MNT_GemmEpilogueParams.beta");
 _Static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24, "MNT_GemmEpilogueParams.compute");
 _Static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28, "MNT_GemmEpilogueParams.accumulate_bias_grad");
-_Static_assert(sizeof(MNT_MultiAdamWParams) == 88, "sizeof MNT_MultiAdamWParams");
+_Static_assert(sizeof(MNT_MultiAdamWParams) == 104, "sizeof MNT_MultiAdamWParams");
 _Static_assert(offsetof(MNT_MultiAdamWParams, struct_size) == 0, "MNT_MultiAdamWParams.struct_size");
 _Static_assert(offsetof(MNT_MultiAdamWParams, lr) == 8, "MNT_MultiAdamWParams.lr");
 _Static_assert(offsetof(MNT_MultiAdamWParams, beta1) == 12, "MNT_MultiAdamWParams.beta1");
@@ -172,7 +172,7 @@ _Static_assert(offsetof(MNT_MultiAdamWParams, weight_decays) == 56, "MNT_MultiAd
 _Static_assert(offsetof(MNT_MultiAdamWParams, rounding) == 64, "MNT_MultiAdamWParams.rounding");
 _Static_assert(offsetof(MNT_MultiAdamWParams, rounding_seed) == 72, "MNT_MultiAdamWParams.rounding_seed");
 _Static_assert(offsetof(MNT_MultiAdamWParams, rounding_tensor) == 80, "MNT_MultiAdamWParams.rounding_tensor");
-_Static_assert(sizeof(MNT_MultiSgdParams) == 80, "sizeof MNT_MultiSgdParams");
+_Static_assert(sizeof(MNT_MultiSgdParams) == 96, "sizeof MNT_MultiSgdParams");
 _Static_assert(offsetof(MNT_MultiSgdParams, struct_size) == 0, "MNT_MultiSgdParams.struct_size");
 _Static_assert(offsetof(MNT_MultiSgdParams, lr) == 8, "MNT_MultiSgdParams.lr");
 _Static_assert(offsetof(MNT_MultiSgdParams, momentum) == 12, "MNT_MultiSgdParams.momentum");
@@ -704,6 +704,19 @@ _Static_assert(MNT_OP_FP8_SCALE_UPDATE == 41, "MNT_OP_FP8_SCALE_UPDATE");
 _Static_assert(MNT_OP_TENSOR_STATS == 42, "MNT_OP_TENSOR_STATS");
 _Static_assert(MNT_CAPABILITY_MODEL_FP8_GEMMS == 8, "MNT_CAPABILITY_MODEL_FP8_GEMMS");
 
+// 1.11: optimizer steps on pieces of a parameter (ZeRO-1 element ranges)
+_Static_assert(sizeof(MNT_SgdParams) == 64, "sizeof(MNT_SgdParams)");
+_Static_assert(offsetof(MNT_SgdParams, rounding_element) == 56, "offsetof(MNT_SgdParams, rounding_element)");
+_Static_assert(sizeof(MNT_AdamWParams) == 72, "sizeof(MNT_AdamWParams)");
+_Static_assert(offsetof(MNT_AdamWParams, rounding_element) == 64, "offsetof(MNT_AdamWParams, rounding_element)");
+_Static_assert(sizeof(MNT_MultiAdamWParams) == 104, "sizeof(MNT_MultiAdamWParams)");
+_Static_assert(offsetof(MNT_MultiAdamWParams, rounding_tensors) == 88, "offsetof(MNT_MultiAdamWParams, rounding_tensors)");
+_Static_assert(offsetof(MNT_MultiAdamWParams, rounding_elements) == 96, "offsetof(MNT_MultiAdamWParams, rounding_elements)");
+_Static_assert(sizeof(MNT_MultiSgdParams) == 96, "sizeof(MNT_MultiSgdParams)");
+_Static_assert(offsetof(MNT_MultiSgdParams, rounding_tensors) == 80, "offsetof(MNT_MultiSgdParams, rounding_tensors)");
+_Static_assert(offsetof(MNT_MultiSgdParams, rounding_elements) == 88, "offsetof(MNT_MultiSgdParams, rounding_elements)");
+_Static_assert(MNT_CAPABILITY_OPTIMIZER_PIECES == 9, "MNT_CAPABILITY_OPTIMIZER_PIECES");
+
 int main(void) {
   static const struct expected_size kSizes[] = {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
@@ -724,10 +737,12 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_CrossEntropyParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_LayerNormParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_ReduceParams_STRUCT_SIZE, 12),
-      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 64),
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_6, 24),
-      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_10, 56),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_6, 40),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_10, 64),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE_1_7, 20),
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
@@ -737,10 +752,12 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 104),
       MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE_1_6, 64),
-      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE_1_10, 88),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_10, 80),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),

@@ -91,7 +91,7 @@ static_assert(offsetof(MNT_LayerNormParams, accumulate) == 12);
 static_assert(sizeof(MNT_ReduceParams) == 16);
 static_assert(offsetof(MNT_ReduceParams, struct_size) == 0);
 static_assert(offsetof(MNT_ReduceParams, kind) == 8);
-static_assert(sizeof(MNT_SgdParams) == 56);
+static_assert(sizeof(MNT_SgdParams) == 64);
 static_assert(offsetof(MNT_SgdParams, struct_size) == 0);
 static_assert(offsetof(MNT_SgdParams, lr) == 8);
 static_assert(offsetof(MNT_SgdParams, momentum) == 12);
@@ -101,7 +101,7 @@ static_assert(offsetof(MNT_SgdParams, rounding) == 24);
 static_assert(offsetof(MNT_SgdParams, rounding_seed) == 32);
 static_assert(offsetof(MNT_SgdParams, rounding_tensor) == 40);
 static_assert(offsetof(MNT_SgdParams, rounding_step) == 48);
-static_assert(sizeof(MNT_AdamWParams) == 64);
+static_assert(sizeof(MNT_AdamWParams) == 72);
 static_assert(offsetof(MNT_AdamWParams, struct_size) == 0);
 static_assert(offsetof(MNT_AdamWParams, lr) == 8);
 static_assert(offsetof(MNT_AdamWParams, beta1) == 12);
@@ -165,7 +165,7 @@ static_assert(offsetof(MNT_GemmEpilogueParams, beta) == 20);
 static_assert(offsetof(MNT_GemmEpilogueParams, compute) == 24);
 static_assert(offsetof(MNT_GemmEpilogueParams, accumulate_bias_grad) == 28);
 // Since 1.6.
-static_assert(sizeof(MNT_MultiAdamWParams) == 88);
+static_assert(sizeof(MNT_MultiAdamWParams) == 104);
 static_assert(offsetof(MNT_MultiAdamWParams, struct_size) == 0);
 static_assert(offsetof(MNT_MultiAdamWParams, lr) == 8);
 static_assert(offsetof(MNT_MultiAdamWParams, beta1) == 12);
@@ -187,7 +187,7 @@ static_assert(offsetof(MNT_ScaledGemmParams, alpha) == 16);
 static_assert(offsetof(MNT_ScaledGemmParams, beta) == 20);
 static_assert(offsetof(MNT_ScaledGemmParams, fast_accumulation) == 24);
 static_assert(MNT_ScaledGemmParams_STRUCT_SIZE == 28);
-static_assert(sizeof(MNT_MultiSgdParams) == 80);
+static_assert(sizeof(MNT_MultiSgdParams) == 96);
 static_assert(offsetof(MNT_MultiSgdParams, struct_size) == 0);
 static_assert(offsetof(MNT_MultiSgdParams, lr) == 8);
 static_assert(offsetof(MNT_MultiSgdParams, momentum) == 12);
@@ -727,6 +727,19 @@ static_assert(MNT_OP_FP8_SCALE_UPDATE == 41, "MNT_OP_FP8_SCALE_UPDATE");
 static_assert(MNT_OP_TENSOR_STATS == 42, "MNT_OP_TENSOR_STATS");
 static_assert(MNT_CAPABILITY_MODEL_FP8_GEMMS == 8, "MNT_CAPABILITY_MODEL_FP8_GEMMS");
 
+// 1.11: optimizer steps on pieces of a parameter (ZeRO-1 element ranges)
+static_assert(sizeof(MNT_SgdParams) == 64);
+static_assert(offsetof(MNT_SgdParams, rounding_element) == 56);
+static_assert(sizeof(MNT_AdamWParams) == 72);
+static_assert(offsetof(MNT_AdamWParams, rounding_element) == 64);
+static_assert(sizeof(MNT_MultiAdamWParams) == 104);
+static_assert(offsetof(MNT_MultiAdamWParams, rounding_tensors) == 88);
+static_assert(offsetof(MNT_MultiAdamWParams, rounding_elements) == 96);
+static_assert(sizeof(MNT_MultiSgdParams) == 96);
+static_assert(offsetof(MNT_MultiSgdParams, rounding_tensors) == 80);
+static_assert(offsetof(MNT_MultiSgdParams, rounding_elements) == 88);
+static_assert(MNT_CAPABILITY_OPTIMIZER_PIECES == 9, "MNT_CAPABILITY_OPTIMIZER_PIECES");
+
 TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
   const ExpectedSize kSizes[] = {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
@@ -747,10 +760,12 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_CrossEntropyParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_LayerNormParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_ReduceParams_STRUCT_SIZE, 12),
-      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE, 64),
       MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_6, 24),
-      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 64),
+      MNT_EXPECT_SIZE(MNT_SgdParams_STRUCT_SIZE_1_10, 56),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_6, 40),
+      MNT_EXPECT_SIZE(MNT_AdamWParams_STRUCT_SIZE_1_10, 64),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_AttentionParams_STRUCT_SIZE_1_7, 20),
       MNT_EXPECT_SIZE(MNT_Conv2dParams_STRUCT_SIZE, 44),
@@ -760,10 +775,12 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4, 20),
       MNT_EXPECT_SIZE(MNT_ClipCoefficientParams_STRUCT_SIZE, 12),
       MNT_EXPECT_SIZE(MNT_GemmEpilogueParams_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE, 104),
       MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE_1_6, 64),
-      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_MultiAdamWParams_STRUCT_SIZE_1_10, 88),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
+      MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_10, 80),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),
@@ -845,9 +862,18 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs110) {
+TEST(AbiLayoutTest, VersionIs111) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 10);
+  EXPECT_EQ(MNT_ABI_MINOR, 11);
+}
+
+TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {
+  // A 1.10 caller's optimizer params end where the 1.11 piece fields begin.
+  EXPECT_EQ(MNT_SgdParams_STRUCT_SIZE_1_10, offsetof(MNT_SgdParams, rounding_element));
+  EXPECT_EQ(MNT_AdamWParams_STRUCT_SIZE_1_10, offsetof(MNT_AdamWParams, rounding_element));
+  EXPECT_EQ(MNT_MultiAdamWParams_STRUCT_SIZE_1_10,
+            offsetof(MNT_MultiAdamWParams, rounding_tensors));
+  EXPECT_EQ(MNT_MultiSgdParams_STRUCT_SIZE_1_10, offsetof(MNT_MultiSgdParams, rounding_tensors));
 }
 
 TEST(AbiLayoutTest, Fp8FieldsFollowTheir19Sizes) {

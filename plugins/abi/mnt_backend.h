@@ -458,7 +458,12 @@ typedef enum MNT_Rounding {
    * stochastic rounding; unbiased). The bits are a counter-based hash of
    * (rounding_seed, step, tensor index, element index): the same on every
    * backend and thread count. NaN, +-inf and magnitudes above the largest
-   * finite bf16 round to nearest even as before. */
+   * finite bf16 round to nearest even as before. The element index of an
+   * operand's element i is i, or since 1.11 (capability
+   * MNT_CAPABILITY_OPTIMIZER_PIECES) rounding_element + i: an op given a
+   * piece of a parameter (elements [e, e + n) of its flat buffer) with
+   * rounding_element e and the parameter's tensor index writes the bits a
+   * step of the whole parameter would. */
   MNT_ROUNDING_STOCHASTIC = 1,
 } MNT_Rounding;
 
@@ -473,9 +478,14 @@ typedef struct MNT_SgdParams {
   uint64_t rounding_seed;  /* stochastic rounding's seed */
   int64_t rounding_tensor; /* the tensor index the random bits use */
   int64_t rounding_step;   /* the step they use (SGD keeps no step count) */
+  /* Since 1.11 (MNT_CAPABILITY_OPTIMIZER_PIECES; absent in a 1.10 caller's
+   * struct: 0). The element index of the operands' element 0 for the random
+   * bits: element i uses rounding_element + i. >= 0. */
+  int64_t rounding_element;
 } MNT_SgdParams;
-#define MNT_SgdParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_SgdParams, rounding_step)
+#define MNT_SgdParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_SgdParams, rounding_element)
 #define MNT_SgdParams_STRUCT_SIZE_1_6 MNT_STRUCT_SIZE(MNT_SgdParams, nesterov)
+#define MNT_SgdParams_STRUCT_SIZE_1_10 MNT_STRUCT_SIZE(MNT_SgdParams, rounding_step)
 
 typedef struct MNT_AdamWParams {
   size_t struct_size;
@@ -491,9 +501,13 @@ typedef struct MNT_AdamWParams {
   MNT_Rounding rounding;
   uint64_t rounding_seed;
   int64_t rounding_tensor; /* the tensor index the random bits use */
+  /* Since 1.11 (MNT_CAPABILITY_OPTIMIZER_PIECES; absent in a 1.10 caller's
+   * struct: 0). As MNT_SgdParams.rounding_element. >= 0. */
+  int64_t rounding_element;
 } MNT_AdamWParams;
-#define MNT_AdamWParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_AdamWParams, rounding_tensor)
+#define MNT_AdamWParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_AdamWParams, rounding_element)
 #define MNT_AdamWParams_STRUCT_SIZE_1_6 MNT_STRUCT_SIZE(MNT_AdamWParams, step)
+#define MNT_AdamWParams_STRUCT_SIZE_1_10 MNT_STRUCT_SIZE(MNT_AdamWParams, rounding_tensor)
 
 /* Since 1.2: MNT_OP_ATTENTION_FORWARD/BACKWARD. */
 typedef struct MNT_AttentionParams {
@@ -620,11 +634,22 @@ typedef struct MNT_MultiAdamWParams {
   MNT_Rounding rounding;
   uint64_t rounding_seed;
   int64_t rounding_tensor;
+  /* Since 1.11 (MNT_CAPABILITY_OPTIMIZER_PIECES; absent in a 1.10 caller's
+   * struct: both NULL), for tables of parameter pieces. Borrowed for the
+   * call, like lr_scales; every value >= 0.
+   * rounding_tensors: optional [n]; tensor i's random bits use tensor
+   *   index rounding_tensors[i] instead of rounding_tensor + i.
+   * rounding_elements: optional [n]; the element index of tensor i's
+   *   element 0 (element j uses rounding_elements[i] + j); 0 when NULL. */
+  const int64_t* rounding_tensors;
+  const int64_t* rounding_elements;
 } MNT_MultiAdamWParams;
 #define MNT_MultiAdamWParams_STRUCT_SIZE \
-  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, rounding_tensor)
+  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, rounding_elements)
 #define MNT_MultiAdamWParams_STRUCT_SIZE_1_6 \
   MNT_STRUCT_SIZE(MNT_MultiAdamWParams, weight_decays)
+#define MNT_MultiAdamWParams_STRUCT_SIZE_1_10 \
+  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, rounding_tensor)
 
 /* Since 1.6: MNT_OP_MULTI_SGD_STEP; lr_scales and weight_decays as in
  * MNT_MultiAdamWParams. */
@@ -644,11 +669,17 @@ typedef struct MNT_MultiSgdParams {
   uint64_t rounding_seed;
   int64_t rounding_tensor;
   int64_t rounding_step;
+  /* Since 1.11: as MNT_MultiAdamWParams' (MNT_CAPABILITY_OPTIMIZER_PIECES;
+   * absent in a 1.10 caller's struct: both NULL). */
+  const int64_t* rounding_tensors;  /* optional [n] */
+  const int64_t* rounding_elements; /* optional [n] */
 } MNT_MultiSgdParams;
 #define MNT_MultiSgdParams_STRUCT_SIZE \
-  MNT_STRUCT_SIZE(MNT_MultiSgdParams, rounding_step)
+  MNT_STRUCT_SIZE(MNT_MultiSgdParams, rounding_elements)
 #define MNT_MultiSgdParams_STRUCT_SIZE_1_6 \
   MNT_STRUCT_SIZE(MNT_MultiSgdParams, weight_decays)
+#define MNT_MultiSgdParams_STRUCT_SIZE_1_10 \
+  MNT_STRUCT_SIZE(MNT_MultiSgdParams, rounding_step)
 
 /* Since 1.9: MNT_OP_SCALED_GEMM. */
 typedef struct MNT_ScaledGemmParams {

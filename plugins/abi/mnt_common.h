@@ -18,7 +18,7 @@ extern "C" {
  * Minor: bumped when something is appended (a field, a function, an enum
  * value). A host loads a plugin with the same major and a minor <= its own. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_MINOR 10
+#define MNT_ABI_MINOR 11
 
 /* Size of a struct up to and including `last_field`: what a producer compiled
  * against this header stores in `struct_size`. Tail padding is not ABI. */
@@ -108,6 +108,15 @@ typedef enum MNT_Capability {
    * tensors of MNT_Model_Forward_Args and MNT_Model_Backward_Args), with
    * the scaling slots laid out as docs/abi.md "FP8 scaling slots" says. */
   MNT_CAPABILITY_MODEL_FP8_GEMMS = 8,
+  /* --- Since 1.11. --- */
+  /* Backends: the optimizer ops (SGD_STEP, ADAMW_STEP, MULTI_ADAMW_STEP,
+   * MULTI_SGD_STEP) step a *piece* of a parameter with the parameter's own
+   * stochastic-rounding bits: MNT_SgdParams/MNT_AdamWParams.rounding_element
+   * and the rounding_tensors/rounding_elements arrays of their multi-tensor
+   * forms. A backend without it ignores those trailing fields (element
+   * index 0, tensor index rounding_tensor + i), so a caller stepping pieces
+   * (e.g. ZeRO-1 element-range shards) asks for it first. */
+  MNT_CAPABILITY_OPTIMIZER_PIECES = 9,
 } MNT_Capability;
 
 /* Since 1.9: on MNT_Plugin_Api's chain with header.base.type

@@ -83,6 +83,8 @@ TEST(CapabilitiesTest, OlderPluginsAreAnsweredFromTheLegacyTable) {
       {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER, 6},
       // Since 1.10: no plugin older than the extensions implies it.
       {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_FP8_GEMMS, 10},
+      // Since 1.11: likewise.
+      {MNT_PLUGIN_KIND_BACKEND, MNT_CAPABILITY_OPTIMIZER_PIECES, 11},
   };
   static_assert(std::size(cases) == std::size(kCapabilities), "a case per capability");
   for (const Case& c : cases) {
@@ -97,6 +99,29 @@ TEST(CapabilitiesTest, OlderPluginsAreAnsweredFromTheLegacyTable) {
     const MNT_Plugin_Api api = Plugin(other, 8);
     EXPECT_FALSE(HasCapability(&api, c.capability));
   }
+}
+
+// ABI 1.11's OPTIMIZER_PIECES has no legacy minor: a backend offers it only
+// by listing it, whatever its minor; stochastic rounding does not imply it.
+TEST(CapabilitiesTest, OptimizerPiecesIsOfferedOnlyWhenListed) {
+  static const int32_t kRounding[] = {MNT_CAPABILITY_STOCHASTIC_ROUNDING};
+  static const int32_t kPieces[] = {MNT_CAPABILITY_STOCHASTIC_ROUNDING,
+                                    MNT_CAPABILITY_OPTIMIZER_PIECES};
+  MNT_Capabilities_Extension rounding = MakeCapabilitiesExtension(kRounding);
+  MNT_Capabilities_Extension pieces = MakeCapabilitiesExtension(kPieces);
+  for (int32_t minor : {10, 11, MNT_ABI_MINOR}) {
+    SCOPED_TRACE(minor);
+    const MNT_Plugin_Api without = Plugin(MNT_PLUGIN_KIND_BACKEND, minor, &rounding.header.base);
+    EXPECT_TRUE(HasCapability(&without, MNT_CAPABILITY_STOCHASTIC_ROUNDING));
+    EXPECT_FALSE(HasCapability(&without, MNT_CAPABILITY_OPTIMIZER_PIECES));
+    const MNT_Plugin_Api with = Plugin(MNT_PLUGIN_KIND_BACKEND, minor, &pieces.header.base);
+    EXPECT_TRUE(HasCapability(&with, MNT_CAPABILITY_OPTIMIZER_PIECES));
+  }
+  for (int32_t minor = 0; minor < kExtensionsSinceMinor; ++minor) {
+    const MNT_Plugin_Api legacy = Plugin(MNT_PLUGIN_KIND_BACKEND, minor);
+    EXPECT_FALSE(HasCapability(&legacy, MNT_CAPABILITY_OPTIMIZER_PIECES)) << "1." << minor;
+  }
+  EXPECT_STREQ(CapabilityName(MNT_CAPABILITY_OPTIMIZER_PIECES), "OPTIMIZER_PIECES");
 }
 
 TEST(CapabilitiesTest, AnOlderPluginsChainIsNotRead) {

@@ -36,6 +36,7 @@ struct SkewedBackend {
   MNT_Backend* inner = nullptr;
   MNT_Op skew_op = MNT_OP_INVALID;  // INVALID: faithful forwarder
   double skew = 0;
+  bool ignore_pieces = false;  // the optimizer params cut to their 1.10 size
 };
 
 SkewedBackend* Unwrap(MNT_Backend* b) {
@@ -84,6 +85,13 @@ sdk::Status ParseOptions(const char* text, SkewedBackend* b,
             value.c_str()));
       }
       have_skew = true;
+    } else if (item.rfind("ignore_pieces=", 0) == 0) {
+      const std::string value = item.substr(14);
+      if (value != "0" && value != "1") {
+        return sdk::InvalidArgument(sdk::Format(
+            "skewed backend options: ignore_pieces='%s' is not 0 or 1", value.c_str()));
+      }
+      b->ignore_pieces = value == "1";
     } else if (!item.empty()) {
       if (!inner_options->empty()) *inner_options += ",";
       *inner_options += item;
@@ -206,10 +214,43 @@ MNT_FORWARD(Event_Record, MNT_Event_Record_Args)
 MNT_FORWARD(Event_ElapsedTime, MNT_Event_ElapsedTime_Args)
 MNT_FORWARD(Event_Destroy, MNT_Event_Destroy_Args)
 
+// Where an optimizer op's ABI 1.11 piece fields begin in its params (0 for
+// any other op).
+size_t PieceFieldsBegin(MNT_Op op) {
+  switch (op) {
+    case MNT_OP_SGD_STEP: return MNT_SgdParams_STRUCT_SIZE_1_10;
+    case MNT_OP_ADAMW_STEP: return MNT_AdamWParams_STRUCT_SIZE_1_10;
+    case MNT_OP_MULTI_ADAMW_STEP: return MNT_MultiAdamWParams_STRUCT_SIZE_1_10;
+    case MNT_OP_MULTI_SGD_STEP: return MNT_MultiSgdParams_STRUCT_SIZE_1_10;
+    default: return 0;
+  }
+}
+
 // The CPU backend runs the op; the chosen op's float outputs are then skewed.
+// With ignore_pieces an optimizer op runs on a copy of its params whose
+// struct_size ends before the piece fields.
 MNT_Error* Backend_Run(MNT_Backend_Run_Args* args) {
+  MNT_Backend_Run_Args cut;
+  std::vector<uint64_t> cut_params;  // 8-byte aligned, as the struct
+  MNT_Backend_Run_Args* forwarded = args;
+  if (args != nullptr && args->struct_size >= MNT_Backend_Run_Args_STRUCT_SIZE &&
+      args->backend != nullptr && Unwrap(args->backend)->ignore_pieces &&
+      args->params != nullptr) {
+    const size_t begin = PieceFieldsBegin(args->op);
+    size_t size;
+    std::memcpy(&size, args->params, sizeof(size));
+    if (begin > 0 && size > begin) {
+      // The backend reads no further than the cut size.
+      cut_params.resize((begin + 7) / 8);
+      std::memcpy(cut_params.data(), args->params, begin);
+      std::memcpy(cut_params.data(), &begin, sizeof(begin));
+      cut = *args;
+      cut.params = cut_params.data();
+      forwarded = &cut;
+    }
+  }
   MNT_Error* e = Forward("MNT_Backend_Run_Args", MNT_Backend_Run_Args_STRUCT_SIZE,
-                         args, Inner()->backend->Backend_Run);
+                         forwarded, Inner()->backend->Backend_Run);
   if (e != nullptr) return e;
   const SkewedBackend& b = *Unwrap(args->backend);
   if (b.skew_op == MNT_OP_INVALID || args->op != b.skew_op) return nullptr;

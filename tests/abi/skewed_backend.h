@@ -9,6 +9,12 @@
 // neither; without them the backend is a faithful forwarder. Every other key
 // is passed on to the CPU backend (e.g. "threads=1").
 //
+// "ignore_pieces=1" (ABI 1.11): the four optimizer ops' params reach the CPU
+// backend cut to their 1.10 struct_size, as a backend that predates the
+// piece fields (rounding_element, rounding_tensors, rounding_elements) reads
+// them -- while this backend still advertises MNT_CAPABILITY_OPTIMIZER_PIECES,
+// so the conformance suite's piece checks must catch it.
+//
 // Built as //tests/abi:mnt_backend_skewed.so; tests may link
 // //tests/abi:skewed_backend_lib and call SkewedBackendPluginApi() instead.
 #ifndef MANTISSA_TESTS_ABI_SKEWED_BACKEND_H_

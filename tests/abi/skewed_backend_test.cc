@@ -134,7 +134,7 @@ TEST_F(SkewedBackendTest, ScalesBf16OutputsInTheirOwnFormat) {
 
 TEST(SkewedBackendOptionsTest, MalformedOptionsAreOneLineErrors) {
   for (const char* bad : {"skew_op=NOT_AN_OP,skew=1e-3", "skew_op=GEMM,skew=lots",
-                          "skew_op=GEMM", "skew=1e-3"}) {
+                          "skew_op=GEMM", "skew=1e-3", "ignore_pieces=yes"}) {
     const Instance skewed(SkewedBackendPluginApi(), bad);
     EXPECT_EQ(skewed.status().code(), MNT_ERROR_INVALID_ARGUMENT) << bad;
     EXPECT_NE(skewed.status().message().find("skewed backend options"), std::string::npos)

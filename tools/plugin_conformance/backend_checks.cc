@@ -15,6 +15,7 @@
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/capabilities.h"
+#include "plugins/sdk/op_list.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/plugin_conformance/conformance.h"
@@ -259,6 +260,198 @@ std::string MemoryContract(const MNT_Plugin_Api* plugin, const Device& d,
   s = sdk::StatusFromPluginError(plugin, plugin->backend->Memory_Allocate(&zero));
   if (!s.ok() || zero.data != nullptr) return "Memory_Allocate(0) did not give NULL";
   return "";
+}
+
+// ABI 1.11 (MNT_CAPABILITY_OPTIMIZER_PIECES): a piece [begin, end) of
+// parameter `param`'s flat buffer, one entry of an optimizer call.
+struct PieceEntry {
+  size_t param;
+  int64_t begin, end;
+};
+
+int64_t NumElements(const HostTensor& t) { return static_cast<int64_t>(t.values.size()); }
+
+// Elements [begin, end) of t as a 1-D tensor.
+HostTensor Slice(const HostTensor& t, int64_t begin, int64_t end) {
+  HostTensor s{t.dtype, {end - begin}, {}};
+  s.values.assign(t.values.begin() + begin, t.values.begin() + end);
+  return s;
+}
+
+// One optimizer op over some parameters, stepped whole by one call and in
+// pieces by several. `scalars` lead a multi-tensor op's inputs (found_inf,
+// the multiplier); `inputs[q]` are parameter q's per-tensor inputs (its
+// gradient is sliced for a piece, a scalar such as a step counter is
+// passed as it is), `outputs[q]` its outputs (master, state..., working
+// copy), all sliced.
+struct PieceOp {
+  MNT_Op op;
+  std::vector<HostTensor> scalars;
+  std::vector<std::vector<HostTensor>> inputs, outputs;
+
+  // Runs `entries` as one call with `params` on `d`, writing each entry's
+  // outputs into `assembled` (per parameter, per output) at its range.
+  Status RunPieces(const Device& d, const std::vector<PieceEntry>& entries,
+                   const void* params, std::vector<std::vector<HostTensor>>* assembled) const {
+    std::vector<HostTensor> in = scalars, out;
+    for (const PieceEntry& e : entries) {
+      const int64_t n = NumElements(outputs[e.param][0]);
+      for (const HostTensor& t : inputs[e.param]) {
+        in.push_back(NumElements(t) == n ? Slice(t, e.begin, e.end) : t);
+      }
+      for (const HostTensor& t : outputs[e.param]) out.push_back(Slice(t, e.begin, e.end));
+    }
+    MNT_RETURN_IF_ERROR(d.Run(op, in, &out, params));
+    size_t o = 0;
+    for (const PieceEntry& e : entries) {
+      for (HostTensor& t : (*assembled)[e.param]) {
+        std::copy(out[o].values.begin(), out[o].values.end(), t.values.begin() + e.begin);
+        ++o;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The whole parameters' outputs after one call with `params`.
+  Status RunWhole(const Device& d, const void* params,
+                  std::vector<std::vector<HostTensor>>* whole) const {
+    std::vector<HostTensor> in = scalars, out;
+    for (size_t q = 0; q < outputs.size(); ++q) {
+      for (const HostTensor& t : inputs[q]) in.push_back(t);
+      for (const HostTensor& t : outputs[q]) out.push_back(t);
+    }
+    MNT_RETURN_IF_ERROR(d.Run(op, in, &out, params));
+    *whole = outputs;
+    size_t o = 0;
+    for (std::vector<HostTensor>& param : *whole) {
+      for (HostTensor& t : param) t = out[o++];
+    }
+    return Status::Ok();
+  }
+};
+
+// The assembled pieces against the whole step, bit for bit, parameter by
+// parameter ("" when equal).
+std::string ComparePieces(const std::vector<std::vector<HostTensor>>& pieces,
+                          const std::vector<std::vector<HostTensor>>& whole) {
+  for (size_t q = 0; q < whole.size(); ++q) {
+    const std::string d = CompareBits(pieces[q], whole[q]);
+    if (!d.empty()) return Format("parameter %zu stepped in pieces: %s", q, d.c_str());
+  }
+  return "";
+}
+
+// ABI 1.11: for a backend offering MNT_CAPABILITY_OPTIMIZER_PIECES, each
+// optimizer op stepping pieces of parameters -- contiguous element ranges
+// of their flat buffers, as ZeRO-1's element-range shards -- with each
+// piece's tensor index and first element index (rounding_element;
+// rounding_tensors/rounding_elements) writes bit for bit what stepping the
+// whole parameters writes: master, state and the stochastically rounded
+// bf16 working copy. SGD_STEP and ADAMW_STEP step one 2-D parameter as
+// three 1-D pieces cut at random points; MULTI_ADAMW_STEP and
+// MULTI_SGD_STEP step two parameters (tensor indices 3 and 7) as the
+// tables of three "ranks": {P0[0, a)}, {P0[a, n0), P1[0, b)}, {P1[b, n1)}.
+// A backend that ignored the fields would draw element 0's (and tensor
+// index rounding_tensor + i's) bits for every piece.
+void CheckOptimizerPieces(const MNT_Plugin_Api* plugin, const Device& cand,
+                          std::mt19937_64* rng, Report* r) {
+  const std::string n = "backend/optimizer_pieces ";
+  const MNT_Op ops[] = {MNT_OP_SGD_STEP, MNT_OP_ADAMW_STEP, MNT_OP_MULTI_ADAMW_STEP,
+                        MNT_OP_MULTI_SGD_STEP};
+  if (!sdk::HasCapability(plugin, MNT_CAPABILITY_OPTIMIZER_PIECES)) {
+    for (MNT_Op op : ops) {
+      r->Skip(n + sdk::OpName(op),
+              "needs capability OPTIMIZER_PIECES, which the backend does not offer");
+    }
+    return;
+  }
+  const uint64_t seed = (*rng)();
+  // Sizes past a few thousand elements (several CUDA blocks, the CPU's
+  // vector loops and tails); cuts anywhere, so rarely 4-aligned.
+  const int64_t rows = 20 + static_cast<int64_t>((*rng)() % 40);
+  const int64_t cols = 97 + static_cast<int64_t>((*rng)() % 64);
+  const int64_t n0 = rows * cols, n1 = 1000 + static_cast<int64_t>((*rng)() % 5000);
+  const auto cut = [&](int64_t size) { return 1 + static_cast<int64_t>((*rng)() % (size - 1)); };
+  int64_t c1 = cut(n0), c2 = cut(n0);
+  while (c2 == c1) c2 = cut(n0);
+  if (c2 < c1) std::swap(c1, c2);
+  const std::vector<PieceEntry> thirds[3] = {{{0, 0, c1}}, {{0, c1, c2}}, {{0, c2, n0}}};
+  const int64_t a = cut(n0), b = cut(n1);
+  const std::vector<std::vector<PieceEntry>> ranks = {
+      {{0, 0, a}}, {{0, a, n0}, {1, 0, b}}, {{1, b, n1}}};
+  const int64_t tensor_of[2] = {3, 7};  // not consecutive: rounding_tensors matter
+
+  for (MNT_Op op : ops) {
+    const std::string name = n + sdk::OpName(op);
+    if (!cand.Supports(op)) {
+      r->Skip(name, "not supported by this backend");
+      continue;
+    }
+    const bool multi = op == MNT_OP_MULTI_ADAMW_STEP || op == MNT_OP_MULTI_SGD_STEP;
+    const bool adamw = op == MNT_OP_ADAMW_STEP || op == MNT_OP_MULTI_ADAMW_STEP;
+    PieceOp p{op, {}, {}, {}};
+    const std::vector<int64_t> dims[2] = {{rows, cols}, {n1}};
+    for (size_t q = 0; q < (multi ? 2u : 1u); ++q) {
+      std::vector<HostTensor> in{Random(rng, q == 0 ? MNT_DTYPE_BF16 : MNT_DTYPE_F32, dims[q])};
+      if (op == MNT_OP_MULTI_ADAMW_STEP) in.push_back(HostTensor{MNT_DTYPE_I32, {1}, {4.0f}});
+      p.inputs.push_back(std::move(in));
+      p.outputs.push_back(adamw ? AdamWState(rng, dims[q])
+                                : std::vector<HostTensor>{Random(rng, MNT_DTYPE_F32, dims[q]),
+                                                          Random(rng, MNT_DTYPE_F32, dims[q]),
+                                                          Zeros(MNT_DTYPE_BF16, dims[q])});
+    }
+    if (multi) {
+      p.scalars = {HostTensor{MNT_DTYPE_F32, {1}, {0.0f}}, HostTensor{MNT_DTYPE_F32, {1}, {0.5f}}};
+    }
+    std::vector<std::vector<HostTensor>> whole, pieces = p.outputs;
+    Status s;
+    if (!multi) {
+      MNT_SgdParams sgd{MNT_SgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 1,
+                        MNT_ROUNDING_STOCHASTIC, seed, 5, 13, 0};
+      MNT_AdamWParams adam{MNT_AdamWParams_STRUCT_SIZE, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                           3, MNT_ROUNDING_STOCHASTIC, seed, 6, 0};
+      const void* params = adamw ? static_cast<const void*>(&adam) : &sgd;
+      s = p.RunWhole(cand, params, &whole);
+      for (const std::vector<PieceEntry>& piece : thirds) {
+        if (!s.ok()) break;
+        sgd.rounding_element = adam.rounding_element = piece[0].begin;
+        s = p.RunPieces(cand, piece, params, &pieces);
+      }
+    } else {
+      // Per table entry: its parameter's lr scale, weight decay, tensor
+      // index and (pieces) first element index.
+      const float scale_of[2] = {1.0f, 0.5f}, decay_of[2] = {0.01f, 0.0f};
+      const auto run = [&](const std::vector<PieceEntry>& entries, bool whole_call) {
+        std::vector<float> lr_scales, weight_decays;
+        std::vector<int64_t> tensors, elements;
+        for (const PieceEntry& e : entries) {
+          lr_scales.push_back(scale_of[e.param]);
+          weight_decays.push_back(decay_of[e.param]);
+          tensors.push_back(tensor_of[e.param]);
+          elements.push_back(e.begin);
+        }
+        const int64_t count = static_cast<int64_t>(entries.size());
+        // The whole call gives no rounding_elements (NULL: from 0).
+        const int64_t* el = whole_call ? nullptr : elements.data();
+        const MNT_MultiAdamWParams ma{MNT_MultiAdamWParams_STRUCT_SIZE, 1e-2f, 0.9f, 0.999f,
+                                      1e-8f, 0.0f, 1, count, lr_scales.data(),
+                                      weight_decays.data(), MNT_ROUNDING_STOCHASTIC, seed,
+                                      0, tensors.data(), el};
+        const MNT_MultiSgdParams ms{MNT_MultiSgdParams_STRUCT_SIZE, 0.05f, 0.9f, 1e-3f, 1,
+                                    count, lr_scales.data(), weight_decays.data(),
+                                    MNT_ROUNDING_STOCHASTIC, seed, 0, 21, tensors.data(),
+                                    el};
+        const void* params = adamw ? static_cast<const void*>(&ma) : &ms;
+        return whole_call ? p.RunWhole(cand, params, &whole)
+                          : p.RunPieces(cand, entries, params, &pieces);
+      };
+      s = run({{0, 0, n0}, {1, 0, n1}}, true);
+      for (const std::vector<PieceEntry>& rank : ranks) {
+        if (s.ok()) s = run(rank, false);
+      }
+    }
+    r->Check(name, s.ok() ? ComparePieces(pieces, whole) : s.message());
+  }
 }
 
 }  // namespace
@@ -726,6 +919,8 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
                    : c.exact_bits ? CompareBits(got, want)
                                   : Compare(got, want, c.tol));
   }
+
+  CheckOptimizerPieces(plugin, cand, &rng, r);
 }
 
 }  // namespace mnt::conformance

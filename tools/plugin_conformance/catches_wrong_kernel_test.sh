@@ -70,4 +70,17 @@ run "skew_op=TENSOR_STATS,skew=1e-6" 1 '^\[FAIL\] backend/op TENSOR_STATS '
 [[ "$("$tool" "$plugin" --options=skew_op=TENSOR_STATS,skew=1e-6 |
       grep -c '^\[FAIL\] backend/op TENSOR_STATS ')" == 3 ]] ||
   { echo "FAIL: skew 1e-6 did not fail the three finite TENSOR_STATS checks" >&2; exit 1; }
+# ABI 1.11: a backend advertising OPTIMIZER_PIECES that reads the optimizer
+# params as 1.10 did (no piece fields: every piece draws element 0's bits,
+# every table entry tensor index rounding_tensor + i) fails exactly the four
+# piece-vs-whole checks; the whole-tensor optimizer checks still pass.
+run "ignore_pieces=1" 1 '^\[FAIL\] backend/optimizer_pieces '
+[[ "$("$tool" "$plugin" --options=ignore_pieces=1 |
+      grep -c '^\[FAIL\] backend/optimizer_pieces ')" == 4 ]] ||
+  { echo "FAIL: ignore_pieces=1 did not fail all four optimizer piece checks" >&2; exit 1; }
+# Skewing an optimizer op scales the whole step's and the pieces' outputs
+# alike: its piece check still passes (only its kernel check fails, above).
+[[ "$("$tool" "$plugin" --options=skew_op=ADAMW_STEP,skew=1e-3 |
+      grep -c '^\[PASS\] backend/optimizer_pieces ')" == 4 ]] ||
+  { echo "FAIL: the piece checks did not all pass on the skewed ADAMW_STEP" >&2; exit 1; }
 echo PASS

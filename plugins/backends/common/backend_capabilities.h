@@ -18,6 +18,7 @@ inline constexpr int32_t kBackendCapabilities[] = {
     MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER,  // CROSS_ENTROPY in[2]
     MNT_CAPABILITY_OPTIMIZER_DEVICE_LR,          // the optimizer ops' device lr
     MNT_CAPABILITY_STOCHASTIC_ROUNDING,          // MNT_ROUNDING_STOCHASTIC
+    MNT_CAPABILITY_OPTIMIZER_PIECES,             // (1.11) rounding_element(s)/_tensors
 };
 
 }  // namespace mnt::backend

@@ -71,7 +71,12 @@ ParamsLayout LayoutOf(int32_t raw_op) {
           {offsetof(MNT_MultiAdamWParams, lr_scales),
            offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(float)},
           {offsetof(MNT_MultiAdamWParams, weight_decays),
-           offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(float)}};
+           offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(float)},
+          // 1.11: the pieces' tensor and element indices.
+          {offsetof(MNT_MultiAdamWParams, rounding_tensors),
+           offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(int64_t)},
+          {offsetof(MNT_MultiAdamWParams, rounding_elements),
+           offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(int64_t)}};
       break;
     case MNT_OP_MULTI_SGD_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_MultiSgdParams, rounding, rounding_seed)};
@@ -79,7 +84,11 @@ ParamsLayout LayoutOf(int32_t raw_op) {
           {offsetof(MNT_MultiSgdParams, lr_scales),
            offsetof(MNT_MultiSgdParams, num_tensors), sizeof(float)},
           {offsetof(MNT_MultiSgdParams, weight_decays),
-           offsetof(MNT_MultiSgdParams, num_tensors), sizeof(float)}};
+           offsetof(MNT_MultiSgdParams, num_tensors), sizeof(float)},
+          {offsetof(MNT_MultiSgdParams, rounding_tensors),
+           offsetof(MNT_MultiSgdParams, num_tensors), sizeof(int64_t)},
+          {offsetof(MNT_MultiSgdParams, rounding_elements),
+           offsetof(MNT_MultiSgdParams, num_tensors), sizeof(int64_t)}};
       break;
     default:
       break;

@@ -5,7 +5,8 @@
 // A recorded op owns copies of everything its call borrowed: the operand
 // views (pointer, dtype, rank, dims), the params struct (the caller's
 // struct_size bytes) and the arrays a params struct points to (the
-// multi-tensor optimizers' lr_scales/weight_decays). Args() rebuilds a
+// multi-tensor optimizers' lr_scales/weight_decays and, since 1.11,
+// rounding_tensors/rounding_elements). Args() rebuilds a
 // Backend_Run call from those copies, so issuing a recorded op runs exactly
 // what the caller asked for even after its buffers are gone.
 //

@@ -25,6 +25,7 @@ struct Call {
   std::vector<MNT_Tensor> in, out;
   std::vector<unsigned char> params;  // empty: NULL
   std::vector<float> lr_scales, weight_decays;
+  std::vector<int64_t> rounding_tensors, rounding_elements;  // ABI 1.11
 
   MNT_Backend_Run_Args Args() const {
     MNT_Backend_Run_Args a{};
@@ -91,6 +92,7 @@ class StepMaker {
           p.rounding = rng() % 2 ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN;
           p.rounding_seed = rng();
           p.rounding_tensor = static_cast<int64_t>(rng() % 100);
+          p.rounding_element = static_cast<int64_t>(rng() % 100000);
           PutRaw(c.get(), p);
           break;
         }
@@ -129,6 +131,11 @@ class StepMaker {
           p.rounding = MNT_ROUNDING_NEAREST_EVEN;
           p.rounding_seed = rng();
           p.rounding_tensor = 0;
+          // 1.11: pieces' tensor and element indices, borrowed like lr_scales.
+          for (int k = 0; k < t; ++k) c->rounding_tensors.push_back(rng() % 50);
+          for (int k = 0; k < t; ++k) c->rounding_elements.push_back(rng() % 100000);
+          p.rounding_tensors = rng() % 2 ? c->rounding_tensors.data() : nullptr;
+          p.rounding_elements = c->rounding_elements.data();
           PutRaw(c.get(), p);
           break;
         }
@@ -153,6 +160,10 @@ class StepMaker {
           p.rounding_seed = rng();
           p.rounding_tensor = 0;
           p.rounding_step = static_cast<int64_t>(rng() % 1000);
+          for (int k = 0; k < t; ++k) c->rounding_tensors.push_back(rng() % 50);
+          for (int k = 0; k < t; ++k) c->rounding_elements.push_back(rng() % 100000);
+          p.rounding_tensors = c->rounding_tensors.data();
+          p.rounding_elements = rng() % 2 ? c->rounding_elements.data() : nullptr;
           PutRaw(c.get(), p);
           break;
         }
@@ -237,19 +248,31 @@ TEST(StepRecordingTest, IssuedCallsAreTheOriginalsAfterTheirStorageIsGone) {
       EXPECT_EQ(g->num_tensors, w->num_tensors);
       ASSERT_EQ(g->lr_scales == nullptr, w->lr_scales == nullptr);
       ASSERT_NE(g->weight_decays, w->weight_decays);  // a copy, not the caller's
+      ASSERT_EQ(g->rounding_tensors == nullptr, w->rounding_tensors == nullptr);
+      ASSERT_NE(g->rounding_elements, w->rounding_elements);  // a copy
       for (int64_t t = 0; t < w->num_tensors; ++t) {
         if (w->lr_scales) {
           EXPECT_EQ(g->lr_scales[t], w->lr_scales[t]);
         }
         EXPECT_EQ(g->weight_decays[t], w->weight_decays[t]);
+        if (w->rounding_tensors) {
+          EXPECT_EQ(g->rounding_tensors[t], w->rounding_tensors[t]);
+        }
+        EXPECT_EQ(g->rounding_elements[t], w->rounding_elements[t]);
       }
     } else if (want.op == MNT_OP_MULTI_SGD_STEP) {
       const auto* g = static_cast<const MNT_MultiSgdParams*>(got.params);
       const auto* w = static_cast<const MNT_MultiSgdParams*>(want.params);
       EXPECT_EQ(g->lr, w->lr);
       EXPECT_EQ(g->lr_scales, nullptr);
+      ASSERT_NE(g->rounding_tensors, w->rounding_tensors);  // a copy
+      ASSERT_EQ(g->rounding_elements == nullptr, w->rounding_elements == nullptr);
       for (int64_t t = 0; t < w->num_tensors; ++t) {
         EXPECT_EQ(g->weight_decays[t], w->weight_decays[t]);
+        EXPECT_EQ(g->rounding_tensors[t], w->rounding_tensors[t]);
+        if (w->rounding_elements) {
+          EXPECT_EQ(g->rounding_elements[t], w->rounding_elements[t]);
+        }
       }
     } else {
       size_t size;
@@ -298,6 +321,11 @@ TEST(StepRecordingTest, AChangedBorrowedArrayIsADifferentStep) {
   calls[i]->weight_decays.back() += 1.0f;  // same pointer, other contents
   EXPECT_EQ(Record(calls).Difference(a),
             "op " + std::to_string(i) + " (MULTI_SGD_STEP): params array 1 differs");
+  // ABI 1.11: a piece's tensor index is compared by contents too.
+  calls = maker.Make(0);
+  calls[i]->rounding_tensors.front() += 1;
+  EXPECT_EQ(Record(calls).Difference(a),
+            "op " + std::to_string(i) + " (MULTI_SGD_STEP): params array 2 differs");
 }
 
 TEST(StepRecordingTest, AChangedPointerOrShapeIsADifferentStep) {

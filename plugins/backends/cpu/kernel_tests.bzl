@@ -16,6 +16,7 @@ KERNEL_TESTS = [
     "optimizers_test",
     "multi_tensor_optimizers_test",
     "stochastic_rounding_optimizers_test",
+    "optimizer_pieces_test",
     "attention_test",
     "conv_test",
     "pool_test",

@@ -6,7 +6,9 @@
 // Since 1.7 the learning rate may come from a device scalar instead of the
 // params (the CPU backend's device memory is host memory: read directly), and
 // the bf16 working copy may be rounded stochastically
-// (common/stochastic_rounding.h).
+// (common/stochastic_rounding.h); since 1.11 with a tensor index and a first
+// element index of the caller's choosing, so a piece of a parameter gets the
+// bits the whole parameter would.
 #include <cstdint>
 #include <vector>
 
@@ -29,17 +31,19 @@ bool SkipStep(const backend::StepInputs& s) {
 }
 
 // How one tensor's working copy is written: rounded to nearest even, or
-// (ABI 1.7) stochastically with this key.
+// (ABI 1.7) stochastically with this key, element i taking the bits of
+// element index element + i (1.11: a piece's offset in its parameter).
 struct CopyRounding {
   bool stochastic = false;
   uint64_t key = 0;
+  int64_t element = 0;
 };
 
 // Tensor `index` of a step's table (0 for a single-tensor op) at `step`.
 CopyRounding RoundingFor(const backend::WorkingRounding& r, size_t index, int64_t step) {
   if (!r.stochastic) return CopyRounding{};
-  return CopyRounding{true, StochasticRoundingKey(r.seed, step,
-                                                  r.tensor + static_cast<int64_t>(index))};
+  return CopyRounding{true, StochasticRoundingKey(r.seed, step, r.TensorOf(index)),
+                      r.ElementOf(index)};
 }
 
 // update(i, g) for every element i with the gradient g as fp32, times the
@@ -68,7 +72,7 @@ void StepBlocks(const backend::StepInputs& s, const float* w, const Operand& wor
     }
     uint16_t* out = static_cast<uint16_t*>(working->data) + off;
     for (int64_t i = 0; i < len; ++i) {
-      out[i] = FloatToBf16BitsStochastic(w[off + i], rounding.key, off + i);
+      out[i] = FloatToBf16BitsStochastic(w[off + i], rounding.key, rounding.element + off + i);
     }
   });
 }

@@ -3,7 +3,9 @@
 // master, keyed by (seed, step, tensor index, element); the master and the
 // state are those of round-to-nearest; the single- and multi-tensor ops and
 // the host and device step counters agree; one op refuses other working
-// dtypes and unknown modes; a 1.6 caller's struct rounds to nearest.
+// dtypes and unknown modes; a 1.6 caller's struct rounds to nearest; a 1.10
+// caller's struct (before the 1.11 piece fields) draws element i's bits at
+// element index i and table entry t's at tensor index rounding_tensor + t.
 #include <cstring>
 #include <vector>
 
@@ -252,6 +254,71 @@ TEST_F(StochasticRoundingOptimizersTest, A16CallersStructRoundsToNearest) {
   const std::vector<float> master2 = F32(w);
   const std::vector<uint16_t> copy2 = Bf16Bits(working);
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(copy2[i], FloatToBf16Bits(master2[i])) << i;
+}
+
+// A 1.10 caller's params end before the 1.11 piece fields
+// (rounding_element; rounding_tensors/rounding_elements): whatever follows
+// in its memory -- here values that would change the bits, and ones the
+// 1.11 check would refuse -- is not read.
+TEST_F(StochasticRoundingOptimizersTest, A110CallersStructUsesElementZeroAndTensorPlusI) {
+  const int64_t n = kSizes[0];
+  MNT_Tensor g = Upload(Random(n), MNT_DTYPE_F32, {n});
+  for (int64_t stray : {int64_t{1000}, int64_t{-5}}) {
+    SCOPED_TRACE(stray);
+    MNT_Tensor w = Upload(Random(n), MNT_DTYPE_F32, {n});
+    MNT_Tensor working = Empty(MNT_DTYPE_BF16, {n});
+    MNT_SgdParams s{MNT_SgdParams_STRUCT_SIZE_1_10, 0.1f, 0.0f, 0.0f, 0,
+                    MNT_ROUNDING_STOCHASTIC, kSeed, 4, 9, stray};
+    ASSERT_TRUE(Run(MNT_OP_SGD_STEP, {g}, {w, sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {n}),
+                                           working},
+                    &s)
+                    .ok());
+    ExpectStochasticCopy(w, working, kSeed, 9, 4);
+    MNT_AdamWParams a{MNT_AdamWParams_STRUCT_SIZE_1_10, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f,
+                      2, MNT_ROUNDING_STOCHASTIC, kSeed, 5, stray};
+    ASSERT_TRUE(Run(MNT_OP_ADAMW_STEP, {g},
+                    {w, Upload(std::vector<double>(n, 0.0), MNT_DTYPE_F32, {n}),
+                     Upload(std::vector<double>(n, 0.0), MNT_DTYPE_F32, {n}), working},
+                    &a)
+                    .ok());
+    ExpectStochasticCopy(w, working, kSeed, 2, 5);
+  }
+
+  // The multi-tensor forms: tensor index rounding_tensor + t, element 0,
+  // whatever the (unread) array pointers hold.
+  const int64_t stray_tensors[2] = {40, -1}, stray_elements[2] = {-3, 77};
+  std::vector<MNT_Tensor> grads, adam_in{sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1}),
+                                         sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1})};
+  std::vector<MNT_Tensor> adam_out, sgd_out;
+  std::vector<MNT_Tensor> sgd_in = adam_in;
+  for (int64_t size : kSizes) {
+    MNT_Tensor gi = Upload(Random(size), MNT_DTYPE_BF16, {size});
+    adam_in.push_back(gi);
+    adam_in.push_back(sdk::MakeTensor(nullptr, MNT_DTYPE_I32, {1}));
+    sgd_in.push_back(gi);
+    adam_out.push_back(Upload(Random(size), MNT_DTYPE_F32, {size}));
+    adam_out.push_back(Upload(std::vector<double>(size, 0.0), MNT_DTYPE_F32, {size}));
+    adam_out.push_back(Upload(std::vector<double>(size, 0.0), MNT_DTYPE_F32, {size}));
+    adam_out.push_back(Empty(MNT_DTYPE_BF16, {size}));
+    sgd_out.push_back(Upload(Random(size), MNT_DTYPE_F32, {size}));
+    sgd_out.push_back(sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {size}));
+    sgd_out.push_back(Empty(MNT_DTYPE_BF16, {size}));
+  }
+  const int64_t count = static_cast<int64_t>(kSizes.size());
+  const MNT_MultiAdamWParams mp{MNT_MultiAdamWParams_STRUCT_SIZE_1_10, 1e-3f, 0.9f, 0.999f,
+                                1e-8f, 0.0f, 3, count, nullptr, nullptr,
+                                MNT_ROUNDING_STOCHASTIC, kSeed, 20, stray_tensors,
+                                stray_elements};
+  ASSERT_TRUE(Run(MNT_OP_MULTI_ADAMW_STEP, adam_in, adam_out, &mp).ok());
+  const MNT_MultiSgdParams sp{MNT_MultiSgdParams_STRUCT_SIZE_1_10, 0.1f, 0.0f, 0.0f, 0, count,
+                              nullptr, nullptr, MNT_ROUNDING_STOCHASTIC, kSeed, 30, 8,
+                              stray_tensors, stray_elements};
+  ASSERT_TRUE(Run(MNT_OP_MULTI_SGD_STEP, sgd_in, sgd_out, &sp).ok());
+  for (int64_t t = 0; t < count; ++t) {
+    SCOPED_TRACE(t);
+    ExpectStochasticCopy(adam_out[4 * t], adam_out[4 * t + 3], kSeed, 3, 20 + t);
+    ExpectStochasticCopy(sgd_out[3 * t], sgd_out[3 * t + 2], kSeed, 8, 30 + t);
+  }
 }
 
 }  // namespace

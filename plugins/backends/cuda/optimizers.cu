@@ -15,7 +15,9 @@
 // per pair it holds. They read and write 4 elements at a time (16-byte loads
 // when aligned).
 // Since ABI 1.7 a bf16 working copy may be rounded stochastically, with the
-// CPU backend's bits (common/stochastic_rounding.h).
+// CPU backend's bits (common/stochastic_rounding.h); since 1.11 with a
+// tensor index and a first element index of the caller's choosing (a piece
+// of a parameter gets the bits the whole parameter would).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,10 +58,13 @@ struct StepBuffers {
   // ABI 1.7: a stochastically rounded (bf16) working copy, its random bits
   // keyed by (seed, step, tensor); the step is counter + 1 with a step
   // counter, else rounding_step (AdamW's host step, SGD's rounding_step).
+  // Element i draws the bits of element index rounding_element + i (1.11:
+  // a piece's offset in its parameter; 0 otherwise).
   int32_t stochastic = 0;
   uint64_t rounding_seed = 0;
   int64_t rounding_tensor = 0;
   int64_t rounding_step = 0;
+  int64_t rounding_element = 0;
 };
 
 // Sets b's stochastic rounding for tensor `index` of a call's table.
@@ -67,8 +72,9 @@ void SetRounding(const backend::WorkingRounding& r, size_t index, int64_t host_s
                  StepBuffers* b) {
   b->stochastic = r.stochastic ? 1 : 0;
   b->rounding_seed = r.seed;
-  b->rounding_tensor = r.tensor + static_cast<int64_t>(index);
+  b->rounding_tensor = r.TensorOf(index);
   b->rounding_step = host_step;
+  b->rounding_element = r.ElementOf(index);
 }
 
 StepBuffers Buffers(const backend::StepInputs& in) {
@@ -112,7 +118,7 @@ __device__ inline void StoreWorking(const StepBuffers& b, uint64_t key, int64_t 
   uint16_t h[4] = {0, 0, 0, 0};
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    if (k < count) h[k] = FloatToBf16BitsStochastic(w[k], key, i + k);
+    if (k < count) h[k] = FloatToBf16BitsStochastic(w[k], key, b.rounding_element + i + k);
   }
   if (vec && count == 4) {
     uint2 q;

@@ -1,6 +1,9 @@
 #include "plugins/backends/common/calls/optimizers.h"
 
+#include <cstdint>
+#include <limits>
 #include <optional>
+#include <string>
 
 #include "plugins/backends/common/step_math.h"
 #include "plugins/sdk/abi_enum.h"
@@ -60,6 +63,55 @@ Status CheckRounding(const OpCall& call, const P* p, WorkingRounding* r) {
   return Status::Ok();
 }
 
+// ABI 1.11: a piece's first element index `element` (named `what`) of an
+// operand with n elements: >= 0, and its last element's index fits int64.
+Status CheckPieceElement(const OpCall& call, const std::string& what, int64_t element,
+                         int64_t n) {
+  if (element < 0) {
+    return call.Invalid(sdk::Format("%s %lld must be >= 0", what.c_str(), (long long)element));
+  }
+  if (n > 0 && element > std::numeric_limits<int64_t>::max() - (n - 1)) {
+    return call.Invalid(sdk::Format("%s %lld + %lld elements overflows the element index",
+                                    what.c_str(), (long long)element, (long long)n));
+  }
+  return Status::Ok();
+}
+
+// ABI 1.11's rounding_element of SGD_STEP's / ADAMW_STEP's params (P), read
+// only when the caller's struct_size holds it.
+template <typename P>
+Status CheckRoundingElement(const OpCall& call, const P* p, int64_t n, WorkingRounding* r) {
+  if (!MNT_HAS_FIELD(p, P, rounding_element)) return Status::Ok();
+  MNT_RETURN_IF_ERROR(CheckPieceElement(call, "rounding_element", p->rounding_element, n));
+  r->element = p->rounding_element;
+  return Status::Ok();
+}
+
+// ABI 1.11's rounding_tensors / rounding_elements of a multi-tensor op's
+// params (P), each read only when the caller's struct_size holds it; after
+// the table is checked (each entry's n).
+template <typename P>
+Status CheckRoundingPieces(const OpCall& call, const P* p,
+                           const std::vector<MultiStepTensor>& tensors, WorkingRounding* r) {
+  if (MNT_HAS_FIELD(p, P, rounding_tensors) && p->rounding_tensors != nullptr) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (p->rounding_tensors[i] < 0) {
+        return call.Invalid(sdk::Format("rounding_tensors[%zu] %lld must be >= 0", i,
+                                        (long long)p->rounding_tensors[i]));
+      }
+    }
+    r->tensors = p->rounding_tensors;
+  }
+  if (MNT_HAS_FIELD(p, P, rounding_elements) && p->rounding_elements != nullptr) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      MNT_RETURN_IF_ERROR(CheckPieceElement(call, sdk::Format("rounding_elements[%zu]", i),
+                                            p->rounding_elements[i], tensors[i].n));
+    }
+    r->elements = p->rounding_elements;
+  }
+  return Status::Ok();
+}
+
 // Stochastic rounding writes bf16 bits: any other working copy is refused.
 Status CheckRoundedCopy(const OpCall& call, const WorkingRounding& r, const Operand& t) {
   if (!r.stochastic || !t.present() || t->dtype == MNT_DTYPE_BF16) return Status::Ok();
@@ -112,6 +164,7 @@ Status CheckSgdStep(const OpCall& call, SgdStepCall* s) {
   MNT_RETURN_IF_ERROR(CheckRounding(call, p, &s->rounding));
   if (MNT_HAS_FIELD(p, MNT_SgdParams, rounding_step)) s->rounding.step = p->rounding_step;
   MNT_RETURN_IF_ERROR(CheckStepInputs(call, s));
+  MNT_RETURN_IF_ERROR(CheckRoundingElement(call, p, s->n, &s->rounding));
   MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 3, &s->lr));
   MNT_RETURN_IF_ERROR(call.Output(0, "master", &s->master));
   MNT_RETURN_IF_ERROR(CheckState(call, s->master, s->n));
@@ -137,6 +190,7 @@ Status CheckAdamWStep(const OpCall& call, AdamWStepCall* a) {
       call.Params("MNT_AdamWParams", MNT_AdamWParams_STRUCT_SIZE_1_6, false, &a->params));
   MNT_RETURN_IF_ERROR(CheckRounding(call, a->params, &a->rounding));
   MNT_RETURN_IF_ERROR(CheckStepInputs(call, a));
+  MNT_RETURN_IF_ERROR(CheckRoundingElement(call, a->params, a->n, &a->rounding));
   MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 4, &a->lr));
   a->step_counter = call.OptionalInput(3, "step_counter");
   if (a->step_counter.present()) {
@@ -192,7 +246,7 @@ Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
   if (!a->step_counters && p->step < 1) {
     return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)", (long long)p->step));
   }
-  return Status::Ok();
+  return CheckRoundingPieces(call, p, a->tensors, &a->rounding);
 }
 
 Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* s) {
@@ -226,7 +280,7 @@ Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* s) {
     MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, t.working, t.n));
     MNT_RETURN_IF_ERROR(CheckRoundedCopy(call, s->rounding, t.working));
   }
-  return Status::Ok();
+  return CheckRoundingPieces(call, p, s->tensors, &s->rounding);
 }
 
 }  // namespace mnt::backend

@@ -29,15 +29,31 @@ struct StepInputs {
 
 // ABI 1.7: how the working copy is written. Off (round to nearest even)
 // for a 1.6 caller's params. When stochastic, every working copy is BF16
-// (checked) and tensor t's element i takes the bits of
-// StochasticRoundingKey(seed, step, tensor + t) (common/stochastic_rounding.h),
-// where step is AdamW's bias-correction step (resolved by the kernel: the
-// step counter lives on the device) or SGD's rounding_step.
+// (checked) and table entry t's element i takes the bits
+// StochasticRoundingBits(StochasticRoundingKey(seed, step, TensorOf(t)),
+// ElementOf(t) + i) (common/stochastic_rounding.h), where step is AdamW's
+// bias-correction step (resolved by the kernel: the step counter lives on
+// the device) or SGD's rounding_step. A single-tensor op is entry 0.
+// ABI 1.11 (pieces of a parameter): `element` is SGD_STEP's / ADAMW_STEP's
+// rounding_element, `tensors` / `elements` a multi-tensor op's optional
+// rounding_tensors / rounding_elements (the caller's arrays, borrowed for
+// the call; every value checked >= 0, and no piece's last element index
+// overflows). A 1.10 caller's struct leaves them 0 / NULL.
 struct WorkingRounding {
   bool stochastic = false;
   uint64_t seed = 0;
-  int64_t tensor = 0;  // the first table entry's index in a multi-tensor op
-  int64_t step = 0;    // SGD only
+  int64_t tensor = 0;   // the first table entry's index in a multi-tensor op
+  int64_t step = 0;     // SGD only
+  int64_t element = 0;  // 1.11: the single-tensor ops' rounding_element
+  const int64_t* tensors = nullptr;   // 1.11: optional [num_tensors]
+  const int64_t* elements = nullptr;  // 1.11: optional [num_tensors]
+
+  // Table entry i's tensor index for the random bits.
+  int64_t TensorOf(size_t i) const {
+    return tensors != nullptr ? tensors[i] : tensor + static_cast<int64_t>(i);
+  }
+  // The element index of table entry i's element 0.
+  int64_t ElementOf(size_t i) const { return elements != nullptr ? elements[i] : element; }
 };
 
 // master (F32, updated in place), momentum (F32; present only when
