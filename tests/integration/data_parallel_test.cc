@@ -261,9 +261,12 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.precision + "_" + std::to_string(info.param.ranks) + "_ranks";
     });
 
-// ZeRO-1 steps the same ops on the same bits as ZeRO-0, each parameter on
-// its owner, and gathers the working weights: every loss and every
-// checkpointed byte must be equal, and each rank keeps less.
+// ZeRO-1 reduce-scatters the gradients, steps each rank's share of the
+// elements (parameters cut where shares end, stochastic rounding keyed by
+// the element's place in its parameter) and all-gathers the working
+// weights; ZeRO-0 and ZeRO-1 add the global norm from the same shares. Every
+// loss and every checkpointed byte must be equal, and each rank keeps about
+// 1/ranks of the optimizer state.
 struct ZeroCase {
   int ranks;
   std::string precision;
@@ -296,6 +299,10 @@ TEST_P(ZeroOne, EqualsZeroZeroBitForBit) {
   EXPECT_GT(state0, 0);
   EXPECT_GT(state1, 0);
   EXPECT_LT(state1, state0) << "rank 0 kept the whole optimizer state under ZeRO-1";
+  // A share is 1/ranks of the flat layout, padded to whole 128-element
+  // chunks; the step counters add 4 bytes per piece.
+  EXPECT_LE(state1, state0 / c.ranks + 2 * 128 * 4 * c.ranks + 4 * 64)
+      << "rank 0 keeps more than its 1/" << c.ranks << " share of the optimizer state";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -304,7 +311,13 @@ INSTANTIATE_TEST_SUITE_P(
                       ZeroCase{2, "fp16", "", "fp16_2"},
                       ZeroCase{2, "bf16", "--stochastic_rounding", "bf16_sr_2"},
                       ZeroCase{3, "fp32", "--optimizer=sgd", "sgd_3"},
-                      ZeroCase{2, "fp16", "--multi_tensor_optimizer=off", "fp16_single_2"}),
+                      ZeroCase{2, "fp16", "--multi_tensor_optimizer=off", "fp16_single_2"},
+                      // Many small buckets (each cut into ranks' chunks) and
+                      // a clip that acts every step.
+                      ZeroCase{2, "bf16", "--bucket_mb=0.004 --clip_grad_norm=0.05 "
+                                          "--stochastic_rounding", "bf16_sr_buckets_2"},
+                      ZeroCase{3, "fp16", "--bucket_mb=0.004 --clip_grad_norm=0.05 "
+                                          "--multi_tensor_optimizer=off", "fp16_buckets_3"}),
     [](const ::testing::TestParamInfo<ZeroCase>& info) { return info.param.name; });
 
 TEST(DataParallel, ZeroOneCheckpointsResumeUnderEitherStage) {

@@ -112,10 +112,12 @@ ABSL_FLAG(bool, debug_overflow, false,
           "the step, op, layer and parameter, with abs min/max of the last 20 ops' operands "
           "(slow: for finding where fp16 overflows)");
 ABSL_FLAG(int64_t, zero_stage, 0,
-          "Data parallel: 0|1; 1 = ZeRO-1, each rank keeps the fp32 master weights and "
-          "optimizer state of 1/N of the parameters (less memory per rank, same bits)");
+          "Data parallel: 0|1; 1 = ZeRO-1, each rank keeps the fp32 master weights, "
+          "optimizer state and averaged gradient of 1/N of the parameters' elements (less "
+          "memory per rank, same bits)");
 ABSL_FLAG(double, bucket_mb, 25,
-          "Data parallel: average gradients in buckets of about this many MiB; 0 = one bucket");
+          "Data parallel: average gradients (ZeRO-1: reduce-scatter them) in buckets of about "
+          "this many MiB; 0 = one bucket");
 ABSL_FLAG(int64_t, save_total_limit, 0, "Keep only the newest N checkpoint-<step> files in --checkpoint_dir; 0 = keep all");
 ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here (docs/metrics.md); an existing file is kept as <file>.1 unless --resume; \"\" = none");
 ABSL_FLAG(std::string, tensorboard_dir, "", "Write TensorBoard event files here (tensorboard --logdir=<dir>); \"\" = none");

@@ -46,7 +46,7 @@ class DeviceLossScaling : public LossScaling {
   MNT_Tensor LossOutput(int64_t micro) const override;
   absl::StatusOr<double> MicroBatchLoss(int64_t) override { return 0.0; }
   absl::StatusOr<OptimizerGate> UnscaleUpdateAndClip(
-      float scale, const std::vector<MNT_Tensor>& grads, StepMetrics* m) override;
+      float scale, const StepGradients& grads, StepMetrics* m) override;
   absl::StatusOr<bool> CompleteStepMetrics(bool wanted, StepMetrics* m) override;
   absl::Status SyncToPlugin(int64_t steps_taken) override;
   absl::Status SyncFromPlugin() override;

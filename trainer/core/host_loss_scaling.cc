@@ -33,16 +33,16 @@ absl::StatusOr<double> HostLossScaling::MicroBatchLoss(int64_t) {
 }
 
 absl::StatusOr<OptimizerGate> HostLossScaling::UnscaleUpdateAndClip(
-    float scale, const std::vector<MNT_Tensor>& grads, StepMetrics* m) {
+    float scale, const StepGradients& grads, StepMetrics* m) {
   bool skip = false;
   if (active_) {
-    auto s = UnscaleAndUpdate(scale, grads);
+    auto s = UnscaleAndUpdate(scale, grads.unscale);
     if (!s.ok()) return s.status();
     skip = *s;
   }
   m->skipped = skip;
   if (!skip) {
-    if (auto s = Clip(grads, m); !s.ok()) return s;
+    if (auto s = Clip(grads.norm, m); !s.ok()) return s;
   }
   OptimizerGate gate;
   gate.run_optimizer = !skip;
@@ -67,6 +67,9 @@ absl::StatusOr<bool> HostLossScaling::UnscaleAndUpdate(
   out.insert(out.end(), grads.begin(), grads.end());
   if (auto s = sdk::ToAbsl(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out)); !s.ok())
     return s;
+  if (c_.max_over_ranks) {
+    if (auto s = c_.max_over_ranks(F32Scalar(sc.found_inf)); !s.ok()) return s;
+  }
   auto found = ReadScalar<float>(client, sc.found_inf.data());
   if (!found.ok()) return found.status();
   sdk::LossScalerUpdate update;
@@ -81,6 +84,9 @@ absl::Status HostLossScaling::Clip(const std::vector<MNT_Tensor>& grads,
           c_.client->Run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}));
       !s.ok())
     return s;
+  if (c_.sum_over_ranks) {
+    if (auto s = c_.sum_over_ranks(F32Scalar(sc.norm_sq)); !s.ok()) return s;
+  }
   auto norm_sq = ReadScalar<float>(*c_.client, sc.norm_sq.data());
   if (!norm_sq.ok()) return norm_sq.status();
   m->grad_norm = std::sqrt(static_cast<double>(*norm_sq));

@@ -22,7 +22,7 @@ class HostLossScaling : public LossScaling {
   MNT_Tensor LossOutput(int64_t micro) const override;
   absl::StatusOr<double> MicroBatchLoss(int64_t micro) override;
   absl::StatusOr<OptimizerGate> UnscaleUpdateAndClip(
-      float scale, const std::vector<MNT_Tensor>& grads, StepMetrics* m) override;
+      float scale, const StepGradients& grads, StepMetrics* m) override;
   absl::StatusOr<bool> CompleteStepMetrics(bool wanted, StepMetrics* m) override;
   // The plugin's scaler is updated every step: nothing to carry.
   absl::Status SyncToPlugin(int64_t) override { return absl::OkStatus(); }

@@ -12,6 +12,7 @@
 #define MANTISSA_TRAINER_CORE_LOSS_SCALING_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,21 @@ struct LossScalingContext {
   float max_grad_norm = 0;
   int64_t micro_batches = 1;  // per optimizer step
   std::string precision_name;
+  // Data parallel, in place on an F32 [1] device scalar over every rank:
+  // the max of found_inf when ranks check different gradient elements
+  // (ZeRO-1), and the sum of the squared norm when each rank adds its
+  // share's (StepGradients::norm). Unset: nothing to reduce.
+  std::function<absl::Status(const MNT_Tensor&)> max_over_ranks;
+  std::function<absl::Status(const MNT_Tensor&)> sum_over_ranks;
+};
+
+// The optimizer's gradients as a step's loss scaling sees them.
+struct StepGradients {
+  // Unscaled in place and checked for inf/NaN.
+  std::vector<MNT_Tensor> unscale;
+  // Whose squared norm this rank adds to the global one (the same elements
+  // as `unscale`, or a share of them; sum_over_ranks adds the ranks').
+  std::vector<MNT_Tensor> norm;
 };
 
 // What the optimizer is handed after unscaling and clipping.
@@ -80,7 +96,7 @@ class LossScaling {
   // in place, look for inf/NaN, update the scale and compute the clip
   // multiplier. Fills what it knows on the host of m's skipped and grad_norm.
   virtual absl::StatusOr<OptimizerGate> UnscaleUpdateAndClip(
-      float scale, const std::vector<MNT_Tensor>& grads, StepMetrics* m) = 0;
+      float scale, const StepGradients& grads, StepMetrics* m) = 0;
 
   // Completes a finished step's metrics (loss, skipped, grad norm, skipped
   // steps) where they are still missing, and says whether a sink gets them.

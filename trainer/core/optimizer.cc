@@ -35,7 +35,8 @@ bool Optimizer::TakesDeviceLr(const sdk::BackendInstance& backend) {
 absl::Status Optimizer::CheckStochasticRounding(const mantissa::OptimizerConfig& config,
                                                  const sdk::BackendInstance& backend,
                                                  bool mixed, MNT_DType weight_dtype,
-                                                 const std::string& precision_name) {
+                                                 const std::string& precision_name,
+                                                 bool splits_parameters) {
   if (!config.stochastic_rounding()) return absl::OkStatus();
   if (!mixed || weight_dtype != MNT_DTYPE_BF16) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -50,6 +51,16 @@ absl::Status Optimizer::CheckStochasticRounding(const mantissa::OptimizerConfig&
         "STOCHASTIC_ROUNDING, ABI 1.7); backend ",
         backend.plugin()->name, " (ABI ", v.major_version, ".", v.minor_version,
         ") does not"));
+  }
+  if (splits_parameters &&
+      !sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_OPTIMIZER_PIECES)) {
+    const MNT_Api_Version& v = backend.plugin()->abi_version;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--stochastic_rounding with --zero_stage=1 steps parts of parameters and needs a "
+        "backend that keys their random bits by their place in the parameter (capability "
+        "OPTIMIZER_PIECES, ABI 1.11); backend ",
+        backend.plugin()->name, " (ABI ", v.major_version, ".", v.minor_version,
+        ") does not; use --zero_stage=0"));
   }
   return absl::OkStatus();
 }
@@ -72,10 +83,14 @@ Optimizer::Optimizer(const mantissa::OptimizerConfig& config,
                             !params->params().empty()),
       multi_tensor_(multi_tensor && !params->params().empty()),
       device_lr_(device_lr) {
-  // ZeRO-1: this rank steps its own parameters only.
-  for (const Param& p : params->params()) {
-    if (!params->Owns(p)) continue;
+  // One entry per tensor the step updates: every parameter, or (ZeRO-1)
+  // the pieces of this rank's share, each keyed for stochastic rounding by
+  // its parameter and its first element there.
+  for (const ParamPiece& piece : params->steps()) {
+    const Param& p = params->params()[piece.param];
     weight_decays_.push_back(p.weight_decay ? static_cast<float>(config.weight_decay()) : 0.0f);
+    rounding_tensors_.push_back(piece.param);
+    rounding_elements_.push_back(piece.first);
   }
 }
 
@@ -90,10 +105,10 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
       return s;
   }
   if (!o->device_step_counters_) return o;
-  for (Param& p : params->params()) {
-    if (!params->Owns(p)) continue;
-    if (auto s = sdk::ToAbsl(client.Allocate(
-            sizeof(int32_t), MNT_MEMORY_OPTIMIZER_STATE, &p.step_counter));
+  o->step_counters_.resize(params->steps().size());
+  for (sdk::DeviceBuffer& counter : o->step_counters_) {
+    if (auto s = sdk::ToAbsl(
+            client.Allocate(sizeof(int32_t), MNT_MEMORY_OPTIMIZER_STATE, &counter));
         !s.ok())
       return s;
   }
@@ -121,14 +136,15 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
   // NULL tensors so every tensor keeps its fixed stride.
   const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
   std::vector<MNT_Tensor> in{found_inf, multiplier}, out;
-  for (const Param& p : params_->params()) {
-    if (!params_->Owns(p)) continue;
-    in.push_back(params_->OptimizerGrad(p));
-    if (adam_) in.push_back(device_step_counters_ ? I32Scalar(p.step_counter) : absent);
-    out.push_back(params_->MasterWeights(p));
-    out.push_back(p.Tensor(p.state1, MNT_DTYPE_F32));
-    if (adam_) out.push_back(p.Tensor(p.state2, MNT_DTYPE_F32));
-    out.push_back(params_->mixed() ? params_->WorkingWeights(p) : absent);
+  const std::vector<ParamPiece>& pieces = params_->steps();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const ParamPiece& piece = pieces[i];
+    in.push_back(params_->PieceGrad(piece));
+    if (adam_) in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
+    out.push_back(params_->PieceMaster(piece));
+    out.push_back(params_->PieceState(piece, 0));
+    if (adam_) out.push_back(params_->PieceState(piece, 1));
+    out.push_back(params_->mixed() ? params_->PieceWorking(piece) : absent);
   }
   if (device_lr_) in.push_back(LrInput());  // ABI 1.7: the last input
   const int64_t n = static_cast<int64_t>(weight_decays_.size());
@@ -145,7 +161,9 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                                  weight_decays_.data(),
                                  rounding(),
                                  rounding_seed_,
-                                 /*rounding_tensor=*/params_->first_owned_param()};
+                                 /*rounding_tensor=*/0,
+                                 rounding_tensors_.data(),
+                                 rounding_elements_.data()};
     return client_.Run(MNT_OP_MULTI_ADAMW_STEP, in, out, &a);
   }
   const MNT_MultiSgdParams a{MNT_MultiSgdParams_STRUCT_SIZE,
@@ -158,8 +176,10 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                              weight_decays_.data(),
                              rounding(),
                              rounding_seed_,
-                             /*rounding_tensor=*/params_->first_owned_param(),
-                             RoundingStep(train_step)};
+                             /*rounding_tensor=*/0,
+                             RoundingStep(train_step),
+                             rounding_tensors_.data(),
+                             rounding_elements_.data()};
   return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
 }
 
@@ -174,22 +194,21 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
     return absl::OkStatus();
   }
   const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_I32, {1});
-  // Parameter i's random bits use tensor index i, as in the multi-tensor op.
-  int64_t index = 0;
-  for (const Param& p : params_->params()) {
-    const int64_t tensor = index++;
-    if (!params_->Owns(p)) continue;  // ZeRO-1: another rank's
-    std::vector<MNT_Tensor> in{params_->OptimizerGrad(p), found_inf, multiplier};
+  // A piece's random bits use its parameter's index and its elements' place
+  // in the parameter, as in the multi-tensor op and as a whole step would.
+  const std::vector<ParamPiece>& pieces = params_->steps();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const ParamPiece& piece = pieces[i];
+    std::vector<MNT_Tensor> in{params_->PieceGrad(piece), found_inf, multiplier};
     if (adam_ && (device_step_counters_ || device_lr_)) {
-      in.push_back(device_step_counters_ ? I32Scalar(p.step_counter) : absent);
+      in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
     }
     if (device_lr_) in.push_back(LrInput());  // SGD in[3], AdamW in[4] (ABI 1.7)
-    std::vector<MNT_Tensor> out{params_->MasterWeights(p),
-                                p.Tensor(p.state1, MNT_DTYPE_F32)};
-    if (adam_) out.push_back(p.Tensor(p.state2, MNT_DTYPE_F32));
+    std::vector<MNT_Tensor> out{params_->PieceMaster(piece), params_->PieceState(piece, 0)};
+    if (adam_) out.push_back(params_->PieceState(piece, 1));
     // The rounded working copy, written in the same kernel.
-    if (params_->mixed()) out.push_back(params_->WorkingWeights(p));
-    const float wd = p.weight_decay ? static_cast<float>(config_.weight_decay()) : 0.0f;
+    if (params_->mixed()) out.push_back(params_->PieceWorking(piece));
+    const float wd = weight_decays_[i];
     sdk::Status s;
     if (adam_) {
       const MNT_AdamWParams a{MNT_AdamWParams_STRUCT_SIZE,
@@ -201,7 +220,8 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                               ParamsStep(),
                               rounding(),
                               rounding_seed_,
-                              tensor};
+                              piece.param,
+                              piece.first};
       s = client_.Run(MNT_OP_ADAMW_STEP, in, out, &a);
     } else {
       const MNT_SgdParams a{MNT_SgdParams_STRUCT_SIZE,
@@ -211,8 +231,9 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                             config_.nesterov() ? 1 : 0,
                             rounding(),
                             rounding_seed_,
-                            tensor,
-                            RoundingStep(train_step)};
+                            piece.param,
+                            RoundingStep(train_step),
+                            piece.first};
       s = client_.Run(MNT_OP_SGD_STEP, in, out, &a);
     }
     if (!s.ok()) return sdk::ToAbsl(s);
@@ -224,10 +245,8 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
 }
 
 absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {
-  for (const Param& p : params_->params()) {
-    if (!params_->Owns(p)) continue;
-    if (auto s = WriteScalar<int32_t>(client_, p.step_counter.data(),
-                          static_cast<int32_t>(applied));
+  for (const sdk::DeviceBuffer& counter : step_counters_) {
+    if (auto s = WriteScalar<int32_t>(client_, counter.data(), static_cast<int32_t>(applied));
         !s.ok())
       return s;
   }
@@ -236,8 +255,7 @@ absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {
 
 absl::StatusOr<int32_t> Optimizer::ReadDeviceStepCounter() const {
   // Every counter this rank keeps advances alike; its first one says.
-  return ReadScalar<int32_t>(
-      client_, params_->params()[params_->first_owned_param()].step_counter.data());
+  return ReadScalar<int32_t>(client_, step_counters_.front().data());
 }
 
 }  // namespace mnt::trainer

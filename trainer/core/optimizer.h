@@ -65,10 +65,14 @@ class Optimizer {
   // MNT_CAPABILITY_STOCHASTIC_ROUNDING (ABI 1.7; another would round to
   // nearest without saying so).
   // `mixed`: fp32 masters apart from working weights of `weight_dtype`.
+  // `splits_parameters`: the step updates parts of parameters (ZeRO-1), whose
+  // bits must be keyed by their place in the parameter: a backend offering
+  // MNT_CAPABILITY_OPTIMIZER_PIECES (ABI 1.11).
   static absl::Status CheckStochasticRounding(const mantissa::OptimizerConfig& config,
                                               const sdk::BackendInstance& backend, bool mixed,
                                               MNT_DType weight_dtype,
-                                              const std::string& precision_name);
+                                              const std::string& precision_name,
+                                              bool splits_parameters = false);
   // The seed of the random bits a run derives from its --seed.
   static uint64_t RoundingSeedFor(uint64_t run_seed);
   bool stochastic_rounding() const { return config_.stochastic_rounding(); }
@@ -132,6 +136,11 @@ class Optimizer {
   // Each tensor's weight decay, for the multi-tensor params (built once: the
   // array the params point at stays put).
   std::vector<float> weight_decays_;
+  // Each stepped tensor's parameter index and first element there (ABI
+  // 1.11's rounding keys).
+  std::vector<int64_t> rounding_tensors_, rounding_elements_;
+  // AdamW's device step counters, one per stepped tensor.
+  std::vector<sdk::DeviceBuffer> step_counters_;
   int64_t applied_steps_ = 0;
   uint64_t rounding_seed_ = 0;
 };

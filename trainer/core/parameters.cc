@@ -1,6 +1,7 @@
 #include "trainer/core/parameters.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -47,139 +48,123 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     store->num_parameters_ += p.numel;
   }
   if (auto s = store->AllocateFlat(optimizer_state_slots); !s.ok()) return s;
-
-  std::vector<float> host;
-  for (int64_t i = 0; i < count; ++i) {
-    Param& p = store->params_[i];
-    // Initial values drawn on the host in fp32, then rounded once into the
-    // working dtype (SyncWorkingWeights): every backend starts from the
-    // same bits. Without a master copy the working weights are fp32.
-    // ZeRO-1: a mixed-precision parameter another rank owns has no master
-    // here; its working weights come from the owner (the trainer gathers).
-    const sdk::DeviceBuffer& fp32 = store->CheckpointedWeights(p);
-    if (fp32.data() == nullptr) continue;
-    InitParameter(p.init, p.init_scale, seed, i, p.numel, &host);
-    absl::Status s = sdk::ToAbsl(
-        client.ToDevice(fp32.data(), host.data(), p.numel * sizeof(float)));
-    const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-    for (const sdk::DeviceBuffer* state : {&p.state1, &p.state2}) {
-      if (!s.ok() || state->data() == nullptr) continue;
-      s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {},
-                                  {p.Tensor(*state, MNT_DTYPE_F32)}, &zero));
-    }
-    if (!s.ok()) return s;
-  }
-  if (auto s = store->SyncWorkingWeights(); !s.ok()) return s;
+  if (auto s = store->Initialise(seed); !s.ok()) return s;
   return store;
 }
 
 absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
+  // One layout in elements for every kind: parameter i starts at the same
+  // element in each buffer, and a 16-bit buffer is exactly half an fp32 one.
+  std::vector<int64_t> numels;
+  for (const Param& p : params_) numels.push_back(p.numel);
+  std::vector<int64_t> offsets = FlatOffsets(numels, kFlatAlignmentElements);
+  const int64_t bucket_elements =
+      shard_.bucket_bytes / static_cast<int64_t>(sdk::DTypeSize(mixed_ ? MNT_DTYPE_F32
+                                                                       : gradient_dtype_));
+  layout_ = ShardLayout(offsets, numels, shard_.world, bucket_elements, kFlatAlignmentElements);
+  if (shard_.world > 1) share_ = layout_.PiecesOf(shard_.rank);
+  if (sharded() && share_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--zero_stage=1: the model's ", num_parameters_, " parameters leave rank ", shard_.rank,
+        " of ", shard_.world, " none to own; use fewer ranks or --zero_stage=0"));
+  }
+  if (sharded()) {
+    steps_ = share_;
+  } else {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const int64_t n = params_[i].numel;
+      steps_.push_back({static_cast<int64_t>(i), 0, n, offsets[i], offsets[i]});
+    }
+  }
+
   // Every kind of per-parameter buffer the policy and optimizer need, each
-  // one allocation (its memory category) holding every parameter's tensor;
-  // under ZeRO-1 the masters and the optimizer state hold only this rank's
-  // parameters (`sharded` kinds).
+  // one allocation (its memory category); under ZeRO-1 the masters, the
+  // optimizer state and the averaged gradient hold this rank's share only
+  // (`sharded` kinds, reached through pieces, not Param's views).
   struct Kind {
-    sdk::DeviceBuffer Param::*view;
+    sdk::DeviceBuffer* flat;
+    sdk::DeviceBuffer Param::*view;  // null: no per-parameter view
     MNT_DType dtype;
     MNT_MemoryCategory category;
     bool sharded;
   };
-  std::vector<Kind> kinds = {{&Param::weights, weight_dtype_, MNT_MEMORY_WEIGHTS, false},
-                             {&Param::grads, gradient_dtype_, MNT_MEMORY_GRADIENTS, false}};
+  std::vector<Kind> kinds = {
+      {&weights_flat_, &Param::weights, weight_dtype_, MNT_MEMORY_WEIGHTS, false},
+      {&grads_flat_, &Param::grads, gradient_dtype_, MNT_MEMORY_GRADIENTS, false}};
   if (mixed_) {
-    kinds.push_back({&Param::master, MNT_DTYPE_F32, MNT_MEMORY_MASTER_WEIGHTS, true});
-    kinds.push_back({&Param::master_grads, MNT_DTYPE_F32, MNT_MEMORY_GRADIENTS, false});
+    kinds.push_back({&master_flat_, &Param::master, MNT_DTYPE_F32, MNT_MEMORY_MASTER_WEIGHTS,
+                     true});
+    kinds.push_back({&master_grads_flat_, &Param::master_grads, MNT_DTYPE_F32,
+                     MNT_MEMORY_GRADIENTS, false});
   }
-  kinds.push_back({&Param::state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
+  kinds.push_back(
+      {&state_flat_[0], &Param::state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
   if (optimizer_state_slots > 1) {
-    kinds.push_back({&Param::state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
+    kinds.push_back(
+        {&state_flat_[1], &Param::state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
   }
-  // One layout in elements for every kind: parameter i starts at the same
-  // element in each buffer, and a 16-bit buffer is exactly half an fp32 one.
-  // A sharded buffer is the slice [owned begin, owned end) of that layout.
-  std::vector<int64_t> numels;
-  for (const Param& p : params_) numels.push_back(p.numel);
-  offsets_ = FlatOffsets(numels, kFlatAlignmentElements);
-  flat_elements_ = offsets_.back();
-  owner_ = ParamOwners(offsets_, shard_.world);
-  // Each rank's parameters as one range of the flat layout (runs are
-  // contiguous), found once: the trainer asks for them every step.
-  owned_ranges_.assign(shard_.world, {0, 0});
-  for (size_t i = 0; i < owner_.size(); ++i) {
-    auto& [begin, end] = owned_ranges_[owner_[i]];
-    if (begin == end) begin = offsets_[i];
-    end = offsets_[i + 1];
+  if (sharded()) {
+    kinds.push_back({&shard_grads_flat_, nullptr, mixed_ ? MNT_DTYPE_F32 : gradient_dtype_,
+                     MNT_MEMORY_GRADIENTS, true});
   }
-  first_owned_ = static_cast<int64_t>(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (owner_[i] != shard_.rank) continue;
-    first_owned_ = std::min<int64_t>(first_owned_, static_cast<int64_t>(i));
-    ++owned_count_;
-  }
-  if (sharded() && owned_count_ == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--zero_stage=1: the model's ", params_.size(), " parameter tensors (",
-        num_parameters_, " parameters) leave rank ", shard_.rank, " of ", shard_.world,
-        " none to own; use fewer ranks or --zero_stage=0"));
-  }
-  const auto [owned_begin, owned_end] = OwnedElements(shard_.rank);
   for (const Kind& kind : kinds) {
+    const bool share_only = kind.sharded && sharded();
     const size_t element_bytes = sdk::DTypeSize(kind.dtype);
-    const int64_t first = kind.sharded ? owned_begin : 0;
-    const int64_t last = kind.sharded ? owned_end : flat_elements_;
-    const size_t total = static_cast<size_t>(last - first) * element_bytes;
-    flat_.emplace_back();
+    // Data parallel: the layout's padded total, so every bucket splits evenly.
+    const int64_t elements = share_only           ? layout_.share()
+                             : shard_.world > 1   ? layout_.total()
+                                                  : offsets.back();
+    const size_t total = static_cast<size_t>(elements) * element_bytes;
     if (total == 0) continue;
-    if (auto s = sdk::ToAbsl(client_.Allocate(total, kind.category, &flat_.back())); !s.ok()) {
+    if (auto s = sdk::ToAbsl(client_.Allocate(total, kind.category, kind.flat)); !s.ok()) {
       return s;
     }
-    char* base = static_cast<char*>(flat_.back().data());
+    if (share_only || kind.view == nullptr) continue;
+    char* base = static_cast<char*>(kind.flat->data());
     for (size_t i = 0; i < params_.size(); ++i) {
-      if (kind.sharded && owner_[i] != shard_.rank) continue;  // stays empty
-      // A view: owned by flat_, never freed by itself.
-      params_[i].*kind.view = sdk::DeviceBuffer(
-          nullptr, base + static_cast<size_t>(offsets_[i] - first) * element_bytes,
-          static_cast<size_t>(params_[i].numel) * element_bytes);
+      // A view: owned by the flat buffer, never freed by itself.
+      params_[i].*kind.view =
+          sdk::DeviceBuffer(nullptr, base + static_cast<size_t>(offsets[i]) * element_bytes,
+                            static_cast<size_t>(params_[i].numel) * element_bytes);
     }
   }
   return absl::OkStatus();
 }
 
-std::vector<int> ParamOwners(const std::vector<int64_t>& offsets, int world) {
-  std::vector<int> owners;
-  const int64_t total = offsets.empty() ? 0 : offsets.back();
-  const int64_t count = static_cast<int64_t>(offsets.size()) - 1;
-  for (int64_t i = 0; i < count; ++i) {
-    // The share of the flat elements that holds the parameter's middle...
-    const int64_t middle = (offsets[i] + offsets[i + 1]) / 2;
-    int64_t owner = total > 0 ? middle * world / total : 0;
-    // ...but with a parameter for every rank where there are enough: the
-    // first parameters go one per rank at least, and so do the last.
-    owner = std::max<int64_t>(owner, world - (count - i));
-    owner = std::min<int64_t>({owner, i, world - 1});
-    if (!owners.empty()) {
-      owner = std::max<int64_t>(owner, owners.back());      // contiguous runs
-      owner = std::min<int64_t>(owner, owners.back() + 1);  // no rank skipped
+absl::Status ParameterStore::Initialise(uint64_t seed) {
+  // Initial values drawn on the host in fp32, then rounded once into the
+  // working dtype (SyncWorkingWeights): every backend starts from the same
+  // bits. Without a master copy the working weights are fp32. ZeRO-1: every
+  // rank draws every parameter and keeps its pieces' masters; the other
+  // shares' working weights come from their ranks (the trainer gathers).
+  std::vector<float> host;
+  int64_t drawn = -1;
+  for (const ParamPiece& piece : steps_) {
+    const Param& p = params_[piece.param];
+    if (drawn != piece.param) {
+      InitParameter(p.init, p.init_scale, seed, piece.param, p.numel, &host);
+      drawn = piece.param;
     }
-    owners.push_back(static_cast<int>(owner));
+    const MNT_Tensor master = PieceMaster(piece);
+    if (auto s = sdk::ToAbsl(client_.ToDevice(master.data, host.data() + piece.first,
+                                              piece.numel * sizeof(float)));
+        !s.ok())
+      return s;
   }
-  return owners;
+  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+  for (const sdk::DeviceBuffer& state : state_flat_) {
+    if (state.data() == nullptr) continue;
+    const MNT_Tensor all = Range(state, MNT_DTYPE_F32, 0,
+                                 static_cast<int64_t>(state.size() / sizeof(float)));
+    if (auto s = sdk::ToAbsl(client_.Run(MNT_OP_FILL, {}, {all}, &zero)); !s.ok()) return s;
+  }
+  return SyncWorkingWeights();
 }
 
-bool ParameterStore::Owns(const Param& p) const {
-  const size_t i = static_cast<size_t>(&p - params_.data());
-  return i >= owner_.size() || owner_[i] == shard_.rank;
-}
-
-std::pair<int64_t, int64_t> ParameterStore::OwnedElements(int rank) const {
-  if (rank < 0 || rank >= static_cast<int>(owned_ranges_.size())) return {0, 0};
-  return owned_ranges_[rank];
-}
-
-MNT_Tensor ParameterStore::WorkingWeightRange(int64_t begin, int64_t end) const {
-  char* base = static_cast<char*>(flat_[0].data());
-  return sdk::MakeTensor(base + static_cast<size_t>(begin) * sdk::DTypeSize(weight_dtype_),
-                         weight_dtype_, {end - begin});
+MNT_Tensor ParameterStore::Range(const sdk::DeviceBuffer& flat, MNT_DType dtype, int64_t at,
+                                 int64_t n) {
+  char* base = static_cast<char*>(flat.data());
+  return sdk::MakeTensor(base + static_cast<size_t>(at) * sdk::DTypeSize(dtype), dtype, {n});
 }
 
 std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment) {
@@ -192,6 +177,61 @@ std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t ali
   }
   offsets.push_back(at);
   return offsets;
+}
+
+MNT_Tensor ParameterStore::PieceGrad(const ParamPiece& piece) const {
+  if (sharded()) {
+    return Range(shard_grads_flat_, mixed_ ? MNT_DTYPE_F32 : gradient_dtype_, piece.shard,
+                 piece.numel);
+  }
+  const Param& p = params_[piece.param];
+  if (piece.numel == p.numel) return OptimizerGrad(p);
+  return FlatOptimizerGrads(piece.flat, piece.flat + piece.numel);
+}
+
+MNT_Tensor ParameterStore::PieceMaster(const ParamPiece& piece) const {
+  const Param& p = params_[piece.param];
+  if (!mixed_) {  // the working weights are the fp32 master
+    if (piece.numel == p.numel) return WorkingWeights(p);
+    return Range(weights_flat_, weight_dtype_, piece.flat, piece.numel);
+  }
+  if (sharded()) return Range(master_flat_, MNT_DTYPE_F32, piece.shard, piece.numel);
+  if (piece.numel == p.numel) return p.Tensor(p.master, MNT_DTYPE_F32);
+  return Range(master_flat_, MNT_DTYPE_F32, piece.flat, piece.numel);
+}
+
+MNT_Tensor ParameterStore::PieceState(const ParamPiece& piece, int slot) const {
+  const Param& p = params_[piece.param];
+  const sdk::DeviceBuffer& flat = state_flat_[slot];
+  if (sharded()) return Range(flat, MNT_DTYPE_F32, piece.shard, piece.numel);
+  if (piece.numel == p.numel) return p.Tensor(slot == 0 ? p.state1 : p.state2, MNT_DTYPE_F32);
+  return Range(flat, MNT_DTYPE_F32, piece.flat, piece.numel);
+}
+
+MNT_Tensor ParameterStore::PieceWorking(const ParamPiece& piece) const {
+  const Param& p = params_[piece.param];
+  if (piece.numel == p.numel) return WorkingWeights(p);
+  return Range(weights_flat_, weight_dtype_, piece.flat, piece.numel);
+}
+
+bool ParameterStore::splits_parameters() const {
+  return std::any_of(steps_.begin(), steps_.end(), [this](const ParamPiece& piece) {
+    return piece.numel != params_[piece.param].numel;
+  });
+}
+
+std::vector<MNT_Tensor> ParameterStore::UnscaledGradTensors() const {
+  if (!sharded()) return OptimizerGradTensors();
+  std::vector<MNT_Tensor> out;
+  for (const ParamPiece& piece : steps_) out.push_back(PieceGrad(piece));
+  return out;
+}
+
+std::vector<MNT_Tensor> ParameterStore::NormGradTensors() const {
+  if (!norm_is_partial()) return OptimizerGradTensors();
+  std::vector<MNT_Tensor> out;
+  for (const ParamPiece& piece : share_) out.push_back(PieceGrad(piece));
+  return out;
 }
 
 std::vector<MNT_Tensor> ParameterStore::WeightTensors() const {
@@ -211,21 +251,25 @@ MNT_Tensor ParameterStore::OptimizerGrad(const Param& p) const {
                 : p.Tensor(p.grads, gradient_dtype_);
 }
 
-MNT_Tensor ParameterStore::FlatOptimizerGrads() const {
-  // flat_ follows AllocateFlat's kinds: weights, grads, then (mixed)
-  // master, master_grads.
-  const sdk::DeviceBuffer& b = mixed_ ? flat_[3] : flat_[1];
-  return sdk::MakeTensor(b.data(), mixed_ ? MNT_DTYPE_F32 : gradient_dtype_, {flat_elements_});
+MNT_Tensor ParameterStore::FlatOptimizerGrads(int64_t begin, int64_t end) const {
+  const sdk::DeviceBuffer& flat = mixed_ ? master_grads_flat_ : grads_flat_;
+  const MNT_DType dtype = mixed_ ? MNT_DTYPE_F32 : gradient_dtype_;
+  if (end < 0) end = static_cast<int64_t>(flat.size() / sdk::DTypeSize(dtype));
+  return Range(flat, dtype, begin, end - begin);
+}
+
+MNT_Tensor ParameterStore::ShardGrads(int64_t at, int64_t n) const {
+  return Range(shard_grads_flat_, mixed_ ? MNT_DTYPE_F32 : gradient_dtype_, at, n);
+}
+
+MNT_Tensor ParameterStore::FlatWorkingWeights(int64_t begin, int64_t end) const {
+  return Range(weights_flat_, weight_dtype_, begin, end - begin);
 }
 
 std::vector<MNT_Tensor> ParameterStore::OptimizerGradTensors() const {
   std::vector<MNT_Tensor> out;
   for (const Param& p : params_) out.push_back(OptimizerGrad(p));
   return out;
-}
-
-MNT_Tensor ParameterStore::MasterWeights(const Param& p) const {
-  return p.Tensor(CheckpointedWeights(p), MNT_DTYPE_F32);
 }
 
 MNT_Tensor ParameterStore::WorkingWeights(const Param& p) const {
@@ -247,10 +291,9 @@ absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
 
 absl::Status ParameterStore::SyncWorkingWeights() {
   if (!mixed_) return absl::OkStatus();
-  for (const Param& p : params_) {
-    if (!Owns(p)) continue;  // ZeRO-1: the owner's rounding is gathered
-    if (auto s = sdk::ToAbsl(client_.Run(MNT_OP_CAST, {MasterWeights(p)},
-                                          {WorkingWeights(p)}));
+  for (const ParamPiece& piece : steps_) {
+    if (auto s = sdk::ToAbsl(client_.Run(MNT_OP_CAST, {PieceMaster(piece)},
+                                          {PieceWorking(piece)}));
         !s.ok())
       return s;
   }

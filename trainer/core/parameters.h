@@ -18,6 +18,7 @@
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/model_client.h"
 #include "plugins/sdk/tensor.h"
+#include "trainer/core/shard_layout.h"
 
 namespace mnt::trainer {
 
@@ -29,15 +30,14 @@ struct Param {
   MNT_ParamInit init = MNT_PARAM_INIT_ZEROS;
   float init_scale = 0;
   bool weight_decay = false;
-  // Views into the store's flat buffers (ParameterStore).
+  // Views into the store's flat buffers (ParameterStore). Under ZeRO-1 the
+  // master and the optimizer state are sharded and these two stay empty:
+  // the store's pieces (PieceMaster, PieceState) are this rank's parts.
   sdk::DeviceBuffer weights;         // working weights (weight dtype)
   sdk::DeviceBuffer master;          // fp32 master (mixed precision only)
   sdk::DeviceBuffer grads;           // as backward writes them
   sdk::DeviceBuffer master_grads;    // fp32 accumulation (mixed only)
   sdk::DeviceBuffer state1, state2;  // Adam m, v / SGD momentum (fp32)
-  // Adam with device loss scaling: applied steps, I32 [1], advanced by
-  // ADAMW_STEP itself (one per tensor, as torch's state_steps). Optimizer.
-  sdk::DeviceBuffer step_counter;
 
   MNT_Tensor Tensor(const sdk::DeviceBuffer& b, MNT_DType dtype) const {
     return sdk::MakeTensor(b.data(), dtype, static_cast<int32_t>(dims.size()),
@@ -45,22 +45,18 @@ struct Param {
   }
 };
 
-// ZeRO-1 (--zero_stage=1): this rank of `world` keeps the fp32 master
-// weights and the optimizer state of its own parameters only. Rank r owns a
-// contiguous run of parameters (in spec order), about 1/world of the flat
-// elements, so the ranks' runs, concatenated in rank order, are every
-// parameter in order. world 1: one rank owns all (no sharding).
+// This process's place in a data-parallel job. world > 1 cuts the flat
+// layout into the ranks' shares (shard_layout.h): the global gradient norm
+// is then always added up from the shares' parts, so ZeRO-0 and ZeRO-1 clip
+// alike. `zero1` (--zero_stage=1): this rank keeps the fp32 master weights,
+// the optimizer state and the averaged gradient of its share only, and
+// steps only that.
 struct ParamShard {
   int rank = 0;
   int world = 1;
+  bool zero1 = false;
+  int64_t bucket_bytes = 0;  // ZeRO-1's reduce-scatter buckets (0: one)
 };
-
-// The owner of each of the parameters at flat `offsets` (FlatOffsets: one
-// entry per parameter, then the total): the rank whose 1/world share of the
-// flat elements holds the parameter's middle element, adjusted so that the
-// owners run 0, 1, ..., world-1 without gaps where there are enough
-// parameters.
-std::vector<int> ParamOwners(const std::vector<int64_t>& offsets, int world);
 
 // Element offsets of tensors of `numels` elements laid out back to back,
 // each starting at a multiple of `alignment` elements; one more entry: the
@@ -83,20 +79,36 @@ class ParameterStore {
       const MNT_Precision_GetPolicy_Args& policy, int optimizer_state_slots,
       uint64_t seed, ParamShard shard = {});
 
-  // ZeRO-1: whether this rank owns parameter `p` (its master weights,
-  // optimizer state and update); always true without sharding. Under
-  // sharding the master and state views of parameters it does not own are
-  // empty, and their working weights are whatever the owner broadcast last
-  // (WorkingWeightRange): the trainer gathers them after every update.
-  bool sharded() const { return shard_.world > 1; }
-  bool Owns(const Param& p) const;
-  // Rank r's parameters as a range of the flat working weights, in elements
-  // [begin, end) (empty when it owns none), and that range as a 1-D tensor.
-  std::pair<int64_t, int64_t> OwnedElements(int rank) const;
-  MNT_Tensor WorkingWeightRange(int64_t begin, int64_t end) const;
-  // The index of this rank's first parameter (its optimizer's tensor 0).
-  int64_t first_owned_param() const { return first_owned_; }
-  int64_t owned_params() const { return owned_count_; }
+  // ZeRO-1: masters, optimizer state and the averaged gradient are this
+  // rank's share only; the working weights of the other shares are what
+  // their ranks gathered last (the trainer gathers after every update).
+  bool sharded() const { return shard_.zero1 && shard_.world > 1; }
+  const ShardLayout& layout() const { return layout_; }
+
+  // What this rank's optimizer steps, in flat order: every parameter whole,
+  // or (ZeRO-1) the pieces of its share.
+  const std::vector<ParamPiece>& steps() const { return steps_; }
+  // Whether some of them are parts of a parameter.
+  bool splits_parameters() const;
+  // A piece's part of each buffer: the parameter's tensor (its dims) for a
+  // whole one, else a 1-D range. PieceGrad: the gradient the optimizer
+  // reads (ZeRO-1: the averaged share); PieceMaster: the fp32 weights it
+  // updates; PieceWorking: the rounded copy it writes (mixed only).
+  MNT_Tensor PieceGrad(const ParamPiece& piece) const;
+  MNT_Tensor PieceMaster(const ParamPiece& piece) const;
+  MNT_Tensor PieceState(const ParamPiece& piece, int slot) const;
+  MNT_Tensor PieceWorking(const ParamPiece& piece) const;
+
+  // The gradients the loss scaling unscales and checks for inf/NaN: every
+  // parameter's, or (ZeRO-1) this rank's share.
+  std::vector<MNT_Tensor> UnscaledGradTensors() const;
+  // The gradients whose squared norm this rank adds: every parameter's, or
+  // (world > 1) its share's, whose sum over ranks is the global norm.
+  std::vector<MNT_Tensor> NormGradTensors() const;
+  bool norm_is_partial() const { return shard_.world > 1; }
+
+  // fp32 optimizer state tensors per parameter (1 or 2).
+  int state_slots() const { return state_flat_[1].data() != nullptr ? 2 : 1; }
 
   // Separate fp32 master weights and gradients (the policy has a master
   // dtype); otherwise the working weights are the master.
@@ -110,17 +122,24 @@ class ParameterStore {
   // In spec order: what Model_Forward/Backward read and write.
   std::vector<MNT_Tensor> WeightTensors() const;
   std::vector<MNT_Tensor> GradTensors() const;
-  // What the optimizer steps: fp32 master gradients (mixed) or the grads,
-  // and the fp32 weights it updates (the master, or the working weights).
+  // What the optimizer steps from: fp32 master gradients (mixed) or the
+  // grads, whole and as backward (and the exchange) left them.
   MNT_Tensor OptimizerGrad(const Param& p) const;
   std::vector<MNT_Tensor> OptimizerGradTensors() const;
-  // The optimizer's gradients of every parameter as one flat 1-D tensor,
-  // the alignment padding between them included (never read as a
-  // parameter's): what data parallelism averages, bucket by bucket.
-  MNT_Tensor FlatOptimizerGrads() const;
-  MNT_Tensor MasterWeights(const Param& p) const;
+  // The optimizer's gradients of every parameter as one flat 1-D tensor
+  // (elements [begin, end), default all), the alignment padding between
+  // them included (never read as a parameter's): what data parallelism
+  // averages or reduce-scatters, bucket by bucket.
+  MNT_Tensor FlatOptimizerGrads(int64_t begin = 0, int64_t end = -1) const;
+  // ZeRO-1: `n` elements of this rank's averaged gradient share from
+  // element `at` (where a bucket's reduce-scatter writes).
+  MNT_Tensor ShardGrads(int64_t at, int64_t n) const;
+  // The working weights' flat elements [begin, end) (ZeRO-1's all-gather).
+  MNT_Tensor FlatWorkingWeights(int64_t begin, int64_t end) const;
   MNT_Tensor WorkingWeights(const Param& p) const;
-  // The buffer a checkpoint saves and restores as the weights (fp32).
+  // The fp32 weights a checkpoint saves: the master, or the working weights
+  // (mixed precision off). Whole parameters only: not under ZeRO-1 with
+  // mixed precision (PieceMaster).
   const sdk::DeviceBuffer& CheckpointedWeights(const Param& p) const {
     return mixed_ ? p.master : p.weights;
   }
@@ -130,7 +149,8 @@ class ParameterStore {
   // no bits. Without a master copy gradients accumulate in place: no-op.
   absl::Status AccumulateMasterGradients(int64_t micro);
 
-  // Mixed precision: rounds the fp32 masters into the working weights.
+  // Mixed precision: rounds the fp32 masters of this rank's pieces into the
+  // working weights.
   absl::Status SyncWorkingWeights();
 
  private:
@@ -138,6 +158,10 @@ class ParameterStore {
                  const MNT_Precision_GetPolicy_Args& policy);
   // Every flat buffer, and the views into it for each parameter.
   absl::Status AllocateFlat(int optimizer_state_slots);
+  // Writes the initial fp32 values and zeroes the optimizer state.
+  absl::Status Initialise(uint64_t seed);
+  // A 1-D range of a flat buffer of `dtype`.
+  static MNT_Tensor Range(const sdk::DeviceBuffer& flat, MNT_DType dtype, int64_t at, int64_t n);
 
   // Each view starts on a 256-byte boundary (128 elements: 256 bytes in 16
   // bits, 512 in fp32), as aligned as a separate allocation of the backend,
@@ -147,15 +171,16 @@ class ParameterStore {
   const sdk::BackendClient& client_;
   MNT_DType weight_dtype_, gradient_dtype_;
   bool mixed_;
-  std::vector<sdk::DeviceBuffer> flat_;  // owns what Param's views point at
+  ParamShard shard_;
   std::vector<Param> params_;
   int64_t num_parameters_ = 0;
-  int64_t flat_elements_ = 0;  // each flat buffer's length, padding included
-  ParamShard shard_;
-  std::vector<int> owner_;            // per parameter
-  std::vector<int64_t> offsets_;      // FlatOffsets of the parameters
-  std::vector<std::pair<int64_t, int64_t>> owned_ranges_;  // per rank
-  int64_t first_owned_ = 0, owned_count_ = 0;
+  ShardLayout layout_;
+  std::vector<ParamPiece> share_;  // this rank's share (world > 1)
+  std::vector<ParamPiece> steps_;
+  // The flat buffers Param's views point into (empty where not needed).
+  sdk::DeviceBuffer weights_flat_, grads_flat_, master_flat_, master_grads_flat_;
+  sdk::DeviceBuffer state_flat_[2];
+  sdk::DeviceBuffer shard_grads_flat_;  // ZeRO-1: the averaged share
 };
 
 }  // namespace mnt::trainer

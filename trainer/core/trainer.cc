@@ -98,8 +98,9 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
       LossScalingActive(config_.loss_scale(), plugins_->policy.loss_scaling);
 
   ParamShard shard;
-  if (ranks_ != nullptr && config_.zero_stage() == 1) {
-    shard = {ranks_->rank(), ranks_->world_size()};
+  if (ranks_ != nullptr) {
+    shard = {ranks_->rank(), ranks_->world_size(), config_.zero_stage() == 1,
+             static_cast<int64_t>(config_.bucket_mb() * (1 << 20))};
   }
   auto params = ParameterStore::Create(plugins_->model, client, plugins_->policy,
                                        state_slots, config_.seed(), shard);
@@ -113,7 +114,7 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
     fp8_ = std::move(*fp8);
     plugins_->model.UseFp8Tensors(fp8_->tensors());
   }
-  // ZeRO-1: the other ranks' parameters start from their owners' rounding.
+  // ZeRO-1: the other shares start from their ranks' rounding.
   if (auto s = GatherWorkingWeights(); !s.ok()) return s;
   if (OpTracer* tracer = plugins_->tracer.get()) {
     for (const Param& p : params_->params()) {
@@ -142,7 +143,8 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
                             plugins_->model.TakesDeviceLossMultiplier();
   if (auto s = Optimizer::CheckStochasticRounding(config_.optimizer(), *plugins_->backend,
                                                   params_->mixed(), params_->weight_dtype(),
-                                                  plugins_->precision_name);
+                                                  plugins_->precision_name,
+                                                  params_->splits_parameters());
       !s.ok())
     return s;
   // ABI 1.7: on the device path the lr is a device scalar too.
@@ -161,6 +163,12 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   context.max_grad_norm = static_cast<float>(config_.clip_grad_norm());
   context.micro_batches = MicroBatches(config_);
   context.precision_name = plugins_->precision_name;
+  if (params_->sharded()) {  // each rank checked its share for inf/NaN
+    context.max_over_ranks = [this](const MNT_Tensor& t) { return data_parallel_->MaxInPlace(t); };
+  }
+  if (params_->norm_is_partial()) {  // each rank adds its share's norm
+    context.sum_over_ranks = [this](const MNT_Tensor& t) { return data_parallel_->SumInPlace(t); };
+  }
   auto scaling = MakeLossScaling(*plan, context, loss_scaling_active_,
                                  optimizer_.get(), plugins_->device_name);
   if (!scaling.ok()) return scaling.status();
@@ -180,7 +188,10 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   parts.scaler = &plugins_->scaler;
   parts.scaling = scaling_.get();
   parts.fp8 = fp8_.get();
-  if (params_->sharded()) parts.gather_working_weights = [this] { return GatherWorkingWeights(); };
+  if (params_->sharded()) {
+    parts.gather_working_weights = [this] { return GatherWorkingWeights(); };
+    parts.all_gather = [this](const std::string& mine) { return ranks_->AllGather(mine); };
+  }
   checkpoint_ = std::make_unique<TrainingCheckpoint>(parts);
   return absl::OkStatus();
 }
@@ -316,18 +327,17 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
 
   if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
   Stopwatch phase;
-  // The global batch's gradient on every rank: from here on every rank
-  // unscales, finds inf/NaN, clips, skips and steps on the same bits.
+  // The global batch's gradient on every rank (ZeRO-1: of its share): from
+  // here on every rank unscales, finds inf/NaN, clips, skips and steps on
+  // the same bits.
   if (data_parallel_ != nullptr) {
     Stopwatch exchange;
-    const int64_t bucket_bytes = static_cast<int64_t>(config_.bucket_mb() * (1 << 20));
-    if (auto s = data_parallel_->AverageInBuckets(params_->FlatOptimizerGrads(), bucket_bytes);
-        !s.ok())
-      return s;
+    if (auto s = ExchangeGradients(); !s.ok()) return s;
     phases_.Add("gradient exchange", exchange.Seconds());
     phase.Restart();
   }
-  auto gate = scaling_->UnscaleUpdateAndClip(scale, params_->OptimizerGradTensors(), metrics);
+  auto gate = scaling_->UnscaleUpdateAndClip(
+      scale, {params_->UnscaledGradTensors(), params_->NormGradTensors()}, metrics);
   if (!gate.ok()) return gate.status();
   if (gate->run_optimizer) {
     if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier, step_ + 1);
@@ -410,11 +420,15 @@ absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradientParams() {
   // NONFINITE_CHECK_UNSCALE into the zeroed `correct` scalar, read back.
   const sdk::BackendClient& client = plugins_->backend->client();
   const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+  // ZeRO-1: a rank holds the averaged gradient of its share only, and names
+  // the parameters with pieces there.
   std::vector<std::string> names;
-  const std::vector<Param>& params = params_->params();
-  for (auto p = params.rbegin(); p != params.rend(); ++p) {
+  const std::vector<ParamPiece>& pieces = params_->steps();
+  for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
+    const std::string& name = params_->params()[piece->param].name;
+    if (!names.empty() && names.back() == name) continue;
     const MNT_Tensor flag = F32Scalar(scalars_->correct);
-    const MNT_Tensor grad = params_->OptimizerGrad(*p);
+    const MNT_Tensor grad = params_->PieceGrad(*piece);
     if (auto s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {}, {flag}, &zero)); !s.ok()) return s;
     if (auto s = sdk::ToAbsl(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE,
                                         {F32Scalar(scalars_->inv_scale), grad}, {flag, grad}));
@@ -422,7 +436,7 @@ absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradientParams() {
       return s;
     auto found = ReadScalar<float>(client, scalars_->correct.data());
     if (!found.ok()) return found.status();
-    if (*found != 0) names.push_back(p->name);
+    if (*found != 0) names.push_back(name);
   }
   return names;
 }
@@ -438,39 +452,34 @@ absl::Status Trainer::StopIfTraced() {
   return absl::AbortedError(tracer->Summary());
 }
 
-absl::Status Trainer::GatherWorkingWeights() {
-  if (!params_->sharded()) return absl::OkStatus();
-  // Each owner's contiguous range of the flat working weights, from it to
-  // every rank: bytes copied, so every rank holds the owner's bits.
-  for (int r = 0; r < ranks_->world_size(); ++r) {
-    const auto [begin, end] = params_->OwnedElements(r);
-    if (auto s = data_parallel_->BroadcastInPlace(params_->WorkingWeightRange(begin, end), r);
+absl::Status Trainer::ExchangeGradients() {
+  if (!params_->sharded()) {
+    const int64_t bucket_bytes = static_cast<int64_t>(config_.bucket_mb() * (1 << 20));
+    return data_parallel_->AverageInBuckets(params_->FlatOptimizerGrads(), bucket_bytes);
+  }
+  // ZeRO-1: each bucket reduce-scattered, so a rank receives the average of
+  // its chunk only, into its share's gradient buffer.
+  const ShardLayout& layout = params_->layout();
+  for (size_t b = 0; b < layout.buckets().size(); ++b) {
+    const auto [begin, end] = layout.buckets()[b];
+    const MNT_Tensor mine =
+        params_->ShardGrads(layout.ShardOffset(b), (end - begin) / layout.world());
+    if (auto s = data_parallel_->AverageScattered(params_->FlatOptimizerGrads(begin, end), mine);
         !s.ok())
       return s;
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<CheckpointData> Trainer::GatherShardedCheckpoint(CheckpointData mine) {
-  // The ranks' parts in rank order are every parameter's tensors in order
-  // (ownership is contiguous), so the file is the one ZeRO-0 writes.
-  CheckpointData part;
-  *part.mutable_tensors() = mine.tensors();
-  std::string bytes;
-  if (!part.SerializeToString(&bytes)) {
-    return absl::InternalError("ZeRO-1: cannot serialise this rank's checkpoint part");
+absl::Status Trainer::GatherWorkingWeights() {
+  if (!params_->sharded()) return absl::OkStatus();
+  // Every rank's updated chunk of each bucket to every rank, in place: bytes
+  // copied, so every rank holds the bits its share's rank rounded.
+  for (const auto& [begin, end] : params_->layout().buckets()) {
+    if (auto s = data_parallel_->GatherInPlace(params_->FlatWorkingWeights(begin, end)); !s.ok())
+      return s;
   }
-  auto all = ranks_->AllGather(bytes);
-  if (!all.ok()) return all.status();
-  mine.clear_tensors();
-  for (size_t r = 0; r < all->size(); ++r) {
-    CheckpointData other;
-    if (!other.ParseFromString((*all)[r])) {
-      return absl::DataLossError(absl::StrCat("ZeRO-1: rank ", r, "'s checkpoint part is unreadable"));
-    }
-    for (TensorData& t : *other.mutable_tensors()) *mine.add_tensors() = std::move(t);
-  }
-  return mine;
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::MaybeInjectInfGradient() {
@@ -517,10 +526,12 @@ std::string Trainer::data_parallel_description() const {
                               : std::string("one bucket"),
       " through the ", plugins_->device_name, " backend's collectives extension",
       params_->sharded()
-          ? absl::StrCat("; ZeRO-1: this rank keeps the master weights and optimizer state of ",
-                         params_->owned_params(), " of ", params_->params().size(),
-                         " parameter tensors and broadcasts their working weights after each "
-                         "update")
+          ? absl::StrCat("; ZeRO-1: gradients reduce-scattered in ",
+                         params_->layout().buckets().size(),
+                         " bucket(s), this rank keeps the master weights and optimizer state of "
+                         "1/", ranks_->world_size(), " of the parameters (",
+                         params_->layout().share(), " elements) and the ranks all-gather the "
+                         "working weights after each update")
           : std::string());
 }
 
@@ -654,11 +665,6 @@ absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
 absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
   auto ckpt = checkpoint_->Capture(step_);
   if (!ckpt.ok()) return ckpt.status();
-  // ZeRO-1: each rank captured its own parameters; rank 0 writes them all.
-  if (params_->sharded()) {
-    ckpt = GatherShardedCheckpoint(std::move(*ckpt));
-    if (!ckpt.ok()) return ckpt.status();
-  }
   // Every rank holds the same whole state (it checks so here: a rank whose
   // state drifted would otherwise go unnoticed); rank 0 writes it.
   if (ranks_ != nullptr) {

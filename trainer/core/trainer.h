@@ -130,14 +130,17 @@ class Trainer {
   // --debug_overflow: the tracer's one line once an op made an inf/NaN.
   absl::Status StopIfTraced();
   // After a skipped step: the parameters whose gradients hold inf/NaN, in
-  // the order backward reaches them (the model's last first).
+  // the order backward reaches them (the model's last first); under ZeRO-1
+  // those with pieces in this rank's share (rank 0 reports its own).
   absl::StatusOr<std::vector<std::string>> NonFiniteGradientParams();
   // The weights a test asks to fill before this step (fault_injection.h).
   absl::Status MaybeFillWeights();
-  // ZeRO-1: every owner's working weights to every rank (no-op unsharded).
+  // Data parallel: the micro-batches' gradients averaged over ranks, in
+  // buckets: all-reduced (ZeRO-0) or reduce-scattered into each rank's
+  // share (ZeRO-1).
+  absl::Status ExchangeGradients();
+  // ZeRO-1: every share's working weights to every rank (no-op unsharded).
   absl::Status GatherWorkingWeights();
-  // ZeRO-1: this rank's captured part and the others' as one checkpoint.
-  absl::StatusOr<CheckpointData> GatherShardedCheckpoint(CheckpointData mine);
   // Data parallel: every rank's captured state is the same (fingerprints
   // compared across ranks), or an error naming the first rank that differs.
   absl::Status CheckRanksHoldOneState(const CheckpointData& ckpt);

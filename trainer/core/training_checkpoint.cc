@@ -1,6 +1,7 @@
 #include "trainer/core/training_checkpoint.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -24,15 +25,35 @@ constexpr char kState2Prefix[] = "opt.state2/";
 constexpr char kRoundingSeedKey[] = "stochastic_rounding_seed";
 constexpr char kWorkingPrefix[] = "working/";
 
-// The buffers saved for a parameter, in file order, with their names: the
-// fp32 weights, then the optimizer state it has.
-std::vector<std::pair<std::string, const sdk::DeviceBuffer*>> SavedBuffers(
-    const ParameterStore& params, const Param& p) {
-  std::vector<std::pair<std::string, const sdk::DeviceBuffer*>> out{
-      {p.name, &params.CheckpointedWeights(p)}};
-  if (p.state1.data()) out.push_back({kState1Prefix + p.name, &p.state1});
-  if (p.state2.data()) out.push_back({kState2Prefix + p.name, &p.state2});
-  return out;
+// What a checkpoint saves of every parameter, in file order: the fp32
+// weights, then the optimizer state it has, all fp32.
+struct SavedKind {
+  const char* prefix;
+  int state;  // -1: the weights; else the optimizer state slot
+};
+
+std::vector<SavedKind> SavedKinds(const ParameterStore& params) {
+  std::vector<SavedKind> kinds{{"", -1}, {kState1Prefix, 0}};
+  if (params.state_slots() > 1) kinds.push_back({kState2Prefix, 1});
+  return kinds;
+}
+
+// ZeRO-1 keeps this kind as shares (the ranks' pieces); else every rank
+// holds every parameter's tensor of it whole.
+bool Sharded(const ParameterStore& params, const SavedKind& kind) {
+  return params.sharded() && (kind.state >= 0 || params.mixed());
+}
+
+// A whole parameter's buffer of an unsharded kind.
+const sdk::DeviceBuffer& WholeBuffer(const ParameterStore& params, const Param& p,
+                                     const SavedKind& kind) {
+  if (kind.state < 0) return params.CheckpointedWeights(p);
+  return kind.state == 0 ? p.state1 : p.state2;
+}
+
+// A piece's part of a kind, on the device.
+void* PieceData(const ParameterStore& params, const ParamPiece& piece, const SavedKind& kind) {
+  return kind.state < 0 ? params.PieceMaster(piece).data : params.PieceState(piece, kind.state).data;
 }
 
 // The saved working copy of every parameter when the optimizer rounds it
@@ -62,6 +83,59 @@ absl::Status FindWorkingCopies(const CheckpointData& ckpt, const ParameterStore&
     return absl::DataLossError(absl::StrCat(path, ": checkpoint has ", found->size(), " of ",
                                             params.params().size(),
                                             " working copies ('", kWorkingPrefix, "...')"));
+  }
+  return absl::OkStatus();
+}
+
+// ZeRO-1: fills the sharded kinds of `tensors` ([parameter][kind], whole
+// and zeroed) with every rank's pieces.
+absl::Status GatherShares(const TrainingCheckpoint::Parts& parts,
+                          const std::vector<SavedKind>& kinds,
+                          const std::vector<std::vector<TensorData*>>& tensors) {
+  // This rank's pieces of every sharded kind, back to back in (piece, kind)
+  // order; every rank knows every rank's pieces (the layout), so the bytes
+  // need no labels.
+  const ParameterStore& params = *parts.params;
+  auto sharded_bytes = [&](const ParamPiece& piece) {
+    size_t n = 0;
+    for (const SavedKind& kind : kinds) {
+      if (Sharded(params, kind)) n += static_cast<size_t>(piece.numel) * sizeof(float);
+    }
+    return n;
+  };
+  std::string mine;
+  for (const ParamPiece& piece : params.steps()) {
+    for (const SavedKind& kind : kinds) {
+      if (!Sharded(params, kind)) continue;
+      const size_t at = mine.size(), n = static_cast<size_t>(piece.numel) * sizeof(float);
+      mine.resize(at + n);
+      if (auto s = sdk::ToAbsl(parts.client->ToHost(&mine[at], PieceData(params, piece, kind), n));
+          !s.ok())
+        return s;
+    }
+  }
+  auto all = parts.all_gather(mine);
+  if (!all.ok()) return all.status();
+  for (int r = 0; r < static_cast<int>(all->size()); ++r) {
+    const std::string& part = (*all)[r];
+    size_t at = 0;
+    for (const ParamPiece& piece : params.layout().PiecesOf(r)) {
+      if (part.size() - at < sharded_bytes(piece)) {
+        return absl::DataLossError(
+            absl::StrCat("ZeRO-1: rank ", r, "'s checkpoint part is ", part.size(), " bytes, short"));
+      }
+      for (size_t k = 0; k < kinds.size(); ++k) {
+        if (!Sharded(params, kinds[k])) continue;
+        const size_t n = static_cast<size_t>(piece.numel) * sizeof(float);
+        std::string* bytes = tensors[piece.param][k]->mutable_data();
+        std::memcpy(&(*bytes)[static_cast<size_t>(piece.first) * sizeof(float)], &part[at], n);
+        at += n;
+      }
+    }
+    if (at != part.size()) {
+      return absl::DataLossError(absl::StrCat("ZeRO-1: rank ", r, "'s checkpoint part is ",
+                                              part.size(), " bytes, expected ", at));
+    }
   }
   return absl::OkStatus();
 }
@@ -109,19 +183,24 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
   if (p_.fp8 != nullptr) {
     if (auto s = p_.fp8->Save(&ckpt); !s.ok()) return s;
   }
-  for (const Param& p : p_.params->params()) {
-    // ZeRO-1: this rank's parameters only; the trainer gathers the ranks'
-    // parts, which in rank order are every parameter in order.
-    if (!p_.params->Owns(p)) continue;
+  const ParameterStore& params = *p_.params;
+  const std::vector<SavedKind> kinds = SavedKinds(params);
+  // tensors[i][k]: parameter i's tensor of kind k, in the file's order.
+  std::vector<std::vector<TensorData*>> tensors(params.params().size());
+  for (size_t i = 0; i < params.params().size(); ++i) {
+    const Param& p = params.params()[i];
     // The fp32 master is the truth; working 16-bit weights derive from it.
-    for (const auto& [name, buf] : SavedBuffers(*p_.params, p)) {
+    for (const SavedKind& kind : kinds) {
       TensorData* t = ckpt.add_tensors();
-      t->set_name(name);
+      tensors[i].push_back(t);
+      t->set_name(kind.prefix + p.name);
       t->set_dtype(MNT_DTYPE_F32);
       for (int64_t d : p.dims) t->add_dims(d);
       std::string* bytes = t->mutable_data();
       bytes->resize(static_cast<size_t>(p.numel) * sizeof(float));
-      if (auto s = sdk::ToAbsl(p_.client->ToHost(bytes->data(), buf->data(), bytes->size()));
+      if (Sharded(params, kind)) continue;  // the ranks' pieces, below
+      if (auto s = sdk::ToAbsl(p_.client->ToHost(bytes->data(), WholeBuffer(params, p, kind).data(),
+                                                  bytes->size()));
           !s.ok())
         return s;
     }
@@ -135,6 +214,9 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
     if (auto s = sdk::ToAbsl(p_.client->ToHost(bytes->data(), p.weights.data(), bytes->size()));
         !s.ok())
       return s;
+  }
+  if (params.sharded()) {
+    if (auto s = GatherShares(p_, kinds, tensors); !s.ok()) return s;
   }
   return ckpt;
 }
@@ -176,9 +258,18 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
 
   // Validate everything before touching any state, so a bad file loses
   // nothing.
-  std::vector<std::pair<const sdk::DeviceBuffer*, const TensorData*>> found;
-  for (const Param& p : p_.params->params()) {
-    for (const auto& [name, buf] : SavedBuffers(*p_.params, p)) {
+  const ParameterStore& params = *p_.params;
+  const std::vector<SavedKind> kinds = SavedKinds(params);
+  struct Found {
+    size_t param;
+    const SavedKind* kind;
+    const TensorData* t;
+  };
+  std::vector<Found> found;
+  for (size_t i = 0; i < params.params().size(); ++i) {
+    const Param& p = params.params()[i];
+    for (const SavedKind& kind : kinds) {
+      const std::string name = kind.prefix + p.name;
       const TensorData* t = nullptr;
       for (const TensorData& c : ckpt.tensors()) {
         if (c.name() == name) t = &c;
@@ -193,7 +284,7 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
         return absl::FailedPreconditionError(absl::StrCat(
             path, ": tensor '", name, "' has a different shape or type than the model's"));
       }
-      found.push_back({buf, t});
+      found.push_back({i, &kind, t});
     }
   }
   std::vector<std::pair<const Param*, const TensorData*>> working;
@@ -241,12 +332,26 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
         path, ": the checkpoint holds FP8 scaling state, but this run's GEMMs are not FP8"));
   }
 
-  for (const auto& [buf, t] : found) {
-    if (buf->data() == nullptr) continue;  // ZeRO-1: another rank's master
-    const std::string& bytes = t->data();
-    if (auto s = sdk::ToAbsl(p_.client->ToDevice(buf->data(), bytes.data(), bytes.size()));
-        !s.ok())
-      return s;
+  // ZeRO-1: each parameter's pieces in this rank's share.
+  std::vector<std::vector<const ParamPiece*>> pieces(params.params().size());
+  for (const ParamPiece& piece : params.steps()) pieces[piece.param].push_back(&piece);
+  for (const Found& f : found) {
+    const std::string& bytes = f.t->data();
+    if (!Sharded(params, *f.kind)) {
+      const sdk::DeviceBuffer& whole = WholeBuffer(params, params.params()[f.param], *f.kind);
+      if (auto s = sdk::ToAbsl(p_.client->ToDevice(whole.data(), bytes.data(), bytes.size()));
+          !s.ok())
+        return s;
+      continue;
+    }
+    for (const ParamPiece* piece : pieces[f.param]) {
+      if (auto s = sdk::ToAbsl(p_.client->ToDevice(
+              PieceData(params, *piece, *f.kind),
+              bytes.data() + static_cast<size_t>(piece->first) * sizeof(float),
+              static_cast<size_t>(piece->numel) * sizeof(float)));
+          !s.ok())
+        return s;
+    }
   }
   if (auto s = p_.params->SyncWorkingWeights(); !s.ok()) return s;
   for (const auto& [p, t] : working) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -45,13 +46,17 @@ class TrainingCheckpoint {
     LossScaling* scaling = nullptr;
     // FP8 GEMMs (ABI 1.10): the scaling state; NULL otherwise.
     Fp8Scaling* fp8 = nullptr;
-    // ZeRO-1: after a restore, the owners' working weights to every rank.
+    // ZeRO-1: after a restore, the shares' working weights to every rank;
+    // and every rank's bytes to every rank (HostComm::AllGather), to
+    // assemble the shares into whole tensors.
     std::function<absl::Status()> gather_working_weights;
+    std::function<absl::StatusOr<std::vector<std::string>>(const std::string&)> all_gather;
   };
   explicit TrainingCheckpoint(const Parts& parts) : p_(parts) {}
 
-  // The state after `step` optimizer steps, read back from the device (under
-  // ZeRO-1 this rank's parameters' part of it).
+  // The state after `step` optimizer steps, read back from the device; under
+  // ZeRO-1 a collective that assembles the ranks' shares (every rank calls
+  // it), the same bytes ZeRO-0 saves.
   absl::StatusOr<CheckpointData> Capture(int64_t step);
 
   // Writes a captured state to `path` atomically.

@@ -106,9 +106,20 @@ absl::Status DataParallel::MaxInPlace(const MNT_Tensor& t) {
   return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_MAX, t, t);
 }
 
-absl::Status DataParallel::BroadcastInPlace(const MNT_Tensor& t, int root) {
-  if (sdk::NumElements(t) == 0) return absl::OkStatus();
-  return Run(MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_SUM, t, t, root);
+absl::Status DataParallel::SumInPlace(const MNT_Tensor& t) {
+  return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, t, t);
+}
+
+absl::Status DataParallel::AverageScattered(const MNT_Tensor& all, const MNT_Tensor& mine) {
+  return Run(MNT_COLLECTIVE_REDUCE_SCATTER, MNT_REDUCE_OP_AVG, all, mine);
+}
+
+absl::Status DataParallel::GatherInPlace(const MNT_Tensor& all) {
+  const int64_t n = sdk::NumElements(all) / world_size();
+  const MNT_Tensor mine = sdk::MakeTensor(
+      static_cast<char*>(all.data) + rank() * n * static_cast<int64_t>(sdk::DTypeSize(all.dtype)),
+      all.dtype, {n});
+  return Run(MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, mine, all);
 }
 
 absl::Status DataParallel::AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes) {

@@ -38,9 +38,15 @@ class DataParallel {
   // `bucket_bytes` (0 = one bucket): bucket k covers the same elements on
   // every rank, and buckets go in order.
   absl::Status AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes);
-  // t = rank `root`'s t, in place on every rank (ZeRO-1's gather of the
-  // working weights: each owner broadcasts its range).
-  absl::Status BroadcastInPlace(const MNT_Tensor& t, int root);
+  // t = the sum over ranks of t, in place (the squared gradient norm's
+  // parts).
+  absl::Status SumInPlace(const MNT_Tensor& t);
+  // ZeRO-1's reduce-scatter: `mine` (n elements) = the average over ranks
+  // of this rank's chunk of `all` (world x n elements, chunks in rank order).
+  absl::Status AverageScattered(const MNT_Tensor& all, const MNT_Tensor& mine);
+  // ZeRO-1's all-gather: every rank's chunk of `all` (world equal chunks in
+  // rank order) from that rank, in place.
+  absl::Status GatherInPlace(const MNT_Tensor& all);
 
   // Seconds spent in collective calls since creation (the CPU backend's
   // are synchronous, so this is the time the ranks exchanged and waited).
