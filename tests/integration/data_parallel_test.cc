@@ -378,6 +378,19 @@ TEST(DataParallel, AnOverflowOnOneRankSkipsTheStepOnAll) {
   // Which rank saw the overflow does not matter.
   EXPECT_EQ(on_rank1.losses, on_rank0.losses);
   ExpectSameBits(on_rank1.checkpoint, on_rank0.checkpoint);
+
+  // ZeRO-1: rank 1's inf (its gradient's first element) is averaged into
+  // rank 0's share only; found_inf is maxed over ranks, so rank 1 skips too
+  // and the run is ZeRO-0's bit for bit.
+  const JobResult zero1 = Train(2, TempDir() + "/inf_rank1_zero1", flags + " --zero_stage=1",
+                                fault + "1:" + std::to_string(kFaultStep));
+  ASSERT_EQ(zero1.exit_code, 0) << zero1.output;
+  ASSERT_EQ(zero1.skipped.size(), static_cast<size_t>(kSteps));
+  for (int i = 0; i < kSteps; ++i) {
+    EXPECT_EQ(zero1.skipped[i], i + 1 == kFaultStep) << "step " << i + 1;
+  }
+  EXPECT_EQ(zero1.losses, on_rank1.losses);
+  ExpectSameBits(zero1.checkpoint, on_rank1.checkpoint);
 }
 
 // Starts the job in the background; each rank writes its pid to

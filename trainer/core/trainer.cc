@@ -594,6 +594,11 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
                                m.nonfinite_params.size() > 4 ? ", ..." : "", ")")
                 : std::string(),
             "; --debug_overflow traces the op that made it"));
+      } else if (params_->sharded()) {
+        sink->OnMessage(absl::StrCat(
+            "step ", step_, " skipped: inf/NaN in the gradient, outside this rank's ZeRO-1 share "
+            "(each rank checks its own; --zero_stage=0 names the parameter); --debug_overflow "
+            "traces the op that made it"));
       }
     }
     // FP8 scales at --log_every (one device read each), like the console.
