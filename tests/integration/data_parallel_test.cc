@@ -29,50 +29,19 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/integration/mpi_launch.h"
 #include "tests/integration/test_env.h"
 #include "trainer/checkpoint/checkpoint.h"
 
 namespace mnt::trainer {
 namespace {
 
+using ::mnt::testing::Mpirun;
 using testing::RunfilesRoot;
 using testing::ReadWholeFile;
 using testing::TempDir;
 
 std::string TrainBinary() { return RunfilesRoot() + "/mantissa/trainer/cli/train"; }
-
-// Open MPI's files go to a directory of this test's own: Bazel's sandbox
-// gives each test a PID namespace, so concurrent tests' mpirun get the same
-// pid, hence the same job id, and their shared-memory segments in /dev/shm
-// (and session directories) would collide (seen with the conformance tests
-// under mpirun: tools/plugin_conformance/mpi_conformance_test.sh). Short,
-// under /tmp, for PMIx's socket paths (108 bytes).
-void UsePrivateMpiSessionDirectory() {
-  static const bool done = [] {
-    char dir[] = "/tmp/mnt-mpi.XXXXXX";
-    std::string path = mkdtemp(dir) != nullptr ? dir : TempDir();
-    setenv("TMPDIR", path.c_str(), 1);
-    setenv("OMPI_MCA_btl_vader_backing_directory", path.c_str(), 1);
-    // All ranks are local: shared memory and self only, no TCP probing.
-    setenv("OMPI_MCA_btl", "self,vader", 1);
-    static std::string to_remove = path;
-    std::atexit([] {
-      std::error_code ec;
-      if (to_remove.rfind("/tmp/mnt-mpi.", 0) == 0) std::filesystem::remove_all(to_remove, ec);
-    });
-    return true;
-  }();
-  (void)done;
-}
-
-// mpirun's own options: --oversubscribe (more ranks than this machine's 2
-// cores) and root allowed where the tests run as root (containers).
-std::string Mpirun(int ranks) {
-  UsePrivateMpiSessionDirectory();
-  std::string cmd = "mpirun --oversubscribe -np " + std::to_string(ranks);
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
 
 struct JobResult {
   int exit_code = -1;

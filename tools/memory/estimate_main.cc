@@ -47,6 +47,12 @@ ABSL_FLAG(int64_t, vocab_size, 0,
 ABSL_FLAG(double, device_memory_gb, 0,
           "device memory in GB (10^9 bytes), e.g. 141 for an H200 or 80 for an H100: "
           "adds a fits / does not fit row; 0 = none");
+ABSL_FLAG(int64_t, ranks, 1,
+          "data parallel: one rank's memory of this many (the trainer's padded layout)");
+ABSL_FLAG(int64_t, zero_stage, 0,
+          "data parallel: 0|1; 1 = ZeRO-1 (masters and optimizer state are the rank's 1/N "
+          "share, plus the share's averaged gradient)");
+ABSL_FLAG(double, bucket_mb, 25, "data parallel: train's --bucket_mb");
 ABSL_FLAG(std::string, format, "table", "table, or csv (model,precision,batch_size,category,bytes)");
 ABSL_FLAG(std::string, plugin_path, "", "extra plugin directories, ':'-separated");
 
@@ -155,6 +161,17 @@ absl::Status Run(const std::string& argv0) {
   if (!(device_gb >= 0)) {
     return absl::InvalidArgumentError("--device_memory_gb must be 0 or positive");
   }
+  const int64_t ranks = absl::GetFlag(FLAGS_ranks);
+  const int64_t zero_stage = absl::GetFlag(FLAGS_zero_stage);
+  const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  if (ranks < 1 || ranks > 65536) {
+    return absl::InvalidArgumentError(absl::StrCat("--ranks=", ranks, ": expected 1 to 65536"));
+  }
+  if (zero_stage != 0 && zero_stage != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--zero_stage=", zero_stage, ": expected 0 or 1"));
+  }
+  if (!(bucket_mb >= 0)) return absl::InvalidArgumentError("--bucket_mb must be 0 or positive");
   std::string data_description;
   auto spec = DataSpecFromFlags(&data_description);
   if (!spec.ok()) return spec.status();
@@ -169,6 +186,9 @@ absl::Status Run(const std::string& argv0) {
   setup.data_spec = *spec;
   setup.optimizer = absl::GetFlag(FLAGS_optimizer);
   setup.precision_options = absl::GetFlag(FLAGS_precision_options);
+  setup.ranks = static_cast<int>(ranks);
+  setup.zero_stage = static_cast<int>(zero_stage);
+  setup.bucket_mb = bucket_mb;
   auto estimator = MemoryEstimator::Create(setup, &registry);
   if (!estimator.ok()) return estimator.status();
 
@@ -198,9 +218,12 @@ absl::Status Run(const std::string& argv0) {
   std::string out;
   if (format == "table") {
     absl::StrAppendFormat(
-        &out, "memory estimate: %s%s, %d parameters, %s, %s; model created on backend '%s'\n",
+        &out, "memory estimate: %s%s, %d parameters, %s, %s; model created on backend '%s'%s\n",
         setup.model, setup.model_options.empty() ? "" : " (" + setup.model_options + ")",
-        first.num_parameters, data_description, setup.optimizer, setup.device);
+        first.num_parameters, data_description, setup.optimizer, setup.device,
+        ranks > 1 ? absl::StrCat("; per rank of ", ranks, " (rank 0)",
+                                 zero_stage == 1 ? ", ZeRO-1" : ", ZeRO-0")
+                  : std::string());
     for (const auto& row : table) {
       absl::StrAppendFormat(&out, "\nbatch size %d\n  %-18s", row[0].batch_size, "category");
       for (const MemoryEstimate& e : row) absl::StrAppendFormat(&out, "%19s", e.precision);

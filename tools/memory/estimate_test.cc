@@ -7,7 +7,8 @@
 // another history length and with current scaling too (MLP); the batch size
 // below which bf16/fp16/fp8 take more memory than fp32 agrees with the
 // measured runs; GPT-2 124M's table against an H200 (141 GB) is printed
-// without allocating it; bad input is one line.
+// without allocating it; one rank of a 2-rank job under ZeRO-0 and ZeRO-1
+// against mpirun's rank 0; bad input is one line.
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/integration/mpi_launch.h"
 
 namespace {
 
@@ -251,6 +253,50 @@ TEST(EstimateTest, Fp8RecipesAgainstMeasuredPeaks) {
   }
 }
 
+// Data parallel: --ranks=2 with --zero_stage=0|1 against rank 0's report of
+// a real 2-rank job (mpirun), in fp32 and bf16, category by category: the
+// padded layout, ZeRO-1's shares of masters and optimizer state, its share
+// gradient, its step counters per piece.
+TEST(EstimateTest, DataParallelRanksAgainstMeasuredPeaks) {
+  const std::string gpt = "--model=gpt2 --model_options=n_layer=2,n_head=4,d_model=64,seq_len=64";
+  for (const auto& [name, estimate_args, train_args] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"mlp", "--model=mlp", "--model=mlp --dataset=digits"},
+           {"gpt2-tiny", gpt, gpt + " --dataset=text --text_path=" + TextFile()}}) {
+    for (const int zero : {0, 1}) {
+      const std::string stage = " --zero_stage=" + std::to_string(zero);
+      const Result e = Estimate(estimate_args + " --format=csv --batch_sizes=4 "
+                                "--precisions=fp32,bf16 --ranks=2 --bucket_mb=0.01" + stage);
+      ASSERT_EQ(e.exit_code, 0) << e.err;
+      const Table est = ParseCsv(e.out);
+      for (const std::string p : {"fp32", "bf16"}) {
+        const std::string jsonl = TempDir() + "/dp_" + name + "_" + p + stage.substr(3) + ".jsonl";
+        const std::string cmd =
+            mnt::testing::Mpirun(2) + " " + Runfiles() + "trainer/cli/train " + train_args +
+            " --precision=" + p + " --batch_size=4 --steps=2 --eval_every=0 --progress=none "
+            "--checkpoint_dir=none --bucket_mb=0.01 --cache_dir=" + TempDir() +
+            "/cache --metrics_jsonl=" + jsonl + stage + " > " + jsonl + ".log 2>&1";
+        const int status = std::system(cmd.c_str());
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(jsonl + ".log");
+        const std::string log = Slurp(jsonl);
+        for (const char* c : {"weights", "master_weights", "optimizer_state", "total"}) {
+          const int64_t got = MeasuredPeak(log, c);
+          ASSERT_GT(got, c == std::string("master_weights") && p == "fp32" ? -1 : 0) << log;
+          std::printf("%-9s %s zero %d %-15s estimate %10lld measured %10lld\n", name.c_str(),
+                      p.c_str(), zero, c, static_cast<long long>(est.at({p, 4, c})),
+                      static_cast<long long>(got));
+          EXPECT_NEAR(double(est.at({p, 4, c})), double(got), 0.01 * double(got) + 64)
+              << name << " " << p << " zero " << zero << " " << c;
+        }
+        EXPECT_NEAR(double(est.at({p, 4, "gradients"}) + est.at({p, 4, "master_gradients"})),
+                    double(MeasuredPeak(log, "gradients")),
+                    0.01 * double(MeasuredPeak(log, "gradients")) + 64)
+            << name << " " << p << " zero " << zero;
+      }
+    }
+  }
+}
+
 // Bad input: one line "mantissa: error: ..." and a non-zero exit.
 TEST(EstimateTest, BadInputIsOneErrorLine) {
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
@@ -265,6 +311,9 @@ TEST(EstimateTest, BadInputIsOneErrorLine) {
            {"--format=xml", "format"},
            {"--optimizer=lion", "lion"},
            {"--device_memory_gb=-1", "device_memory_gb"},
+           {"--ranks=0", "ranks"},
+           {"--ranks=2 --zero_stage=2", "zero_stage"},
+           {"--bucket_mb=-1", "bucket_mb"},
            {"--no_such_flag=1", "no_such_flag"},
        }) {
     const Result r = Estimate(args);

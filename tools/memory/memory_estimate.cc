@@ -16,6 +16,7 @@
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/optimizer.h"
 #include "trainer/core/parameters.h"
+#include "trainer/core/shard_layout.h"
 #include "trainer/core/run_plugins.h"
 
 namespace mnt::memory {
@@ -238,14 +239,29 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     param_dims.push_back(spec.dims);
     est.num_parameters += numel;
   }
-  const int64_t flat = trainer::FlatOffsets(numels, kFlatAlignmentElements).back();
+  // The trainer's flat layout: padded to the ranks' shares when data
+  // parallel, sharded under ZeRO-1 (ParameterStore::AllocateFlat).
+  const std::vector<int64_t> offsets = trainer::FlatOffsets(numels, kFlatAlignmentElements);
+  const bool data_parallel = setup_.ranks > 1;
+  const bool zero1 = data_parallel && setup_.zero_stage == 1;
+  // The exchanged gradient: fp32 master gradients, or the gradients.
+  const int64_t exchanged_bytes = est.mixed ? 4 : plan.bytes_gradients;
+  const trainer::ShardLayout layout(
+      offsets, numels, setup_.ranks,
+      exchanged_bytes > 0 ? static_cast<int64_t>(setup_.bucket_mb * (1 << 20)) / exchanged_bytes
+                          : 0,
+      kFlatAlignmentElements);
+  const int64_t flat = data_parallel ? layout.total() : offsets.back();
+  const int64_t sharded = zero1 ? layout.share() : flat;
   est.weights = flat * plan.bytes_weights;
-  est.master_weights = flat * plan.bytes_master_weights;
-  est.gradients = flat * plan.bytes_gradients;
+  est.master_weights = sharded * plan.bytes_master_weights;
+  est.gradients = flat * plan.bytes_gradients + (zero1 ? layout.share() * exchanged_bytes : 0);
   est.master_gradients = flat * plan.bytes_master_gradients;
-  est.optimizer_state = flat * plan.bytes_optimizer_state;
-  // AdamW on the device path keeps one I32 step counter per tensor.
-  if (setup_.optimizer != "sgd") est.optimizer_state += 4 * count;
+  est.optimizer_state = sharded * plan.bytes_optimizer_state;
+  // AdamW on the device path keeps one I32 step counter per tensor it
+  // steps (ZeRO-1: per piece of rank 0's share).
+  const int64_t stepped = zero1 ? static_cast<int64_t>(layout.PiecesOf(0).size()) : count;
+  if (setup_.optimizer != "sgd") est.optimizer_state += 4 * stepped;
 
   // What the model allocated, by the category it named.
   int64_t created[MNT_MEMORY_CATEGORY_COUNT];

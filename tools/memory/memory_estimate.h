@@ -28,6 +28,10 @@
 //     CountingBackend (its ops do nothing; the scratch it grows is counted;
 //     at a batch size the model cannot train at, an evaluation forward).
 //
+// With --ranks=N (data parallel) the numbers are one rank's; with
+// --zero_stage=1 masters and optimizer state are 1/N of the flat layout and
+// the share's averaged gradient (fp32 with a master copy) joins "gradients".
+//
 // The trainer's report counts master gradients under "gradients"; here
 // they are a row of their own.
 #ifndef MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
@@ -57,6 +61,13 @@ struct EstimateSetup {
   // --precision_options (an FP8 precision's scaling recipe: its history
   // length sizes the amax history).
   std::string precision_options;
+  // Data parallel: the estimate is one rank's (rank 0's) of `ranks`; the
+  // flat layout is padded as the trainer pads it (trainer/core/shard_layout.h),
+  // and with zero_stage 1 the fp32 masters and the optimizer state are the
+  // rank's share, plus its share's averaged gradient.
+  int ranks = 1;
+  int zero_stage = 0;
+  double bucket_mb = 25;
 };
 
 struct MemoryEstimate {
