@@ -518,20 +518,21 @@ absl::StatusOr<int> Trainer::AgreedStopSignal() {
 
 std::string Trainer::data_parallel_description() const {
   if (data_parallel_ == nullptr) return "";
+  const std::string buckets =
+      params_->sharded()
+          ? absl::StrCat(params_->layout().buckets().size(), " bucket(s)")
+          : (config_.bucket_mb() > 0 ? absl::StrCat(config_.bucket_mb(), " MiB buckets")
+                                     : std::string("one bucket"));
   return absl::StrCat(
       "data parallel: rank ", ranks_->rank(), " of ", ranks_->world_size(), ", global batch ",
       ranks_->world_size() * config_.batch_size(), " (", config_.batch_size(),
-      " per rank); gradients averaged in ",
-      config_.bucket_mb() > 0 ? absl::StrCat(config_.bucket_mb(), " MiB buckets")
-                              : std::string("one bucket"),
-      " through the ", plugins_->device_name, " backend's collectives extension",
+      " per rank); gradients ", params_->sharded() ? "reduce-scattered" : "averaged", " in ",
+      buckets, " through the ", plugins_->device_name, " backend's collectives extension",
       params_->sharded()
-          ? absl::StrCat("; ZeRO-1: gradients reduce-scattered in ",
-                         params_->layout().buckets().size(),
-                         " bucket(s), this rank keeps the master weights and optimizer state of "
-                         "1/", ranks_->world_size(), " of the parameters (",
-                         params_->layout().share(), " elements) and the ranks all-gather the "
-                         "working weights after each update")
+          ? absl::StrCat("; ZeRO-1: this rank keeps the master weights, optimizer state and "
+                         "averaged gradient of 1/", ranks_->world_size(), " of the parameters' ",
+                         "elements (", params_->layout().share(), "), and the ranks all-gather "
+                         "the working weights after each update")
           : std::string());
 }
 
