@@ -362,6 +362,33 @@ TEST(DataParallel, AnOverflowOnOneRankSkipsTheStepOnAll) {
   ExpectSameBits(zero1.checkpoint, on_rank1.checkpoint);
 }
 
+// A skipped step names the parameters whose gradients hold inf/NaN; under
+// ZeRO-1 each rank checks its share and rank 0 reports them all: a loss
+// scale of 2^40 overflows every layer's gradient, on both ranks' shares.
+TEST(DataParallel, ZeroOneNamesOverflowsInEveryRanksShare) {
+  const std::string flags = CommonFlags("fp16", 16, 3) + " --init_scale=1099511627776";
+  const JobResult zero0 = Train(2, TempDir() + "/names_zero0", flags);
+  const JobResult zero1 = Train(2, TempDir() + "/names_zero1", flags + " --zero_stage=1");
+  ASSERT_EQ(zero0.exit_code, 0) << zero0.output;
+  ASSERT_EQ(zero1.exit_code, 0) << zero1.output;
+  // Every record's "nonfinite_params" array, as written.
+  auto arrays = [](const std::string& jsonl) {
+    std::vector<std::string> out;
+    const std::string key = "\"nonfinite_params\":[";
+    for (size_t at = jsonl.find(key); at != std::string::npos; at = jsonl.find(key, at + 1)) {
+      const size_t begin = at + key.size();
+      out.push_back(jsonl.substr(begin, jsonl.find(']', begin) - begin));
+    }
+    return out;
+  };
+  const std::vector<std::string> names0 = arrays(zero0.jsonl);
+  const std::vector<std::string> names1 = arrays(zero1.jsonl);
+  ASSERT_FALSE(names0.empty()) << zero0.jsonl;
+  EXPECT_NE(names0[0].find("layer0.weight"), std::string::npos) << names0[0];
+  EXPECT_NE(names0[0].find("layer2.weight"), std::string::npos) << names0[0];
+  EXPECT_EQ(names1, names0);
+}
+
 // Starts the job in the background; each rank writes its pid to
 // <dir>.rank<k>.pid (the wrapper shell execs the trainer, keeping its pid).
 pid_t StartJob(int ranks, const std::string& dir, const std::string& flags) {

@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -416,19 +418,15 @@ absl::Status Trainer::MaybeFillWeights() {
 
 absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradientParams() {
   // The skipped step's gradients are not used again (the next backward
-  // overwrites them), so the check may scale them in place: per parameter,
+  // overwrites them), so the check may scale them in place: per piece,
   // NONFINITE_CHECK_UNSCALE into the zeroed `correct` scalar, read back.
   const sdk::BackendClient& client = plugins_->backend->client();
   const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-  // ZeRO-1: a rank holds the averaged gradient of its share only, and names
-  // the parameters with pieces there.
-  std::vector<std::string> names;
-  const std::vector<ParamPiece>& pieces = params_->steps();
-  for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
-    const std::string& name = params_->params()[piece->param].name;
-    if (!names.empty() && names.back() == name) continue;
+  std::set<int64_t> flagged;  // parameter indices
+  for (const ParamPiece& piece : params_->steps()) {
+    if (flagged.count(piece.param) != 0) continue;
     const MNT_Tensor flag = F32Scalar(scalars_->correct);
-    const MNT_Tensor grad = params_->PieceGrad(*piece);
+    const MNT_Tensor grad = params_->PieceGrad(piece);
     if (auto s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {}, {flag}, &zero)); !s.ok()) return s;
     if (auto s = sdk::ToAbsl(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE,
                                         {F32Scalar(scalars_->inv_scale), grad}, {flag, grad}));
@@ -436,7 +434,28 @@ absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradientParams() {
       return s;
     auto found = ReadScalar<float>(client, scalars_->correct.data());
     if (!found.ok()) return found.status();
-    if (*found != 0) names.push_back(name);
+    if (*found != 0) flagged.insert(piece.param);
+  }
+  // ZeRO-1: each rank holds the averaged gradient of its share only; the
+  // ranks' findings are joined (every rank calls this, see TrainUntil).
+  if (params_->sharded()) {
+    auto all = ranks_->AllGather(absl::StrJoin(flagged, ","));
+    if (!all.ok()) return all.status();
+    for (const std::string& part : *all) {
+      for (absl::string_view index : absl::StrSplit(part, ',', absl::SkipEmpty())) {
+        int64_t i = 0;
+        if (!absl::SimpleAtoi(index, &i) || i < 0 ||
+            i >= static_cast<int64_t>(params_->params().size())) {
+          return absl::InternalError(absl::StrCat("a rank sent parameter index '", index, "'"));
+        }
+        flagged.insert(i);
+      }
+    }
+  }
+  // In the order backward reaches them: the model's last first.
+  std::vector<std::string> names;
+  for (auto i = flagged.rbegin(); i != flagged.rend(); ++i) {
+    names.push_back(params_->params()[*i].name);
   }
   return names;
 }
@@ -578,7 +597,15 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     auto report = scaling_->CompleteStepMetrics(wanted, &m);
     if (!report.ok()) return Prefixed(report.status(), absl::StrCat("step ", step_, ": "));
     if (!wanted) unreported_step_reads_ += client.device_to_host_copies() - reads_before;
-    if (*report && m.skipped && sink != nullptr) {
+    bool name_overflow = *report && m.skipped && sink != nullptr;
+    if (params_->sharded()) {
+      // ZeRO-1: the ranks look at their shares together, when rank 0 (which
+      // reports) asks; the others do not read every step's metrics.
+      auto asked = ranks_->SumInRankOrder({ranks_->rank() == 0 && name_overflow ? 1.0 : 0.0});
+      if (!asked.ok()) return Prefixed(asked.status(), absl::StrCat("step ", step_, ": "));
+      name_overflow = (*asked)[0] != 0;
+    }
+    if (name_overflow) {
       // Where the overflow is: one flag read per parameter, skipped steps only.
       auto names = NonFiniteGradientParams();
       if (!names.ok()) return Prefixed(names.status(), absl::StrCat("step ", step_, ": "));
@@ -595,11 +622,6 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
                                m.nonfinite_params.size() > 4 ? ", ..." : "", ")")
                 : std::string(),
             "; --debug_overflow traces the op that made it"));
-      } else if (params_->sharded()) {
-        sink->OnMessage(absl::StrCat(
-            "step ", step_, " skipped: inf/NaN in the gradient, outside this rank's ZeRO-1 share "
-            "(each rank checks its own; --zero_stage=0 names the parameter); --debug_overflow "
-            "traces the op that made it"));
       }
     }
     // FP8 scales at --log_every (one device read each), like the console.

@@ -130,8 +130,8 @@ class Trainer {
   // --debug_overflow: the tracer's one line once an op made an inf/NaN.
   absl::Status StopIfTraced();
   // After a skipped step: the parameters whose gradients hold inf/NaN, in
-  // the order backward reaches them (the model's last first); under ZeRO-1
-  // those with pieces in this rank's share (rank 0 reports its own).
+  // the order backward reaches them (the model's last first). Under ZeRO-1
+  // a collective: each rank checks its share and the ranks' finds are joined.
   absl::StatusOr<std::vector<std::string>> NonFiniteGradientParams();
   // The weights a test asks to fill before this step (fault_injection.h).
   absl::Status MaybeFillWeights();
