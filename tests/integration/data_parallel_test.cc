@@ -362,6 +362,31 @@ TEST(DataParallel, AnOverflowOnOneRankSkipsTheStepOnAll) {
   ExpectSameBits(zero1.checkpoint, on_rank1.checkpoint);
 }
 
+// A model so small that rank 2's share is only padding (an MLP of 160
+// parameters over 3 x 128-element chunks): ZeRO-0 adds 0 for that rank's
+// part of the norm and trains as one rank with the whole batch would;
+// ZeRO-1, which would leave the rank nothing to step, is refused in one line.
+TEST(DataParallel, ARankWhoseShareIsPaddingOnly) {
+  const std::string flags = CommonFlags("fp32", 8, 5) + " --model_options=hidden=2";
+  const JobResult three = Train(3, TempDir() + "/tiny_3", flags);
+  const JobResult one = Train(1, TempDir() + "/tiny_1", CommonFlags("fp32", 24, 5) +
+                                                            " --model_options=hidden=2");
+  ASSERT_EQ(three.exit_code, 0) << three.output;
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(three.losses.size(), 5u);
+  for (size_t i = 0; i < three.losses.size(); ++i) {
+    EXPECT_NEAR(std::stod(three.losses[i]), std::stod(one.losses[i]),
+                1e-6 * std::fabs(std::stod(one.losses[i])))
+        << "step " << i + 1;
+  }
+  const JobResult zero1 = Train(3, TempDir() + "/tiny_zero1", flags + " --zero_stage=1");
+  EXPECT_NE(zero1.exit_code, 0);
+  EXPECT_NE(zero1.output.find("mantissa: error: rank 2: --zero_stage=1: the model's 160 "
+                              "parameters leave rank 2 of 3 none to own"),
+            std::string::npos)
+      << zero1.output;
+}
+
 // A skipped step names the parameters whose gradients hold inf/NaN; under
 // ZeRO-1 each rank checks its share and rank 0 reports them all: a loss
 // scale of 2^40 overflows every layer's gradient, on both ranks' shares.

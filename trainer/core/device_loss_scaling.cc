@@ -83,7 +83,12 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
   // The squared global norm: this rank's part, then (data parallel) the
   // sum of the ranks' parts.
   auto norm_squared = [&]() -> absl::Status {
-    if (auto s = run(MNT_OP_GLOBAL_NORM_SQUARED, grads.norm, {F32Scalar(sc.norm_sq)}, nullptr);
+    // A rank whose share holds only padding adds 0.
+    const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+    if (auto s = grads.norm.empty()
+                     ? run(MNT_OP_FILL, {}, {F32Scalar(sc.norm_sq)}, &zero)
+                     : run(MNT_OP_GLOBAL_NORM_SQUARED, grads.norm, {F32Scalar(sc.norm_sq)},
+                           nullptr);
         !s.ok())
       return s;
     return c_.sum_over_ranks ? c_.sum_over_ranks(F32Scalar(sc.norm_sq)) : absl::OkStatus();

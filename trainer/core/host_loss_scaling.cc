@@ -80,8 +80,12 @@ absl::StatusOr<bool> HostLossScaling::UnscaleAndUpdate(
 absl::Status HostLossScaling::Clip(const std::vector<MNT_Tensor>& grads,
                                    StepMetrics* m) {
   StepScalars& sc = *c_.scalars;
+  // A rank whose share holds only padding adds 0.
+  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
   if (auto s = sdk::ToAbsl(
-          c_.client->Run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}));
+          grads.empty()
+              ? c_.client->Run(MNT_OP_FILL, {}, {F32Scalar(sc.norm_sq)}, &zero)
+              : c_.client->Run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}));
       !s.ok())
     return s;
   if (c_.sum_over_ranks) {
