@@ -248,6 +248,9 @@ Status CnnNetwork::Backward(const models::BackwardCall& call) {
   MNT_RETURN_IF_ERROR(ops.LinearBackward(
       activations_.View(pooled_, {batch, width}), p[h], dlogits, g[h], g[h + 1],
       activations_.View(dpooled_, {batch, width}), accumulate, kHeadLayout));
+  // The head's weight and bias gradients are final (ABI 1.11 hand-over).
+  call.ReadyWhole(static_cast<int64_t>(h));
+  call.ReadyWhole(static_cast<int64_t>(h + 1));
   MNT_RETURN_IF_ERROR(
       ops.Pool2dBackward(activations_.View(dpooled_, {batch, width, 1, 1}),
                          Map(units_.back().a, batch, width),
@@ -274,8 +277,11 @@ Status CnnNetwork::Backward(const models::BackwardCall& call) {
     MNT_RETURN_IF_ERROR(ops.BatchNormBackward(
         da, Map(u.z, batch, width), p[3 * j + 1], Stats(u), dz, g[3 * j + 1],
         g[3 * j + 2], batch_norm_, accumulate));
+    call.ReadyWhole(static_cast<int64_t>(3 * j + 1));  // batch-norm scale
+    call.ReadyWhole(static_cast<int64_t>(3 * j + 2));  // batch-norm shift
     MNT_RETURN_IF_ERROR(ops.Conv2dBackwardFilter(dz, UnitInput(u, batch),
                                                  g[3 * j], conv, accumulate));
+    call.ReadyWhole(static_cast<int64_t>(3 * j));  // conv filter
     if (u.input < 0) continue;  // no gradient for the data
     MNT_RETURN_IF_ERROR(ops.Conv2dBackwardData(
         dz, p[3 * j], Map(units_[u.input].da, batch, u.in_channels), conv,

@@ -49,10 +49,13 @@ class ModelApi {
 
   // The plugin's extension chain for MNT_Plugin_Api (sdk::MakePluginApi's
   // last argument): the capabilities every in-tree model offers, here in
-  // Backward (ABI 1.6's loss_multiplier_device).
+  // Backward (ABI 1.6's loss_multiplier_device), FP8 GEMMs (1.10) and the
+  // gradient hand-over (1.11: every Network's Backward calls
+  // BackwardCall::Ready for each gradient region after its last write).
   static MNT_Extension_Base* Extensions() {
     static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER,
-                                                MNT_CAPABILITY_MODEL_FP8_GEMMS};
+                                                MNT_CAPABILITY_MODEL_FP8_GEMMS,
+                                                MNT_CAPABILITY_MODEL_GRADIENT_READY};
     static MNT_Capabilities_Extension capabilities =
         sdk::MakeCapabilitiesExtension(kCapabilities);
     return &capabilities.header.base;
@@ -197,6 +200,11 @@ class ModelApi {
       call.accumulate = args->accumulate != 0;
       if (MNT_HAS_FIELD(args, MNT_Model_Backward_Args, loss_multiplier_device)) {
         call.loss_multiplier_device = args->loss_multiplier_device;
+      }
+      // A 1.10 or older host's struct ends before the callback.
+      if (MNT_HAS_FIELD(args, MNT_Model_Backward_Args, gradient_ready_user_data)) {
+        call.gradient_ready = args->gradient_ready;
+        call.gradient_ready_user_data = args->gradient_ready_user_data;
       }
       Network* net = NetworkOf(args->model);
       Fp8Pass fp8(net->setup().ops.fp8());

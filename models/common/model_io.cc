@@ -10,6 +10,11 @@ namespace mnt::models {
 
 using sdk::Status;
 
+void BackwardCall::ReadyWhole(int64_t param) const {
+  if (gradient_ready == nullptr) return;
+  Ready(param, 0, sdk::NumElements(grads[param]));
+}
+
 ModelIo::ModelIo(std::string model, std::vector<ParamSpec> specs,
                  ExampleShape shape, MNT_DType weight_dtype,
                  MNT_DType gradient_dtype, int64_t max_batch)

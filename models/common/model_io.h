@@ -37,6 +37,23 @@ struct BackwardCall {
   // Since ABI 1.6: F32 [1] on the device replacing loss_multiplier; NULL
   // when the host passed a float.
   const MNT_Tensor* loss_multiplier_device = nullptr;
+  // Since ABI 1.11 (MNT_CAPABILITY_MODEL_GRADIENT_READY): the host's
+  // MNT_GradientReadyFn; NULL when the host gave none (or its struct ends
+  // before it).
+  MNT_GradientReadyFn* gradient_ready = nullptr;
+  void* gradient_ready_user_data = nullptr;
+
+  // Reports that the last op writing elements [first, first + count) of
+  // gradient `param` has been issued; a no-op without a callback. A
+  // Network's Backward calls it exactly once for every element of every
+  // gradient, never before that region's last write.
+  void Ready(int64_t param, int64_t first, int64_t count) const {
+    if (gradient_ready != nullptr && count > 0) {
+      gradient_ready(gradient_ready_user_data, param, first, count);
+    }
+  }
+  // The whole of gradient `param` (grads[param] must exist).
+  void ReadyWhole(int64_t param) const;
 };
 
 // One example as a model's Forward takes it.

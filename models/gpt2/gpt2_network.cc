@@ -410,6 +410,10 @@ Status Gpt2Network::Backward(const models::BackwardCall& call) {
   MNT_RETURN_IF_ERROR(ops.LayerNormBackward(dlnf, Residual(config_.n_layer, n),
                                             p[kLnfw], lnf, dres, g[kLnfw],
                                             g[kLnfb], accumulate));
+  // ABI 1.11 hand-over: the final norm's gradients are final; wte's is not
+  // (the embedding backward adds to it last).
+  call.ReadyWhole(kLnfw);
+  call.ReadyWhole(kLnfb);
 
   for (int l = static_cast<int>(config_.n_layer) - 1; l >= 0; --l) {
     const BlockParams w = LayerOf(p, l);
@@ -420,13 +424,22 @@ Status Gpt2Network::Backward(const models::BackwardCall& call) {
     }
     MNT_RETURN_IF_ERROR(BlockBackward(w, LayerOf(g, l), Residual(l, n), a,
                                       batch, accumulate));
+    // Layer l's slice of every stacked parameter's gradient is final (as
+    // LayerOf slices it: dims[1..] elements from l times that).
+    for (int i = kLn1w; i <= kFcprojb; ++i) {
+      const int64_t per_layer = sdk::NumElements(g[i]) / config_.n_layer;
+      call.Ready(i, l * per_layer, per_layer);
+    }
   }
 
   // Embeddings: wte already holds the head's gradient, so always add.
   MNT_RETURN_IF_ERROR(ops.EmbeddingBackward(dres, ids, g[kWte], true));
+  call.ReadyWhole(kWte);
   // Overwriting zeroes the rows past the data's T (no gradient there).
-  return ops.EmbeddingBackward(dres, workspace_.View(positions_, {n}), g[kWpe],
-                               accumulate);
+  MNT_RETURN_IF_ERROR(ops.EmbeddingBackward(dres, workspace_.View(positions_, {n}), g[kWpe],
+                                            accumulate));
+  call.ReadyWhole(kWpe);
+  return Status::Ok();
 }
 
 }  // namespace mnt::gpt2

@@ -179,6 +179,9 @@ Status MlpNetwork::Backward(const models::BackwardCall& call) {
         call.grads[2 * k], call.grads[2 * k + 1],
         k == 0 ? std::nullopt : models::OptionalTensor(dx), call.accumulate,
         kLayout));
+    // Layer k's weight and bias gradients are final (ABI 1.11 hand-over).
+    call.ReadyWhole(2 * k);
+    call.ReadyWhole(2 * k + 1);
     if (k == 0) break;
     // dz_{k-1} = act'(z_{k-1}) * dx, in place.
     MNT_RETURN_IF_ERROR(ops.ActivationBackward(

@@ -451,7 +451,7 @@ _Static_assert(offsetof(MNT_Model_Forward_Args, targets) == 48, "MNT_Model_Forwa
 _Static_assert(offsetof(MNT_Model_Forward_Args, training) == 56, "MNT_Model_Forward_Args.training");
 _Static_assert(offsetof(MNT_Model_Forward_Args, loss_out) == 64, "MNT_Model_Forward_Args.loss_out");
 _Static_assert(offsetof(MNT_Model_Forward_Args, correct_out) == 72, "MNT_Model_Forward_Args.correct_out");
-_Static_assert(sizeof(MNT_Model_Backward_Args) == 96, "sizeof MNT_Model_Backward_Args");
+_Static_assert(sizeof(MNT_Model_Backward_Args) == 112, "sizeof MNT_Model_Backward_Args");
 _Static_assert(offsetof(MNT_Model_Backward_Args, struct_size) == 0, "MNT_Model_Backward_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_Backward_Args, extension_start) == 8, "MNT_Model_Backward_Args.extension_start");
 _Static_assert(offsetof(MNT_Model_Backward_Args, model) == 16, "MNT_Model_Backward_Args.model");
@@ -690,7 +690,7 @@ _Static_assert(sizeof(MNT_Model_Forward_Args) == 104, "sizeof(MNT_Model_Forward_
 _Static_assert(offsetof(MNT_Model_Forward_Args, fp8_scales) == 80, "offsetof(MNT_Model_Forward_Args, fp8_scales)");
 _Static_assert(offsetof(MNT_Model_Forward_Args, fp8_scale_invs) == 88, "offsetof(MNT_Model_Forward_Args, fp8_scale_invs)");
 _Static_assert(offsetof(MNT_Model_Forward_Args, fp8_amax) == 96, "offsetof(MNT_Model_Forward_Args, fp8_amax)");
-_Static_assert(sizeof(MNT_Model_Backward_Args) == 96, "sizeof(MNT_Model_Backward_Args)");
+_Static_assert(sizeof(MNT_Model_Backward_Args) == 112, "sizeof(MNT_Model_Backward_Args)");
 _Static_assert(offsetof(MNT_Model_Backward_Args, fp8_scales) == 72, "offsetof(MNT_Model_Backward_Args, fp8_scales)");
 _Static_assert(offsetof(MNT_Model_Backward_Args, fp8_scale_invs) == 80, "offsetof(MNT_Model_Backward_Args, fp8_scale_invs)");
 _Static_assert(offsetof(MNT_Model_Backward_Args, fp8_amax) == 88, "offsetof(MNT_Model_Backward_Args, fp8_amax)");
@@ -716,6 +716,12 @@ _Static_assert(sizeof(MNT_MultiSgdParams) == 96, "sizeof(MNT_MultiSgdParams)");
 _Static_assert(offsetof(MNT_MultiSgdParams, rounding_tensors) == 80, "offsetof(MNT_MultiSgdParams, rounding_tensors)");
 _Static_assert(offsetof(MNT_MultiSgdParams, rounding_elements) == 88, "offsetof(MNT_MultiSgdParams, rounding_elements)");
 _Static_assert(MNT_CAPABILITY_OPTIMIZER_PIECES == 9, "MNT_CAPABILITY_OPTIMIZER_PIECES");
+
+/* 1.11: a model's Backward hands over finished gradients */
+_Static_assert(sizeof(MNT_Model_Backward_Args) == 112, "sizeof(MNT_Model_Backward_Args)");
+_Static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96, "offsetof(MNT_Model_Backward_Args, gradient_ready)");
+_Static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104, "offsetof(MNT_Model_Backward_Args, gradient_ready_user_data)");
+_Static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
 
 int main(void) {
   static const struct expected_size kSizes[] = {
@@ -798,7 +804,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
-      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 96),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 112),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_10, 96),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_5, 64),
       MNT_EXPECT_SIZE(MNT_Model_Api_STRUCT_SIZE, 64),
       MNT_EXPECT_SIZE(MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, 24),

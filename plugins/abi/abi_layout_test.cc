@@ -467,7 +467,7 @@ static_assert(offsetof(MNT_Model_Forward_Args, targets) == 48);
 static_assert(offsetof(MNT_Model_Forward_Args, training) == 56);
 static_assert(offsetof(MNT_Model_Forward_Args, loss_out) == 64);
 static_assert(offsetof(MNT_Model_Forward_Args, correct_out) == 72);
-static_assert(sizeof(MNT_Model_Backward_Args) == 96);
+static_assert(sizeof(MNT_Model_Backward_Args) == 112);
 static_assert(offsetof(MNT_Model_Backward_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Backward_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Model_Backward_Args, model) == 16);
@@ -713,7 +713,7 @@ static_assert(sizeof(MNT_Model_Forward_Args) == 104);
 static_assert(offsetof(MNT_Model_Forward_Args, fp8_scales) == 80);
 static_assert(offsetof(MNT_Model_Forward_Args, fp8_scale_invs) == 88);
 static_assert(offsetof(MNT_Model_Forward_Args, fp8_amax) == 96);
-static_assert(sizeof(MNT_Model_Backward_Args) == 96);
+static_assert(sizeof(MNT_Model_Backward_Args) == 112);
 static_assert(offsetof(MNT_Model_Backward_Args, fp8_scales) == 72);
 static_assert(offsetof(MNT_Model_Backward_Args, fp8_scale_invs) == 80);
 static_assert(offsetof(MNT_Model_Backward_Args, fp8_amax) == 88);
@@ -739,6 +739,12 @@ static_assert(sizeof(MNT_MultiSgdParams) == 96);
 static_assert(offsetof(MNT_MultiSgdParams, rounding_tensors) == 80);
 static_assert(offsetof(MNT_MultiSgdParams, rounding_elements) == 88);
 static_assert(MNT_CAPABILITY_OPTIMIZER_PIECES == 9, "MNT_CAPABILITY_OPTIMIZER_PIECES");
+
+// 1.11: a model's Backward hands over finished gradients
+static_assert(sizeof(MNT_Model_Backward_Args) == 112);
+static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96);
+static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104);
+static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
 
 TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
   const ExpectedSize kSizes[] = {
@@ -821,7 +827,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
-      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 96),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 112),
+      MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_10, 96),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_5, 64),
       MNT_EXPECT_SIZE(MNT_Model_Api_STRUCT_SIZE, 64),
       MNT_EXPECT_SIZE(MNT_Fp8ScaleUpdateParams_STRUCT_SIZE, 24),
@@ -874,6 +881,12 @@ TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {
   EXPECT_EQ(MNT_MultiAdamWParams_STRUCT_SIZE_1_10,
             offsetof(MNT_MultiAdamWParams, rounding_tensors));
   EXPECT_EQ(MNT_MultiSgdParams_STRUCT_SIZE_1_10, offsetof(MNT_MultiSgdParams, rounding_tensors));
+}
+
+TEST(AbiLayoutTest, GradientReadyFieldsFollowTheir110Size) {
+  // A 1.10 host's Backward args end where the 1.11 callback begins.
+  EXPECT_EQ(MNT_Model_Backward_Args_STRUCT_SIZE_1_10,
+            offsetof(MNT_Model_Backward_Args, gradient_ready));
 }
 
 TEST(AbiLayoutTest, Fp8FieldsFollowTheir19Sizes) {

@@ -117,6 +117,11 @@ typedef enum MNT_Capability {
    * index 0, tensor index rounding_tensor + i), so a caller stepping pieces
    * (e.g. ZeRO-1 element-range shards) asks for it first. */
   MNT_CAPABILITY_OPTIMIZER_PIECES = 9,
+  /* Models: Model_Backward calls MNT_Model_Backward_Args.gradient_ready
+   * (when not NULL) as each gradient region's last write is issued, every
+   * element of every gradient exactly once per call (MNT_GradientReadyFn),
+   * so a host can start exchanging finished gradients during Backward. */
+  MNT_CAPABILITY_MODEL_GRADIENT_READY = 10,
 } MNT_Capability;
 
 /* Since 1.9: on MNT_Plugin_Api's chain with header.base.type

@@ -170,6 +170,17 @@ typedef MNT_Error* MNT_Model_Forward(MNT_Model_Forward_Args* args);
  * offering MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER (before 1.9: whose
  * MNT_Plugin_Api minor is >= 6; an older model would not see the field and
  * use `loss_multiplier`). Borrowed for the call. */
+/* Since 1.11 (capability MNT_CAPABILITY_MODEL_GRADIENT_READY): called by the
+ * model on the host during Model_Backward as soon as it has issued, on the
+ * backend stream, the last op that writes elements [first, first + count)
+ * of parameter `param`'s gradient (flat element index within that
+ * parameter; a rank-3 parameter that stacks layers is typically reported a
+ * layer slice at a time). Within one Model_Backward call every element of
+ * every gradient is reported exactly once, slices in any order. The callee
+ * may issue backend work on the same stream that reads those elements;
+ * it must not write any gradient. */
+typedef void MNT_GradientReadyFn(void* user_data, int64_t param, int64_t first, int64_t count);
+
 typedef struct MNT_Model_Backward_Args {
   size_t struct_size;
   MNT_Extension_Base* extension_start;
@@ -185,8 +196,15 @@ typedef struct MNT_Model_Backward_Args {
   const MNT_Tensor* fp8_scales;
   const MNT_Tensor* fp8_scale_invs;
   const MNT_Tensor* fp8_amax;
+  /* Since 1.11, to a model offering MNT_CAPABILITY_MODEL_GRADIENT_READY
+   * (a host does not send these fields to other models): see
+   * MNT_GradientReadyFn. */
+  MNT_GradientReadyFn* gradient_ready; /* since 1.11; NULL: not called */
+  void* gradient_ready_user_data;
 } MNT_Model_Backward_Args;
 #define MNT_Model_Backward_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Model_Backward_Args, gradient_ready_user_data)
+#define MNT_Model_Backward_Args_STRUCT_SIZE_1_10 \
   MNT_STRUCT_SIZE(MNT_Model_Backward_Args, fp8_amax)
 #define MNT_Model_Backward_Args_STRUCT_SIZE_1_9 \
   MNT_STRUCT_SIZE(MNT_Model_Backward_Args, loss_multiplier_device)

@@ -85,6 +85,7 @@ TEST(CapabilitiesTest, OlderPluginsAreAnsweredFromTheLegacyTable) {
       {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_FP8_GEMMS, 10},
       // Since 1.11: likewise.
       {MNT_PLUGIN_KIND_BACKEND, MNT_CAPABILITY_OPTIMIZER_PIECES, 11},
+      {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_GRADIENT_READY, 11},
   };
   static_assert(std::size(cases) == std::size(kCapabilities), "a case per capability");
   for (const Case& c : cases) {
@@ -122,6 +123,28 @@ TEST(CapabilitiesTest, OptimizerPiecesIsOfferedOnlyWhenListed) {
     EXPECT_FALSE(HasCapability(&legacy, MNT_CAPABILITY_OPTIMIZER_PIECES)) << "1." << minor;
   }
   EXPECT_STREQ(CapabilityName(MNT_CAPABILITY_OPTIMIZER_PIECES), "OPTIMIZER_PIECES");
+}
+
+// ABI 1.11's MODEL_GRADIENT_READY: likewise only when a model lists it; FP8
+// GEMMs do not imply it.
+TEST(CapabilitiesTest, ModelGradientReadyIsOfferedOnlyWhenListed) {
+  static const int32_t kFp8[] = {MNT_CAPABILITY_MODEL_FP8_GEMMS};
+  static const int32_t kReady[] = {MNT_CAPABILITY_MODEL_FP8_GEMMS,
+                                   MNT_CAPABILITY_MODEL_GRADIENT_READY};
+  MNT_Capabilities_Extension fp8 = MakeCapabilitiesExtension(kFp8);
+  MNT_Capabilities_Extension ready = MakeCapabilitiesExtension(kReady);
+  for (int32_t minor : {10, 11, MNT_ABI_MINOR}) {
+    SCOPED_TRACE(minor);
+    const MNT_Plugin_Api without = Plugin(MNT_PLUGIN_KIND_MODEL, minor, &fp8.header.base);
+    EXPECT_FALSE(HasCapability(&without, MNT_CAPABILITY_MODEL_GRADIENT_READY));
+    const MNT_Plugin_Api with = Plugin(MNT_PLUGIN_KIND_MODEL, minor, &ready.header.base);
+    EXPECT_TRUE(HasCapability(&with, MNT_CAPABILITY_MODEL_GRADIENT_READY));
+  }
+  for (int32_t minor = 0; minor < kExtensionsSinceMinor; ++minor) {
+    const MNT_Plugin_Api legacy = Plugin(MNT_PLUGIN_KIND_MODEL, minor);
+    EXPECT_FALSE(HasCapability(&legacy, MNT_CAPABILITY_MODEL_GRADIENT_READY)) << "1." << minor;
+  }
+  EXPECT_STREQ(CapabilityName(MNT_CAPABILITY_MODEL_GRADIENT_READY), "MODEL_GRADIENT_READY");
 }
 
 TEST(CapabilitiesTest, AnOlderPluginsChainIsNotRead) {

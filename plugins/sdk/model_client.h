@@ -71,6 +71,8 @@ class ModelClient {
       plugin_ = std::exchange(o.plugin_, nullptr);
       model_ = std::exchange(o.model_, nullptr);
       fp8_ = std::exchange(o.fp8_, Fp8Tensors{});
+      gradient_ready_ = std::exchange(o.gradient_ready_, nullptr);
+      gradient_ready_user_data_ = std::exchange(o.gradient_ready_user_data_, nullptr);
     }
     return *this;
   }
@@ -121,6 +123,24 @@ class ModelClient {
   // model created with FP8 GEMMs needs them); borrowed, they must outlive
   // those calls. Default: none.
   void UseFp8Tensors(const Fp8Tensors& tensors) { fp8_ = tensors; }
+
+  // ABI 1.11: the callback every later Backward hands a model that
+  // HandsOverGradients() (MNT_Model_Backward_Args.gradient_ready, see
+  // MNT_GradientReadyFn): called on the host during Backward as each
+  // gradient region's last write has been issued on the backend stream.
+  // `user_data` is passed through; both must stay valid for those calls.
+  // Default: none (NULL). A model without the capability never calls it.
+  void UseGradientReady(MNT_GradientReadyFn* fn, void* user_data) {
+    gradient_ready_ = fn;
+    gradient_ready_user_data_ = user_data;
+  }
+
+  // Whether Backward hands over finished gradients through the callback
+  // of UseGradientReady (the model offers
+  // MNT_CAPABILITY_MODEL_GRADIENT_READY, ABI 1.11).
+  bool HandsOverGradients() const {
+    return HasCapability(plugin_, MNT_CAPABILITY_MODEL_GRADIENT_READY);
+  }
   const MNT_Plugin_Api* plugin() const { return plugin_; }
   MNT_Model* get() const { return model_; }  // borrowed, for raw ABI calls
 
@@ -202,13 +222,18 @@ class ModelClient {
   // The same with the multiplier as an F32 [1] device tensor (ABI 1.6);
   // NULL: `loss_multiplier`. A model without the capability (one older than
   // 1.6) gets the 1.5 struct and is refused a device multiplier
-  // (FailedPrecondition): ask TakesDeviceLossMultiplier() first.
+  // (FailedPrecondition): ask TakesDeviceLossMultiplier() first. A model
+  // that HandsOverGradients() gets the 1.11 struct with UseGradientReady's
+  // callback (NULL if never set); any other gets no more than the 1.10
+  // struct and is never called back.
   Status Backward(const std::vector<MNT_Tensor>& params,
                   const std::vector<MNT_Tensor>& grads, float loss_multiplier,
                   const MNT_Tensor* loss_multiplier_device, bool accumulate) const {
     MNT_Model_Backward_Args a{};
+    const bool hands_over = HandsOverGradients();
     if (TakesDeviceLossMultiplier()) {
-      a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
+      a.struct_size = hands_over ? MNT_Model_Backward_Args_STRUCT_SIZE
+                                 : MNT_Model_Backward_Args_STRUCT_SIZE_1_10;
       a.loss_multiplier_device = loss_multiplier_device;
     } else if (loss_multiplier_device != nullptr) {
       return FailedPrecondition(Format(
@@ -218,7 +243,10 @@ class ModelClient {
           plugin_->name, plugin_->abi_version.major_version,
           plugin_->abi_version.minor_version));
     } else {
-      a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE_1_5;
+      // A model offering GRADIENT_READY without the device multiplier sees
+      // loss_multiplier_device NULL (use loss_multiplier).
+      a.struct_size = hands_over ? MNT_Model_Backward_Args_STRUCT_SIZE
+                                 : MNT_Model_Backward_Args_STRUCT_SIZE_1_5;
     }
     a.model = model_;
     a.params = params.data();
@@ -227,10 +255,14 @@ class ModelClient {
     a.num_grads = grads.size();
     a.loss_multiplier = loss_multiplier;
     a.accumulate = accumulate ? 1 : 0;
-    if (a.struct_size >= MNT_Model_Backward_Args_STRUCT_SIZE) {
+    if (a.struct_size >= MNT_Model_Backward_Args_STRUCT_SIZE_1_10) {
       a.fp8_scales = fp8_.scales;
       a.fp8_scale_invs = fp8_.scale_invs;
       a.fp8_amax = fp8_.amax;
+    }
+    if (a.struct_size >= MNT_Model_Backward_Args_STRUCT_SIZE) {
+      a.gradient_ready = gradient_ready_;
+      a.gradient_ready_user_data = gradient_ready_user_data_;
     }
     return StatusFromPluginError(plugin_, plugin_->model->Model_Backward(&a));
   }
@@ -250,6 +282,8 @@ class ModelClient {
   const MNT_Plugin_Api* plugin_ = nullptr;
   MNT_Model* model_ = nullptr;
   Fp8Tensors fp8_;
+  MNT_GradientReadyFn* gradient_ready_ = nullptr;
+  void* gradient_ready_user_data_ = nullptr;
 };
 
 }  // namespace mnt::sdk

@@ -10,7 +10,12 @@
 //  * since 1.9 capabilities decide, not minors: a 1.9 model that does not
 //    advertise MODEL_DEVICE_LOSS_MULTIPLIER is treated as the 1.5 one, and
 //    a 1.9 backend that does not advertise CROSS_ENTROPY_GRAD_MULTIPLIER
-//    never gets the third CROSS_ENTROPY input.
+//    never gets the third CROSS_ENTROPY input;
+//  * ABI 1.11's gradient hand-over (MNT_Model_Backward_Args.gradient_ready):
+//    a model offering MODEL_GRADIENT_READY gets the 1.11 struct and reports
+//    every element once; a 1.10 model (its capabilities without it) gets the
+//    1.10 struct and is never called back, whatever the host set; a 1.11
+//    model called with a 1.10 host's struct never reads the callback.
 // The batch (6) and the multiplier are no powers of two, so a different
 // rounding of multiplier / batch would show in the bits.
 #include <cmath>
@@ -108,6 +113,59 @@ const MNT_Plugin_Api* CpuAs19WithoutCapabilities() {
   return &g_backend_plugin_1_9;
 }
 
+// --- A 1.10 model: the MLP at minor 10 advertising what a 1.10 MLP did
+// (no MODEL_GRADIENT_READY), recording its struct_size. And the MLP as it
+// is, recording its struct_size. ---
+const int32_t kCapabilities110[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER,
+                                    MNT_CAPABILITY_MODEL_FP8_GEMMS};
+MNT_Capabilities_Extension g_capabilities_1_10 =
+    sdk::MakeCapabilitiesExtension(kCapabilities110);
+MNT_Model_Api g_model_api_1_10;
+MNT_Plugin_Api g_model_plugin_1_10;
+MNT_Model_Api g_model_api_recording;
+MNT_Plugin_Api g_model_plugin_recording;
+
+const MNT_Plugin_Api* MlpAs110() {
+  g_model_plugin_1_10 = *mlp::MlpPluginApi();
+  g_model_plugin_1_10.abi_version.minor_version = 10;
+  g_model_plugin_1_10.extension_start = &g_capabilities_1_10.header.base;
+  g_model_api_1_10 = *g_model_plugin_1_10.model;
+  g_model_api_1_10.Model_Backward = RecordingBackward;
+  g_model_plugin_1_10.model = &g_model_api_1_10;
+  return &g_model_plugin_1_10;
+}
+
+const MNT_Plugin_Api* RecordingMlp() {
+  g_model_plugin_recording = *mlp::MlpPluginApi();
+  g_model_api_recording = *g_model_plugin_recording.model;
+  g_model_api_recording.Model_Backward = RecordingBackward;
+  g_model_plugin_recording.model = &g_model_api_recording;
+  return &g_model_plugin_recording;
+}
+
+// A gradient_ready callback counting its reports per element.
+struct ReadyCounts {
+  std::vector<std::vector<int>> times;
+  int64_t calls = 0;
+  bool bad = false;  // param or range out of bounds
+  static void Callback(void* user_data, int64_t param, int64_t first, int64_t count) {
+    auto* self = static_cast<ReadyCounts*>(user_data);
+    ++self->calls;
+    if (param < 0 || param >= static_cast<int64_t>(self->times.size()) || first < 0 ||
+        count < 1 || first + count > static_cast<int64_t>(self->times[param].size())) {
+      self->bad = true;
+      return;
+    }
+    for (int64_t j = first; j < first + count; ++j) ++self->times[param][j];
+  }
+  bool EachOnce() const {
+    for (const auto& t : times)
+      for (int n : t)
+        if (n != 1) return false;
+    return !bad;
+  }
+};
+
 using Grads = std::vector<std::vector<float>>;
 
 // One MLP instance on one backend instance, fp32, with random parameters,
@@ -195,6 +253,29 @@ class Harness {
     a.loss_multiplier = host;
     a.loss_multiplier_device = device;
     return sdk::StatusFromPluginError(model_.plugin(), model_.plugin()->model->Model_Backward(&a));
+  }
+
+  // The same with a gradient_ready callback in the struct (read by the
+  // model only when struct_size covers it).
+  sdk::Status RawBackwardWithReady(size_t struct_size, MNT_GradientReadyFn* fn, void* data) {
+    MNT_Model_Backward_Args a{};
+    a.struct_size = struct_size;
+    a.model = model_.get();
+    a.params = params_.data();
+    a.num_params = params_.size();
+    a.grads = grads_.data();
+    a.num_grads = grads_.size();
+    a.loss_multiplier = kMultiplierForRaw;
+    a.gradient_ready = fn;
+    a.gradient_ready_user_data = data;
+    return sdk::StatusFromPluginError(model_.plugin(), model_.plugin()->model->Model_Backward(&a));
+  }
+  static constexpr float kMultiplierForRaw = 1536.75f;
+
+  ReadyCounts NewCounts() const {
+    ReadyCounts c;
+    for (const MNT_Tensor& g : grads_) c.times.emplace_back(sdk::NumElements(g), 0);
+    return c;
   }
 
   sdk::ModelClient& model() { return model_; }
@@ -321,6 +402,80 @@ TEST(ModelSkewTest, A19BackendThatDoesNotAdvertiseTheGradMultiplierGetsTwoInputs
   const sdk::Status s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_GT(g_cross_entropy_calls, 0);  // RunAs15 checked each has 2 inputs
+  EXPECT_TRUE(SameBits(h.Download(), want));
+}
+
+TEST(ModelSkewTest, A111ModelHandsOverEveryGradientElementOnce) {
+  const Grads want = HostFloatGrads();
+  Harness h(cpu::CpuBackendPluginApi(), RecordingMlp(), 7);
+  EXPECT_TRUE(h.model().HandsOverGradients());
+  // No callback set: the 1.11 struct with NULL, the same bits.
+  h.Forward();
+  g_last_backward_struct_size = 0;
+  sdk::Status s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE});
+  EXPECT_TRUE(SameBits(h.Download(), want));
+  // With one: every element reported once, the same bits.
+  ReadyCounts counts = h.NewCounts();
+  h.model().UseGradientReady(&ReadyCounts::Callback, &counts);
+  h.Forward();
+  s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE});
+  EXPECT_GT(counts.calls, 0);
+  EXPECT_TRUE(counts.EachOnce());
+  EXPECT_TRUE(SameBits(h.Download(), want));
+  // The device-multiplier Backward hands it over too.
+  counts = h.NewCounts();
+  const MNT_Tensor m = h.Upload({kMultiplier}, {1});
+  h.Forward();
+  s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(counts.EachOnce());
+  EXPECT_TRUE(SameBits(h.Download(), want));
+}
+
+TEST(ModelSkewTest, A110ModelGetsThe110StructAndIsNeverCalledBack) {
+  const Grads want = HostFloatGrads();
+  Harness h(cpu::CpuBackendPluginApi(), MlpAs110(), 7);
+  EXPECT_FALSE(h.model().HandsOverGradients());
+  EXPECT_TRUE(h.model().TakesDeviceLossMultiplier());
+  ReadyCounts counts = h.NewCounts();
+  h.model().UseGradientReady(&ReadyCounts::Callback, &counts);
+  h.Forward();
+  g_last_backward_struct_size = 0;
+  sdk::Status s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_10});
+  EXPECT_EQ(counts.calls, 0);
+  EXPECT_TRUE(SameBits(h.Download(), want));
+  const MNT_Tensor m = h.Upload({kMultiplier}, {1});
+  h.Forward();
+  s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_10});
+  EXPECT_EQ(counts.calls, 0);
+  EXPECT_TRUE(SameBits(h.Download(), want));
+}
+
+TEST(ModelSkewTest, A111ModelCalledByA110HostNeverReadsTheCallback) {
+  const Grads want = HostFloatGrads();
+  Harness h(cpu::CpuBackendPluginApi(), mlp::MlpPluginApi(), 7);
+  ReadyCounts counts = h.NewCounts();
+  // The callback sits past the 1.10 struct: the model must not see it.
+  h.Forward();
+  sdk::Status s = h.RawBackwardWithReady(MNT_Model_Backward_Args_STRUCT_SIZE_1_10,
+                                         &ReadyCounts::Callback, &counts);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(counts.calls, 0);
+  EXPECT_TRUE(SameBits(h.Download(), want));
+  // The full struct: called back, every element once.
+  h.Forward();
+  s = h.RawBackwardWithReady(MNT_Model_Backward_Args_STRUCT_SIZE, &ReadyCounts::Callback,
+                             &counts);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(counts.EachOnce());
   EXPECT_TRUE(SameBits(h.Download(), want));
 }
 

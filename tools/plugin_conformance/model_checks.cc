@@ -270,6 +270,28 @@ class ModelHarness {
     return client_.Synchronize();
   }
 
+  // Fills every gradient buffer with `value` (so a region read before the
+  // model writes it shows).
+  Status FillGrads(float value) {
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      const std::vector<float> v(static_cast<size_t>(specs_[i].count), value);
+      MNT_RETURN_IF_ERROR(client_.ToDevice(grads_[i][0]->data(), v.data(), v.size() * 4));
+    }
+    return Status::Ok();
+  }
+
+  // ABI 1.11: the callback the next Backwards hand over (NULL: none).
+  void UseGradientReady(MNT_GradientReadyFn* fn, void* user_data) {
+    model_.UseGradientReady(fn, user_data);
+  }
+
+  // Elements [first, first + count) of gradient `param` as they are now
+  // (the CPU backend has run everything issued so far).
+  Status ReadGradSlice(int64_t param, int64_t first, int64_t count, float* out) const {
+    return client_.ToHost(out, static_cast<const char*>(grads_[param][0]->data()) + first * 4,
+                          static_cast<size_t>(count) * 4);
+  }
+
   // The FP8 scaling slots of these parameters (plugins/sdk/fp8_slots.h).
   int64_t Fp8Slots() const {
     std::vector<std::vector<int64_t>> dims;
@@ -549,6 +571,121 @@ void CheckModelOnData(ModelHarness& h, const std::string& options, uint64_t seed
 }
 
 
+// What a conformance Backward's MNT_GradientReadyFn recorded: how often each
+// element was reported and, per element, its value at the report (read at
+// once: the CPU backend is synchronous, so the report's region holds what
+// the ops issued so far wrote).
+struct GradientReadyRecord {
+  ModelHarness* h = nullptr;
+  std::vector<std::vector<int>> times;
+  std::vector<std::vector<float>> at_report;
+  std::string why;  // the first bad report
+  int64_t calls = 0;
+
+  static void Callback(void* user_data, int64_t param, int64_t first, int64_t count) {
+    auto* self = static_cast<GradientReadyRecord*>(user_data);
+    ++self->calls;
+    if (!self->why.empty()) return;
+    const int64_t params = static_cast<int64_t>(self->times.size());
+    if (param < 0 || param >= params) {
+      self->why = Format("reported param %lld (there are %lld)", (long long)param,
+                         (long long)params);
+      return;
+    }
+    const std::string& name = self->h->specs()[param].name;
+    const int64_t numel = static_cast<int64_t>(self->times[param].size());
+    if (first < 0 || count < 1 || first > numel || count > numel - first) {
+      self->why = Format("%s: reported elements [%lld, %lld + %lld) of %lld", name.c_str(),
+                         (long long)first, (long long)first, (long long)count,
+                         (long long)numel);
+      return;
+    }
+    for (int64_t j = first; j < first + count; ++j) {
+      if (++self->times[param][j] > 1) {
+        self->why = Format("%s[%lld] reported twice (second time in [%lld, %lld + %lld))",
+                           name.c_str(), (long long)j, (long long)first, (long long)first,
+                           (long long)count);
+        return;
+      }
+    }
+    const Status s = self->h->ReadGradSlice(param, first, count,
+                                            self->at_report[param].data() + first);
+    if (!s.ok()) self->why = name + ": reading the reported slice: " + s.message();
+  }
+};
+
+// ABI 1.11, for a model offering MNT_CAPABILITY_MODEL_GRADIENT_READY: a
+// training Backward (overwriting gradients filled with a sentinel, then
+// accumulating onto them) reports every element of every gradient exactly
+// once, and each reported slice already holds its final value (bitwise)
+// when reported. Without a callback nothing changes (same bits).
+void CheckGradientReady(ModelHarness& h, const std::string& n, Report* r) {
+  std::string why;
+  std::vector<std::vector<float>> plain, final_grads;
+  float loss = 0;
+  Status s = h.Forward(true, &loss);
+  if (s.ok()) s = h.Backward(1.0f, false);
+  if (s.ok()) s = h.DownloadGrads(&plain);
+  if (!s.ok()) why = s.message();
+  int64_t calls = 0;
+  for (const bool accumulate : {false, true}) {
+    if (!why.empty()) break;
+    const char* pass = accumulate ? "accumulating Backward" : "Backward";
+    GradientReadyRecord rec;
+    rec.h = &h;
+    for (const Spec& sp : h.specs()) {
+      rec.times.emplace_back(static_cast<size_t>(sp.count), 0);
+      rec.at_report.emplace_back(static_cast<size_t>(sp.count), 0.0f);
+    }
+    s = h.Forward(true, &loss);
+    // A sentinel no gradient has: a region reported before its first write
+    // shows it.
+    if (s.ok() && !accumulate) s = h.FillGrads(-1234.5f);
+    if (s.ok()) {
+      h.UseGradientReady(&GradientReadyRecord::Callback, &rec);
+      s = h.Backward(1.0f, accumulate);
+      h.UseGradientReady(nullptr, nullptr);
+    }
+    if (s.ok()) s = h.DownloadGrads(&final_grads);
+    if (!s.ok()) {
+      why = s.message();
+      break;
+    }
+    calls += rec.calls;
+    if (!rec.why.empty()) {
+      why = Format("%s: %s", pass, rec.why.c_str());
+      break;
+    }
+    for (size_t i = 0; i < rec.times.size() && why.empty(); ++i) {
+      for (size_t j = 0; j < rec.times[i].size(); ++j) {
+        if (rec.times[i][j] == 0) {
+          why = Format("%s: %s[%zu] never reported", pass, h.specs()[i].name.c_str(), j);
+          break;
+        }
+        if (std::memcmp(&rec.at_report[i][j], &final_grads[i][j], sizeof(float)) != 0) {
+          why = Format("%s: %s[%zu] was %.9g when reported, %.9g after Backward (reported "
+                       "before its last write)",
+                       pass, h.specs()[i].name.c_str(), j, rec.at_report[i][j],
+                       final_grads[i][j]);
+          break;
+        }
+      }
+    }
+    if (!why.empty()) break;
+    if (!accumulate) {
+      for (size_t i = 0; i < plain.size() && why.empty(); ++i) {
+        if (std::memcmp(plain[i].data(), final_grads[i].data(),
+                        plain[i].size() * sizeof(float)) != 0)
+          why = Format("%s: gradients differ with and without a gradient_ready callback",
+                       h.specs()[i].name.c_str());
+      }
+    }
+  }
+  r->Check(n + Format("gradient_ready_every_element_once_after_last_write (%lld reports)",
+                      (long long)calls),
+           why);
+}
+
 // ABI 1.10, for a model offering MNT_CAPABILITY_MODEL_FP8_GEMMS: the same
 // model created with FP8 GEMMs (E4M3 forward, E5M2 gradients) refuses calls
 // without the scale tensors; with unit scales a training Forward and
@@ -704,6 +841,7 @@ void CheckModelPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
                    .message());
     }
     CheckModelOnData(h, options, seed, k, r);
+    if (sdk::HasCapability(plugin, MNT_CAPABILITY_MODEL_GRADIENT_READY)) CheckGradientReady(h, k, r);
     if (sdk::HasCapability(plugin, MNT_CAPABILITY_MODEL_FP8_GEMMS)) CheckFp8Gemms(h, options, k, r);
   }
   if (accepted == 0) {
