@@ -362,6 +362,40 @@ TEST(DataParallel, AnOverflowOnOneRankSkipsTheStepOnAll) {
   ExpectSameBits(zero1.checkpoint, on_rank1.checkpoint);
 }
 
+// --exchange_in_backward=auto (the default; the in-tree models hand over
+// finished gradients, ABI 1.11): each bucket is exchanged as soon as
+// backward has finished it, while backward goes on; the bits are those of
+// exchanging after the whole backward, under either stage, with gradient
+// accumulation (the hand-over also drives the fp32 master-gradient sums).
+TEST(DataParallel, ExchangeInBackwardChangesNoBit) {
+  auto summary_count = [](const std::string& jsonl, const std::string& key) -> int64_t {
+    const size_t at = jsonl.find("\"" + key + "\":", jsonl.find("\"type\":\"summary\""));
+    return at == std::string::npos ? -1 : std::stoll(jsonl.substr(at + key.size() + 3));
+  };
+  for (const std::string precision : {"fp32", "bf16"}) {
+    for (const std::string zero : {"0", "1"}) {
+      const std::string name = precision + "_zero" + zero;
+      const std::string flags = CommonFlags(precision, 8, 6) +
+                                " --grad_accum_steps=2 --bucket_mb=0.004 --zero_stage=" + zero;
+      const JobResult in_backward = Train(2, TempDir() + "/inbw_" + name, flags);
+      const JobResult after = Train(2, TempDir() + "/after_" + name,
+                                    flags + " --exchange_in_backward=off");
+      ASSERT_EQ(in_backward.exit_code, 0) << in_backward.output;
+      ASSERT_EQ(after.exit_code, 0) << after.output;
+      ASSERT_EQ(in_backward.losses.size(), 6u);
+      EXPECT_EQ(in_backward.losses, after.losses) << name;
+      ExpectSameBits(in_backward.checkpoint, after.checkpoint);
+      // Most buckets went during backward (the first layer's, finished
+      // last, after it); none with the flag off.
+      const int64_t buckets = summary_count(in_backward.jsonl, "buckets_exchanged");
+      EXPECT_GT(buckets, 6) << name;
+      EXPECT_EQ(summary_count(after.jsonl, "buckets_exchanged"), buckets) << name;
+      EXPECT_GT(summary_count(in_backward.jsonl, "buckets_in_backward"), 0) << name;
+      EXPECT_EQ(summary_count(after.jsonl, "buckets_in_backward"), 0) << name;
+    }
+  }
+}
+
 // A model so small that rank 2's share is only padding (an MLP of 160
 // parameters over 3 x 128-element chunks): ZeRO-0 adds 0 for that rank's
 // part of the norm and trains as one rank with the whole batch would;

@@ -51,7 +51,7 @@ const std::vector<Topic>& Topics() {
         "run_name", "resume", "resume_if_exists", "resume_from", "resume_from_checkpoint",
         "eval_only"}},
       {"Data parallel (mpirun -np N bazel-bin/trainer/cli/train ...)",
-       {"data_parallel", "bucket_mb", "zero_stage"}},
+       {"data_parallel", "bucket_mb", "zero_stage", "exchange_in_backward"}},
       {"Files", {"config", "plugin_path", "verbose"}},
   };
   return *topics;

@@ -219,6 +219,7 @@ TrainConfig DefaultTrainConfig() {
   c.set_device_loss_scaling("auto");
   c.set_data_parallel("auto");
   c.set_bucket_mb(25);
+  c.set_exchange_in_backward("auto");
   return c;
 }
 
@@ -257,6 +258,8 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok() && !c.data_parallel().empty())
     s = CheckOneOf("data_parallel", c.data_parallel(), {"auto", "off"});
   if (s.ok()) s = CheckRange("bucket_mb", c.bucket_mb(), 0, false, kInf, false);
+  if (s.ok() && !c.exchange_in_backward().empty())
+    s = CheckOneOf("exchange_in_backward", c.exchange_in_backward(), {"auto", "off"});
   if (s.ok() && c.zero_stage() != 0 && c.zero_stage() != 1) {
     s = absl::InvalidArgumentError(
         absl::StrCat("--zero_stage=", c.zero_stage(), ": expected 0 or 1"));

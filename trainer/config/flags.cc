@@ -115,6 +115,10 @@ ABSL_FLAG(int64_t, zero_stage, 0,
           "Data parallel: 0|1; 1 = ZeRO-1, each rank keeps the fp32 master weights, "
           "optimizer state and averaged gradient of 1/N of the parameters' elements (less "
           "memory per rank, same bits)");
+ABSL_FLAG(std::string, exchange_in_backward, "auto",
+          "Data parallel: auto|off; auto = issue each bucket's gradient exchange as soon as "
+          "backward has finished it (models that hand over finished gradients), off = after "
+          "the whole backward");
 ABSL_FLAG(double, bucket_mb, 25,
           "Data parallel: average gradients (ZeRO-1: reduce-scatter them) in buckets of about "
           "this many MiB; 0 = one bucket");
@@ -231,6 +235,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
       MNT_BIND(zero_stage, c->set_zero_stage(v)),
+      MNT_BIND(exchange_in_backward, c->set_exchange_in_backward(v)),
       MNT_BIND(debug_overflow, c->set_debug_overflow(v)),
   };
   return *bindings;

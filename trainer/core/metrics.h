@@ -116,6 +116,10 @@ struct FinalReport {
   int ranks = 1;
   double collective_seconds = 0;
   int64_t collective_calls = 0;
+  // Gradient buckets exchanged (last micro-batches, every step) and how
+  // many of them were issued during backward (--exchange_in_backward).
+  int64_t buckets_exchanged = 0;
+  int64_t buckets_in_backward = 0;
   double final_loss_scale = 1;
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second

@@ -57,7 +57,8 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
   // element in each buffer, and a 16-bit buffer is exactly half an fp32 one.
   std::vector<int64_t> numels;
   for (const Param& p : params_) numels.push_back(p.numel);
-  std::vector<int64_t> offsets = FlatOffsets(numels, kFlatAlignmentElements);
+  offsets_ = FlatOffsets(numels, kFlatAlignmentElements);
+  const std::vector<int64_t>& offsets = offsets_;
   const int64_t bucket_elements =
       shard_.bucket_bytes / static_cast<int64_t>(sdk::DTypeSize(mixed_ ? MNT_DTYPE_F32
                                                                        : gradient_dtype_));
@@ -287,6 +288,17 @@ absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
     if (!s.ok()) return sdk::ToAbsl(s);
   }
   return absl::OkStatus();
+}
+
+absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro, int64_t param,
+                                                       int64_t first, int64_t count) {
+  if (!mixed_) return absl::OkStatus();
+  const int64_t at = offsets_[param] + first;
+  const MNT_Tensor g = Range(grads_flat_, gradient_dtype_, at, count);
+  const MNT_Tensor mg = Range(master_grads_flat_, MNT_DTYPE_F32, at, count);
+  const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1.0f, 1.0f};
+  return sdk::ToAbsl(micro == 0 ? client_.Run(MNT_OP_CAST, {g}, {mg})
+                                : client_.Run(MNT_OP_ADD, {g, mg}, {mg}, &add));
 }
 
 absl::Status ParameterStore::SyncWorkingWeights() {

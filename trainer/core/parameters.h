@@ -149,6 +149,13 @@ class ParameterStore {
   // no bits. Without a master copy gradients accumulate in place: no-op.
   absl::Status AccumulateMasterGradients(int64_t micro);
 
+  // The same for elements [first, first + count) of parameter `param` only
+  // (a slice a model handed over while its backward goes on).
+  absl::Status AccumulateMasterGradients(int64_t micro, int64_t param, int64_t first,
+                                         int64_t count);
+  // Each parameter's first element in the flat buffers.
+  const std::vector<int64_t>& flat_offsets() const { return offsets_; }
+
   // Mixed precision: rounds the fp32 masters of this rank's pieces into the
   // working weights.
   absl::Status SyncWorkingWeights();
@@ -174,6 +181,7 @@ class ParameterStore {
   ParamShard shard_;
   std::vector<Param> params_;
   int64_t num_parameters_ = 0;
+  std::vector<int64_t> offsets_;  // FlatOffsets of the parameters
   ShardLayout layout_;
   std::vector<ParamPiece> share_;  // this rank's share (world > 1)
   std::vector<ParamPiece> steps_;

@@ -16,6 +16,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/checkpoint/run_config_file.h"
+#include "trainer/core/bucket_readiness.h"
 #include "trainer/core/device_batch.h"
 #include "trainer/core/device_scalars.h"
 #include "trainer/core/evaluator.h"
@@ -115,6 +116,16 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
     if (!fp8.ok()) return fp8.status();
     fp8_ = std::move(*fp8);
     plugins_->model.UseFp8Tensors(fp8_->tensors());
+  }
+  // Exchange in backward (ABI 1.11): with a model that hands over finished
+  // gradients, each bucket goes as soon as backward has finished it.
+  if (data_parallel_ != nullptr && config_.exchange_in_backward() != "off" &&
+      plugins_->model.HandsOverGradients()) {
+    std::vector<int64_t> numels;
+    for (const Param& p : params_->params()) numels.push_back(p.numel);
+    readiness_ = std::make_unique<BucketReadiness>(params_->layout(), params_->flat_offsets(),
+                                                   std::move(numels));
+    plugins_->model.UseGradientReady(&Trainer::OnGradientReady, this);
   }
   // ZeRO-1: the other shares start from their ranks' rounding.
   if (auto s = GatherWorkingWeights(); !s.ok()) return s;
@@ -311,13 +322,23 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
     // summed into the fp32 master gradients.
     const bool accumulate = !params_->mixed() && micro > 0;
     if (plugins_->tracer) plugins_->tracer->BeginPhase(step_ + 1, "backward");
-    if (auto s = sdk::ToAbsl(model.Backward(
-            weights, grads, multiplier,
-            device_multiplier.has_value() ? &*device_multiplier : nullptr, accumulate));
-        !s.ok())
-      return Prefixed(s, "model backward: ");
+    // Exchange in backward: the model hands over finished slices, which are
+    // accumulated there and (last micro-batch) exchanged bucket by bucket.
+    if (readiness_ != nullptr) {
+      readiness_->Reset();
+      handover_ = {true, micro, micro + 1 == accum, absl::OkStatus()};
+    }
+    absl::Status backward = sdk::ToAbsl(model.Backward(
+        weights, grads, multiplier,
+        device_multiplier.has_value() ? &*device_multiplier : nullptr, accumulate));
+    handover_.armed = false;
+    if (!backward.ok()) return Prefixed(backward, "model backward: ");
     if (auto s = StopIfTraced(); !s.ok()) return s;
-    if (auto s = params_->AccumulateMasterGradients(micro); !s.ok()) return s;
+    if (readiness_ != nullptr) {
+      if (auto s = FinishHandover(); !s.ok()) return s;
+    } else if (auto s = params_->AccumulateMasterGradients(micro); !s.ok()) {
+      return s;
+    }
     // FP8: this micro-batch's amax into the history and the next pass's
     // scales (on the device), after every forward and backward as
     // Transformer Engine's fp8_autocast per micro-batch: with gradient
@@ -327,7 +348,10 @@ absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
   }
   metrics->loss = loss_sum / static_cast<double>(accum);
 
-  if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
+  // Data parallel: injected before bucket 0's exchange (ExchangeBucket).
+  if (data_parallel_ == nullptr) {
+    if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
+  }
   Stopwatch phase;
   // The global batch's gradient on every rank (ZeRO-1: of its share): from
   // here on every rank unscales, finds inf/NaN, clips, skips and steps on
@@ -472,20 +496,70 @@ absl::Status Trainer::StopIfTraced() {
 }
 
 absl::Status Trainer::ExchangeGradients() {
-  if (!params_->sharded()) {
-    const int64_t bucket_bytes = static_cast<int64_t>(config_.bucket_mb() * (1 << 20));
-    return data_parallel_->AverageInBuckets(params_->FlatOptimizerGrads(), bucket_bytes);
+  // The buckets backward did not complete (all of them without the
+  // hand-over), in order.
+  std::vector<int64_t> buckets;
+  if (readiness_ != nullptr) {
+    buckets = readiness_->Unfinished();
+  } else {
+    for (size_t b = 0; b < params_->layout().buckets().size(); ++b) {
+      buckets.push_back(static_cast<int64_t>(b));
+    }
   }
-  // ZeRO-1: each bucket reduce-scattered, so a rank receives the average of
-  // its chunk only, into its share's gradient buffer.
+  for (int64_t b : buckets) {
+    if (auto s = ExchangeBucket(b); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ExchangeBucket(int64_t b) {
+  if (b == 0) {  // the fault test's inf goes into flat element 0
+    if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
+  }
+  ++buckets_exchanged_;
   const ShardLayout& layout = params_->layout();
-  for (size_t b = 0; b < layout.buckets().size(); ++b) {
-    const auto [begin, end] = layout.buckets()[b];
-    const MNT_Tensor mine =
-        params_->ShardGrads(layout.ShardOffset(b), (end - begin) / layout.world());
-    if (auto s = data_parallel_->AverageScattered(params_->FlatOptimizerGrads(begin, end), mine);
-        !s.ok())
-      return s;
+  const auto [begin, end] = layout.buckets()[b];
+  if (!params_->sharded()) {
+    return data_parallel_->AverageInPlace(params_->FlatOptimizerGrads(begin, end));
+  }
+  // ZeRO-1: the bucket reduce-scattered, so a rank receives the average of
+  // its chunk only, into its share's gradient buffer.
+  const MNT_Tensor mine = params_->ShardGrads(layout.ShardOffset(b), (end - begin) / layout.world());
+  return data_parallel_->AverageScattered(params_->FlatOptimizerGrads(begin, end), mine);
+}
+
+void Trainer::OnGradientReady(void* trainer, int64_t param, int64_t first, int64_t count) {
+  Trainer* t = static_cast<Trainer*>(trainer);
+  if (!t->handover_.armed || !t->handover_.error.ok()) return;
+  t->handover_.error = t->HandleGradientReady(param, first, count);
+}
+
+absl::Status Trainer::HandleGradientReady(int64_t param, int64_t first, int64_t count) {
+  std::vector<int64_t> completed;
+  if (auto s = readiness_->Mark(param, first, count, &completed); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model plugin '", config_.model(), "' broke the gradient hand-over (capability "
+        "MODEL_GRADIENT_READY): ", s.message(), "; --exchange_in_backward=off works around it"));
+  }
+  if (auto s = params_->AccumulateMasterGradients(handover_.micro, param, first, count);
+      !s.ok())
+    return s;
+  if (!handover_.last_micro) return absl::OkStatus();
+  for (int64_t b : completed) {
+    if (auto s = ExchangeBucket(b); !s.ok()) return s;
+    ++buckets_in_backward_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::FinishHandover() {
+  if (!handover_.error.ok()) return handover_.error;
+  if (readiness_->finished_elements() != readiness_->total_elements()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model plugin '", config_.model(), "' handed over ",
+        readiness_->finished_elements(), " of its ", readiness_->total_elements(),
+        " gradient elements in a backward (capability MODEL_GRADIENT_READY); "
+        "--exchange_in_backward=off works around it"));
   }
   return absl::OkStatus();
 }
@@ -547,6 +621,7 @@ std::string Trainer::data_parallel_description() const {
       ranks_->world_size() * config_.batch_size(), " (", config_.batch_size(),
       " per rank); gradients ", params_->sharded() ? "reduce-scattered" : "averaged", " in ",
       buckets, " through the ", plugins_->device_name, " backend's collectives extension",
+      readiness_ != nullptr ? ", each issued as soon as backward has finished it" : "",
       params_->sharded()
           ? absl::StrCat("; ZeRO-1: this rank keeps the master weights, optimizer state and "
                          "averaged gradient of 1/", ranks_->world_size(), " of the parameters' ",
@@ -788,6 +863,8 @@ FinalReport Trainer::Report() const {
     r.ranks = ranks_->world_size();
     r.collective_seconds = collective_seconds();
     r.collective_calls = collective_calls();
+    r.buckets_exchanged = buckets_exchanged_;
+    r.buckets_in_backward = buckets_in_backward_;
   }
   r.stopped_by_signal = stopped_by_signal_;
   MNT_Backend_GetInfo_Args info;

@@ -30,6 +30,7 @@
 namespace mnt::trainer {
 
 class BatchSampler;
+class BucketReadiness;
 class DataParallel;
 class DeviceBatch;
 class HostComm;
@@ -139,6 +140,14 @@ class Trainer {
   // buckets: all-reduced (ZeRO-0) or reduce-scattered into each rank's
   // share (ZeRO-1).
   absl::Status ExchangeGradients();
+  // One bucket of it (b: ShardLayout's bucket index).
+  absl::Status ExchangeBucket(int64_t b);
+  // The model's hand-over of finished gradient slices (ABI 1.11): a C
+  // callback, so errors wait in handover_ until Backward returns.
+  static void OnGradientReady(void* trainer, int64_t param, int64_t first, int64_t count);
+  absl::Status HandleGradientReady(int64_t param, int64_t first, int64_t count);
+  // After Backward: the hand-over's error, or every element handed over.
+  absl::Status FinishHandover();
   // ZeRO-1: every share's working weights to every rank (no-op unsharded).
   absl::Status GatherWorkingWeights();
   // Data parallel: every rank's captured state is the same (fingerprints
@@ -179,6 +188,16 @@ class Trainer {
   std::unique_ptr<TrainingCheckpoint> checkpoint_;
   HostComm* ranks_ = nullptr;
   std::unique_ptr<DataParallel> data_parallel_;  // before plugins_ goes
+  // Exchange in backward: the buckets backward has finished, and the state
+  // the model's callback sees during one Backward.
+  std::unique_ptr<BucketReadiness> readiness_;
+  struct Handover {
+    bool armed = false;
+    int64_t micro = 0;
+    bool last_micro = false;
+    absl::Status error;
+  } handover_;
+  int64_t buckets_exchanged_ = 0, buckets_in_backward_ = 0;
   bool loss_scaling_active_ = false;  // the run scales its loss at all
   // The scale is on the device and the model takes it there (ABI 1.6).
   bool device_loss_multiplier_ = false;

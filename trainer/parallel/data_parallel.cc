@@ -122,18 +122,4 @@ absl::Status DataParallel::GatherInPlace(const MNT_Tensor& all) {
   return Run(MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, mine, all);
 }
 
-absl::Status DataParallel::AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes) {
-  const int64_t n = sdk::NumElements(flat);
-  const int64_t element = static_cast<int64_t>(sdk::DTypeSize(flat.dtype));
-  const int64_t per_bucket =
-      bucket_bytes > 0 ? std::max<int64_t>(1, bucket_bytes / element) : std::max<int64_t>(n, 1);
-  for (int64_t begin = 0; begin < n; begin += per_bucket) {
-    const int64_t count = std::min(per_bucket, n - begin);
-    const MNT_Tensor bucket = sdk::MakeTensor(
-        static_cast<char*>(flat.data) + begin * element, flat.dtype, {count});
-    if (auto s = AverageInPlace(bucket); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace mnt::trainer

@@ -34,10 +34,6 @@ class DataParallel {
   absl::Status AverageInPlace(const MNT_Tensor& t);
   // t = the elementwise max of every rank's t, in place (FP8 amax).
   absl::Status MaxInPlace(const MNT_Tensor& t);
-  // A flat 1-D gradient buffer averaged in place, in buckets of at most
-  // `bucket_bytes` (0 = one bucket): bucket k covers the same elements on
-  // every rank, and buckets go in order.
-  absl::Status AverageInBuckets(const MNT_Tensor& flat, int64_t bucket_bytes);
   // t = the sum over ranks of t, in place (the squared gradient norm's
   // parts).
   absl::Status SumInPlace(const MNT_Tensor& t);

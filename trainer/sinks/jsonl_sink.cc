@@ -215,6 +215,9 @@ void JsonlSink::OnFinish(const FinalReport& r) {
                  ? absl::StrCat("{", Field("ranks", absl::StrCat(r.ranks)), ",",
                                 Field("collective_seconds", JsonNumber(r.collective_seconds)),
                                 ",", Field("collective_calls", absl::StrCat(r.collective_calls)),
+                                ",", Field("buckets_exchanged", absl::StrCat(r.buckets_exchanged)),
+                                ",",
+                                Field("buckets_in_backward", absl::StrCat(r.buckets_in_backward)),
                                 "}")
                  : "null")},
       ","));
