@@ -258,6 +258,23 @@ class Gpt2Test : public ::testing::Test {
     return params;
   }
 
+  // A training Model_Forward of the model on `params` (borrowed, as the
+  // tensors: they outlive the args).
+  MNT_Model_Forward_Args TrainingForwardArgs(const std::vector<MNT_Tensor>& params,
+                                             const MNT_Tensor* inputs, const MNT_Tensor* targets,
+                                             const MNT_Tensor* loss) {
+    MNT_Model_Forward_Args f{};
+    f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
+    f.model = model_;
+    f.params = params.data();
+    f.num_params = params.size();
+    f.inputs = inputs;
+    f.targets = targets;
+    f.training = 1;
+    f.loss_out = loss;
+    return f;
+  }
+
   // Forward, then one Backward per multiplier (accumulating after the
   // first) in `dtype`; returns the loss, fills grads (f64).
   double Run(const std::vector<std::vector<double>>& params, MNT_DType dtype,
@@ -279,15 +296,7 @@ class Gpt2Test : public ::testing::Test {
     }
     MNT_Tensor in = UploadI32(ids, {kB, kT}), tg = UploadI32(targets, {kB, kT});
     MNT_Tensor loss = Alloc(MNT_DTYPE_F32, {1});
-    MNT_Model_Forward_Args f{};
-    f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
-    f.model = model_;
-    f.params = p.data();
-    f.num_params = p.size();
-    f.inputs = &in;
-    f.targets = &tg;
-    f.training = 1;
-    f.loss_out = &loss;
+    MNT_Model_Forward_Args f = TrainingForwardArgs(p, &in, &tg, &loss);
     if (fp8 != nullptr) {
       f.fp8_scales = &scales;
       f.fp8_scale_invs = &scale_invs;
@@ -581,15 +590,7 @@ TEST_F(Gpt2Test, Fp8CallsWithoutOrWithWrongTensorsAreRefused) {
   for (size_t i = 0; i < specs.size(); ++i) p.push_back(Upload(params[i], MNT_DTYPE_BF16, specs[i].dims));
   MNT_Tensor in = UploadI32(RandomIds(kB * kT), {kB, kT}), tg = UploadI32(RandomIds(kB * kT), {kB, kT});
   MNT_Tensor loss = Alloc(MNT_DTYPE_F32, {1});
-  MNT_Model_Forward_Args f{};
-  f.struct_size = MNT_Model_Forward_Args_STRUCT_SIZE;
-  f.model = model_;
-  f.params = p.data();
-  f.num_params = p.size();
-  f.inputs = &in;
-  f.targets = &tg;
-  f.training = 1;
-  f.loss_out = &loss;
+  MNT_Model_Forward_Args f = TrainingForwardArgs(p, &in, &tg, &loss);
   EXPECT_EQ(Take(Gpt2PluginApi(), api()->Model_Forward(&f)),
             "gpt2 Forward: the model runs its GEMMs in FP8 and needs "
             "fp8_scales, fp8_scale_invs and fp8_amax");

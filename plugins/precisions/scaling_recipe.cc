@@ -1,6 +1,9 @@
 #include "plugins/precisions/scaling_recipe.h"
 
+#include <initializer_list>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "plugins/sdk/options.h"
 
@@ -35,6 +38,25 @@ sdk::Status GetBoundedInt(const sdk::Options& opts, const std::string& context,
   return sdk::Status::Ok();
 }
 
+// One of `choices` (name, value); anything else names the key, the value
+// and `listed` (the names as the message shows them).
+template <typename T>
+sdk::Status GetChoice(const sdk::Options& opts, const std::string& context, const char* key,
+                      std::initializer_list<std::pair<const char*, T>> choices,
+                      const char* listed, T* out) {
+  std::string text;
+  MNT_RETURN_IF_ERROR(opts.GetString(key, &text));
+  if (!opts.Has(key)) return sdk::Status::Ok();
+  for (const auto& [name, value] : choices) {
+    if (text == name) {
+      *out = value;
+      return sdk::Status::Ok();
+    }
+  }
+  return sdk::InvalidArgument(sdk::Format("%s: %s='%s' is not one of %s", context.c_str(), key,
+                                          text.c_str(), listed));
+}
+
 }  // namespace
 
 sdk::Status ParseScalingRecipe(const char* precision_options,
@@ -47,43 +69,23 @@ sdk::Status ParseScalingRecipe(const char* precision_options,
                                        "fast_accumulation", "calibrate"}));
   ScalingRecipeConfig config;
 
-  std::string text;
-  MNT_RETURN_IF_ERROR(opts.GetString("recipe", &text));
-  if (opts.Has("recipe")) {
-    if (text == "delayed") {
-      config.recipe = MNT_SCALING_RECIPE_DELAYED;
-    } else if (text == "current") {
-      config.recipe = MNT_SCALING_RECIPE_CURRENT;
-    } else {
-      return sdk::InvalidArgument(sdk::Format(
-          "%s: recipe='%s' is not one of delayed, current", context.c_str(), text.c_str()));
-    }
-  }
-  MNT_RETURN_IF_ERROR(opts.GetString("format", &text));
-  if (opts.Has("format")) {
-    if (text == "hybrid") {
-      config.forward_dtype = MNT_DTYPE_F8_E4M3;
-      config.backward_dtype = MNT_DTYPE_F8_E5M2;
-    } else if (text == "e4m3") {
-      config.forward_dtype = MNT_DTYPE_F8_E4M3;
-      config.backward_dtype = MNT_DTYPE_F8_E4M3;
-    } else {
-      return sdk::InvalidArgument(sdk::Format(
-          "%s: format='%s' is not one of hybrid (E4M3 forward, E5M2 gradients), e4m3",
-          context.c_str(), text.c_str()));
-    }
-  }
-  MNT_RETURN_IF_ERROR(opts.GetString("algo", &text));
-  if (opts.Has("algo")) {
-    if (text == "max") {
-      config.amax_algo = MNT_AMAX_ALGO_MAX;
-    } else if (text == "most_recent") {
-      config.amax_algo = MNT_AMAX_ALGO_MOST_RECENT;
-    } else {
-      return sdk::InvalidArgument(sdk::Format(
-          "%s: algo='%s' is not one of max, most_recent", context.c_str(), text.c_str()));
-    }
-  }
+  MNT_RETURN_IF_ERROR(GetChoice<MNT_ScalingRecipe>(
+      opts, context, "recipe",
+      {{"delayed", MNT_SCALING_RECIPE_DELAYED}, {"current", MNT_SCALING_RECIPE_CURRENT}},
+      "delayed, current", &config.recipe));
+  // Forward (inputs, weights) and backward (output gradients) formats.
+  using Formats = std::pair<MNT_DType, MNT_DType>;
+  Formats formats{config.forward_dtype, config.backward_dtype};
+  MNT_RETURN_IF_ERROR(GetChoice<Formats>(
+      opts, context, "format",
+      {{"hybrid", {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E5M2}},
+       {"e4m3", {MNT_DTYPE_F8_E4M3, MNT_DTYPE_F8_E4M3}}},
+      "hybrid (E4M3 forward, E5M2 gradients), e4m3", &formats));
+  std::tie(config.forward_dtype, config.backward_dtype) = formats;
+  MNT_RETURN_IF_ERROR(GetChoice<MNT_AmaxAlgo>(
+      opts, context, "algo",
+      {{"max", MNT_AMAX_ALGO_MAX}, {"most_recent", MNT_AMAX_ALGO_MOST_RECENT}},
+      "max, most_recent", &config.amax_algo));
   MNT_RETURN_IF_ERROR(GetBoundedInt(opts, context, "history", 1,
                                     ScalingRecipeConfig::kMaxHistoryLength,
                                     "amax history length", &config.history_length));

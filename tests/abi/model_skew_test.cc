@@ -93,14 +93,23 @@ MNT_Plugin_Api g_model_plugin_1_9;
 MNT_Backend_Api g_backend_api_1_9;
 MNT_Plugin_Api g_backend_plugin_1_9;
 
+// The in-tree MLP with its Model_Backward recording the struct it gets,
+// built in `plugin`/`api` (static storage: the harness keeps the pointer),
+// reporting ABI minor `minor` and the extension chain `extensions`.
+const MNT_Plugin_Api* RecordingMlpAs(MNT_Plugin_Api* plugin, MNT_Model_Api* api, int32_t minor,
+                                     MNT_Extension_Base* extensions) {
+  *plugin = *mlp::MlpPluginApi();
+  plugin->abi_version.minor_version = minor;
+  plugin->extension_start = extensions;
+  *api = *plugin->model;
+  api->Model_Backward = RecordingBackward;
+  plugin->model = api;
+  return plugin;
+}
+
 const MNT_Plugin_Api* MlpAs19WithoutCapabilities() {
-  g_model_plugin_1_9 = *mlp::MlpPluginApi();
-  g_model_plugin_1_9.abi_version.minor_version = MNT_ABI_MINOR;
-  g_model_plugin_1_9.extension_start = &g_no_capabilities.header.base;
-  g_model_api_1_9 = *g_model_plugin_1_9.model;
-  g_model_api_1_9.Model_Backward = RecordingBackward;
-  g_model_plugin_1_9.model = &g_model_api_1_9;
-  return &g_model_plugin_1_9;
+  return RecordingMlpAs(&g_model_plugin_1_9, &g_model_api_1_9, MNT_ABI_MINOR,
+                        &g_no_capabilities.header.base);
 }
 
 const MNT_Plugin_Api* CpuAs19WithoutCapabilities() {
@@ -126,21 +135,14 @@ MNT_Model_Api g_model_api_recording;
 MNT_Plugin_Api g_model_plugin_recording;
 
 const MNT_Plugin_Api* MlpAs110() {
-  g_model_plugin_1_10 = *mlp::MlpPluginApi();
-  g_model_plugin_1_10.abi_version.minor_version = 10;
-  g_model_plugin_1_10.extension_start = &g_capabilities_1_10.header.base;
-  g_model_api_1_10 = *g_model_plugin_1_10.model;
-  g_model_api_1_10.Model_Backward = RecordingBackward;
-  g_model_plugin_1_10.model = &g_model_api_1_10;
-  return &g_model_plugin_1_10;
+  return RecordingMlpAs(&g_model_plugin_1_10, &g_model_api_1_10, 10,
+                        &g_capabilities_1_10.header.base);
 }
 
 const MNT_Plugin_Api* RecordingMlp() {
-  g_model_plugin_recording = *mlp::MlpPluginApi();
-  g_model_api_recording = *g_model_plugin_recording.model;
-  g_model_api_recording.Model_Backward = RecordingBackward;
-  g_model_plugin_recording.model = &g_model_api_recording;
-  return &g_model_plugin_recording;
+  const MNT_Plugin_Api* mlp = mlp::MlpPluginApi();
+  return RecordingMlpAs(&g_model_plugin_recording, &g_model_api_recording,
+                        mlp->abi_version.minor_version, mlp->extension_start);
 }
 
 // A gradient_ready callback counting its reports per element.

@@ -241,17 +241,16 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   }
   // The trainer's flat layout: padded to the ranks' shares when data
   // parallel, sharded under ZeRO-1 (ParameterStore::AllocateFlat).
-  const std::vector<int64_t> offsets = trainer::FlatOffsets(numels, kFlatAlignmentElements);
-  const bool data_parallel = setup_.ranks > 1;
-  const bool zero1 = data_parallel && setup_.zero_stage == 1;
+  const bool zero1 = setup_.ranks > 1 && setup_.zero_stage == 1;
   // The exchanged gradient: fp32 master gradients, or the gradients.
   const int64_t exchanged_bytes = est.mixed ? 4 : plan.bytes_gradients;
-  const trainer::ShardLayout layout(
-      offsets, numels, setup_.ranks,
-      exchanged_bytes > 0 ? static_cast<int64_t>(setup_.bucket_mb * (1 << 20)) / exchanged_bytes
-                          : 0,
-      kFlatAlignmentElements);
-  const int64_t flat = data_parallel ? layout.total() : offsets.back();
+  trainer::ParamShard shard;
+  shard.world = setup_.ranks;
+  shard.zero1 = zero1;
+  shard.bucket_bytes = static_cast<int64_t>(setup_.bucket_mb * (1 << 20));
+  const trainer::ShardLayout layout =
+      trainer::MakeShardLayout(numels, shard, std::max<int64_t>(exchanged_bytes, 1));
+  const int64_t flat = layout.total();
   const int64_t sharded = zero1 ? layout.share() : flat;
   est.weights = flat * plan.bytes_weights;
   est.master_weights = sharded * plan.bytes_master_weights;

@@ -132,10 +132,6 @@ class MemoryEstimator {
   std::unique_ptr<sdk::BackendInstance> backend_;
 };
 
-// The trainer's per-parameter buffers hold each tensor from a multiple of
-// this many elements (ParameterStore's kFlatAlignmentElements).
-inline constexpr int64_t kFlatAlignmentElements = 128;
-
 }  // namespace mnt::memory
 
 #endif  // MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_

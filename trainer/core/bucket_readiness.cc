@@ -7,9 +7,8 @@
 
 namespace mnt::trainer {
 
-BucketReadiness::BucketReadiness(const ShardLayout& layout, std::vector<int64_t> offsets,
-                                 std::vector<int64_t> numels)
-    : buckets_(layout.buckets()), offsets_(std::move(offsets)), numels_(std::move(numels)) {
+BucketReadiness::BucketReadiness(const ShardLayout& layout)
+    : buckets_(layout.buckets()), offsets_(layout.offsets()), numels_(layout.numels()) {
   needed_.assign(buckets_.size(), 0);
   for (size_t p = 0; p < numels_.size(); ++p) {
     total_ += numels_[p];

@@ -16,10 +16,7 @@ namespace mnt::trainer {
 
 class BucketReadiness {
  public:
-  // `offsets`/`numels`: the parameters' flat offsets and sizes, as `layout`
-  // was made from.
-  BucketReadiness(const ShardLayout& layout, std::vector<int64_t> offsets,
-                  std::vector<int64_t> numels);
+  explicit BucketReadiness(const ShardLayout& layout);
 
   // A new backward: nothing finished yet.
   void Reset();

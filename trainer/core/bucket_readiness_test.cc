@@ -25,7 +25,7 @@ TEST(BucketReadinessTest, CompletesEachBucketWithItsLastElement) {
     const std::vector<int64_t> offsets = FlatOffsets(numels, 128);
     const int world = 1 + rng() % 3;
     const ShardLayout layout(offsets, numels, world, 1 + rng() % 4000, 128);
-    BucketReadiness ready(layout, offsets, numels);
+    BucketReadiness ready(layout);
     // Every parameter cut into random slices, handed over in random order.
     std::vector<std::tuple<int64_t, int64_t, int64_t>> slices;
     for (size_t p = 0; p < numels.size(); ++p) {
@@ -77,7 +77,7 @@ TEST(BucketReadinessTest, RefusesBadSlicesAndDoubleReports) {
   const std::vector<int64_t> numels{300, 100};
   const std::vector<int64_t> offsets = FlatOffsets(numels, 128);
   const ShardLayout layout(offsets, numels, 2, 0, 128);
-  BucketReadiness ready(layout, offsets, numels);
+  BucketReadiness ready(layout);
   std::vector<int64_t> completed;
   EXPECT_FALSE(ready.Mark(2, 0, 1, &completed).ok());
   EXPECT_FALSE(ready.Mark(0, 250, 51, &completed).ok());

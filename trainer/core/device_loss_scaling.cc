@@ -80,21 +80,8 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
                                        c_.max_grad_norm};
   OptimizerGate gate;
   gate.multiplier = F32Scalar(sc.multiplier);
-  // The squared global norm: this rank's part, then (data parallel) the
-  // sum of the ranks' parts.
-  auto norm_squared = [&]() -> absl::Status {
-    // A rank whose share holds only padding adds 0.
-    const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-    if (auto s = grads.norm.empty()
-                     ? run(MNT_OP_FILL, {}, {F32Scalar(sc.norm_sq)}, &zero)
-                     : run(MNT_OP_GLOBAL_NORM_SQUARED, grads.norm, {F32Scalar(sc.norm_sq)},
-                           nullptr);
-        !s.ok())
-      return s;
-    return c_.sum_over_ranks ? c_.sum_over_ranks(F32Scalar(sc.norm_sq)) : absl::OkStatus();
-  };
   if (!active_) {  // nothing to unscale or skip: the clip factor only
-    if (auto s = norm_squared(); !s.ok()) return s;
+    if (auto s = GlobalNormSquared(c_, grads.norm); !s.ok()) return s;
     if (auto s = run(MNT_OP_CLIP_COEFFICIENT, {F32Scalar(sc.norm_sq)},
                      {F32Scalar(sc.multiplier)}, &clip);
         !s.ok())
@@ -103,15 +90,7 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
     unread_loss_ = true;
     return gate;
   }
-  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-  if (auto s = run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero); !s.ok()) return s;
-  std::vector<MNT_Tensor> in{F32Scalar(sc.inv_scale)}, out{F32Scalar(sc.found_inf)};
-  in.insert(in.end(), grads.unscale.begin(), grads.unscale.end());
-  out.insert(out.end(), grads.unscale.begin(), grads.unscale.end());
-  if (auto s = run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out, nullptr); !s.ok()) return s;
-  if (c_.max_over_ranks) {
-    if (auto s = c_.max_over_ranks(F32Scalar(sc.found_inf)); !s.ok()) return s;
-  }
+  if (auto s = UnscaleAndFindInf(c_, grads.unscale); !s.ok()) return s;
   std::vector<MNT_Tensor> amp_out{F32Scalar(scale_), I32Scalar(growth_tracker_),
                                   F32Scalar(sc.inv_scale)};
   if (with_hysteresis()) amp_out.push_back(I32Scalar(hysteresis_tracker_));
@@ -124,7 +103,7 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
                    {F32Scalar(skipped_)}, &add);
       !s.ok())
     return s;
-  if (auto s = norm_squared(); !s.ok()) return s;
+  if (auto s = GlobalNormSquared(c_, grads.norm); !s.ok()) return s;
   if (auto s = run(MNT_OP_CLIP_COEFFICIENT, {F32Scalar(sc.norm_sq), F32Scalar(sc.found_inf)},
                    {F32Scalar(sc.multiplier)}, &clip);
       !s.ok())

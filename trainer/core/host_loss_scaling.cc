@@ -55,21 +55,9 @@ absl::StatusOr<bool> HostLossScaling::UnscaleAndUpdate(
     float scale, const std::vector<MNT_Tensor>& grads) {
   const sdk::BackendClient& client = *c_.client;
   StepScalars& sc = *c_.scalars;
-  // Unscale in place and look for inf/NaN in one pass; 1/scale in fp64 then
-  // fp32, as GradScaler does.
-  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-  if (auto s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero));
-      !s.ok())
-    return s;
+  // 1/scale in fp64 then fp32, as GradScaler does.
   if (auto s = WriteScalar<float>(client, sc.inv_scale.data(), InvScale(scale)); !s.ok()) return s;
-  std::vector<MNT_Tensor> in{F32Scalar(sc.inv_scale)}, out{F32Scalar(sc.found_inf)};
-  in.insert(in.end(), grads.begin(), grads.end());
-  out.insert(out.end(), grads.begin(), grads.end());
-  if (auto s = sdk::ToAbsl(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out)); !s.ok())
-    return s;
-  if (c_.max_over_ranks) {
-    if (auto s = c_.max_over_ranks(F32Scalar(sc.found_inf)); !s.ok()) return s;
-  }
+  if (auto s = UnscaleAndFindInf(c_, grads); !s.ok()) return s;
   auto found = ReadScalar<float>(client, sc.found_inf.data());
   if (!found.ok()) return found.status();
   sdk::LossScalerUpdate update;
@@ -80,17 +68,7 @@ absl::StatusOr<bool> HostLossScaling::UnscaleAndUpdate(
 absl::Status HostLossScaling::Clip(const std::vector<MNT_Tensor>& grads,
                                    StepMetrics* m) {
   StepScalars& sc = *c_.scalars;
-  // A rank whose share holds only padding adds 0.
-  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-  if (auto s = sdk::ToAbsl(
-          grads.empty()
-              ? c_.client->Run(MNT_OP_FILL, {}, {F32Scalar(sc.norm_sq)}, &zero)
-              : c_.client->Run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {F32Scalar(sc.norm_sq)}));
-      !s.ok())
-    return s;
-  if (c_.sum_over_ranks) {
-    if (auto s = c_.sum_over_ranks(F32Scalar(sc.norm_sq)); !s.ok()) return s;
-  }
+  if (auto s = GlobalNormSquared(c_, grads); !s.ok()) return s;
   auto norm_sq = ReadScalar<float>(*c_.client, sc.norm_sq.data());
   if (!norm_sq.ok()) return norm_sq.status();
   m->grad_norm = std::sqrt(static_cast<double>(*norm_sq));

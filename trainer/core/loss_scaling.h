@@ -65,6 +65,14 @@ struct OptimizerGate {
   MNT_Tensor multiplier{};
 };
 
+// The two steps both implementations share, on the device scalars of
+// `c`: found_inf := whether any of `grads` holds inf/NaN (maxed over ranks
+// when c.max_over_ranks), with `grads` multiplied by inv_scale in place;
+// and norm_sq := the squared norm of `grads` (summed over ranks when
+// c.sum_over_ranks; 0 for none).
+absl::Status UnscaleAndFindInf(const LossScalingContext& c, const std::vector<MNT_Tensor>& grads);
+absl::Status GlobalNormSquared(const LossScalingContext& c, const std::vector<MNT_Tensor>& grads);
+
 class LossScaling {
  public:
   virtual ~LossScaling() = default;

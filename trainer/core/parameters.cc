@@ -57,12 +57,10 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
   // element in each buffer, and a 16-bit buffer is exactly half an fp32 one.
   std::vector<int64_t> numels;
   for (const Param& p : params_) numels.push_back(p.numel);
-  offsets_ = FlatOffsets(numels, kFlatAlignmentElements);
-  const std::vector<int64_t>& offsets = offsets_;
-  const int64_t bucket_elements =
-      shard_.bucket_bytes / static_cast<int64_t>(sdk::DTypeSize(mixed_ ? MNT_DTYPE_F32
-                                                                       : gradient_dtype_));
-  layout_ = ShardLayout(offsets, numels, shard_.world, bucket_elements, kFlatAlignmentElements);
+  layout_ = MakeShardLayout(
+      numels, shard_,
+      static_cast<int64_t>(sdk::DTypeSize(mixed_ ? MNT_DTYPE_F32 : gradient_dtype_)));
+  const std::vector<int64_t>& offsets = layout_.offsets();
   if (shard_.world > 1) share_ = layout_.PiecesOf(shard_.rank);
   if (sharded() && share_.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -112,9 +110,7 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
     const bool share_only = kind.sharded && sharded();
     const size_t element_bytes = sdk::DTypeSize(kind.dtype);
     // Data parallel: the layout's padded total, so every bucket splits evenly.
-    const int64_t elements = share_only           ? layout_.share()
-                             : shard_.world > 1   ? layout_.total()
-                                                  : offsets.back();
+    const int64_t elements = share_only ? layout_.share() : layout_.total();
     const size_t total = static_cast<size_t>(elements) * element_bytes;
     if (total == 0) continue;
     if (auto s = sdk::ToAbsl(client_.Allocate(total, kind.category, kind.flat)); !s.ok()) {
@@ -166,6 +162,12 @@ MNT_Tensor ParameterStore::Range(const sdk::DeviceBuffer& flat, MNT_DType dtype,
                                  int64_t n) {
   char* base = static_cast<char*>(flat.data());
   return sdk::MakeTensor(base + static_cast<size_t>(at) * sdk::DTypeSize(dtype), dtype, {n});
+}
+
+ShardLayout MakeShardLayout(const std::vector<int64_t>& numels, const ParamShard& shard,
+                            int64_t exchanged_element_bytes) {
+  return ShardLayout(FlatOffsets(numels, kFlatAlignmentElements), numels, shard.world,
+                     shard.bucket_bytes / exchanged_element_bytes, kFlatAlignmentElements);
 }
 
 std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment) {
@@ -293,7 +295,7 @@ absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
 absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro, int64_t param,
                                                        int64_t first, int64_t count) {
   if (!mixed_) return absl::OkStatus();
-  const int64_t at = offsets_[param] + first;
+  const int64_t at = layout_.offsets()[param] + first;
   const MNT_Tensor g = Range(grads_flat_, gradient_dtype_, at, count);
   const MNT_Tensor mg = Range(master_grads_flat_, MNT_DTYPE_F32, at, count);
   const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1.0f, 1.0f};

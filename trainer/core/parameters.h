@@ -58,10 +58,24 @@ struct ParamShard {
   int64_t bucket_bytes = 0;  // ZeRO-1's reduce-scatter buckets (0: one)
 };
 
+// Each tensor of the flat buffers starts on a 256-byte boundary (128
+// elements: 256 bytes in 16 bits, 512 in fp32), as aligned as a separate
+// allocation of the backend, so vector loads and cuBLASLt's alignment-keyed
+// plans see no difference.
+inline constexpr int64_t kFlatAlignmentElements = 128;
+
 // Element offsets of tensors of `numels` elements laid out back to back,
 // each starting at a multiple of `alignment` elements; one more entry: the
 // total (a multiple of `alignment`).
 std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment);
+
+// The trainer's flat layout of tensors of `numels` elements (FlatOffsets at
+// kFlatAlignmentElements) cut into `shard`'s ranks' shares, with buckets of
+// shard.bucket_bytes of the exchanged gradient (`exchanged_element_bytes`
+// each: fp32 master gradients, or the gradients). One rank: one share, the
+// flat total unpadded.
+ShardLayout MakeShardLayout(const std::vector<int64_t>& numels, const ParamShard& shard,
+                            int64_t exchanged_element_bytes);
 
 // Each kind of parameter buffer (working weights, gradients, fp32 masters,
 // master gradients, optimizer state) is one allocation holding every
@@ -153,8 +167,6 @@ class ParameterStore {
   // (a slice a model handed over while its backward goes on).
   absl::Status AccumulateMasterGradients(int64_t micro, int64_t param, int64_t first,
                                          int64_t count);
-  // Each parameter's first element in the flat buffers.
-  const std::vector<int64_t>& flat_offsets() const { return offsets_; }
 
   // Mixed precision: rounds the fp32 masters of this rank's pieces into the
   // working weights.
@@ -170,19 +182,13 @@ class ParameterStore {
   // A 1-D range of a flat buffer of `dtype`.
   static MNT_Tensor Range(const sdk::DeviceBuffer& flat, MNT_DType dtype, int64_t at, int64_t n);
 
-  // Each view starts on a 256-byte boundary (128 elements: 256 bytes in 16
-  // bits, 512 in fp32), as aligned as a separate allocation of the backend,
-  // so vector loads and cuBLASLt's alignment-keyed plans see no difference.
-  static constexpr int64_t kFlatAlignmentElements = 128;
-
   const sdk::BackendClient& client_;
   MNT_DType weight_dtype_, gradient_dtype_;
   bool mixed_;
   ParamShard shard_;
   std::vector<Param> params_;
   int64_t num_parameters_ = 0;
-  std::vector<int64_t> offsets_;  // FlatOffsets of the parameters
-  ShardLayout layout_;
+  ShardLayout layout_;  // the flat layout (offsets) and the ranks' shares
   std::vector<ParamPiece> share_;  // this rank's share (world > 1)
   std::vector<ParamPiece> steps_;
   // The flat buffers Param's views point into (empty where not needed).

@@ -38,6 +38,9 @@ class ShardLayout {
               int64_t bucket_elements, int64_t alignment);
 
   int world() const { return world_; }
+  // The parameters' flat offsets and sizes it was made from.
+  const std::vector<int64_t>& offsets() const { return offsets_; }
+  const std::vector<int64_t>& numels() const { return numels_; }
   // Flat elements, the padding for the last bucket included.
   int64_t total() const { return total_; }
   // [begin, end) of each bucket, in order, covering [0, total).

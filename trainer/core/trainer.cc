@@ -121,10 +121,7 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   // gradients, each bucket goes as soon as backward has finished it.
   if (data_parallel_ != nullptr && config_.exchange_in_backward() != "off" &&
       plugins_->model.HandsOverGradients()) {
-    std::vector<int64_t> numels;
-    for (const Param& p : params_->params()) numels.push_back(p.numel);
-    readiness_ = std::make_unique<BucketReadiness>(params_->layout(), params_->flat_offsets(),
-                                                   std::move(numels));
+    readiness_ = std::make_unique<BucketReadiness>(params_->layout());
     plugins_->model.UseGradientReady(&Trainer::OnGradientReady, this);
   }
   // ZeRO-1: the other shares start from their ranks' rounding.

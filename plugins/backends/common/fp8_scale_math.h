@@ -9,7 +9,7 @@
 //   4. scale_inv = 1 / scale.
 // Every step is specified to the bit, so host and device agree exactly:
 // fp8_max / r and 1 / scale are fp32 divisions rounded to nearest even
-// (__fdiv_rn on the device, which stays IEEE even under --use_fast_math);
+// (rounded_arith.h's DivF32: __fdiv_rn on the device, IEEE under --use_fast_math);
 // the margin is the exact product of that quotient with 2^-margin, rounded
 // once to fp32 (formed in double, where it is exact, so a margin past
 // fp32's exponent range, where 2^-margin is no fp32 number, still rounds
@@ -25,17 +25,9 @@
 
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/host_device.h"
+#include "plugins/backends/common/rounded_arith.h"
 
 namespace mnt {
-
-// a / b in fp32, rounded to nearest even, on the host and the device.
-MNT_HOST_DEVICE inline float Fp8ScaleDiv(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
 
 // max of a and b where a NaN (in either) wins.
 MNT_HOST_DEVICE inline float Fp8HistoryMax(float a, float b) {
@@ -67,7 +59,7 @@ MNT_HOST_DEVICE inline float Fp8ApplyMargin(float q, int32_t margin) {
 MNT_HOST_DEVICE inline float Fp8ScaleFromAmax(float r, float fp8_max, int32_t margin,
                                               float old_scale) {
   if (!(r > 0.0f)) return old_scale;  // zero, negative or NaN
-  const float s = Fp8ApplyMargin(Fp8ScaleDiv(fp8_max, r), margin);
+  const float s = Fp8ApplyMargin(DivF32(fp8_max, r), margin);
   return IsFiniteF32(s) && s > 0.0f ? s : old_scale;
 }
 
@@ -88,7 +80,7 @@ MNT_HOST_DEVICE inline void Fp8ScaleUpdateOne(float amax, float* history, int64_
   }
   const float s = Fp8ScaleFromAmax(r, fp8_max, margin, *scale);
   *scale = s;
-  *scale_inv = Fp8ScaleDiv(1.0f, s);
+  *scale_inv = DivF32(1.0f, s);
 }
 
 }  // namespace mnt

@@ -137,6 +137,12 @@ class OpCall {
   sdk::Status ExpectElements(const Operand& t, int64_t count, Describe&& describe) const {
     return HasElements(t, count) ? sdk::Status::Ok() : Mismatch(t, describe());
   }
+  // A float vector of `length` elements (a bias): "[<name>=<length>]".
+  sdk::Status ExpectFloatVector(const Operand& v, int64_t length, const char* name) const {
+    MNT_RETURN_IF_ERROR(ExpectFloat(v));
+    return ExpectDims(v, 1, &length,
+                      [&] { return sdk::Format("[%s=%lld]", name, (long long)length); });
+  }
   // F32 with exactly one element (found_inf, scalars, reductions).
   sdk::Status ExpectF32Scalar(const Operand& t) const;
   // I32 with exactly one element (growth tracker, step counter).

@@ -39,6 +39,16 @@ MNT_HOST_DEVICE inline float SubF32(float a, float b) {
 #endif
 }
 
+// a / b, rounded to nearest even (__fdiv_rn stays IEEE even under
+// --use_fast_math, which turns a plain '/' into an approximation).
+MNT_HOST_DEVICE inline float DivF32(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
 }  // namespace mnt
 
 #endif  // MANTISSA_PLUGINS_BACKENDS_COMMON_ROUNDED_ARITH_H_

@@ -78,12 +78,7 @@ sdk::Status CheckScaledGemm(const OpCall& call, ScaledGemmCall* g) {
   g->n = n;
   g->k = k;
   g->bias = call.OptionalInput(4, "bias");
-  if (g->bias.present()) {
-    MNT_RETURN_IF_ERROR(call.ExpectFloat(g->bias));
-    MNT_RETURN_IF_ERROR(call.ExpectDims(g->bias, 1, &g->n, [&] {
-      return sdk::Format("[N=%lld]", (long long)n);
-    }));
-  }
+  if (g->bias.present()) MNT_RETURN_IF_ERROR(call.ExpectFloatVector(g->bias, n, "N"));
   g->amax = call.OptionalOutput(1, "amax");
   if (g->amax.present()) MNT_RETURN_IF_ERROR(call.ExpectF32Scalar(g->amax));
   return sdk::Status::Ok();

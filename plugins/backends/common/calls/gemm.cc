@@ -74,13 +74,6 @@ sdk::Status CheckProduct(const OpCall& call, int32_t trans_a, int32_t trans_b,
 }
 
 // A float vector of `length` elements.
-sdk::Status ExpectVector(const OpCall& call, const Operand& v, int64_t length,
-                         const char* what) {
-  MNT_RETURN_IF_ERROR(call.ExpectFloat(v));
-  return call.ExpectDims(v, 1, &length, [&] {
-    return sdk::Format("[%s=%lld]", what, (long long)length);
-  });
-}
 
 }  // namespace
 
@@ -99,7 +92,7 @@ sdk::Status CheckGemm(const OpCall& call, GemmCall* g) {
                                          &g->k));
   g->bias = call.OptionalInput(2, "bias");
   if (g->bias.present()) {
-    MNT_RETURN_IF_ERROR(ExpectVector(call, g->bias, g->n, "N"));
+    MNT_RETURN_IF_ERROR(call.ExpectFloatVector(g->bias, g->n, "N"));
   }
   return sdk::Status::Ok();
 }
@@ -113,7 +106,7 @@ sdk::Status CheckGemmBiasGelu(const OpCall& call, GemmBiasGeluCall* g) {
   MNT_RETURN_IF_ERROR(CheckProduct(call, p->trans_a, p->trans_b, p->alpha,
                                    p->beta, p->compute, "y", false, g));
   MNT_RETURN_IF_ERROR(call.Input(2, "bias", &g->bias));
-  MNT_RETURN_IF_ERROR(ExpectVector(call, g->bias, g->n, "N"));
+  MNT_RETURN_IF_ERROR(call.ExpectFloatVector(g->bias, g->n, "N"));
   MNT_RETURN_IF_ERROR(call.Output(1, "pre", &g->pre));
   return call.ExpectFloatLike(g->pre, g->c);
 }
@@ -134,7 +127,7 @@ sdk::Status CheckGemmDgelu(const OpCall& call, GemmDgeluCall* g) {
   }
   g->dbias = call.OptionalOutput(1, "dbias");
   if (g->dbias.present()) {
-    MNT_RETURN_IF_ERROR(ExpectVector(call, g->dbias, g->n, "N"));
+    MNT_RETURN_IF_ERROR(call.ExpectFloatVector(g->dbias, g->n, "N"));
   }
   g->accumulate_bias_grad = p->accumulate_bias_grad != 0;
   return sdk::Status::Ok();
@@ -149,7 +142,7 @@ sdk::Status CheckGemmBiasGrad(const OpCall& call, GemmBiasGradCall* g) {
   MNT_RETURN_IF_ERROR(CheckProduct(call, p->trans_a, p->trans_b, p->alpha,
                                    p->beta, p->compute, "C", true, g));
   MNT_RETURN_IF_ERROR(call.Output(1, "dbias", &g->dbias));
-  MNT_RETURN_IF_ERROR(ExpectVector(call, g->dbias, g->m, "M"));
+  MNT_RETURN_IF_ERROR(call.ExpectFloatVector(g->dbias, g->m, "M"));
   g->accumulate_bias_grad = p->accumulate_bias_grad != 0;
   return sdk::Status::Ok();
 }

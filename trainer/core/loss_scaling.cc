@@ -1,0 +1,36 @@
+#include "trainer/core/loss_scaling.h"
+
+#include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::trainer {
+
+absl::Status UnscaleAndFindInf(const LossScalingContext& c, const std::vector<MNT_Tensor>& grads) {
+  const StepScalars& sc = *c.scalars;
+  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+  if (auto s = sdk::ToAbsl(c.client->Run(MNT_OP_FILL, {}, {F32Scalar(sc.found_inf)}, &zero));
+      !s.ok())
+    return s;
+  // Unscale in place and look for inf/NaN in one pass (torch's fused check).
+  std::vector<MNT_Tensor> in{F32Scalar(sc.inv_scale)}, out{F32Scalar(sc.found_inf)};
+  in.insert(in.end(), grads.begin(), grads.end());
+  out.insert(out.end(), grads.begin(), grads.end());
+  if (auto s = sdk::ToAbsl(c.client->Run(MNT_OP_NONFINITE_CHECK_UNSCALE, in, out)); !s.ok())
+    return s;
+  return c.max_over_ranks ? c.max_over_ranks(F32Scalar(sc.found_inf)) : absl::OkStatus();
+}
+
+absl::Status GlobalNormSquared(const LossScalingContext& c, const std::vector<MNT_Tensor>& grads) {
+  const MNT_Tensor norm_sq = F32Scalar(c.scalars->norm_sq);
+  // A rank whose share holds only padding adds 0 (the op takes at least one
+  // tensor).
+  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
+  if (auto s = sdk::ToAbsl(grads.empty()
+                               ? c.client->Run(MNT_OP_FILL, {}, {norm_sq}, &zero)
+                               : c.client->Run(MNT_OP_GLOBAL_NORM_SQUARED, grads, {norm_sq}));
+      !s.ok())
+    return s;
+  return c.sum_over_ranks ? c.sum_over_ranks(norm_sq) : absl::OkStatus();
+}
+
+}  // namespace mnt::trainer
