@@ -21,7 +21,14 @@
  * reduction sums in rank order, ((x_0 + x_1) + x_2) + ... in fp32 (an
  * implementation that reduces in another fixed order states it in its
  * description), avg divides the fp32 sum by the world size once, and a
- * 16-bit result is rounded once from the fp32 value. */
+ * 16-bit result is rounded once from the fp32 value.
+ *
+ * Version 2 adds started collectives (Collectives_Start / Collectives_Wait):
+ * a collective that runs concurrently with the ops issued after it until
+ * the host joins it, so a trainer can exchange a bucket of gradients while
+ * backward computes the next (the overlap data-parallel training relies
+ * on). A host reads the version (and the extension's struct_size) before
+ * it calls them; a version-1 backend offers Collectives_Run only. */
 #ifndef MANTISSA_PLUGINS_ABI_MNT_COLLECTIVES_H_
 #define MANTISSA_PLUGINS_ABI_MNT_COLLECTIVES_H_
 
@@ -34,11 +41,13 @@ extern "C" {
 
 #define MNT_COLLECTIVES_EXTENSION_NAME "collectives"
 /* The version this header describes; see MNT_Extension_Header. */
-#define MNT_COLLECTIVES_EXTENSION_VERSION 1
+#define MNT_COLLECTIVES_EXTENSION_VERSION 2
 /* The most bytes a unique id may take. */
 #define MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES 256
 
 typedef struct MNT_Communicator MNT_Communicator; /* opaque */
+/* Since version 2: one started collective, until Collectives_Wait. */
+typedef struct MNT_CollectiveWork MNT_CollectiveWork; /* opaque */
 
 /* Values are appended only; never renumbered. */
 typedef enum MNT_CollectiveOp {
@@ -95,7 +104,8 @@ typedef struct MNT_Communicator_Create_Args {
   MNT_STRUCT_SIZE(MNT_Communicator_Create_Args, communicator)
 typedef MNT_Error* MNT_Communicator_Create(MNT_Communicator_Create_Args* args);
 
-/* Accepts NULL. Waits for the communicator's outstanding work. */
+/* Accepts NULL. Waits for the communicator's outstanding work; the works
+ * of started collectives not yet waited for are freed with it. */
 typedef struct MNT_Communicator_Destroy_Args {
   size_t struct_size;
   MNT_Extension_Base* extension_start;
@@ -128,18 +138,75 @@ typedef struct MNT_Collectives_Run_Args {
 #define MNT_Collectives_Run_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Collectives_Run_Args, output)
 typedef MNT_Error* MNT_Collectives_Run(MNT_Collectives_Run_Args* args);
 
+/* Since version 2. Starts one collective: the same operands, checks and
+ * results as Collectives_Run, but the collective runs off the backend's
+ * stream. It reads its input after every op issued on the stream before
+ * this call, and runs concurrently with the ops issued after it until
+ * Collectives_Wait joins it. Until then no op may write its input or read
+ * or write its output, and their memory stays valid (the caller's
+ * promise; a backend need not check it). Collectives of one communicator,
+ * started or run, execute in the order they were issued, so every rank
+ * still makes the same calls in the same order.
+ *
+ * Start does not wait for the other ranks to start theirs (that is its
+ * point: a rank may compute while a slower rank catches up). An error in
+ * the arguments is returned here and `work` is NULL; an error while the
+ * collective runs (a transport failure, a rank gone) is returned by
+ * Collectives_Wait. On success `work` belongs to the caller, who passes it
+ * to Collectives_Wait exactly once (or destroys the communicator). */
+typedef struct MNT_Collectives_Start_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Communicator* communicator;
+  MNT_CollectiveOp op;
+  MNT_ReduceOp reduce; /* reductions only */
+  int32_t root;        /* BROADCAST only */
+  const MNT_Tensor* input;  /* borrowed until Collectives_Wait */
+  const MNT_Tensor* output; /* borrowed until Collectives_Wait */
+  MNT_CollectiveWork* work; /* out */
+} MNT_Collectives_Start_Args;
+#define MNT_Collectives_Start_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Collectives_Start_Args, work)
+typedef MNT_Error* MNT_Collectives_Start(MNT_Collectives_Start_Args* args);
+
+/* Since version 2. Joins a started collective: ops issued on the backend's
+ * stream after this call see its result. Like every op it is ordered on the
+ * stream: a backend whose stream runs asynchronously (CUDA) makes the
+ * stream wait and returns without blocking the host; the CPU backend
+ * returns when the collective has finished. Works may be waited for in any
+ * order. `work` is consumed, whatever the result: the collective's own
+ * error (if it failed) is returned here, with the communicator unusable
+ * afterwards except for Communicator_Destroy. */
+typedef struct MNT_Collectives_Wait_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Communicator* communicator;
+  MNT_CollectiveWork* work;
+} MNT_Collectives_Wait_Args;
+#define MNT_Collectives_Wait_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Collectives_Wait_Args, work)
+typedef MNT_Error* MNT_Collectives_Wait(MNT_Collectives_Wait_Args* args);
+
 /* Hung on MNT_Plugin_Api's chain with header.base.type
  * MNT_EXTENSION_TYPE_COLLECTIVES, header.name
- * MNT_COLLECTIVES_EXTENSION_NAME. Version 1: every call below non-NULL. */
+ * MNT_COLLECTIVES_EXTENSION_NAME. Version 1: the first four calls, each
+ * non-NULL (header.base.struct_size
+ * MNT_Collectives_Extension_V1_STRUCT_SIZE). Version 2 appends
+ * Collectives_Start and Collectives_Wait, both non-NULL. */
 typedef struct MNT_Collectives_Extension {
   MNT_Extension_Header header;
   MNT_Collectives_GetUniqueId* Collectives_GetUniqueId;
   MNT_Communicator_Create* Communicator_Create;
   MNT_Communicator_Destroy* Communicator_Destroy;
   MNT_Collectives_Run* Collectives_Run;
+  /* Since version 2. */
+  MNT_Collectives_Start* Collectives_Start;
+  MNT_Collectives_Wait* Collectives_Wait;
 } MNT_Collectives_Extension;
-#define MNT_Collectives_Extension_STRUCT_SIZE \
+#define MNT_Collectives_Extension_V1_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_Collectives_Extension, Collectives_Run)
+#define MNT_Collectives_Extension_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Collectives_Extension, Collectives_Wait)
 
 #ifdef __cplusplus
 } /* extern "C" */

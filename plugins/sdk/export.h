@@ -57,15 +57,29 @@ inline MNT_Collectives_Extension MakeCollectivesExtension(
     MNT_Communicator_Destroy* destroy, MNT_Collectives_Run* run,
     MNT_Extension_Base* next = nullptr) {
   MNT_Collectives_Extension e{};
-  e.header.base.struct_size = MNT_Collectives_Extension_STRUCT_SIZE;
+  e.header.base.struct_size = MNT_Collectives_Extension_V1_STRUCT_SIZE;
   e.header.base.type = MNT_EXTENSION_TYPE_COLLECTIVES;
   e.header.base.next = next;
   e.header.name = MNT_COLLECTIVES_EXTENSION_NAME;
-  e.header.version = MNT_COLLECTIVES_EXTENSION_VERSION;
+  e.header.version = 1;
   e.Collectives_GetUniqueId = get_unique_id;
   e.Communicator_Create = create;
   e.Communicator_Destroy = destroy;
   e.Collectives_Run = run;
+  return e;
+}
+
+// Version 2: with started collectives (Collectives_Start/Collectives_Wait).
+inline MNT_Collectives_Extension MakeCollectivesExtension(
+    MNT_Collectives_GetUniqueId* get_unique_id, MNT_Communicator_Create* create,
+    MNT_Communicator_Destroy* destroy, MNT_Collectives_Run* run, MNT_Collectives_Start* start,
+    MNT_Collectives_Wait* wait, MNT_Extension_Base* next = nullptr) {
+  MNT_Collectives_Extension e =
+      MakeCollectivesExtension(get_unique_id, create, destroy, run, next);
+  e.header.base.struct_size = MNT_Collectives_Extension_STRUCT_SIZE;
+  e.header.version = 2;
+  e.Collectives_Start = start;
+  e.Collectives_Wait = wait;
   return e;
 }
 

@@ -132,7 +132,7 @@ inline Status CheckExtensionChain(const MNT_Plugin_Api* plugin) {
       needed = MNT_Capabilities_Extension_STRUCT_SIZE;
       seen = &seen_capabilities;
     } else if (type == MNT_EXTENSION_TYPE_COLLECTIVES) {
-      needed = MNT_Collectives_Extension_STRUCT_SIZE;
+      needed = MNT_Collectives_Extension_V1_STRUCT_SIZE;
       seen = &seen_collectives;
     } else {
       continue;  // a type this SDK does not know: skipped

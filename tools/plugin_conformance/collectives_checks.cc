@@ -569,9 +569,9 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     std::string why;
     if (h->version < 1) {
       why = Format("version %d", h->version);
-    } else if (h->base.struct_size < MNT_Collectives_Extension_STRUCT_SIZE) {
+    } else if (h->base.struct_size < MNT_Collectives_Extension_V1_STRUCT_SIZE) {
       why = Format("struct_size %zu is smaller than version 1's %zu", h->base.struct_size,
-                   size_t{MNT_Collectives_Extension_STRUCT_SIZE});
+                   size_t{MNT_Collectives_Extension_V1_STRUCT_SIZE});
     } else if (ext->Collectives_GetUniqueId == nullptr || ext->Communicator_Create == nullptr ||
                ext->Communicator_Destroy == nullptr || ext->Collectives_Run == nullptr) {
       why = "a version-1 call is NULL";

@@ -19,7 +19,7 @@ const MNT_Collectives_Extension* FindCollectives(const MNT_Plugin_Api* plugin) {
   for (const MNT_Extension_Base* e = plugin->extension_start; e != nullptr && hops < 64;
        e = e->next, ++hops) {
     if (e->type == MNT_EXTENSION_TYPE_COLLECTIVES &&
-        e->struct_size >= MNT_Collectives_Extension_STRUCT_SIZE) {
+        e->struct_size >= MNT_Collectives_Extension_V1_STRUCT_SIZE) {
       return reinterpret_cast<const MNT_Collectives_Extension*>(e);
     }
   }
