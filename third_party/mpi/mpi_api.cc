@@ -71,7 +71,7 @@ std::string EnsureInitialized(const Api& api) {
   api.MPI_Initialized(&initialized);
   if (initialized != 0) return "";
   int provided = 0;
-  const int rc = api.MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  const int rc = api.MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   return ErrorText(api, "MPI_Init_thread", rc);
 }
 

@@ -22,6 +22,7 @@ namespace mnt::mpi {
   X(MPI_Initialized)          \
   X(MPI_Finalized)            \
   X(MPI_Init_thread)          \
+  X(MPI_Query_thread)         \
   X(MPI_Finalize)             \
   X(MPI_Abort)                \
   X(MPI_Comm_rank)            \
@@ -33,6 +34,12 @@ namespace mnt::mpi {
   X(MPI_Allgather)            \
   X(MPI_Allgatherv)           \
   X(MPI_Alltoallv)            \
+  X(MPI_Ibcast)               \
+  X(MPI_Iallgather)           \
+  X(MPI_Iallgatherv)          \
+  X(MPI_Ialltoallv)           \
+  X(MPI_Test)                 \
+  X(MPI_Wait)                 \
   X(MPI_Error_string)         \
   X(MPI_Get_library_version)
 
@@ -52,8 +59,11 @@ const Api* Load(std::string* why);
 // MPI is initialised (by this process's host or a plugin) and not finalised.
 bool IsInitialized(const Api& api);
 
-// Initialises MPI (MPI_THREAD_FUNNELED: only the thread that drives the
-// run calls MPI) unless it already is. An error message, empty on success.
+// Initialises MPI unless it already is, asking for MPI_THREAD_MULTIPLE: the
+// CPU backend's started collectives run on a thread of their own while the
+// host thread may call MPI too (a library that provides less is still
+// used: the backend then runs started collectives before Start returns).
+// An error message, empty on success.
 std::string EnsureInitialized(const Api& api);
 
 // "MPI_Bcast: MPI_ERR_TRUNCATE: message truncated", or "" for MPI_SUCCESS.

@@ -506,7 +506,9 @@ absl::Status Trainer::ExchangeGradients() {
   for (int64_t b : buckets) {
     if (auto s = ExchangeBucket(b); !s.ok()) return s;
   }
-  return absl::OkStatus();
+  // The exchanges started in backward and above, finished: what is left of
+  // them now is the exchange backward could not hide.
+  return data_parallel_->Join();
 }
 
 absl::Status Trainer::ExchangeBucket(int64_t b) {
@@ -516,13 +518,16 @@ absl::Status Trainer::ExchangeBucket(int64_t b) {
   ++buckets_exchanged_;
   const ShardLayout& layout = params_->layout();
   const auto [begin, end] = layout.buckets()[b];
+  // Started: it runs while backward computes the buckets still to come (a
+  // finished bucket's gradients are written no more) and is joined in
+  // ExchangeGradients.
   if (!params_->sharded()) {
-    return data_parallel_->AverageInPlace(params_->FlatOptimizerGrads(begin, end));
+    return data_parallel_->StartAverage(params_->FlatOptimizerGrads(begin, end));
   }
   // ZeRO-1: the bucket reduce-scattered, so a rank receives the average of
   // its chunk only, into its share's gradient buffer.
   const MNT_Tensor mine = params_->ShardGrads(layout.ShardOffset(b), (end - begin) / layout.world());
-  return data_parallel_->AverageScattered(params_->FlatOptimizerGrads(begin, end), mine);
+  return data_parallel_->StartAverageScattered(params_->FlatOptimizerGrads(begin, end), mine);
 }
 
 void Trainer::OnGradientReady(void* trainer, int64_t param, int64_t first, int64_t count) {

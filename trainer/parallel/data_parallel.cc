@@ -72,6 +72,7 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Create(
 
 DataParallel::~DataParallel() {
   if (comm_ == nullptr) return;
+  // Works not joined (a step that failed midway) go with the communicator.
   MNT_Communicator_Destroy_Args a{};
   a.struct_size = MNT_Communicator_Destroy_Args_STRUCT_SIZE;
   a.backend = client_.backend();
@@ -98,6 +99,60 @@ absl::Status DataParallel::Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const M
   return s;
 }
 
+bool DataParallel::starts_collectives() const {
+  return ext_->header.version >= 2 &&
+         ext_->header.base.struct_size >= MNT_Collectives_Extension_STRUCT_SIZE &&
+         ext_->Collectives_Start != nullptr && ext_->Collectives_Wait != nullptr;
+}
+
+absl::Status DataParallel::Start(MNT_CollectiveOp op, MNT_ReduceOp reduce,
+                                 const MNT_Tensor& in, const MNT_Tensor& out) {
+  if (!starts_collectives()) return Run(op, reduce, in, out);
+  const auto start = std::chrono::steady_clock::now();
+  MNT_Collectives_Start_Args a{};
+  a.struct_size = MNT_Collectives_Start_Args_STRUCT_SIZE;
+  a.backend = client_.backend();
+  a.communicator = comm_;
+  a.op = op;
+  a.reduce = reduce;
+  a.input = &in;
+  a.output = &out;
+  absl::Status s = FromPlugin(client_, ext_->Collectives_Start(&a), "Collectives_Start");
+  if (s.ok()) started_.push_back(a.work);
+  collective_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++collective_calls_;
+  return s;
+}
+
+absl::Status DataParallel::Join() {
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status first = absl::OkStatus();
+  // Every work is consumed, even after an error.
+  for (MNT_CollectiveWork* work : started_) {
+    MNT_Collectives_Wait_Args a{};
+    a.struct_size = MNT_Collectives_Wait_Args_STRUCT_SIZE;
+    a.backend = client_.backend();
+    a.communicator = comm_;
+    a.work = work;
+    absl::Status s = FromPlugin(client_, ext_->Collectives_Wait(&a), "Collectives_Wait");
+    if (first.ok()) first = s;
+  }
+  started_.clear();
+  collective_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return first;
+}
+
+absl::Status DataParallel::StartAverage(const MNT_Tensor& t) {
+  return Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_AVG, t, t);
+}
+
+absl::Status DataParallel::StartAverageScattered(const MNT_Tensor& all,
+                                                 const MNT_Tensor& mine) {
+  return Start(MNT_COLLECTIVE_REDUCE_SCATTER, MNT_REDUCE_OP_AVG, all, mine);
+}
+
 absl::Status DataParallel::AverageInPlace(const MNT_Tensor& t) {
   return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_AVG, t, t);
 }
@@ -108,10 +163,6 @@ absl::Status DataParallel::MaxInPlace(const MNT_Tensor& t) {
 
 absl::Status DataParallel::SumInPlace(const MNT_Tensor& t) {
   return Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, t, t);
-}
-
-absl::Status DataParallel::AverageScattered(const MNT_Tensor& all, const MNT_Tensor& mine) {
-  return Run(MNT_COLLECTIVE_REDUCE_SCATTER, MNT_REDUCE_OP_AVG, all, mine);
 }
 
 absl::Status DataParallel::GatherInPlace(const MNT_Tensor& all) {

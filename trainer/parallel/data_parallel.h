@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,15 +38,26 @@ class DataParallel {
   // t = the sum over ranks of t, in place (the squared gradient norm's
   // parts).
   absl::Status SumInPlace(const MNT_Tensor& t);
-  // ZeRO-1's reduce-scatter: `mine` (n elements) = the average over ranks
-  // of this rank's chunk of `all` (world x n elements, chunks in rank order).
-  absl::Status AverageScattered(const MNT_Tensor& all, const MNT_Tensor& mine);
   // ZeRO-1's all-gather: every rank's chunk of `all` (world equal chunks in
   // rank order) from that rank, in place.
   absl::Status GatherInPlace(const MNT_Tensor& all);
 
-  // Seconds spent in collective calls since creation (the CPU backend's
-  // are synchronous, so this is the time the ranks exchanged and waited).
+  // Started exchanges: issued now, running while the caller goes on (the
+  // backend's collectives extension version 2, Collectives_Start), finished
+  // by Join. The caller must not touch the tensors until then. With a
+  // version-1 backend they run before returning.
+  absl::Status StartAverage(const MNT_Tensor& t);
+  // ZeRO-1's reduce-scatter: `mine` (n elements) = the average over ranks
+  // of this rank's chunk of `all` (world x n elements, chunks in rank order).
+  absl::Status StartAverageScattered(const MNT_Tensor& all, const MNT_Tensor& mine);
+  // Waits for every started exchange, in issue order; the first error.
+  absl::Status Join();
+  // The backend starts collectives (version 2 of its extension).
+  bool starts_collectives() const;
+
+  // Seconds the host spent in collective calls since creation: the whole
+  // collective for a run one, issuing and joining for a started one (its
+  // exchange overlaps the caller's work in between).
   double collective_seconds() const { return collective_seconds_; }
   int64_t collective_calls() const { return collective_calls_; }
 
@@ -55,11 +67,14 @@ class DataParallel {
       : host_(host), client_(client), ext_(ext) {}
   absl::Status Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
                    const MNT_Tensor& out, int root = 0);
+  absl::Status Start(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
+                     const MNT_Tensor& out);
 
   HostComm* host_;
   const sdk::BackendClient& client_;
   const MNT_Collectives_Extension* ext_;
   MNT_Communicator* comm_ = nullptr;
+  std::vector<MNT_CollectiveWork*> started_;  // in issue order, not yet joined
   double collective_seconds_ = 0;
   int64_t collective_calls_ = 0;
 };

@@ -2,24 +2,43 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "plugins/backends/cpu/collective_math.h"
+#include "plugins/backends/cpu/collective_worker.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
 #include "third_party/mpi/mpi_api.h"
 
+// A started collective: its ticket on the communicator's worker (0 when it
+// ran before Start returned, with `status` its result).
+// A handle is only ever used after its communicator's `outstanding` set
+// named it, so a stale or foreign pointer is refused without reading it.
+struct MNT_CollectiveWork {
+  uint64_t ticket = 0;
+  mnt::sdk::Status status;
+};
+
 struct MNT_Communicator {
   MPI_Comm comm = nullptr;
   int rank = 0;
   int world = 1;
+  // Runs the collectives, started or run, in issue order; NULL when MPI
+  // gives less than MPI_THREAD_MULTIPLE (the host thread then runs each
+  // collective itself, and Start returns a finished work).
+  std::unique_ptr<mnt::cpu::CollectiveWorker> worker;
+  std::set<MNT_CollectiveWork*> outstanding;  // started, not yet waited for
 };
 
 namespace mnt::cpu {
@@ -131,7 +150,15 @@ MNT_Error* CommunicatorCreate(MNT_Communicator_Create_Args* args) {
             "Communicator_Create: rank %d was given another unique id than rank 0's", r));
       }
     }
-    args->communicator = new MNT_Communicator{comm, mpi_rank, mpi_world};
+    auto c = std::make_unique<MNT_Communicator>();
+    c->comm = comm;
+    c->rank = mpi_rank;
+    c->world = mpi_world;
+    int provided = MPI_THREAD_SINGLE;
+    if (api->MPI_Query_thread(&provided) == MPI_SUCCESS && provided == MPI_THREAD_MULTIPLE) {
+      c->worker = std::make_unique<CollectiveWorker>();
+    }
+    args->communicator = c.release();
     return Status::Ok();
   });
 }
@@ -144,6 +171,9 @@ MNT_Error* CommunicatorDestroy(MNT_Communicator_Destroy_Args* args) {
       return s;
     MNT_Communicator* c = args->communicator;
     if (c == nullptr) return Status::Ok();
+    // Finishes every queued collective (the other ranks are in them too).
+    c->worker.reset();
+    for (MNT_CollectiveWork* w : c->outstanding) delete w;
     const mpi::Api* api = mpi::Load(nullptr);
     // After MPI_Finalize a communicator is gone with MPI itself.
     if (api != nullptr && mpi::IsInitialized(*api)) api->MPI_Comm_free(&c->comm);
@@ -178,60 +208,44 @@ Status FitsInt(const char* op, int64_t bytes) {
   return Status::Ok();
 }
 
-// Every rank's copy of this rank's chunk [lo, hi) of `input` (n elements
-// split by ChunkBegin), then the rank-order reduction into `reduced`.
-Status ExchangeAndReduce(const mpi::Api& api, const MNT_Communicator& c, const char* name,
-                         const char* input, int64_t n, int64_t esize, MNT_DType dtype,
-                         MNT_ReduceOp reduce, std::vector<char>* reduced) {
-  const int w = c.world;
-  std::vector<int> send_counts(w), send_displs(w), recv_counts(w), recv_displs(w);
-  const int64_t lo = ChunkBegin(n, w, c.rank), hi = ChunkBegin(n, w, c.rank + 1);
-  const int64_t mine = (hi - lo) * esize;
-  if (auto s = FitsInt(name, mine * w); !s.ok()) return s;
-  for (int r = 0; r < w; ++r) {
-    const int64_t b = ChunkBegin(n, w, r), e = ChunkBegin(n, w, r + 1);
-    if (auto s = FitsInt(name, b * esize); !s.ok()) return s;
-    send_counts[r] = static_cast<int>((e - b) * esize);
-    send_displs[r] = static_cast<int>(b * esize);
-    recv_counts[r] = static_cast<int>(mine);
-    recv_displs[r] = static_cast<int>(r * mine);
-  }
-  std::vector<char> received(static_cast<size_t>(mine) * w);
-  if (auto s = Mpi(api, "MPI_Alltoallv",
-                   api.MPI_Alltoallv(input, send_counts.data(), send_displs.data(), api.byte,
-                                     received.data(), recv_counts.data(), recv_displs.data(),
-                                     api.byte, c.comm));
-      !s.ok())
-    return s;
-  std::vector<const void*> chunks(w);
-  for (int r = 0; r < w; ++r) chunks[r] = received.data() + r * mine;
-  reduced->resize(static_cast<size_t>(mine));
-  ReduceInRankOrder(chunks.data(), w, hi - lo, dtype, reduce, reduced->data());
-  return Status::Ok();
-}
+// One collective, checked, with what running it needs. The tensors' data
+// and sizes are copied out of the Args: a started collective outlives them.
+struct Plan {
+  MNT_CollectiveOp op = MNT_COLLECTIVE_INVALID;
+  const char* name = "";
+  MNT_ReduceOp reduce = MNT_REDUCE_OP_INVALID;
+  int root = 0;
+  MNT_DType dtype = MNT_DTYPE_INVALID;
+  int64_t esize = 0;
+  const char* input = nullptr;  // NULL: a broadcast's non-root without one
+  char* output = nullptr;
+  int64_t in_n = -1, out_n = 0;
+};
 
-Status RunCollective(const MNT_Collectives_Run_Args& a) {
-  const MNT_CollectiveOp op = a.op;
+// The checks every rank makes alike before anything moves.
+Status PlanCollective(const MNT_Communicator* c, MNT_CollectiveOp op, MNT_ReduceOp reduce,
+                      int32_t root, const MNT_Tensor* input, const MNT_Tensor* output,
+                      Plan* plan) {
   const char* name = OpName(op);
-  MNT_Communicator* c = a.communicator;
   if (c == nullptr) return sdk::InvalidArgument(Format("%s: communicator is NULL", name));
   const bool reduction =
       op == MNT_COLLECTIVE_ALL_REDUCE || op == MNT_COLLECTIVE_REDUCE_SCATTER;
   if (op != MNT_COLLECTIVE_ALL_REDUCE && op != MNT_COLLECTIVE_REDUCE_SCATTER &&
       op != MNT_COLLECTIVE_ALL_GATHER && op != MNT_COLLECTIVE_BROADCAST) {
-    return sdk::InvalidArgument(Format("Collectives_Run: unknown op %d", static_cast<int>(op)));
+    return sdk::InvalidArgument(Format("collective: unknown op %d", static_cast<int>(op)));
   }
-  if (a.output == nullptr || a.output->data == nullptr) {
+  if (output == nullptr || output->data == nullptr) {
     return sdk::InvalidArgument(Format("%s: output is missing", name));
   }
-  const bool input_optional = op == MNT_COLLECTIVE_BROADCAST && a.root != c->rank;
-  if (!input_optional && (a.input == nullptr || a.input->data == nullptr)) {
+  const bool input_optional = op == MNT_COLLECTIVE_BROADCAST && root != c->rank;
+  const bool has_input = input != nullptr && input->data != nullptr;
+  if (!input_optional && !has_input) {
     return sdk::InvalidArgument(Format("%s: input is missing", name));
   }
-  const MNT_DType dtype = a.output->dtype;
-  if (a.input != nullptr && a.input->data != nullptr && a.input->dtype != dtype) {
+  const MNT_DType dtype = output->dtype;
+  if (has_input && input->dtype != dtype) {
     return sdk::InvalidArgument(Format("%s: input dtype %d differs from output dtype %d", name,
-                                       static_cast<int>(a.input->dtype),
+                                       static_cast<int>(input->dtype),
                                        static_cast<int>(dtype)));
   }
   if (reduction) {
@@ -239,10 +253,10 @@ Status RunCollective(const MNT_Collectives_Run_Args& a) {
       return sdk::InvalidArgument(Format("%s: reductions take F32, F16 or BF16, not dtype %d",
                                          name, static_cast<int>(dtype)));
     }
-    if (a.reduce != MNT_REDUCE_OP_SUM && a.reduce != MNT_REDUCE_OP_AVG &&
-        a.reduce != MNT_REDUCE_OP_MAX) {
+    if (reduce != MNT_REDUCE_OP_SUM && reduce != MNT_REDUCE_OP_AVG &&
+        reduce != MNT_REDUCE_OP_MAX) {
       return sdk::InvalidArgument(
-          Format("%s: unknown reduce op %d", name, static_cast<int>(a.reduce)));
+          Format("%s: unknown reduce op %d", name, static_cast<int>(reduce)));
     }
   }
   const int64_t esize = CollectiveElementBytes(dtype);
@@ -250,81 +264,176 @@ Status RunCollective(const MNT_Collectives_Run_Args& a) {
     return sdk::InvalidArgument(Format("%s: unknown dtype %d", name, static_cast<int>(dtype)));
   }
   const int w = c->world;
-  const int64_t out_n = Numel(*a.output);
-  const int64_t in_n = a.input != nullptr && a.input->data != nullptr ? Numel(*a.input) : -1;
-  const mpi::Api* api = nullptr;
-  if (auto s = ReadyMpi(&api); !s.ok()) return s;
-  char* out = static_cast<char*>(a.output->data);
+  const int64_t out_n = Numel(*output);
+  const int64_t in_n = has_input ? Numel(*input) : -1;
   switch (op) {
-    case MNT_COLLECTIVE_ALL_REDUCE: {
+    case MNT_COLLECTIVE_ALL_REDUCE:
       if (in_n != out_n) {
         return sdk::InvalidArgument(Format("%s: input has %lld elements, output %lld", name,
                                            static_cast<long long>(in_n),
                                            static_cast<long long>(out_n)));
       }
-      std::vector<char> reduced;
-      if (auto s = ExchangeAndReduce(*api, *c, name, static_cast<const char*>(a.input->data),
-                                     out_n, esize, dtype, a.reduce, &reduced);
-          !s.ok())
-        return s;
-      std::vector<int> counts(w), displs(w);
-      for (int r = 0; r < w; ++r) {
-        counts[r] = static_cast<int>((ChunkBegin(out_n, w, r + 1) - ChunkBegin(out_n, w, r)) *
-                                     esize);
-        displs[r] = static_cast<int>(ChunkBegin(out_n, w, r) * esize);
-      }
-      return Mpi(*api, "MPI_Allgatherv",
-                 api->MPI_Allgatherv(reduced.data(), static_cast<int>(reduced.size()),
-                                     api->byte, out, counts.data(), displs.data(), api->byte,
-                                     c->comm));
-    }
-    case MNT_COLLECTIVE_REDUCE_SCATTER: {
+      break;
+    case MNT_COLLECTIVE_REDUCE_SCATTER:
       if (in_n != out_n * w) {
         return sdk::InvalidArgument(Format(
             "%s: input has %lld elements, expected world size %d x output's %lld", name,
             static_cast<long long>(in_n), w, static_cast<long long>(out_n)));
       }
-      // Equal chunks: ChunkBegin(W*n, W, r) = r*n.
-      std::vector<char> reduced;
-      if (auto s = ExchangeAndReduce(*api, *c, name, static_cast<const char*>(a.input->data),
-                                     in_n, esize, dtype, a.reduce, &reduced);
-          !s.ok())
-        return s;
-      std::memcpy(out, reduced.data(), reduced.size());
-      return Status::Ok();
-    }
-    case MNT_COLLECTIVE_ALL_GATHER: {
+      break;
+    case MNT_COLLECTIVE_ALL_GATHER:
       if (out_n != in_n * w) {
         return sdk::InvalidArgument(Format(
             "%s: output has %lld elements, expected world size %d x input's %lld", name,
             static_cast<long long>(out_n), w, static_cast<long long>(in_n)));
       }
-      const int64_t bytes = in_n * esize;
-      if (auto s = FitsInt(name, bytes * w); !s.ok()) return s;
-      const void* send = a.input->data;
-      if (send == out + c->rank * bytes) send = MPI_IN_PLACE;  // in-place gather
-      return Mpi(*api, "MPI_Allgather",
-                 api->MPI_Allgather(send, static_cast<int>(bytes), api->byte, out,
-                                    static_cast<int>(bytes), api->byte, c->comm));
-    }
-    case MNT_COLLECTIVE_BROADCAST: {
-      if (a.root < 0 || a.root >= w) {
-        return sdk::InvalidArgument(Format("%s: root %d outside world size %d", name, a.root, w));
+      break;
+    default:  // BROADCAST
+      if (root < 0 || root >= w) {
+        return sdk::InvalidArgument(Format("%s: root %d outside world size %d", name, root, w));
       }
       if (in_n >= 0 && in_n != out_n) {
         return sdk::InvalidArgument(Format("%s: input has %lld elements, output %lld", name,
                                            static_cast<long long>(in_n),
                                            static_cast<long long>(out_n)));
       }
-      const int64_t bytes = out_n * esize;
-      if (auto s = FitsInt(name, bytes); !s.ok()) return s;
-      if (c->rank == a.root && a.input->data != out) std::memmove(out, a.input->data, bytes);
-      return Mpi(*api, "MPI_Bcast",
-                 api->MPI_Bcast(out, static_cast<int>(bytes), api->byte, a.root, c->comm));
-    }
-    default:
-      return Status::Ok();
+      break;
   }
+  // Every count and displacement below is at most (n + w) elements.
+  if (auto s = FitsInt(name, (std::max(in_n, out_n) + w) * esize); !s.ok()) return s;
+  plan->op = op;
+  plan->name = name;
+  plan->reduce = reduce;
+  plan->root = root;
+  plan->dtype = dtype;
+  plan->esize = esize;
+  plan->input = has_input ? static_cast<const char*>(input->data) : nullptr;
+  plan->output = static_cast<char*>(output->data);
+  plan->in_n = in_n;
+  plan->out_n = out_n;
+  return Status::Ok();
+}
+
+// Completes a non-blocking MPI call. On the host thread: MPI_Wait, as a
+// blocking call would. On the worker (`polite`): MPI_Test with sleeps that
+// grow to 200 us, because Open MPI's waits spin, and a spinning worker would
+// take a core from the ranks' compute (2 ranks on 2 cores leave none spare).
+Status Finish(const mpi::Api& api, const char* call, MPI_Request* request, bool polite) {
+  if (!polite) return Mpi(api, call, api.MPI_Wait(request, MPI_STATUS_IGNORE));
+  int64_t pause_us = 5;
+  for (;;) {
+    int done = 0;
+    if (auto s = Mpi(api, call, api.MPI_Test(request, &done, MPI_STATUS_IGNORE)); !s.ok()) {
+      return s;
+    }
+    if (done != 0) return Status::Ok();
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    pause_us = std::min<int64_t>(pause_us * 2, 200);
+  }
+}
+
+// Every rank's copy of this rank's chunk [lo, hi) of `input` (n elements
+// split by ChunkBegin), then the rank-order reduction into `reduced`.
+Status ExchangeAndReduce(const mpi::Api& api, const MNT_Communicator& c, const Plan& p,
+                         int64_t n, bool polite, std::vector<char>* reduced) {
+  const int w = c.world;
+  const int64_t esize = p.esize;
+  std::vector<int> send_counts(w), send_displs(w), recv_counts(w), recv_displs(w);
+  const int64_t lo = ChunkBegin(n, w, c.rank), hi = ChunkBegin(n, w, c.rank + 1);
+  const int64_t mine = (hi - lo) * esize;
+  for (int r = 0; r < w; ++r) {
+    const int64_t b = ChunkBegin(n, w, r), e = ChunkBegin(n, w, r + 1);
+    send_counts[r] = static_cast<int>((e - b) * esize);
+    send_displs[r] = static_cast<int>(b * esize);
+    recv_counts[r] = static_cast<int>(mine);
+    recv_displs[r] = static_cast<int>(r * mine);
+  }
+  std::vector<char> received(static_cast<size_t>(mine) * w);
+  MPI_Request request = nullptr;
+  if (auto s = Mpi(api, "MPI_Ialltoallv",
+                   api.MPI_Ialltoallv(p.input, send_counts.data(), send_displs.data(), api.byte,
+                                      received.data(), recv_counts.data(), recv_displs.data(),
+                                      api.byte, c.comm, &request));
+      !s.ok())
+    return s;
+  if (auto s = Finish(api, "MPI_Ialltoallv", &request, polite); !s.ok()) return s;
+  std::vector<const void*> chunks(w);
+  for (int r = 0; r < w; ++r) chunks[r] = received.data() + r * mine;
+  reduced->resize(static_cast<size_t>(mine));
+  ReduceInRankOrder(chunks.data(), w, hi - lo, p.dtype, p.reduce, reduced->data());
+  return Status::Ok();
+}
+
+// Runs a planned collective to completion (on the worker, or on the host
+// thread when there is none).
+Status Execute(const MNT_Communicator& c, const Plan& p, bool polite) {
+  const mpi::Api* api = nullptr;
+  if (auto s = ReadyMpi(&api); !s.ok()) return s;
+  const int w = c.world;
+  const int64_t esize = p.esize;
+  MPI_Request request = nullptr;
+  switch (p.op) {
+    case MNT_COLLECTIVE_ALL_REDUCE: {
+      std::vector<char> reduced;
+      if (auto s = ExchangeAndReduce(*api, c, p, p.out_n, polite, &reduced); !s.ok()) return s;
+      std::vector<int> counts(w), displs(w);
+      for (int r = 0; r < w; ++r) {
+        counts[r] = static_cast<int>(
+            (ChunkBegin(p.out_n, w, r + 1) - ChunkBegin(p.out_n, w, r)) * esize);
+        displs[r] = static_cast<int>(ChunkBegin(p.out_n, w, r) * esize);
+      }
+      if (auto s = Mpi(*api, "MPI_Iallgatherv",
+                       api->MPI_Iallgatherv(reduced.data(), static_cast<int>(reduced.size()),
+                                            api->byte, p.output, counts.data(), displs.data(),
+                                            api->byte, c.comm, &request));
+          !s.ok())
+        return s;
+      return Finish(*api, "MPI_Iallgatherv", &request, polite);
+    }
+    case MNT_COLLECTIVE_REDUCE_SCATTER: {
+      // Equal chunks: ChunkBegin(W*n, W, r) = r*n.
+      std::vector<char> reduced;
+      if (auto s = ExchangeAndReduce(*api, c, p, p.in_n, polite, &reduced); !s.ok()) return s;
+      std::memcpy(p.output, reduced.data(), reduced.size());
+      return Status::Ok();
+    }
+    case MNT_COLLECTIVE_ALL_GATHER: {
+      const int64_t bytes = p.in_n * esize;
+      const void* send = p.input;
+      if (send == p.output + c.rank * bytes) send = MPI_IN_PLACE;  // in-place gather
+      if (auto s = Mpi(*api, "MPI_Iallgather",
+                       api->MPI_Iallgather(send, static_cast<int>(bytes), api->byte, p.output,
+                                           static_cast<int>(bytes), api->byte, c.comm,
+                                           &request));
+          !s.ok())
+        return s;
+      return Finish(*api, "MPI_Iallgather", &request, polite);
+    }
+    default: {  // BROADCAST
+      const int64_t bytes = p.out_n * esize;
+      if (c.rank == p.root && p.input != p.output) std::memmove(p.output, p.input, bytes);
+      if (auto s = Mpi(*api, "MPI_Ibcast",
+                       api->MPI_Ibcast(p.output, static_cast<int>(bytes), api->byte, p.root,
+                                       c.comm, &request));
+          !s.ok())
+        return s;
+      return Finish(*api, "MPI_Ibcast", &request, polite);
+    }
+  }
+}
+
+// Queues the collective on the communicator's worker (after every one
+// issued before it); 0 when there is no worker and it has run already,
+// with its result in *ran. `started`: the host computes meanwhile, so the
+// worker must not spin (for a run one the host only waits).
+uint64_t Issue(MNT_Communicator* c, const Plan& plan, bool started, Status* ran) {
+  if (c->worker == nullptr) {
+    *ran = Execute(*c, plan, /*polite=*/false);
+    return 0;
+  }
+  const MNT_Communicator* comm = c;
+  return c->worker->Submit(
+      [comm, plan, started] { return Execute(*comm, plan, /*polite=*/started); });
 }
 
 MNT_Error* CollectivesRun(MNT_Collectives_Run_Args* args) {
@@ -333,15 +442,67 @@ MNT_Error* CollectivesRun(MNT_Collectives_Run_Args* args) {
     if (auto s = sdk::CheckStructSize("MNT_Collectives_Run_Args", MNT_Collectives_Run_Args_STRUCT_SIZE, args->struct_size);
         !s.ok())
       return s;
-    return RunCollective(*args);
+    Plan plan;
+    if (auto s = PlanCollective(args->communicator, args->op, args->reduce, args->root,
+                                args->input, args->output, &plan);
+        !s.ok())
+      return s;
+    // Synchronous, as every CPU op: behind the started ones, then waited.
+    Status ran;
+    const uint64_t ticket = Issue(args->communicator, plan, /*started=*/false, &ran);
+    return ticket == 0 ? ran : args->communicator->worker->Wait(ticket);
+  });
+}
+
+MNT_Error* CollectivesStart(MNT_Collectives_Start_Args* args) {
+  return Guard("Collectives_Start", [&]() -> Status {
+    if (args == nullptr) return sdk::InvalidArgument("Collectives_Start: args is NULL");
+    if (auto s = sdk::CheckStructSize("MNT_Collectives_Start_Args",
+                                      MNT_Collectives_Start_Args_STRUCT_SIZE, args->struct_size);
+        !s.ok())
+      return s;
+    args->work = nullptr;
+    Plan plan;
+    if (auto s = PlanCollective(args->communicator, args->op, args->reduce, args->root,
+                                args->input, args->output, &plan);
+        !s.ok())
+      return s;
+    auto work = std::make_unique<MNT_CollectiveWork>();
+    work->ticket = Issue(args->communicator, plan, /*started=*/true, &work->status);
+    args->communicator->outstanding.insert(work.get());
+    args->work = work.release();
+    return Status::Ok();
+  });
+}
+
+MNT_Error* CollectivesWait(MNT_Collectives_Wait_Args* args) {
+  return Guard("Collectives_Wait", [&]() -> Status {
+    if (args == nullptr) return sdk::InvalidArgument("Collectives_Wait: args is NULL");
+    if (auto s = sdk::CheckStructSize("MNT_Collectives_Wait_Args",
+                                      MNT_Collectives_Wait_Args_STRUCT_SIZE, args->struct_size);
+        !s.ok())
+      return s;
+    MNT_Communicator* c = args->communicator;
+    MNT_CollectiveWork* w = args->work;
+    if (c == nullptr) return sdk::InvalidArgument("Collectives_Wait: communicator is NULL");
+    if (w == nullptr) return sdk::InvalidArgument("Collectives_Wait: work is NULL");
+    if (c->outstanding.count(w) == 0) {
+      return sdk::InvalidArgument(
+          "Collectives_Wait: work is not an outstanding started collective of this "
+          "communicator (waited for twice, or started on another)");
+    }
+    c->outstanding.erase(w);
+    std::unique_ptr<MNT_CollectiveWork> owned(w);
+    return owned->ticket == 0 ? owned->status : c->worker->Wait(owned->ticket);
   });
 }
 
 }  // namespace
 
 MNT_Collectives_Extension* CpuCollectivesExtension() {
-  static MNT_Collectives_Extension ext = sdk::MakeCollectivesExtension(
-      &GetUniqueId, &CommunicatorCreate, &CommunicatorDestroy, &CollectivesRun);
+  static MNT_Collectives_Extension ext =
+      sdk::MakeCollectivesExtension(&GetUniqueId, &CommunicatorCreate, &CommunicatorDestroy,
+                                    &CollectivesRun, &CollectivesStart, &CollectivesWait);
   return &ext;
 }
 

@@ -1,7 +1,19 @@
 // The CPU backend's collectives extension (mnt_collectives.h), over MPI:
 // every rank of the job is one process of one MPI world (mpirun, srun), and
-// a communicator is a duplicate of MPI_COMM_WORLD. Work is synchronous, as
-// every CPU op: a collective has finished when its call returns.
+// a communicator is a duplicate of MPI_COMM_WORLD.
+//
+// Started collectives (version 2): each communicator has a thread
+// (collective_worker.h) that runs its collectives, started or run, one
+// after another in issue order. Collectives_Start queues one and returns at
+// once, so the host thread goes on computing (backward) while the worker
+// exchanges and waits for slower ranks; Collectives_Wait blocks until it has
+// finished. Collectives_Run queues behind the started ones and waits, so it
+// stays synchronous, as every CPU op. The worker polls MPI's non-blocking
+// calls with short sleeps instead of spinning in them. This needs MPI to
+// allow calls from two threads at once (MPI_THREAD_MULTIPLE, which
+// Mantissa's hosts ask for: the host thread's own MPI exchanges may overlap
+// a started collective); with a lower level the host thread runs every
+// collective itself and Start returns a finished work.
 //
 // Reductions do not use MPI's own (whose order the MPI standard leaves to
 // the implementation): each rank receives every rank's copy of the chunk
