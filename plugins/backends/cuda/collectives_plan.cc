@@ -107,16 +107,16 @@ bool Overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 }  // namespace
 
 Status PlanCollective(const MNT_Collectives_Run_Args& args, int32_t rank, int32_t world_size,
-                      CollectivePlan* plan) {
+                      CollectivePlan* plan, const char* call) {
   *plan = CollectivePlan();
   const int32_t op = sdk::RawEnum(args.op);
   const char* name = CollectiveOpName(op);
   if (op != MNT_COLLECTIVE_ALL_REDUCE && op != MNT_COLLECTIVE_REDUCE_SCATTER &&
       op != MNT_COLLECTIVE_ALL_GATHER && op != MNT_COLLECTIVE_BROADCAST) {
     return sdk::InvalidArgument(Format(
-        "Collectives_Run: unknown collective op %d (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER "
+        "%s: unknown collective op %d (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER "
         "or BROADCAST)",
-        op));
+        call, op));
   }
   const bool reduction = op == MNT_COLLECTIVE_ALL_REDUCE || op == MNT_COLLECTIVE_REDUCE_SCATTER;
   const int32_t reduce = sdk::RawEnum(args.reduce);
@@ -261,6 +261,20 @@ Status PlanCollective(const MNT_Collectives_Run_Args& args, int32_t rank, int32_
       break;
   }
   return Status::Ok();
+}
+
+MNT_Collectives_Run_Args RunArgsOf(const MNT_Collectives_Start_Args& start) {
+  MNT_Collectives_Run_Args run{};
+  run.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
+  run.extension_start = start.extension_start;
+  run.backend = start.backend;
+  run.communicator = start.communicator;
+  run.op = start.op;
+  run.reduce = start.reduce;
+  run.root = start.root;
+  run.input = start.input;
+  run.output = start.output;
+  return run;
 }
 
 }  // namespace mnt::cuda

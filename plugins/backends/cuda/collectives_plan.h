@@ -1,16 +1,20 @@
 // What the cuda backend's collectives (collectives.cc, over NCCL) check and
 // compute on the host before they call NCCL, kept free of CUDA and NCCL so
 // the CPU tests it (collectives_plan_test): the Communicator_Create
-// arguments, and each Collectives_Run call turned into one NCCL call's
-// arguments (element type, count, buffers) or one INVALID_ARGUMENT line
-// naming the op and the operand, e.g.
+// arguments, each Collectives_Run or Collectives_Start call turned into one
+// NCCL call's arguments (element type, count, buffers) or one
+// INVALID_ARGUMENT line naming the op and the operand, e.g.
 //   "REDUCE_SCATTER: input has 10 elements, expected world size 4 x
-//    output's 3 = 12".
+//    output's 3 = 12",
+// and the bookkeeping of the started collectives (WorkRegistry).
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_COLLECTIVES_PLAN_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_COLLECTIVES_PLAN_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "plugins/abi/mnt_collectives.h"
 #include "plugins/sdk/status.h"
@@ -61,6 +65,8 @@ sdk::Status CheckCommunicatorArgs(int32_t rank, int32_t world_size, const char* 
 
 // Collectives_Run's op, reduce, root and tensors for rank `rank` of a
 // communicator of `world_size` ranks (both already valid), as one NCCL call.
+// `call` names the entry point in the one message that has no op to name
+// (an unknown op).
 // Checks, each failing with one INVALID_ARGUMENT line that names the op:
 // the op and (reductions) the reduce op are known; output is given, input
 // too except on BROADCAST's non-root ranks (there it may be NULL or have
@@ -71,7 +77,74 @@ sdk::Status CheckCommunicatorArgs(int32_t rank, int32_t world_size, const char* 
 // mnt_collectives.h allows (ALL_REDUCE in place, ALL_GATHER's input as this
 // rank's own chunk of the output, BROADCAST in place on the root).
 sdk::Status PlanCollective(const MNT_Collectives_Run_Args& args, int32_t rank,
-                           int32_t world_size, CollectivePlan* plan);
+                           int32_t world_size, CollectivePlan* plan,
+                           const char* call = "Collectives_Run");
+
+// Collectives_Start's operands as Collectives_Run's (the same fields, so
+// one PlanCollective checks both); `work` is not among them.
+MNT_Collectives_Run_Args RunArgsOf(const MNT_Collectives_Start_Args& start);
+
+// The started collectives of the process that are not yet waited for, each
+// with the communicator it was started on: Collectives_Start adds its work,
+// Collectives_Wait takes it out (once: a second Wait of the same work finds
+// nothing), Communicator_Destroy takes the communicator's works that are
+// left and frees them. A handle is looked up by address and never
+// dereferenced, so a work already waited for (freed), another
+// communicator's, or a pointer that was never a work are each told apart
+// safely. Process-wide rather than per communicator for that reason, with
+// a lock because ranks drive their communicators from their own threads.
+// A template so that the CPU tests it without the CUDA types of
+// collectives.cc's MNT_CollectiveWork.
+template <typename Work, typename Owner>
+class WorkRegistry {
+ public:
+  enum class Taken {
+    kYes,         // it was `owner`'s, and is taken out
+    kNotLive,     // NULL, already taken, or never added
+    kOtherOwner,  // a live work of another owner, left where it is
+  };
+
+  void Add(Work* work, const Owner* owner) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_[work] = owner;
+  }
+
+  Taken Take(const Work* work, const Owner* owner) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = live_.find(work);
+    if (it == live_.end()) return Taken::kNotLive;
+    if (it->second != owner) return Taken::kOtherOwner;
+    live_.erase(it);
+    return Taken::kYes;
+  }
+
+  // Every live work of `owner` (in no particular order), taken out.
+  std::vector<Work*> TakeAll(const Owner* owner) {
+    std::vector<Work*> taken;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (it->second == owner) {
+        taken.push_back(const_cast<Work*>(it->first));
+        it = live_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return taken;
+  }
+
+  size_t Count(const Owner* owner) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (const auto& [work, o] : live_) n += o == owner ? 1 : 0;
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  // A handful per communicator (the buckets in flight).
+  std::unordered_map<const Work*, const Owner*> live_;
+};
 
 }  // namespace mnt::cuda
 

@@ -1,8 +1,10 @@
 // The cuda collectives' host-side checks and NCCL arguments, on the CPU:
 // every op's counts, types and buffers; in-place forms; one INVALID_ARGUMENT
-// line naming the op and operand for each bad call.
+// line naming the op and operand for each bad call; Collectives_Start's
+// operands checked as Run's; the ledger of a communicator's started works.
 #include "plugins/backends/cuda/collectives_plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -271,6 +273,97 @@ TEST(CollectivesPlanTest, CommunicatorArgs) {
     EXPECT_EQ(s.code(), MNT_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(s.message(), b.message);
   }
+}
+
+TEST(CollectivesPlanTest, StartIsPlannedAsRun) {
+  const MNT_Tensor in = T(0, MNT_DTYPE_BF16, {6}), out = T(4096, MNT_DTYPE_BF16, {3});
+  MNT_Collectives_Start_Args start{};
+  start.struct_size = MNT_Collectives_Start_Args_STRUCT_SIZE;
+  start.backend = reinterpret_cast<MNT_Backend*>(0x10);
+  start.communicator = reinterpret_cast<MNT_Communicator*>(0x20);
+  start.op = MNT_COLLECTIVE_REDUCE_SCATTER;
+  start.reduce = MNT_REDUCE_OP_AVG;
+  start.root = 1;
+  start.input = &in;
+  start.output = &out;
+  start.work = reinterpret_cast<MNT_CollectiveWork*>(0x30);
+  const MNT_Collectives_Run_Args run = RunArgsOf(start);
+  EXPECT_EQ(run.struct_size, size_t{MNT_Collectives_Run_Args_STRUCT_SIZE});
+  EXPECT_EQ(run.backend, start.backend);
+  EXPECT_EQ(run.communicator, start.communicator);
+  EXPECT_EQ(run.op, start.op);
+  EXPECT_EQ(run.reduce, start.reduce);
+  EXPECT_EQ(run.root, start.root);
+  EXPECT_EQ(run.input, &in);
+  EXPECT_EQ(run.output, &out);
+  const CollectivePlan p = Plan(run, 1, 2);
+  EXPECT_EQ(p.count, 3u);
+  EXPECT_EQ(p.type, WireType::kBF16);
+  EXPECT_EQ(p.reduce, MNT_REDUCE_OP_AVG);
+  // The one message without an op names the entry point it was given.
+  start.op = static_cast<MNT_CollectiveOp>(12);
+  CollectivePlan plan;
+  const sdk::Status s = PlanCollective(RunArgsOf(start), 0, 2, &plan, "Collectives_Start");
+  EXPECT_EQ(s.code(), MNT_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(s.message().rfind("Collectives_Start: unknown collective op 12", 0), 0u)
+      << s.message();
+}
+
+struct FakeWork {
+  int id = 0;
+};
+struct FakeOwner {
+  int id = 0;
+};
+using Registry = WorkRegistry<FakeWork, FakeOwner>;
+
+TEST(CollectivesPlanTest, WorkRegistryTakesEachWorkOnceInAnyOrder) {
+  FakeWork w[4] = {{0}, {1}, {2}, {3}};
+  FakeOwner owner;
+  Registry registry;
+  EXPECT_EQ(registry.Count(&owner), 0u);
+  EXPECT_EQ(registry.Take(nullptr, &owner), Registry::Taken::kNotLive);
+  EXPECT_EQ(registry.Take(&w[0], &owner), Registry::Taken::kNotLive) << "nothing was added";
+  for (FakeWork& x : w) registry.Add(&x, &owner);
+  EXPECT_EQ(registry.Count(&owner), 4u);
+  // Reverse order; a second take of each finds nothing.
+  for (int i = 3; i >= 0; --i) {
+    EXPECT_EQ(registry.Take(&w[i], &owner), Registry::Taken::kYes) << i;
+    EXPECT_EQ(registry.Take(&w[i], &owner), Registry::Taken::kNotLive) << i << " taken twice";
+    EXPECT_EQ(registry.Count(&owner), static_cast<size_t>(i));
+  }
+  EXPECT_TRUE(registry.TakeAll(&owner).empty());
+}
+
+TEST(CollectivesPlanTest, WorkRegistryLeavesAnotherOwnersWorkAlone) {
+  FakeWork a, b;
+  FakeOwner mine, theirs;
+  Registry registry;
+  registry.Add(&a, &mine);
+  registry.Add(&b, &theirs);
+  EXPECT_EQ(registry.Take(&b, &mine), Registry::Taken::kOtherOwner);
+  EXPECT_EQ(registry.Count(&theirs), 1u) << "another owner's work must stay live";
+  EXPECT_EQ(registry.Take(&b, &theirs), Registry::Taken::kYes);
+  EXPECT_EQ(registry.Take(&a, &mine), Registry::Taken::kYes);
+}
+
+TEST(CollectivesPlanTest, WorkRegistryTakeAllTakesOnlyTheOwnersWorks) {
+  FakeWork w[5];
+  FakeWork other;
+  FakeOwner owner, someone;
+  Registry registry;
+  for (FakeWork& x : w) registry.Add(&x, &owner);
+  registry.Add(&other, &someone);
+  EXPECT_EQ(registry.Take(&w[2], &owner), Registry::Taken::kYes);  // waited for first
+  std::vector<FakeWork*> left = registry.TakeAll(&owner);
+  std::sort(left.begin(), left.end());
+  const std::vector<FakeWork*> want = {&w[0], &w[1], &w[3], &w[4]};
+  EXPECT_EQ(left, want);
+  EXPECT_EQ(registry.Count(&owner), 0u);
+  EXPECT_EQ(registry.Take(&w[0], &owner), Registry::Taken::kNotLive) << "TakeAll took it";
+  EXPECT_TRUE(registry.TakeAll(&owner).empty());
+  EXPECT_EQ(registry.Count(&someone), 1u);
+  EXPECT_EQ(registry.Take(&other, &someone), Registry::Taken::kYes);
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // collectives.h), through the plugin file as it ships.
 //
 //   - Everywhere (CI included, no device needed): the extension is on the
-//     plugin's chain with every call set; calls with NULL handles and bad
-//     Communicator_Create arguments are one-line errors.
+//     plugin's chain, version 2, with every call set (Collectives_Start and
+//     Collectives_Wait too); calls with NULL handles and bad
+//     Communicator_Create arguments are one-line errors, and a Start that
+//     fails leaves its work NULL.
 //   - One GPU, world size 1: every op is a copy, bit for bit (ALL_REDUCE
 //     SUM/AVG/MAX, REDUCE_SCATTER, ALL_GATHER of any dtype, BROADCAST), the
 //     in-place forms too; every bad call (rank/world, NULL buffers and
@@ -13,6 +15,13 @@
 //     collective inside a marked step runs after the ops the step deferred
 //     (and a step holding one is never replayed); one after a replayed step
 //     sees its results; Communicator_Destroy with work in flight.
+//     Started collectives (version 2): Start + Wait is the same bit exact
+//     copy for every op; a count of 0 still gives a work; a bad Start is
+//     one line with its work NULL; Wait refuses a NULL work, one already
+//     waited for, another communicator's or a made-up one, and consumes a
+//     live one even when it fails; works waited for in any order, the rest
+//     freed by Communicator_Destroy; a Start inside a marked step runs
+//     after the deferred ops and an op after the Wait sees its result.
 //   - Two or more GPUs: one backend and one thread per GPU (NCCL blocks in
 //     ncclCommInitRank until every rank joined), every op against a host
 //     reference computed from the same inputs, then the whole sequence run
@@ -22,6 +31,16 @@
 //     |x| of one element, a SUM may differ from the float64 rank-order sum
 //     by 1e-5 * S in fp32 and 1e-2 * S in bf16/fp16, an AVG by the same
 //     bound over the world size; MAX, ALL_GATHER and BROADCAST are exact.
+//     Started collectives: Start + Wait gives the same bits as Run for
+//     every op; several in flight, waited for in reverse order, each give
+//     their exact result; an op issued on the backend's stream after a
+//     Wait sees the result, even though a peer starts its part only after
+//     the host has issued that op; and Start returns before any peer has
+//     started (the peers start only when rank 0's thread says its Start
+//     returned; a Start that blocks the host fails on a bounded wait
+//     instead of hanging). Each of these first runs its collective once
+//     with Run on every rank: NCCL may connect to the peers from the host
+//     at the first collective of a kind, which blocks until they call too.
 //
 // Skips, saying why, without a GPU (MNT_SKIP_WITHOUT_GPU: a GPU that is
 // there but unusable fails), without NCCL (the plugin's own answer,
@@ -40,6 +59,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -141,6 +161,35 @@ sdk::Status Collective(MNT_Backend* backend, MNT_Communicator* c, MNT_Collective
   a.input = in;
   a.output = out;
   return S(Ext().Collectives_Run(&a));
+}
+
+// Collectives_Start. *work is what the call left in the args: it starts as
+// a non-NULL sentinel, so a failed call that does not reset it shows.
+sdk::Status StartCollective(MNT_Backend* backend, MNT_Communicator* c, MNT_CollectiveOp op,
+                            MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
+                            const MNT_Tensor* out, MNT_CollectiveWork** work) {
+  MNT_Collectives_Start_Args a{};
+  a.struct_size = MNT_Collectives_Start_Args_STRUCT_SIZE;
+  a.backend = backend;
+  a.communicator = c;
+  a.op = op;
+  a.reduce = reduce;
+  a.root = root;
+  a.input = in;
+  a.output = out;
+  a.work = reinterpret_cast<MNT_CollectiveWork*>(0x1);
+  const sdk::Status s = S(Ext().Collectives_Start(&a));
+  *work = a.work;
+  return s;
+}
+
+sdk::Status WaitCollective(MNT_Backend* backend, MNT_Communicator* c, MNT_CollectiveWork* work) {
+  MNT_Collectives_Wait_Args a{};
+  a.struct_size = MNT_Collectives_Wait_Args_STRUCT_SIZE;
+  a.backend = backend;
+  a.communicator = c;
+  a.work = work;
+  return S(Ext().Collectives_Wait(&a));
 }
 
 MNT_Backend* CreateBackend(int32_t ordinal, const char* options = nullptr) {
@@ -276,6 +325,11 @@ TEST(CudaCollectivesTest, ExtensionIsOnThePluginChain) {
   EXPECT_NE(e->Communicator_Create, nullptr);
   EXPECT_NE(e->Communicator_Destroy, nullptr);
   EXPECT_NE(e->Collectives_Run, nullptr);
+  // Version 2: started collectives.
+  EXPECT_EQ(h->version, 2);
+  EXPECT_EQ(h->base.struct_size, MNT_Collectives_Extension_STRUCT_SIZE);
+  EXPECT_NE(e->Collectives_Start, nullptr);
+  EXPECT_NE(e->Collectives_Wait, nullptr);
   // The capabilities extension comes first on the chain.
   EXPECT_NE(sdk::FindExtension(Plugin(), MNT_EXTENSION_TYPE_CAPABILITIES), nullptr);
 }
@@ -312,6 +366,36 @@ TEST(CudaCollectivesTest, NullHandlesAndBadArgumentsAreOneLineErrors) {
                                    0, &t, &t),
                         "Collectives_Run: communicator is NULL"));
   EXPECT_TRUE(IsInvalid(S(Ext().Collectives_Run(nullptr)), "args is NULL"));
+
+  // Start and Wait: the args, then the communicator, before any device.
+  MNT_CollectiveWork* work = nullptr;
+  EXPECT_TRUE(IsInvalid(StartCollective(nullptr, nullptr, MNT_COLLECTIVE_ALL_REDUCE,
+                                        MNT_REDUCE_OP_SUM, 0, &t, &t, &work),
+                        "Collectives_Start: communicator is NULL"));
+  EXPECT_EQ(work, nullptr) << "a failed Start must leave its work NULL";
+  alignas(16) char fake[256] = {};  // no communicator's magic
+  auto* fake_comm = reinterpret_cast<MNT_Communicator*>(fake);
+  EXPECT_TRUE(IsInvalid(StartCollective(nullptr, fake_comm, MNT_COLLECTIVE_ALL_GATHER,
+                                        MNT_REDUCE_OP_INVALID, 0, &t, &t, &work),
+                        "Collectives_Start: communicator is not a live communicator"));
+  EXPECT_EQ(work, nullptr);
+  EXPECT_TRUE(IsInvalid(S(Ext().Collectives_Start(nullptr)), "args is NULL"));
+  MNT_Collectives_Start_Args short_start{};
+  short_start.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;  // Run's is shorter
+  EXPECT_TRUE(IsInvalid(S(Ext().Collectives_Start(&short_start)), "struct_size"));
+
+  alignas(16) char fake_work[64] = {};
+  auto* made_up = reinterpret_cast<MNT_CollectiveWork*>(fake_work);
+  EXPECT_TRUE(IsInvalid(WaitCollective(nullptr, nullptr, made_up),
+                        "Collectives_Wait: communicator is NULL"));
+  EXPECT_TRUE(IsInvalid(WaitCollective(nullptr, nullptr, nullptr),
+                        "Collectives_Wait: communicator is NULL"));
+  EXPECT_TRUE(IsInvalid(WaitCollective(nullptr, fake_comm, made_up),
+                        "Collectives_Wait: communicator is not a live communicator"));
+  EXPECT_TRUE(IsInvalid(S(Ext().Collectives_Wait(nullptr)), "args is NULL"));
+  MNT_Collectives_Wait_Args short_wait{};
+  short_wait.struct_size = 8;
+  EXPECT_TRUE(IsInvalid(S(Ext().Collectives_Wait(&short_wait)), "struct_size"));
 }
 
 // ---------------------------------------------------------------- world size 1
@@ -369,6 +453,11 @@ class CudaCollectivesWorld1Test : public ::testing::Test {
                   const MNT_Tensor* out) {
     return Collective(backend_, comm_, op, reduce, root, in, out);
   }
+  sdk::Status Start(MNT_CollectiveOp op, MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
+                    const MNT_Tensor* out, MNT_CollectiveWork** work) {
+    return StartCollective(backend_, comm_, op, reduce, root, in, out, work);
+  }
+  sdk::Status Wait(MNT_CollectiveWork* work) { return WaitCollective(backend_, comm_, work); }
 
   MNT_Backend* backend_ = nullptr;
   std::unique_ptr<sdk::BackendClient> client_;
@@ -661,6 +750,226 @@ TEST_F(CudaCollectivesStepTest, CollectiveAfterAReplayedStepSeesItsResults) {
     EXPECT_TRUE(SameBytes(Get(y.data(), bytes), F32Bytes(n, 3.0f)));
   }
   std::printf("%d of 4 steps replayed from a CUDA graph before the collective\n", replays);
+}
+
+// ---------------------------------------------------------------- started, world size 1
+
+sdk::Status Add(const sdk::BackendClient& c, const MNT_Tensor& in, const MNT_Tensor& out,
+                float alpha) {
+  MNT_AddParams p{};
+  p.struct_size = MNT_AddParams_STRUCT_SIZE;
+  p.alpha = alpha;
+  p.beta = 0.0f;
+  return c.Run(MNT_OP_ADD, {in}, {out}, &p);
+}
+
+TEST_F(CudaCollectivesWorld1Test, StartAndWaitIsABitExactCopy) {
+  for (MNT_DType dtype : {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_I32}) {
+    for (int64_t n : {int64_t{1}, int64_t{65537}}) {
+      const std::vector<uint8_t> x = RandomBytes(&rng_, dtype, n);
+      sdk::DeviceBuffer in = Device(x);
+      for (const OpCase& c : kEveryOp) {
+        const bool reduction =
+            c.op == MNT_COLLECTIVE_ALL_REDUCE || c.op == MNT_COLLECTIVE_REDUCE_SCATTER;
+        if (reduction && !IsFloat(dtype)) continue;
+        SCOPED_TRACE(std::string(c.name) + " " + Name(dtype) + "[" + std::to_string(n) + "]");
+        sdk::DeviceBuffer out = Poisoned(x.size());
+        const int64_t dims[1] = {n};
+        const MNT_Tensor ti = sdk::MakeTensor(in.data(), dtype, 1, dims);
+        const MNT_Tensor to = sdk::MakeTensor(out.data(), dtype, 1, dims);
+        MNT_CollectiveWork* work = nullptr;
+        MNT_ASSERT_OK(Start(c.op, c.reduce, 0, &ti, &to, &work));
+        ASSERT_NE(work, nullptr);
+        MNT_ASSERT_OK(Wait(work));
+        EXPECT_TRUE(SameBytes(Get(out.data(), x.size()), x));
+      }
+      EXPECT_TRUE(SameBytes(Get(in.data(), x.size()), x)) << "the input was written";
+    }
+  }
+}
+
+TEST_F(CudaCollectivesWorld1Test, ZeroElementsStillGiveAWork) {
+  sdk::DeviceBuffer buf = Alloc(16), other = Alloc(16);
+  const int64_t dims[1] = {0};
+  const MNT_Tensor t = sdk::MakeTensor(buf.data(), MNT_DTYPE_F32, 1, dims);
+  const MNT_Tensor u = sdk::MakeTensor(other.data(), MNT_DTYPE_F32, 1, dims);
+  std::vector<MNT_CollectiveWork*> works;
+  for (const OpCase& c : kEveryOp) {
+    SCOPED_TRACE(c.name);
+    MNT_CollectiveWork* work = nullptr;
+    MNT_ASSERT_OK(Start(c.op, c.reduce, 0, &t, &u, &work));
+    ASSERT_NE(work, nullptr);
+    works.push_back(work);
+  }
+  for (MNT_CollectiveWork* w : works) MNT_EXPECT_OK(Wait(w));
+}
+
+TEST_F(CudaCollectivesWorld1Test, BadStartsAreOneLineErrorsWithNoWork) {
+  const int64_t n = 64;
+  const std::vector<uint8_t> x = RandomBytes(&rng_, MNT_DTYPE_F32, n);
+  sdk::DeviceBuffer a = Device(x), b = Poisoned(x.size());
+  const int64_t dn[1] = {n}, dn1[1] = {n - 1};
+  const MNT_Tensor ta = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, dn);
+  const MNT_Tensor tb = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, dn);
+  const MNT_Tensor tb_short = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, dn1);
+  std::vector<float> host(n);
+  const MNT_Tensor t_host = sdk::MakeTensor(host.data(), MNT_DTYPE_F32, 1, dn);
+  const auto AR = MNT_COLLECTIVE_ALL_REDUCE;
+  const auto SUM = MNT_REDUCE_OP_SUM;
+  MNT_CollectiveWork* work = nullptr;
+  const auto expect_bad = [&](const sdk::Status& s, const std::string& part) {
+    EXPECT_TRUE(IsInvalid(s, part));
+    EXPECT_EQ(work, nullptr) << part;
+  };
+  expect_bad(Start(static_cast<MNT_CollectiveOp>(99), SUM, 0, &ta, &tb, &work),
+             "Collectives_Start: unknown collective op 99");
+  expect_bad(Start(AR, MNT_REDUCE_OP_INVALID, 0, &ta, &tb, &work),
+             "ALL_REDUCE: unknown reduce op 0");
+  expect_bad(Start(AR, SUM, 0, &ta, nullptr, &work), "ALL_REDUCE: output is NULL");
+  expect_bad(Start(AR, SUM, 0, &ta, &tb_short, &work), "one element count for both");
+  expect_bad(Start(MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, 1, &ta, &tb, &work),
+             "BROADCAST: root 1 is outside [0, 1)");
+  expect_bad(Start(AR, SUM, 0, &t_host, &tb, &work),
+             "not inside memory allocated by this backend");
+  expect_bad(StartCollective(backend_, nullptr, AR, SUM, 0, &ta, &tb, &work),
+             "Collectives_Start: communicator is NULL");
+  MNT_Backend* other = CreateBackend(0);
+  ASSERT_NE(other, nullptr);
+  expect_bad(StartCollective(other, comm_, AR, SUM, 0, &ta, &tb, &work),
+             "belongs to another backend instance");
+  DestroyBackend(other);
+  // Nothing was issued, and the communicator still works.
+  EXPECT_TRUE(SameBytes(Get(b.data(), x.size()), std::vector<uint8_t>(x.size(), 0xFF)));
+  MNT_ASSERT_OK(Start(AR, SUM, 0, &ta, &tb, &work));
+  MNT_ASSERT_OK(Wait(work));
+  EXPECT_TRUE(SameBytes(Get(b.data(), x.size()), x));
+}
+
+TEST_F(CudaCollectivesWorld1Test, WaitChecksItsWorkAndConsumesALiveOne) {
+  const int64_t n = 4096;
+  const std::vector<uint8_t> x = RandomBytes(&rng_, MNT_DTYPE_F32, n);
+  sdk::DeviceBuffer a = Device(x), b = Poisoned(x.size()), c = Poisoned(x.size());
+  const int64_t dn[1] = {n};
+  const MNT_Tensor ta = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, dn);
+  const MNT_Tensor tb = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, dn);
+  const MNT_Tensor tc = sdk::MakeTensor(c.data(), MNT_DTYPE_F32, 1, dn);
+  const auto AR = MNT_COLLECTIVE_ALL_REDUCE;
+  const auto SUM = MNT_REDUCE_OP_SUM;
+
+  EXPECT_TRUE(IsInvalid(Wait(nullptr), "Collectives_Wait: work is NULL"));
+  alignas(16) char fake[64] = {};
+  EXPECT_TRUE(IsInvalid(Wait(reinterpret_cast<MNT_CollectiveWork*>(fake)),
+                        "not a started collective of the cuda backend still to be waited for"));
+
+  // Waited for twice: the second finds nothing (the work was freed).
+  MNT_CollectiveWork* work = nullptr;
+  MNT_ASSERT_OK(Start(AR, SUM, 0, &ta, &tb, &work));
+  MNT_ASSERT_OK(Wait(work));
+  EXPECT_TRUE(IsInvalid(Wait(work), "each work is waited for once"));
+  EXPECT_TRUE(SameBytes(Get(b.data(), x.size()), x));
+
+  // Another communicator's work: refused, left live, then waited for there.
+  std::string id;
+  MNT_ASSERT_OK(GetUniqueId(backend_, &id));
+  MNT_Communicator* second = nullptr;
+  MNT_ASSERT_OK(CreateCommunicator(backend_, 0, 1, id, &second));
+  MNT_CollectiveWork* theirs = nullptr;
+  MNT_ASSERT_OK(StartCollective(backend_, second, AR, SUM, 0, &ta, &tc, &theirs));
+  EXPECT_TRUE(IsInvalid(Wait(theirs), "the work was started on another communicator"));
+  MNT_EXPECT_OK(WaitCollective(backend_, second, theirs));
+  EXPECT_TRUE(SameBytes(Get(c.data(), x.size()), x));
+  MNT_ASSERT_OK(DestroyCommunicator(backend_, second));
+
+  // The right communicator with another backend: an error, and the work is
+  // consumed all the same (mnt_collectives.h).
+  MNT_ASSERT_OK(Start(AR, SUM, 0, &ta, &tb, &work));
+  MNT_Backend* other = CreateBackend(0);
+  ASSERT_NE(other, nullptr);
+  const sdk::Status wrong = WaitCollective(other, comm_, work);
+  EXPECT_TRUE(IsInvalid(wrong, "belongs to another backend instance"));
+  EXPECT_TRUE(IsInvalid(wrong, "the work is consumed"));
+  DestroyBackend(other);
+  EXPECT_TRUE(IsInvalid(Wait(work), "each work is waited for once"));
+  // That Wait did not order this backend's stream; a Run does (it follows
+  // every earlier collective of the communicator on the NCCL stream).
+  MNT_ASSERT_OK(Run(AR, SUM, 0, &ta, &tc));
+  EXPECT_TRUE(SameBytes(Get(b.data(), x.size()), x));
+}
+
+// Several works in flight, waited for out of order; the ones never waited
+// for are freed by Communicator_Destroy, which waits for their collectives.
+TEST_F(CudaCollectivesWorld1Test, WaitsInAnyOrderAndDestroyFreesTheRest) {
+  const int64_t n = int64_t{1} << 20;
+  const size_t bytes = static_cast<size_t>(n) * 4;
+  const int kWorks = 6;
+  std::vector<std::vector<uint8_t>> x;
+  std::vector<sdk::DeviceBuffer> in, out;
+  std::vector<MNT_Tensor> ti, to;
+  const int64_t dims[1] = {n};
+  for (int i = 0; i < kWorks; ++i) {
+    x.push_back(RandomBytes(&rng_, MNT_DTYPE_F32, n));
+    in.push_back(Device(x.back()));
+    out.push_back(Poisoned(bytes));
+    ti.push_back(sdk::MakeTensor(in.back().data(), MNT_DTYPE_F32, 1, dims));
+    to.push_back(sdk::MakeTensor(out.back().data(), MNT_DTYPE_F32, 1, dims));
+  }
+  for (int round = 0; round < 3; ++round) {  // later rounds reuse the events
+    SCOPED_TRACE("round " + std::to_string(round));
+    for (int i = 0; i < kWorks; ++i) Put(out[i].data(), std::vector<uint8_t>(bytes, 0xFF));
+    std::vector<MNT_CollectiveWork*> works(kWorks);
+    for (int i = 0; i < kWorks; ++i) {
+      const OpCase& c = kEveryOp[i % (sizeof(kEveryOp) / sizeof(kEveryOp[0]))];
+      MNT_ASSERT_OK(Start(c.op, c.reduce, 0, &ti[i], &to[i], &works[i]));
+    }
+    for (int i : {5, 0, 3, 2, 4, 1}) MNT_ASSERT_OK(Wait(works[i]));
+    for (int i = 0; i < kWorks; ++i) EXPECT_TRUE(SameBytes(Get(out[i].data(), bytes), x[i])) << i;
+  }
+  // Three left in flight for Destroy.
+  for (int i = 0; i < kWorks; ++i) Put(out[i].data(), std::vector<uint8_t>(bytes, 0xFF));
+  std::vector<MNT_CollectiveWork*> works(kWorks);
+  for (int i = 0; i < kWorks; ++i) {
+    MNT_ASSERT_OK(Start(MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, 0, &ti[i], &to[i],
+                        &works[i]));
+  }
+  MNT_ASSERT_OK(Wait(works[4]));
+  MNT_ASSERT_OK(Wait(works[1]));
+  MNT_ASSERT_OK(Wait(works[2]));
+  MNT_ASSERT_OK(DestroyCommunicator(backend_, comm_));
+  comm_ = nullptr;
+  for (int i = 0; i < kWorks; ++i) EXPECT_TRUE(SameBytes(Get(out[i].data(), bytes), x[i])) << i;
+}
+
+TEST_F(CudaCollectivesStepTest, StartInsideAStepRunsAfterTheDeferredOpsAndWaitOrdersLaterOps) {
+  ASSERT_TRUE(client_->HasStepMarkers());
+  const int64_t n = int64_t{4} << 20;  // 16 MiB: a copy that takes a while
+  const size_t bytes = static_cast<size_t>(n) * 4;
+  sdk::DeviceBuffer x = Alloc(bytes), y = Alloc(bytes), z = Alloc(bytes), w = Alloc(bytes);
+  const int64_t dims[1] = {n};
+  const MNT_Tensor tx = sdk::MakeTensor(x.data(), MNT_DTYPE_F32, 1, dims);
+  const MNT_Tensor ty = sdk::MakeTensor(y.data(), MNT_DTYPE_F32, 1, dims);
+  const MNT_Tensor tz = sdk::MakeTensor(z.data(), MNT_DTYPE_F32, 1, dims);
+  const MNT_Tensor tw = sdk::MakeTensor(w.data(), MNT_DTYPE_F32, 1, dims);
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    Put(x.data(), F32Bytes(n, 0.0f));
+    Put(y.data(), std::vector<uint8_t>(bytes, 0xFF));
+    Put(w.data(), std::vector<uint8_t>(bytes, 0xFF));
+    MNT_ASSERT_OK(client_->StepBegin());
+    MNT_ASSERT_OK(Fill(*client_, tx, 5.0));  // deferred
+    MNT_CollectiveWork* work = nullptr;
+    MNT_ASSERT_OK(Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &tx, &ty, &work));
+    MNT_ASSERT_OK(Fill(*client_, tz, 3.0));  // may overlap the collective: touches neither
+    MNT_ASSERT_OK(Wait(work));
+    MNT_ASSERT_OK(Add(*client_, ty, tw, 2.0f));  // reads the collective's output
+    bool replayed = true;
+    MNT_ASSERT_OK(client_->StepEnd(&replayed));
+    EXPECT_FALSE(replayed) << "a step holding a collective must not be replayed";
+    EXPECT_TRUE(SameBytes(Get(y.data(), bytes), F32Bytes(n, 5.0f)))
+        << "the started ALL_REDUCE did not see the step's FILL issued before it";
+    EXPECT_TRUE(SameBytes(Get(w.data(), bytes), F32Bytes(n, 10.0f)))
+        << "the ADD after the Wait did not see the collective's result";
+    EXPECT_TRUE(SameBytes(Get(z.data(), bytes), F32Bytes(n, 3.0f)));
+  }
 }
 
 // ---------------------------------------------------------------- 2+ GPUs
@@ -989,6 +1298,458 @@ TEST(CudaCollectivesMultiGpuTest, EveryOpAgainstAHostReferenceAndTheSameBitsTwic
       }
     }
   }
+}
+
+// ---------------------------------------------------------------- started, 2+ GPUs
+
+// How long a rank waits for another's host-side signal. A Start that
+// blocks the host until the peers start theirs never signals; the waiting
+// rank then fails the test and starts anyway, which lets the blocked rank
+// go on, so the test ends instead of hanging (well before the watchdog).
+constexpr int kGateSeconds = 30;
+
+// A host-side signal from one rank's thread to the others.
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // False when the gate stayed shut for kGateSeconds.
+  bool WaitOpen() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(kGateSeconds), [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// One rank of the started-collective tests, driven by its own thread. No
+// gtest assertions there: the first failure is kept in `error` and
+// reported by the main thread.
+struct Rank {
+  int index = 0;
+  MNT_Backend* backend = nullptr;
+  std::unique_ptr<sdk::BackendClient> client;
+  MNT_Communicator* comm = nullptr;
+  // Freed by the main thread after the communicator is destroyed (its
+  // Destroy waits for every collective that may still use them).
+  std::vector<sdk::DeviceBuffer> buffers;
+  std::string error;
+  std::atomic<const char*> stage{"not started"};
+
+  bool ok() const { return error.empty(); }
+  void Fail(const std::string& what) {
+    if (error.empty()) error = "rank " + std::to_string(index) + ": " + what;
+  }
+  // Keeps the first failure; true when `s` is OK.
+  bool Check(const char* what, const sdk::Status& s) {
+    if (!s.ok()) Fail(std::string(what) + ": " + s.message());
+    return s.ok();
+  }
+  void* Alloc(size_t bytes) {
+    sdk::DeviceBuffer b;
+    if (!Check("Memory_Allocate", client->Allocate(bytes, MNT_MEMORY_DATA, &b))) return nullptr;
+    buffers.push_back(std::move(b));
+    return buffers.back().data();
+  }
+  // A device buffer holding `bytes`.
+  void* Device(const std::vector<uint8_t>& bytes) {
+    void* p = Alloc(bytes.size());
+    if (p != nullptr) Put(p, bytes);
+    return p;
+  }
+  bool Put(void* dst, const std::vector<uint8_t>& bytes) {
+    return Check("upload", client->ToDevice(dst, bytes.data(), bytes.size()));
+  }
+  // After every op on the backend's stream.
+  std::vector<uint8_t> Get(const void* src, size_t bytes) {
+    std::vector<uint8_t> out(bytes);
+    if (Check("Backend_Synchronize", client->Synchronize())) {
+      Check("download", client->ToHost(out.data(), src, bytes));
+    }
+    return out;
+  }
+  bool Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
+           const MNT_Tensor* out) {
+    return Check("Collectives_Run", Collective(backend, comm, op, reduce, root, in, out));
+  }
+  MNT_CollectiveWork* Start(MNT_CollectiveOp op, MNT_ReduceOp reduce, int32_t root,
+                            const MNT_Tensor* in, const MNT_Tensor* out) {
+    MNT_CollectiveWork* work = nullptr;
+    if (!Check("Collectives_Start",
+               StartCollective(backend, comm, op, reduce, root, in, out, &work))) {
+      return nullptr;
+    }
+    if (work == nullptr) Fail("Collectives_Start returned OK and no work");
+    return work;
+  }
+  bool Wait(MNT_CollectiveWork* work) {
+    return Check("Collectives_Wait", WaitCollective(backend, comm, work));
+  }
+};
+
+// n elements of `dtype`, element i = f(i) (values every dtype stores exactly).
+std::vector<uint8_t> Filled(MNT_DType dtype, int64_t n, const std::function<float(int64_t)>& f) {
+  std::vector<uint8_t> b(static_cast<size_t>(n) * sdk::DTypeSize(dtype));
+  for (int64_t i = 0; i < n; ++i) StoreFromFloat(b.data(), dtype, i, f(i));
+  return b;
+}
+
+class CudaCollectivesStartMultiGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MNT_SKIP_WITHOUT_GPU();
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    ASSERT_EQ(err, cudaSuccess) << cudaGetErrorString(err);
+    if (count < 2) {
+      std::printf("SKIPPED: started collectives across GPUs need 2 or more CUDA devices (this "
+                  "machine has %d)\n", count);
+      GTEST_SKIP() << "started collectives across GPUs need 2 or more CUDA devices (this "
+                   << "machine has " << count << ")";
+    }
+    world_ = std::min(count, 8);
+    for (int r = 0; r < world_; ++r) {
+      ranks_.push_back(std::make_unique<Rank>());
+      Rank& d = *ranks_.back();
+      d.index = r;
+      d.backend = CreateBackend(r);
+      ASSERT_NE(d.backend, nullptr);
+      d.client = std::make_unique<sdk::BackendClient>(Plugin(), d.backend);
+    }
+    const sdk::Status s = GetUniqueId(ranks_[0]->backend, &id_);
+    MNT_SKIP_WITHOUT_NCCL(s);
+    ASSERT_TRUE(s.ok()) << s.message();
+    std::printf("world size %d (%d CUDA devices)\n", world_, count);
+  }
+
+  void TearDown() override {
+    for (auto& d : ranks_) {
+      d->buffers.clear();
+      d->client.reset();
+      DestroyBackend(d->backend);
+    }
+  }
+
+  // Runs body(rank) on one thread per rank, between Communicator_Create
+  // and Communicator_Destroy (on that thread too: NCCL completes both with
+  // every rank at once), then fails the test with every rank's error. Once
+  // per test (the unique id is SetUp's). Ranks that have not all finished
+  // after kWatchdogSeconds end the binary with each rank's stage.
+  void RunRanks(const std::function<void(Rank&)>& body) {
+    std::mutex mu;
+    std::condition_variable cv;
+    int finished = 0;
+    auto thread_body = [&](Rank& d) {
+      d.stage = "Communicator_Create";
+      if (d.Check("Communicator_Create",
+                  CreateCommunicator(d.backend, d.index, world_, id_, &d.comm))) {
+        body(d);
+        d.stage = "Communicator_Destroy";
+        d.Check("Communicator_Destroy", DestroyCommunicator(d.backend, d.comm));
+        d.comm = nullptr;
+      }
+      d.stage = "done";
+      std::lock_guard<std::mutex> lock(mu);
+      ++finished;
+      cv.notify_all();
+    };
+    std::vector<std::thread> threads;
+    for (auto& d : ranks_) threads.emplace_back(thread_body, std::ref(*d));
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!cv.wait_for(lock, std::chrono::seconds(kWatchdogSeconds),
+                       [&] { return finished == world_; })) {
+        std::fprintf(stderr, "cuda_collectives_test: FAILED: the ranks did not finish within "
+                     "%d s (a rank stuck in NCCL?):\n", kWatchdogSeconds);
+        for (auto& d : ranks_) {
+          std::fprintf(stderr, "  rank %d: at %s%s%s\n", d->index, d->stage.load(),
+                       d->error.empty() ? "" : "; ", d->error.c_str());
+        }
+        std::fflush(stderr);
+        std::fflush(stdout);
+        std::_Exit(1);
+      }
+    }
+    for (std::thread& t : threads) t.join();
+    for (auto& d : ranks_) EXPECT_TRUE(d->ok()) << d->error;
+  }
+
+  int world_ = 0;
+  std::string id_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+};
+
+// Start + Wait against Run on the same inputs: the same bits, and both
+// against the host reference. Every case is run first, then every case is
+// started (all in flight at once) and waited for in order.
+TEST_F(CudaCollectivesStartMultiGpuTest, StartAndWaitGiveTheBitsOfRun) {
+  const int world = world_;
+  const uint32_t seed = testing::FreshSeed();
+  std::vector<MultiCase> cases;
+  for (int64_t n : {int64_t{5}, int64_t{262147}}) {
+    const std::string sz = "[" + std::to_string(n) + "]";
+    const auto add = [&](const std::string& name, MNT_CollectiveOp op, MNT_ReduceOp r,
+                         MNT_DType t, int32_t root = 0) {
+      cases.push_back({name + " " + Name(t) + sz, op, r, t, n, false, root});
+    };
+    for (MNT_DType t : {MNT_DTYPE_F32, MNT_DTYPE_BF16}) {
+      add("ALL_REDUCE SUM", MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, t);
+      add("ALL_REDUCE AVG", MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_AVG, t);
+      add("ALL_REDUCE MAX", MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_MAX, t);
+      add("REDUCE_SCATTER SUM", MNT_COLLECTIVE_REDUCE_SCATTER, MNT_REDUCE_OP_SUM, t);
+    }
+    add("ALL_GATHER", MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, MNT_DTYPE_F32);
+    add("ALL_GATHER", MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, MNT_DTYPE_I32);
+    add("BROADCAST root " + std::to_string(world - 1), MNT_COLLECTIVE_BROADCAST,
+        MNT_REDUCE_OP_INVALID, MNT_DTYPE_F32, world - 1);
+    add("BROADCAST root 0", MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, MNT_DTYPE_F16, 0);
+  }
+  std::vector<std::vector<std::vector<uint8_t>>> inputs(cases.size());  // [case][rank]
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    for (int r = 0; r < world; ++r) inputs[ci].push_back(MultiInput(seed, ci, r, cases[ci], world));
+  }
+  // [rank][case]
+  std::vector<std::vector<std::vector<uint8_t>>> by_run(world), by_start(world);
+  RunRanks([&](Rank& d) {
+    const int r = d.index;
+    std::vector<MNT_Tensor> tin, trun, tstart;
+    std::vector<void*> out_run, out_start;
+    d.stage = "uploads";
+    for (size_t ci = 0; ci < cases.size() && d.ok(); ++ci) {
+      const MultiCase& c = cases[ci];
+      const size_t out_bytes = OutElems(c, world) * Esize(c.dtype);
+      const int64_t in_dims[1] = {static_cast<int64_t>(InElems(c, world))};
+      const int64_t out_dims[1] = {static_cast<int64_t>(OutElems(c, world))};
+      void* in = d.Device(inputs[ci][r]);
+      out_run.push_back(d.Device(std::vector<uint8_t>(out_bytes, 0xFF)));
+      out_start.push_back(d.Device(std::vector<uint8_t>(out_bytes, 0xFF)));
+      tin.push_back(sdk::MakeTensor(in, c.dtype, 1, in_dims));
+      trun.push_back(sdk::MakeTensor(out_run.back(), c.dtype, 1, out_dims));
+      tstart.push_back(sdk::MakeTensor(out_start.back(), c.dtype, 1, out_dims));
+    }
+    d.stage = "Collectives_Run";
+    for (size_t ci = 0; ci < cases.size() && d.ok(); ++ci) {
+      const MultiCase& c = cases[ci];
+      d.Run(c.op, c.reduce, c.root, &tin[ci], &trun[ci]);
+    }
+    d.stage = "Collectives_Start";
+    std::vector<MNT_CollectiveWork*> works;
+    for (size_t ci = 0; ci < cases.size() && d.ok(); ++ci) {
+      const MultiCase& c = cases[ci];
+      works.push_back(d.Start(c.op, c.reduce, c.root, &tin[ci], &tstart[ci]));
+    }
+    d.stage = "Collectives_Wait";
+    for (size_t ci = 0; ci < works.size() && d.ok(); ++ci) d.Wait(works[ci]);
+    d.stage = "downloads";
+    for (size_t ci = 0; ci < cases.size() && d.ok(); ++ci) {
+      const size_t out_bytes = OutElems(cases[ci], world) * Esize(cases[ci].dtype);
+      by_run[r].push_back(d.Get(out_run[ci], out_bytes));
+      by_start[r].push_back(d.Get(out_start[ci], out_bytes));
+    }
+  });
+  if (HasFailure()) return;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    for (int r = 0; r < world; ++r) {
+      SCOPED_TRACE(cases[ci].name + ", rank " + std::to_string(r) + " of " +
+                   std::to_string(world));
+      ASSERT_EQ(by_start[r].size(), cases.size());
+      CheckAgainstReference(cases[ci], r, world, inputs[ci], by_start[r][ci]);
+      EXPECT_TRUE(SameBytes(by_start[r][ci], by_run[r][ci]))
+          << "Start + Wait gave other bits than Run";
+    }
+  }
+}
+
+// Six collectives of every kind in flight at once on each rank, waited for
+// in reverse order, twice (the second round reuses the first's events);
+// integer values, so every result is exact.
+TEST_F(CudaCollectivesStartMultiGpuTest, SeveralInFlightWaitedForInReverseOrder) {
+  const int world = world_;
+  const int64_t n = (int64_t{1} << 20) + 3;
+  const float tri = static_cast<float>(world * (world + 1) / 2);  // 1 + 2 + ... + world
+  RunRanks([&](Rank& d) {
+    const int r = d.index;
+    const float me = static_cast<float>(r + 1);
+    const int64_t dn[1] = {n}, dwn[1] = {n * world};
+    const auto F32 = MNT_DTYPE_F32;
+    // Inputs, outputs (poisoned) and what each output must hold.
+    void* in_sum = d.Device(Filled(F32, n, [&](int64_t) { return me; }));
+    void* in_max = d.Device(Filled(F32, n, [&](int64_t i) { return me + (i % 3); }));
+    void* in_rs = d.Device(Filled(F32, n * world, [&](int64_t i) {
+      return static_cast<float>(i / n + 1) * me;  // chunk q: (q + 1) * (r + 1)
+    }));
+    void* in_ag = d.Device(Filled(F32, n, [&](int64_t) { return 10.0f * me; }));
+    void* in_bc = d.Device(Filled(F32, n, [&](int64_t) { return 42.0f + static_cast<float>(r); }));
+    void* in_bf = d.Device(Filled(MNT_DTYPE_BF16, n, [&](int64_t) { return me; }));
+    if (!d.ok()) return;
+    const std::vector<uint8_t> want[6] = {
+        Filled(F32, n, [&](int64_t) { return tri; }),
+        Filled(F32, n, [&](int64_t i) { return static_cast<float>(world + (i % 3)); }),
+        Filled(F32, n, [&](int64_t) { return me * tri; }),
+        Filled(F32, n * world, [&](int64_t i) { return 10.0f * static_cast<float>(i / n + 1); }),
+        Filled(F32, n, [&](int64_t) { return 42.0f + static_cast<float>(world - 1); }),
+        Filled(MNT_DTYPE_BF16, n, [&](int64_t) { return tri; }),
+    };
+    const char* names[6] = {"ALL_REDUCE SUM", "ALL_REDUCE MAX", "REDUCE_SCATTER SUM",
+                            "ALL_GATHER",     "BROADCAST",      "ALL_REDUCE SUM bf16"};
+    void* out[6];
+    for (int k = 0; k < 6; ++k) out[k] = d.Alloc(want[k].size());
+    if (!d.ok()) return;
+    const MNT_Tensor t_sum = sdk::MakeTensor(in_sum, F32, 1, dn);
+    const MNT_Tensor t_max = sdk::MakeTensor(in_max, F32, 1, dn);
+    const MNT_Tensor t_rs = sdk::MakeTensor(in_rs, F32, 1, dwn);
+    const MNT_Tensor t_ag = sdk::MakeTensor(in_ag, F32, 1, dn);
+    const MNT_Tensor t_bc = sdk::MakeTensor(in_bc, F32, 1, dn);
+    const MNT_Tensor t_bf = sdk::MakeTensor(in_bf, MNT_DTYPE_BF16, 1, dn);
+    const MNT_Tensor o[6] = {
+        sdk::MakeTensor(out[0], F32, 1, dn),  sdk::MakeTensor(out[1], F32, 1, dn),
+        sdk::MakeTensor(out[2], F32, 1, dn),  sdk::MakeTensor(out[3], F32, 1, dwn),
+        sdk::MakeTensor(out[4], F32, 1, dn),  sdk::MakeTensor(out[5], MNT_DTYPE_BF16, 1, dn),
+    };
+    for (int round = 0; round < 2 && d.ok(); ++round) {
+      d.stage = "uploads";
+      for (int k = 0; k < 6; ++k) d.Put(out[k], std::vector<uint8_t>(want[k].size(), 0xFF));
+      d.stage = "Collectives_Start";
+      MNT_CollectiveWork* w[6] = {};
+      w[0] = d.Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &t_sum, &o[0]);
+      w[1] = d.Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_MAX, 0, &t_max, &o[1]);
+      w[2] = d.Start(MNT_COLLECTIVE_REDUCE_SCATTER, MNT_REDUCE_OP_SUM, 0, &t_rs, &o[2]);
+      w[3] = d.Start(MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, 0, &t_ag, &o[3]);
+      w[4] = d.Start(MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, world - 1, &t_bc, &o[4]);
+      w[5] = d.Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &t_bf, &o[5]);
+      if (!d.ok()) return;
+      d.stage = "Collectives_Wait (reverse order)";
+      for (int k = 5; k >= 0 && d.ok(); --k) d.Wait(w[k]);
+      d.stage = "downloads";
+      for (int k = 0; k < 6 && d.ok(); ++k) {
+        const std::vector<uint8_t> got = d.Get(out[k], want[k].size());
+        const ::testing::AssertionResult same = SameBytes(got, want[k]);
+        if (d.ok() && !same) {
+          d.Fail(std::string("round ") + std::to_string(round) + ", " + names[k] + ": " +
+                 same.message());
+        }
+      }
+    }
+  });
+}
+
+// Rank 0 issues Start, Wait and an ADD reading the collective's output
+// before any other rank has started its part (they start when rank 0's
+// thread says it has issued all three, and a little later): only the
+// ordering Wait sets up on the backend's stream gives the ADD the result.
+TEST_F(CudaCollectivesStartMultiGpuTest, AnOpAfterTheWaitSeesTheResult) {
+  const int world = world_;
+  const int64_t n = int64_t{16} << 20;  // 64 MiB
+  const size_t bytes = static_cast<size_t>(n) * 4;
+  const float tri = static_cast<float>(world * (world + 1) / 2);
+  Gate issued;
+  RunRanks([&](Rank& d) {
+    const int r = d.index;
+    const int64_t dn[1] = {n};
+    void* x = d.Device(F32Bytes(n, static_cast<float>(r + 1)));
+    void* y = d.Alloc(bytes);
+    void* z = d.Alloc(bytes);
+    if (!d.ok()) return;
+    const MNT_Tensor tx = sdk::MakeTensor(x, MNT_DTYPE_F32, 1, dn);
+    const MNT_Tensor ty = sdk::MakeTensor(y, MNT_DTYPE_F32, 1, dn);
+    const MNT_Tensor tz = sdk::MakeTensor(z, MNT_DTYPE_F32, 1, dn);
+    // Warm-up: NCCL's first collective of this kind may connect the ranks
+    // from the host, with every rank in the call.
+    d.stage = "warm-up";
+    d.Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &tx, &ty);
+    d.Get(y, 4);
+    d.Put(y, std::vector<uint8_t>(bytes, 0xFF));
+    d.Put(z, std::vector<uint8_t>(bytes, 0xFF));
+    d.Check("Backend_Synchronize", d.client->Synchronize());
+    if (!d.ok()) {
+      if (r == 0) issued.Open();
+      return;
+    }
+    if (r != 0) {
+      d.stage = "waiting for rank 0 to issue Start, Wait and ADD";
+      if (!issued.WaitOpen()) {
+        d.Fail("rank 0 had not issued Start, Wait and an ADD " + std::to_string(kGateSeconds) +
+               " s after this rank began waiting, while this rank had not started its "
+               "collective: Start or Wait blocks the host until the peers start");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    d.stage = "Start, Wait, ADD";
+    MNT_CollectiveWork* w = d.Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &tx, &ty);
+    if (w != nullptr) d.Wait(w);
+    d.Check("ADD", Add(*d.client, ty, tz, 2.0f));
+    if (r == 0) issued.Open();
+    if (!d.ok()) return;
+    d.stage = "downloads";
+    const ::testing::AssertionResult y_ok = SameBytes(d.Get(y, bytes), F32Bytes(n, tri));
+    if (d.ok() && !y_ok) d.Fail(std::string("the ALL_REDUCE's output: ") + y_ok.message());
+    const ::testing::AssertionResult z_ok = SameBytes(d.Get(z, bytes), F32Bytes(n, 2 * tri));
+    if (d.ok() && !z_ok) {
+      d.Fail(std::string("the ADD issued after the Wait did not see the result: ") +
+             z_ok.message());
+    }
+  });
+}
+
+// Rank 0's Start returns while no other rank has started its collective:
+// the others start only once rank 0's thread says Start returned.
+TEST_F(CudaCollectivesStartMultiGpuTest, StartReturnsBeforeThePeersStart) {
+  const int world = world_;
+  const int64_t n = int64_t{4} << 20;
+  const size_t bytes = static_cast<size_t>(n) * 4;
+  const float tri = static_cast<float>(world * (world + 1) / 2);
+  Gate started;
+  std::atomic<double> start_ms{-1.0};
+  RunRanks([&](Rank& d) {
+    const int r = d.index;
+    const int64_t dn[1] = {n};
+    void* x = d.Device(F32Bytes(n, static_cast<float>(r + 1)));
+    void* y = d.Alloc(bytes);
+    if (!d.ok()) return;
+    const MNT_Tensor tx = sdk::MakeTensor(x, MNT_DTYPE_F32, 1, dn);
+    const MNT_Tensor ty = sdk::MakeTensor(y, MNT_DTYPE_F32, 1, dn);
+    d.stage = "warm-up";  // NCCL may connect the ranks at the first collective
+    d.Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &tx, &ty);
+    d.Get(y, 4);
+    d.Put(y, std::vector<uint8_t>(bytes, 0xFF));
+    d.Check("Backend_Synchronize", d.client->Synchronize());
+    if (!d.ok()) {
+      if (r == 0) started.Open();
+      return;
+    }
+    MNT_CollectiveWork* w = nullptr;
+    if (r == 0) {
+      d.stage = "Collectives_Start (alone)";
+      const auto t0 = std::chrono::steady_clock::now();
+      w = d.Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &tx, &ty);
+      start_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count();
+      started.Open();
+    } else {
+      d.stage = "waiting for rank 0's Start to return";
+      if (!started.WaitOpen()) {
+        d.Fail("rank 0's Start had not returned " + std::to_string(kGateSeconds) +
+               " s after this rank began waiting, while this rank had not started its "
+               "collective: Start blocks the host until the peers start");
+      }
+      d.stage = "Collectives_Start";
+      w = d.Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &tx, &ty);
+    }
+    if (w == nullptr) return;
+    d.stage = "Collectives_Wait";
+    d.Wait(w);
+    d.stage = "downloads";
+    const ::testing::AssertionResult y_ok = SameBytes(d.Get(y, bytes), F32Bytes(n, tri));
+    if (d.ok() && !y_ok) d.Fail(std::string("the ALL_REDUCE's output: ") + y_ok.message());
+  });
+  std::printf("rank 0's Collectives_Start returned in %.3f ms, before its peers started\n",
+              start_ms.load());
 }
 
 }  // namespace
