@@ -15,6 +15,11 @@ all-reduces, including any wait for a slower rank).
 
 --zero adds the N ranks under --zero_stage=1 (ZeRO-1: sharded masters and
 optimizer state, a broadcast of each rank's working weights per step).
+--overlap adds the N ranks with --exchange_in_backward=off: every bucket
+exchanged after backward, against the default, where each bucket's
+exchange is started as soon as backward has finished it and runs while
+backward computes the rest (the backend's started collectives); the
+"gradient exchange" time is then what backward did not hide.
 
 Scaling efficiency = tokens/s(N ranks) / (N x tokens/s(1 rank)); the goal
 is >= 85% for N = 2 on a quiet 2-core machine (docs/performance.md, "Data
@@ -41,7 +46,9 @@ def label(config):
         return "1 rank  x 1 thread"
     if isinstance(config, int):
         return f"{config} ranks x 1 thread"
-    return f"{config[0]} ranks x 1 thread, ZeRO-1"
+    if config[1] == "zero1":
+        return f"{config[0]} ranks x 1 thread, ZeRO-1"
+    return f"{config[0]} ranks x 1 thread, exchange after backward"
 
 
 def loadavg():
@@ -69,10 +76,11 @@ def mpirun(ranks):
 def measure(train, config, a, text, tmp, log):
     """(tokens/s, gradient exchange seconds per step or None) of one run.
 
-    `config`: a rank count, or (ranks, "zero1") for ZeRO-1.
+    `config`: a rank count, (ranks, "zero1") for ZeRO-1, or (ranks, "after")
+    for --exchange_in_backward=off.
     """
-    ranks, zero = (config, False) if isinstance(config, int) else (config[0], True)
-    jsonl = os.path.join(tmp, f"run_{ranks}{'_zero1' if zero else ''}.jsonl")
+    ranks, variant = (config, "") if isinstance(config, int) else config
+    jsonl = os.path.join(tmp, f"run_{ranks}{variant}.jsonl")
     if os.path.exists(jsonl):
         os.remove(jsonl)
     cmd = ([] if ranks == 1 else mpirun(ranks)) + [
@@ -80,8 +88,8 @@ def measure(train, config, a, text, tmp, log):
         f"--text_path={text}", f"--cache_dir={tmp}/cache", f"--seq_len={SEQ_LEN}",
         f"--batch_size={BATCH}", f"--steps={a.steps}", "--precision=fp32",
         "--backend_options=threads=1", "--progress=none", "--checkpoint_dir=none",
-        "--eval_every=0", "--eval_batches=1", "--log_every=1", f"--metrics_jsonl={jsonl}"] + (
-            ["--zero_stage=1"] if zero else [])
+        "--eval_every=0", "--eval_batches=1", "--log_every=1", f"--metrics_jsonl={jsonl}"] + {
+            "": [], "zero1": ["--zero_stage=1"], "after": ["--exchange_in_backward=off"]}[variant]
     env = dict(os.environ)
     env.pop("OMP_NUM_THREADS", None)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -111,6 +119,8 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="first steps left out of the rate")
     p.add_argument("--zero", action="store_true",
                    help="also run the N ranks with --zero_stage=1 (ZeRO-1)")
+    p.add_argument("--overlap", action="store_true",
+                   help="also run the N ranks with --exchange_in_backward=off")
     a = p.parse_args()
     if a.ranks < 2 or a.steps <= a.warmup:
         print("mantissa: error: need --ranks >= 2 and --steps > --warmup")
@@ -122,9 +132,10 @@ def main():
     # The ranks find their plugins in this target's runfiles tree (mpirun
     # passes the environment on to the ranks it starts here).
     os.environ.update(side.with_runfiles_dir(dict(os.environ)))
-    configs = (1, a.ranks) + (((a.ranks, "zero1"),) if a.zero else ())
+    configs = ((1, a.ranks) + (((a.ranks, "zero1"),) if a.zero else ()) +
+               (((a.ranks, "after"),) if a.overlap else ()))
     rates = {c: [] for c in configs}
-    exchange = []
+    exchanges = {c: [] for c in configs}
     with tempfile.TemporaryDirectory() as tmp, open(os.path.join(tmp, "runs.log"), "w") as log:
         text = os.path.join(tmp, "corpus.txt")
         write_text(text)
@@ -137,13 +148,14 @@ def main():
                 if rate is None:
                     return 1
                 rates[c].append(rate)
-                if c == a.ranks and ex is not None:
-                    exchange.append(ex)
+                if ex is not None:
+                    exchanges[c].append(ex)
                 print(f"  {label(c)}: {rate:9.1f} tokens/s"
                       + (f", gradient exchange {ex * 1e3:.0f} ms/step" if c != 1 and ex else ""))
     one, many = statistics.median(rates[1]), statistics.median(rates[a.ranks])
     efficiency = many / (a.ranks * one)
     step_seconds = BATCH * SEQ_LEN * a.ranks / many
+    exchange = exchanges[a.ranks]
     ex = statistics.median(exchange) if exchange else 0.0
     print(f"\nmedian of {a.repeats}:  1 rank {one:.1f} tokens/s   {a.ranks} ranks {many:.1f} "
           f"tokens/s   speed-up {many / one:.2f}x   scaling efficiency {efficiency:.1%}")
@@ -154,6 +166,13 @@ def main():
     if a.zero:
         z = statistics.median(rates[(a.ranks, "zero1")])
         print(f"ZeRO-1: {z:.1f} tokens/s, {z / many:.1%} of ZeRO-0's on {a.ranks} ranks")
+    if a.overlap:
+        after = statistics.median(rates[(a.ranks, "after")])
+        ex_after = exchanges[(a.ranks, "after")]
+        ex_after = statistics.median(ex_after) if ex_after else 0.0
+        print(f"exchange in backward (default) {many:.1f} tokens/s, {ex * 1e3:.0f} ms/step "
+              f"exposed; after backward {after:.1f} tokens/s, {ex_after * 1e3:.0f} ms/step; "
+              f"in backward at {many / after:.1%} of after")
     return 0
 
 
