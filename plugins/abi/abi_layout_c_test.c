@@ -503,12 +503,36 @@ _Static_assert(offsetof(MNT_Collectives_Run_Args, reduce) == 36, "MNT_Collective
 _Static_assert(offsetof(MNT_Collectives_Run_Args, root) == 40, "MNT_Collectives_Run_Args.root");
 _Static_assert(offsetof(MNT_Collectives_Run_Args, input) == 48, "MNT_Collectives_Run_Args.input");
 _Static_assert(offsetof(MNT_Collectives_Run_Args, output) == 56, "MNT_Collectives_Run_Args.output");
-_Static_assert(sizeof(MNT_Collectives_Extension) == 72, "sizeof MNT_Collectives_Extension");
+/* 72 bytes in version 1 (MNT_Collectives_Extension_V1_STRUCT_SIZE, below);
+ * version 2 appended Collectives_Start and Collectives_Wait. */
+_Static_assert(sizeof(MNT_Collectives_Extension) == 88, "sizeof MNT_Collectives_Extension");
 _Static_assert(offsetof(MNT_Collectives_Extension, header) == 0, "MNT_Collectives_Extension.header");
 _Static_assert(offsetof(MNT_Collectives_Extension, Collectives_GetUniqueId) == 40, "MNT_Collectives_Extension.Collectives_GetUniqueId");
 _Static_assert(offsetof(MNT_Collectives_Extension, Communicator_Create) == 48, "MNT_Collectives_Extension.Communicator_Create");
 _Static_assert(offsetof(MNT_Collectives_Extension, Communicator_Destroy) == 56, "MNT_Collectives_Extension.Communicator_Destroy");
 _Static_assert(offsetof(MNT_Collectives_Extension, Collectives_Run) == 64, "MNT_Collectives_Extension.Collectives_Run");
+_Static_assert(offsetof(MNT_Collectives_Extension, Collectives_Start) == 72, "MNT_Collectives_Extension.Collectives_Start");
+_Static_assert(offsetof(MNT_Collectives_Extension, Collectives_Wait) == 80, "MNT_Collectives_Extension.Collectives_Wait");
+/* Collectives extension version 2 (in ABI 1.11; the extension has its own
+ * version, docs/abi.md "Collectives extension"): started collectives. */
+_Static_assert(sizeof(MNT_Collectives_Start_Args) == 72, "sizeof MNT_Collectives_Start_Args");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, struct_size) == 0, "MNT_Collectives_Start_Args.struct_size");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, extension_start) == 8, "MNT_Collectives_Start_Args.extension_start");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, backend) == 16, "MNT_Collectives_Start_Args.backend");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, communicator) == 24, "MNT_Collectives_Start_Args.communicator");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, op) == 32, "MNT_Collectives_Start_Args.op");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, reduce) == 36, "MNT_Collectives_Start_Args.reduce");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, root) == 40, "MNT_Collectives_Start_Args.root");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, input) == 48, "MNT_Collectives_Start_Args.input");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, output) == 56, "MNT_Collectives_Start_Args.output");
+_Static_assert(offsetof(MNT_Collectives_Start_Args, work) == 64, "MNT_Collectives_Start_Args.work");
+_Static_assert(sizeof(MNT_Collectives_Wait_Args) == 40, "sizeof MNT_Collectives_Wait_Args");
+_Static_assert(offsetof(MNT_Collectives_Wait_Args, struct_size) == 0, "MNT_Collectives_Wait_Args.struct_size");
+_Static_assert(offsetof(MNT_Collectives_Wait_Args, extension_start) == 8, "MNT_Collectives_Wait_Args.extension_start");
+_Static_assert(offsetof(MNT_Collectives_Wait_Args, backend) == 16, "MNT_Collectives_Wait_Args.backend");
+_Static_assert(offsetof(MNT_Collectives_Wait_Args, communicator) == 24, "MNT_Collectives_Wait_Args.communicator");
+_Static_assert(offsetof(MNT_Collectives_Wait_Args, work) == 32, "MNT_Collectives_Wait_Args.work");
+_Static_assert(MNT_Collectives_Extension_V1_STRUCT_SIZE == offsetof(MNT_Collectives_Extension, Collectives_Start), "version 1 ends where version 2 begins");
 
 /* ---- enum values (appended only, never renumbered) ---------------- */
 _Static_assert(MNT_EXTENSION_TYPE_NONE == 0, "MNT_EXTENSION_TYPE_NONE");
@@ -532,7 +556,7 @@ _Static_assert(MNT_REDUCE_OP_SUM == 1, "MNT_REDUCE_OP_SUM");
 _Static_assert(MNT_REDUCE_OP_AVG == 2, "MNT_REDUCE_OP_AVG");
 _Static_assert(MNT_REDUCE_OP_MAX == 3, "MNT_REDUCE_OP_MAX");
 _Static_assert(MNT_CAPABILITIES_EXTENSION_VERSION == 1, "MNT_CAPABILITIES_EXTENSION_VERSION");
-_Static_assert(MNT_COLLECTIVES_EXTENSION_VERSION == 1, "MNT_COLLECTIVES_EXTENSION_VERSION");
+_Static_assert(MNT_COLLECTIVES_EXTENSION_VERSION == 2, "MNT_COLLECTIVES_EXTENSION_VERSION");
 _Static_assert(MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES == 256, "MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES");
 _Static_assert(MNT_ERROR_OK == 0, "MNT_ERROR_OK");
 _Static_assert(MNT_ERROR_CANCELLED == 1, "MNT_ERROR_CANCELLED");
@@ -734,7 +758,10 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Communicator_Create_Args_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Communicator_Destroy_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Collectives_Run_Args_STRUCT_SIZE, 64),
-      MNT_EXPECT_SIZE(MNT_Collectives_Extension_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Collectives_Start_Args_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Collectives_Wait_Args_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_Collectives_Extension_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_Collectives_Extension_V1_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_FillParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_GemmParams_STRUCT_SIZE, 28),
       MNT_EXPECT_SIZE(MNT_AccumulateParams_STRUCT_SIZE, 12),

@@ -519,12 +519,35 @@ static_assert(offsetof(MNT_Collectives_Run_Args, reduce) == 36);
 static_assert(offsetof(MNT_Collectives_Run_Args, root) == 40);
 static_assert(offsetof(MNT_Collectives_Run_Args, input) == 48);
 static_assert(offsetof(MNT_Collectives_Run_Args, output) == 56);
-static_assert(sizeof(MNT_Collectives_Extension) == 72);
+// 72 bytes in version 1 (MNT_Collectives_Extension_V1_STRUCT_SIZE, below);
+// version 2 appended Collectives_Start and Collectives_Wait.
+static_assert(sizeof(MNT_Collectives_Extension) == 88);
 static_assert(offsetof(MNT_Collectives_Extension, header) == 0);
 static_assert(offsetof(MNT_Collectives_Extension, Collectives_GetUniqueId) == 40);
 static_assert(offsetof(MNT_Collectives_Extension, Communicator_Create) == 48);
 static_assert(offsetof(MNT_Collectives_Extension, Communicator_Destroy) == 56);
 static_assert(offsetof(MNT_Collectives_Extension, Collectives_Run) == 64);
+static_assert(offsetof(MNT_Collectives_Extension, Collectives_Start) == 72);
+static_assert(offsetof(MNT_Collectives_Extension, Collectives_Wait) == 80);
+// Collectives extension version 2 (in ABI 1.11; the extension has its own
+// version, docs/abi.md "Collectives extension"): started collectives.
+static_assert(sizeof(MNT_Collectives_Start_Args) == 72);
+static_assert(offsetof(MNT_Collectives_Start_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Collectives_Start_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Collectives_Start_Args, backend) == 16);
+static_assert(offsetof(MNT_Collectives_Start_Args, communicator) == 24);
+static_assert(offsetof(MNT_Collectives_Start_Args, op) == 32);
+static_assert(offsetof(MNT_Collectives_Start_Args, reduce) == 36);
+static_assert(offsetof(MNT_Collectives_Start_Args, root) == 40);
+static_assert(offsetof(MNT_Collectives_Start_Args, input) == 48);
+static_assert(offsetof(MNT_Collectives_Start_Args, output) == 56);
+static_assert(offsetof(MNT_Collectives_Start_Args, work) == 64);
+static_assert(sizeof(MNT_Collectives_Wait_Args) == 40);
+static_assert(offsetof(MNT_Collectives_Wait_Args, struct_size) == 0);
+static_assert(offsetof(MNT_Collectives_Wait_Args, extension_start) == 8);
+static_assert(offsetof(MNT_Collectives_Wait_Args, backend) == 16);
+static_assert(offsetof(MNT_Collectives_Wait_Args, communicator) == 24);
+static_assert(offsetof(MNT_Collectives_Wait_Args, work) == 32);
 
 // ---- enum values (appended only, never renumbered) ----------------
 static_assert(MNT_EXTENSION_TYPE_NONE == 0, "MNT_EXTENSION_TYPE_NONE");
@@ -548,7 +571,7 @@ static_assert(MNT_REDUCE_OP_SUM == 1, "MNT_REDUCE_OP_SUM");
 static_assert(MNT_REDUCE_OP_AVG == 2, "MNT_REDUCE_OP_AVG");
 static_assert(MNT_REDUCE_OP_MAX == 3, "MNT_REDUCE_OP_MAX");
 static_assert(MNT_CAPABILITIES_EXTENSION_VERSION == 1, "MNT_CAPABILITIES_EXTENSION_VERSION");
-static_assert(MNT_COLLECTIVES_EXTENSION_VERSION == 1, "MNT_COLLECTIVES_EXTENSION_VERSION");
+static_assert(MNT_COLLECTIVES_EXTENSION_VERSION == 2, "MNT_COLLECTIVES_EXTENSION_VERSION");
 static_assert(MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES == 256, "MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES");
 static_assert(MNT_ERROR_OK == 0, "MNT_ERROR_OK");
 static_assert(MNT_ERROR_CANCELLED == 1, "MNT_ERROR_CANCELLED");
@@ -757,7 +780,10 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Communicator_Create_Args_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Communicator_Destroy_Args_STRUCT_SIZE, 32),
       MNT_EXPECT_SIZE(MNT_Collectives_Run_Args_STRUCT_SIZE, 64),
-      MNT_EXPECT_SIZE(MNT_Collectives_Extension_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Collectives_Start_Args_STRUCT_SIZE, 72),
+      MNT_EXPECT_SIZE(MNT_Collectives_Wait_Args_STRUCT_SIZE, 40),
+      MNT_EXPECT_SIZE(MNT_Collectives_Extension_STRUCT_SIZE, 88),
+      MNT_EXPECT_SIZE(MNT_Collectives_Extension_V1_STRUCT_SIZE, 72),
       MNT_EXPECT_SIZE(MNT_FillParams_STRUCT_SIZE, 16),
       MNT_EXPECT_SIZE(MNT_GemmParams_STRUCT_SIZE, 28),
       MNT_EXPECT_SIZE(MNT_AccumulateParams_STRUCT_SIZE, 12),
@@ -896,6 +922,20 @@ TEST(AbiLayoutTest, Fp8FieldsFollowTheir19Sizes) {
   EXPECT_EQ(MNT_Model_Backward_Args_STRUCT_SIZE_1_9, offsetof(MNT_Model_Backward_Args, fp8_scales));
   EXPECT_EQ(MNT_Precision_Api_STRUCT_SIZE_1_9,
             offsetof(MNT_Precision_Api, Precision_GetScalingRecipe));
+}
+
+TEST(AbiLayoutTest, CollectivesVersion1EndsWhereVersion2Begins) {
+  // A version-1 backend's table is exactly the part before the calls
+  // version 2 appended, so a reader that checks struct_size against
+  // V1_STRUCT_SIZE never reads Collectives_Start from it.
+  EXPECT_EQ(MNT_Collectives_Extension_V1_STRUCT_SIZE,
+            offsetof(MNT_Collectives_Extension, Collectives_Start));
+  EXPECT_EQ(MNT_Collectives_Extension_STRUCT_SIZE, sizeof(MNT_Collectives_Extension));
+  // Start takes Run's operands at Run's offsets, then its out-parameter.
+  EXPECT_EQ(offsetof(MNT_Collectives_Start_Args, output),
+            offsetof(MNT_Collectives_Run_Args, output));
+  EXPECT_EQ(MNT_Collectives_Start_Args_STRUCT_SIZE,
+            MNT_Collectives_Run_Args_STRUCT_SIZE + sizeof(void*));
 }
 
 TEST(AbiLayoutTest, ExtensionsStartWithTheHeader) {

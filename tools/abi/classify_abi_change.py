@@ -9,6 +9,11 @@ enumerators, new functions) or 2 (incompatible: anything removed, moved,
 renamed or retyped, an enumerator renumbered, or a struct that must never
 grow (docs/abi.md) changing size). abidiff's exit status cannot tell an
 appended field from a reordered one, so the append-only rule is checked here.
+
+Each compatible finding ends with the header that declares what grew, e.g.
+"[mnt_collectives.h]": check_snapshot.sh lets additions confined to an
+extension's own header go with that extension's version instead of the ABI
+minor (docs/abi.md, "Changing the ABI").
 """
 import sys
 import xml.etree.ElementTree as ET
@@ -52,6 +57,12 @@ def load(path):
         memo[tid] = n
         return n
 
+    # The header declaring each named struct, enum and typedef.
+    files = {}
+    for e in root.iter():
+        if e.tag in ("class-decl", "enum-decl", "typedef-decl") and e.get("name") \
+                and e.get("filepath"):
+            files.setdefault(e.get("name"), e.get("filepath").rsplit("/", 1)[-1])
     structs, enums = {}, {}
     for e in root.iter("class-decl"):
         if e.get("is-declaration-only") == "yes" or not e.get("name"):
@@ -68,13 +79,17 @@ def load(path):
                                     for x in e.findall("enumerator")}
     typedefs = {e.get("name"): name(e.get("type-id"))
                 for e in root.iter("typedef-decl")}
-    return structs, enums, typedefs
+    return structs, enums, typedefs, files
 
 
 def main():
-    old_s, old_e, old_t = load(sys.argv[1])
-    new_s, new_e, new_t = load(sys.argv[2])
+    old_s, old_e, old_t, _ = load(sys.argv[1])
+    new_s, new_e, new_t, new_files = load(sys.argv[2])
     bad, added = [], []
+
+    def where(name):
+        return " [%s]" % new_files.get(name, "?")
+
     for sname, (size, members) in sorted(old_s.items()):
         if sname not in new_s:
             bad.append("struct %s removed" % sname)
@@ -99,12 +114,12 @@ def main():
                 bad.append("%s.%s inserted at bit %d, not appended" %
                            (sname, m[0], m[1]))
             else:
-                added.append("%s.%s appended" % (sname, m[0]))
+                added.append("%s.%s appended%s" % (sname, m[0], where(sname)))
         if nsize != size and sname in NEVER_GROW:
             bad.append("%s changed size (%d -> %d bits) but must never grow"
                        % (sname, size, nsize))
     for sname in sorted(set(new_s) - set(old_s)):
-        added.append("struct %s added" % sname)
+        added.append("struct %s added%s" % (sname, where(sname)))
     for ename, values in sorted(old_e.items()):
         if ename not in new_e:
             bad.append("enum %s removed" % ename)
@@ -115,9 +130,9 @@ def main():
             elif new_e[ename][k] != v:
                 bad.append("%s renumbered from %d to %d" % (k, v, new_e[ename][k]))
         for k in sorted(set(new_e[ename]) - set(values)):
-            added.append("%s = %d added" % (k, new_e[ename][k]))
+            added.append("%s = %d added%s" % (k, new_e[ename][k], where(ename)))
     for ename in sorted(set(new_e) - set(old_e)):
-        added.append("enum %s added" % ename)
+        added.append("enum %s added%s" % (ename, where(ename)))
     for tname, target in sorted(old_t.items()):
         if tname.startswith("MNT_") and tname in new_t and new_t[tname] != target:
             bad.append("typedef %s changed from %s to %s" %
@@ -126,7 +141,7 @@ def main():
             bad.append("typedef %s removed" % tname)
     for tname in sorted(set(new_t) - set(old_t)):
         if tname.startswith("MNT_"):
-            added.append("typedef %s added" % tname)
+            added.append("typedef %s added%s" % (tname, where(tname)))
     for line in bad:
         print("incompatible: " + line)
     for line in added:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # classify_abi_change.py on edited copies of the current dump: no change,
-# an appended enumerator (compatible), a moved field, a renumbered enumerator
-# and a grown MNT_Tensor (incompatible).
+# an appended enumerator (compatible, naming its header), a moved field, a
+# renumbered enumerator and a grown MNT_Tensor (incompatible).
 set -uo pipefail
 classify="$1" current="$2"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -20,6 +20,10 @@ edit() {  # edit NAME SED_SCRIPT: a copy of the dump with one change
 }
 expect same 0 "$current"
 expect enum_added 1 "$(edit enum_added "s|<enumerator name='MNT_DTYPE_F64' value='6'/>|&<enumerator name='MNT_DTYPE_F8' value='7'/>|")"
+# check_snapshot.sh reads the header from the finding (an addition confined
+# to an extension's own header may go with the extension's version).
+grep -qx "compatible: MNT_DTYPE_F8 = 7 added \[mnt_common.h\]" "$tmp/enum_added.out" ||
+  fail "enum_added: the finding does not name mnt_common.h"
 expect enum_renumbered 2 "$(edit enum_renumbered "s|<enumerator name='MNT_DTYPE_F16' value='2'/>|<enumerator name='MNT_DTYPE_F16' value='9'/>|")"
 # MNT_Tensor.dims is at bit 192; pretend it moved.
 expect field_moved 2 "$(edit field_moved "/class-decl name='MNT_Tensor'/,/<\/class-decl>/ s|layout-offset-in-bits='192'|layout-offset-in-bits='256'|")"

@@ -32,6 +32,24 @@
 //    non-float reduction, a root outside the world, no output) refused with
 //    an error, identically on every rank, and the communicator still works
 //    afterwards.
+// Version 2 of the extension (started collectives), when the table says so
+// (a version-1 extension gets every check above and a SKIP for these):
+//  * the table: struct_size covers version 2, Start and Wait non-NULL;
+//  * every case above once more with Collectives_Start then
+//    Collectives_Wait ("Start+Wait: <case>"): Run's bits exactly, and the
+//    same bits on every rank;
+//  * ordering: FILL, Start, a FILL of another tensor while it is in
+//    flight, Wait, CAST, with no synchronisation;
+//  * four collectives in flight at once, waited for in reverse order, each
+//    with Run's bits;
+//  * Start does not wait for the other ranks (2 or more ranks): rank 0
+//    starts, then signals the others over MPI; they wait for the signal
+//    (kStartWaitSeconds) before starting theirs, so a Start that waits for
+//    them fails the check (after that wait) instead of hanging;
+//  * Start refuses NULL args, a short struct_size, a NULL communicator and
+//    the bad operands above, leaving work NULL; Wait refuses NULL args and
+//    a NULL work;
+//  * Communicator_Destroy with a started collective never waited for.
 // How many reductions give exactly the bits of the header's default
 // (rank-order fp32 sum, AVG divided once, 16-bit rounded once) is a NOTE:
 // a backend may state another fixed order (cuda/NCCL does).
@@ -218,6 +236,40 @@ class Collectives {
     return a;
   }
   Status Run(MNT_Collectives_Run_Args a) const { return Wrap(ext_->Collectives_Run(&a)); }
+  // Version 2.
+  MNT_Collectives_Start_Args StartArgs(MNT_Communicator* c, MNT_CollectiveOp op,
+                                       MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
+                                       const MNT_Tensor* out) const {
+    MNT_Collectives_Start_Args a{};
+    a.struct_size = MNT_Collectives_Start_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    a.communicator = c;
+    a.op = op;
+    a.reduce = reduce;
+    a.root = root;
+    a.input = in;
+    a.output = out;
+    return a;
+  }
+  // `*work` is the started collective on success (the caller waits for
+  // it), else NULL; a success without a work is an error.
+  Status Start(MNT_Collectives_Start_Args a, MNT_CollectiveWork** work) const {
+    *work = nullptr;
+    Status s = Wrap(ext_->Collectives_Start(&a));
+    if (s.ok() && a.work == nullptr) {
+      return sdk::Internal("Collectives_Start succeeded but gave no work");
+    }
+    if (s.ok()) *work = a.work;
+    return s;
+  }
+  Status Wait(MNT_Communicator* c, MNT_CollectiveWork* w) const {
+    MNT_Collectives_Wait_Args a{};
+    a.struct_size = MNT_Collectives_Wait_Args_STRUCT_SIZE;
+    a.backend = backend_;
+    a.communicator = c;
+    a.work = w;
+    return Wrap(ext_->Collectives_Wait(&a));
+  }
   const MNT_Collectives_Extension* ext() const { return ext_; }
 
  private:
@@ -325,6 +377,19 @@ std::string CheckAgainstReference(const Case& c, const std::vector<std::string>&
   return "";
 }
 
+// The index of the first byte where `a` and `b` differ (they have one size).
+size_t FirstDifference(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return i;
+}
+
+// How long the other ranks give rank 0's Collectives_Start to return before
+// they start theirs anyway (the asynchrony check): far longer than a Start
+// that returns at once needs on a loaded machine, and short enough that a
+// Start which waits for them fails the check within the test's time.
+constexpr double kStartWaitSeconds = 20;
+
 // Every rank's verdict on one check combined: "" when every rank passed,
 // else the failures naming their ranks (the same string on every rank).
 std::string Agree(HostExchange* host, const std::string& why) {
@@ -344,7 +409,14 @@ class Checker {
           std::string prefix)
       : coll_(coll), backend_(backend), host_(host), r_(r), n_(std::move(prefix)) {}
 
-  // Runs one case on this rank (twice) and reports its agreed verdict.
+  // Version 2's calls are checked too (set when the extension is version 2
+  // with both calls present).
+  void set_started(bool on) { started_ = on; }
+
+  // Runs one case on this rank with Collectives_Run (twice) and reports its
+  // agreed verdict; with version 2 also with Collectives_Start and
+  // Collectives_Wait, reported as its own check ("Start+Wait: ..."), which
+  // must give Run's bits.
   void RunCase(MNT_Communicator* comm, const Case& c, int index, uint64_t seed,
                const std::string& label = "") {
     const int rank = host_->rank(), world = host_->world_size();
@@ -354,7 +426,6 @@ class Checker {
     std::vector<std::string> inputs(world);
     for (int k = 0; k < world; ++k) inputs[k] = MakeInput(seed, index, k, c.dtype, in_n);
     const sdk::BackendClient& client = backend_.client();
-    std::string why;
     sdk::DeviceBuffer in_buf, out_buf;
     Status s = client.Allocate(out_n * es, MNT_MEMORY_WORKSPACE, &out_buf);
     if (s.ok() && !c.in_place) s = client.Allocate(in_n * es, MNT_MEMORY_WORKSPACE, &in_buf);
@@ -362,16 +433,20 @@ class Checker {
     if (const std::string setup = Agree(host_, s.ok() ? "" : "allocating: " + Describe(s));
         !setup.empty()) {
       r_->Fail(n_ + label + CaseName(c), setup);
+      if (started_) r_->Fail(n_ + "Start+Wait: " + label + CaseName(c), setup);
       return;
     }
     const int64_t dims_in[1] = {in_n}, dims_out[1] = {out_n};
     const MNT_Tensor out = sdk::MakeTensor(out_buf.data(), c.dtype, 1, dims_out);
     MNT_Tensor in = sdk::MakeTensor(in_buf.data(), c.dtype, 1, dims_in);
     char* out_bytes = static_cast<char*>(out_buf.data());
-    std::string got[2];
-    for (int call = 0; call < 2 && why.empty(); ++call) {
-      // Another pattern before each call: the second must write the same bits.
-      const std::string fill(out_n * es, static_cast<char>(call == 0 ? 0xcd : 0x3a));
+    // Calls 0 and 1: Collectives_Run; call 2 (version 2): Start, then Wait.
+    const int calls = started_ ? 3 : 2;
+    std::string got[3], why[3];
+    for (int call = 0; call < calls; ++call) {
+      // Another pattern before each call: each must write the same bits.
+      const char pattern = static_cast<char>(call == 0 ? 0xcd : call == 1 ? 0x3a : 0x5e);
+      const std::string fill(out_n * es, pattern);
       s = client.ToDevice(out_bytes, fill.data(), fill.size());
       if (!c.in_place) {
         if (s.ok()) s = client.ToDevice(in_buf.data(), inputs[rank].data(), in_n * es);
@@ -390,33 +465,322 @@ class Checker {
       if (!s.ok()) {
         // Cannot happen after a good allocation; the other ranks may hang
         // in the collective, which the test's timeout reports.
-        why = "uploading: " + Describe(s);
+        why[call] = "uploading: " + Describe(s);
         break;
       }
-      s = coll_.Run(coll_.RunArgs(comm, c.op, c.reduce, c.root, &in, &out));
+      if (call < 2) {
+        s = coll_.Run(coll_.RunArgs(comm, c.op, c.reduce, c.root, &in, &out));
+      } else {
+        MNT_CollectiveWork* work = nullptr;
+        s = coll_.Start(coll_.StartArgs(comm, c.op, c.reduce, c.root, &in, &out), &work);
+        if (s.ok()) {
+          s = coll_.Wait(comm, work);
+          if (!s.ok()) s = sdk::Internal("Collectives_Wait: " + Describe(s));
+        } else {
+          s = sdk::Internal("Collectives_Start: " + Describe(s));
+        }
+      }
       if (s.ok()) s = client.Synchronize();
       got[call].assign(out_n * es, '\0');
       if (s.ok()) s = client.ToHost(got[call].data(), out_bytes, got[call].size());
-      if (!s.ok()) why = Format("call %d: %s", call + 1, Describe(s).c_str());
-    }
-    if (why.empty()) why = CheckAgainstReference(c, inputs, got[0], rank, world);
-    if (why.empty() && got[1] != got[0]) {
-      for (size_t b = 0; b < got[0].size(); ++b) {
-        if (got[0][b] != got[1][b]) {
-          why = Format("not deterministic: a second call with the same inputs differs at "
-                       "element %zu",
-                       b / es);
-          break;
-        }
+      if (!s.ok()) {
+        why[call] = call < 2 ? Format("call %d: %s", call + 1, Describe(s).c_str()) : Describe(s);
+        // Run's calls failed: no Start either (as before version 2).
+        if (call < 2) break;
       }
     }
-    if (why.empty() && IsReduction(c.op)) {
+    std::string run_why = why[0].empty() ? why[1] : why[0];
+    if (run_why.empty()) run_why = CheckAgainstReference(c, inputs, got[0], rank, world);
+    if (run_why.empty() && got[1] != got[0]) {
+      run_why = Format("not deterministic: a second call with the same inputs differs at "
+                       "element %zu",
+                       FirstDifference(got[0], got[1]) / es);
+    }
+    if (run_why.empty() && IsReduction(c.op)) {
       ++reductions_;
       if (got[0] == DefaultOrderBits(c, inputs, rank, world)) ++default_order_bits_;
     }
-    // Replicated outputs: the same bits on every rank.
+    r_->Check(n_ + label + CaseName(c), AgreeOnOutput(c, got[0], run_why));
+    if (!started_) return;
+    // Start+Wait: Run's bits when Run gave good ones, else the reference.
+    std::string start_why = why[2];
+    if (start_why.empty() && got[2].empty()) start_why = "not run: Collectives_Run failed";
+    if (start_why.empty()) start_why = CheckAgainstReference(c, inputs, got[2], rank, world);
+    if (start_why.empty() && run_why.empty() && got[2] != got[0]) {
+      start_why = Format("element %zu differs from Collectives_Run's bits (Start and Wait must "
+                         "give Run's results)",
+                         FirstDifference(got[0], got[2]) / es);
+    }
+    r_->Check(n_ + "Start+Wait: " + label + CaseName(c),
+              AgreeOnOutput(c, got[2], start_why));
+  }
+
+  // Several started collectives in flight at once (different ops, dtypes
+  // and buffers), waited for in reverse order: each gives the bits
+  // Collectives_Run gives it. A backend that joins works in issue order
+  // only, or whose Wait joins another work than the one it is given, fails.
+  void ReverseOrderWaits(MNT_Communicator* comm, int first_index, uint64_t seed) {
+    const int rank = host_->rank(), world = host_->world_size();
+    const std::string name =
+        n_ + "4 started collectives in flight, waited for in reverse order";
+    const std::vector<Case> cases = {
+        {MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, MNT_DTYPE_F32, false, 0, 3001},
+        {MNT_COLLECTIVE_REDUCE_SCATTER, MNT_REDUCE_OP_AVG, MNT_DTYPE_BF16, false, 0, 500},
+        {MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, MNT_DTYPE_F16, false, 0, 777},
+        {MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, MNT_DTYPE_I32, false, world - 1, 1000},
+    };
+    const size_t k = cases.size();
+    const sdk::BackendClient& client = backend_.client();
+    std::vector<std::vector<std::string>> inputs(k);
+    std::vector<sdk::DeviceBuffer> in_buf(k), run_buf(k), start_buf(k);
+    std::vector<MNT_Tensor> in(k), run_out(k), start_out(k);
+    Status s;
+    for (size_t i = 0; i < k && s.ok(); ++i) {
+      const Case& c = cases[i];
+      const size_t es = sdk::DTypeSize(c.dtype);
+      int64_t in_n = 0, out_n = 0;
+      Counts(c, world, &in_n, &out_n);
+      for (int r = 0; r < world; ++r) {
+        inputs[i].push_back(MakeInput(seed, first_index + static_cast<int>(i), r, c.dtype, in_n));
+      }
+      s = client.Allocate(in_n * es, MNT_MEMORY_WORKSPACE, &in_buf[i]);
+      if (s.ok()) s = client.Allocate(out_n * es, MNT_MEMORY_WORKSPACE, &run_buf[i]);
+      if (s.ok()) s = client.Allocate(out_n * es, MNT_MEMORY_WORKSPACE, &start_buf[i]);
+      if (s.ok()) s = client.ToDevice(in_buf[i].data(), inputs[i][rank].data(), in_n * es);
+      if (s.ok()) {
+        const std::string fill(out_n * es, static_cast<char>(0xa5));
+        s = client.ToDevice(start_buf[i].data(), fill.data(), fill.size());
+      }
+      const int64_t dims_in[1] = {in_n}, dims_out[1] = {out_n};
+      in[i] = sdk::MakeTensor(in_buf[i].data(), c.dtype, 1, dims_in);
+      run_out[i] = sdk::MakeTensor(run_buf[i].data(), c.dtype, 1, dims_out);
+      start_out[i] = sdk::MakeTensor(start_buf[i].data(), c.dtype, 1, dims_out);
+    }
+    if (const std::string setup = Agree(host_, s.ok() ? "" : Describe(s)); !setup.empty()) {
+      r_->Fail(name, setup);
+      return;
+    }
+    std::string why;
+    // Run's bits first, one collective after another.
+    for (size_t i = 0; i < k; ++i) {
+      const Case& c = cases[i];
+      s = coll_.Run(coll_.RunArgs(comm, c.op, c.reduce, c.root, &in[i], &run_out[i]));
+      if (!s.ok() && why.empty()) why = Format("Collectives_Run of %s: %s", CaseName(c).c_str(),
+                                               Describe(s).c_str());
+    }
+    // Then all four started before any is waited for. Every rank starts
+    // all of them, whatever failed, so no rank is left waiting in one.
+    std::vector<MNT_CollectiveWork*> works(k, nullptr);
+    for (size_t i = 0; i < k; ++i) {
+      const Case& c = cases[i];
+      s = coll_.Start(coll_.StartArgs(comm, c.op, c.reduce, c.root, &in[i], &start_out[i]),
+                      &works[i]);
+      if (!s.ok() && why.empty()) why = Format("Collectives_Start of %s: %s",
+                                               CaseName(c).c_str(), Describe(s).c_str());
+    }
+    for (size_t j = k; j-- > 0;) {
+      if (works[j] == nullptr) continue;
+      s = coll_.Wait(comm, works[j]);
+      if (!s.ok() && why.empty()) why = Format("Collectives_Wait of %s (waited for as number "
+                                               "%zu of %zu): %s",
+                                               CaseName(cases[j]).c_str(), k - j, k,
+                                               Describe(s).c_str());
+    }
+    s = client.Synchronize();
+    if (!s.ok() && why.empty()) why = "Backend_Synchronize: " + Describe(s);
+    for (size_t i = 0; i < k && why.empty(); ++i) {
+      const Case& c = cases[i];
+      std::string want(run_buf[i].size(), '\0'), got(start_buf[i].size(), '\0');
+      s = client.ToHost(want.data(), run_buf[i].data(), want.size());
+      if (s.ok()) s = client.ToHost(got.data(), start_buf[i].data(), got.size());
+      if (!s.ok()) {
+        why = Describe(s);
+      } else if (std::string ref = CheckAgainstReference(c, inputs[i], got, rank, world);
+                 !ref.empty()) {
+        why = Format("%s (started as number %zu, waited for as number %zu): %s",
+                     CaseName(c).c_str(), i + 1, k - i, ref.c_str());
+      } else if (got != want) {
+        why = Format("%s (started as number %zu, waited for as number %zu): element %zu "
+                     "differs from Collectives_Run's bits",
+                     CaseName(c).c_str(), i + 1, k - i,
+                     FirstDifference(want, got) / sdk::DTypeSize(c.dtype));
+      }
+    }
+    r_->Check(name, Agree(host_, why));
+  }
+
+  // Start does not wait for the other ranks: rank 0 starts an ALL_REDUCE
+  // and, once Start has returned, signals the other ranks, which wait for
+  // that signal (for at most kStartWaitSeconds) before they start theirs.
+  // A Start that waits for the other ranks to join never returns on rank 0
+  // before they give up waiting: they then start anyway (so the job goes
+  // on and the check fails instead of hanging).
+  void StartDoesNotWait(MNT_Communicator* comm, int index, uint64_t seed) {
+    const int rank = host_->rank(), world = host_->world_size();
+    const std::string name =
+        n_ + "Collectives_Start returns before the other ranks have started theirs";
+    if (world == 1) {
+      r_->Skip(name, "needs 2 or more ranks (run under mpirun -np 2)");
+      return;
+    }
+    const Case c{MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, MNT_DTYPE_F32, false, 0, 4096};
+    std::vector<std::string> inputs(world);
+    for (int k = 0; k < world; ++k) inputs[k] = MakeInput(seed, index, k, c.dtype, c.n);
+    const sdk::BackendClient& client = backend_.client();
+    sdk::DeviceBuffer in_buf, out_buf;
+    Status s = client.Allocate(c.n * 4, MNT_MEMORY_WORKSPACE, &in_buf);
+    if (s.ok()) s = client.Allocate(c.n * 4, MNT_MEMORY_WORKSPACE, &out_buf);
+    if (s.ok()) s = client.ToDevice(in_buf.data(), inputs[rank].data(), c.n * 4);
+    if (s.ok()) {
+      // Not an earlier check's result, which fresh memory may still hold.
+      const std::string stale(c.n * 4, static_cast<char>(0xa5));
+      s = client.ToDevice(out_buf.data(), stale.data(), stale.size());
+    }
+    if (s.ok()) s = client.Synchronize();  // so only Start is timed below
+    if (const std::string setup = Agree(host_, s.ok() ? "" : Describe(s)); !setup.empty()) {
+      r_->Fail(name, setup);
+      return;
+    }
+    const int64_t dims[1] = {c.n};
+    const MNT_Tensor in = sdk::MakeTensor(in_buf.data(), c.dtype, 1, dims);
+    const MNT_Tensor out = sdk::MakeTensor(out_buf.data(), c.dtype, 1, dims);
+    const MNT_Collectives_Start_Args args =
+        coll_.StartArgs(comm, c.op, c.reduce, c.root, &in, &out);
+    MNT_CollectiveWork* work = nullptr;
+    std::string why;
+    bool in_time = true;
+    if (rank == 0) {
+      s = coll_.Start(args, &work);
+      host_->SendSignal();
+    } else {
+      in_time = host_->AwaitSignal(kStartWaitSeconds);
+      s = coll_.Start(args, &work);
+      host_->EndSignal();
+    }
+    if (!s.ok()) why = "Collectives_Start: " + Describe(s);
+    if (!in_time) {
+      const std::string level = host_->MpiThreadLevel();
+      why = Format("rank 0's Collectives_Start had not returned after %.0f s, with this rank "
+                   "not started yet: Start waited for the other ranks (it must return "
+                   "without them)%s",
+                   kStartWaitSeconds,
+                   level == "MPI_THREAD_MULTIPLE"
+                       ? ""
+                       : Format(" (this MPI gives %s, not MPI_THREAD_MULTIPLE: a backend "
+                                "whose collectives call MPI from a thread of their own "
+                                "cannot start them without it)",
+                                level.c_str())
+                             .c_str());
+    }
+    if (work != nullptr) {
+      s = coll_.Wait(comm, work);
+      if (!s.ok() && why.empty()) why = "Collectives_Wait: " + Describe(s);
+    }
+    std::string got(c.n * 4, '\0');
+    if (why.empty()) s = client.Synchronize();
+    if (why.empty() && s.ok()) s = client.ToHost(got.data(), out_buf.data(), got.size());
+    if (why.empty() && !s.ok()) why = Describe(s);
+    if (why.empty()) why = CheckAgainstReference(c, inputs, got, rank, world);
+    r_->Check(name, Agree(host_, why));
+  }
+
+  // FILL (a kernel) writes the input, the collective reads it, CAST reads
+  // its output, with no synchronisation in between. `started` (version 2):
+  // the collective is started, another FILL (of a tensor it does not touch)
+  // is issued while it is in flight, and CAST comes after Collectives_Wait:
+  // Start reads what the stream wrote before it, Wait's result is what the
+  // stream reads after it.
+  void StreamOrder(MNT_Communicator* comm, bool started) {
+    const std::string name =
+        n_ + (started ? "ordered on the stream (FILL -> Collectives_Start ALL_REDUCE sum, "
+                        "FILL of another tensor -> Collectives_Wait -> CAST)"
+                      : "ordered on the stream (FILL -> ALL_REDUCE sum -> CAST)");
+    if (!backend_.Supports(MNT_OP_FILL) || !backend_.Supports(MNT_OP_CAST)) {
+      r_->Skip(name, "needs the backend's FILL and CAST");  // same plugin on every rank
+      return;
+    }
+    const int rank = host_->rank(), world = host_->world_size();
+    const sdk::BackendClient& client = backend_.client();
+    const int64_t n = 1000 + 37 * world;
+    const int64_t dims[1] = {n};
+    sdk::DeviceBuffer a, b, c, d;
+    Status s = client.Allocate(n * 4, MNT_MEMORY_WORKSPACE, &a);
+    if (s.ok()) s = client.Allocate(n * 4, MNT_MEMORY_WORKSPACE, &b);
+    if (s.ok()) s = client.Allocate(n * 2, MNT_MEMORY_WORKSPACE, &c);
+    if (s.ok()) s = client.Allocate(n * 4, MNT_MEMORY_WORKSPACE, &d);
+    if (const std::string setup = Agree(host_, s.ok() ? "" : Describe(s)); !setup.empty()) {
+      r_->Fail(name, setup);
+      return;
+    }
+    const MNT_Tensor ta = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, dims);
+    const MNT_Tensor tb = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, dims);
+    const MNT_Tensor tc = sdk::MakeTensor(c.data(), MNT_DTYPE_BF16, 1, dims);
+    const MNT_Tensor td = sdk::MakeTensor(d.data(), MNT_DTYPE_F32, 1, dims);
+    MNT_FillParams fill{MNT_FillParams_STRUCT_SIZE, 0.25 * (rank + 1)};
+    MNT_FillParams fill_other{MNT_FillParams_STRUCT_SIZE, 3.0};
+    // The output starts as something else: fresh memory may still hold an
+    // earlier check's result, which is this one's.
+    MNT_FillParams fill_stale{MNT_FillParams_STRUCT_SIZE, -7.0};
+    std::string why;
+    s = client.Run(MNT_OP_FILL, {}, {tb}, &fill_stale);
+    if (s.ok()) s = client.Run(MNT_OP_FILL, {}, {ta}, &fill);
+    if (!s.ok()) why = "FILL: " + Describe(s);
+    // The collective runs even after a failed FILL: every rank must call it.
+    if (!started) {
+      Status run = coll_.Run(
+          coll_.RunArgs(comm, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &ta, &tb));
+      if (why.empty() && !run.ok()) why = "ALL_REDUCE: " + Describe(run);
+    } else {
+      MNT_CollectiveWork* work = nullptr;
+      Status st = coll_.Start(
+          coll_.StartArgs(comm, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &ta, &tb),
+          &work);
+      if (why.empty() && !st.ok()) why = "Collectives_Start: " + Describe(st);
+      s = client.Run(MNT_OP_FILL, {}, {td}, &fill_other);
+      if (why.empty() && !s.ok()) why = "FILL while the collective is in flight: " + Describe(s);
+      if (work != nullptr) {
+        st = coll_.Wait(comm, work);
+        if (why.empty() && !st.ok()) why = "Collectives_Wait: " + Describe(st);
+      }
+    }
+    if (why.empty()) {
+      s = client.Run(MNT_OP_CAST, {tb}, {tc});
+      if (!s.ok()) why = "CAST: " + Describe(s);
+    }
+    if (why.empty()) {
+      s = client.Synchronize();
+      std::vector<uint16_t> host(n);
+      std::vector<float> other(n);
+      if (s.ok()) s = client.ToHost(host.data(), c.data(), n * 2);
+      if (s.ok() && started) s = client.ToHost(other.data(), d.data(), n * 4);
+      const double want = 0.125 * world * (world + 1);  // exact in bf16 for small worlds
+      if (!s.ok()) {
+        why = Describe(s);
+      } else {
+        for (int64_t i = 0; i < n && why.empty(); ++i) {
+          if (Bf16BitsToFloat(host[i]) != want) {
+            why = Format("element %lld is %g, expected %g: the collective did not see the "
+                         "FILL before it, or CAST did not see its result%s",
+                         static_cast<long long>(i), Bf16BitsToFloat(host[i]), want,
+                         started ? " (after Collectives_Wait)" : "");
+          } else if (started && other[i] != 3.0f) {
+            why = Format("element %lld of the tensor filled while the collective was in "
+                         "flight is %g, expected 3",
+                         static_cast<long long>(i), other[i]);
+          }
+        }
+      }
+    }
+    r_->Check(name, Agree(host_, why));
+  }
+
+  // The agreed verdict on one case's output on this rank: every rank's
+  // `why`, and for a replicated output (all but REDUCE_SCATTER) the same
+  // bits on every rank (a hash compared over MPI).
+  std::string AgreeOnOutput(const Case& c, const std::string& got, const std::string& why) {
+    const int world = host_->world_size();
     const bool replicated = c.op != MNT_COLLECTIVE_REDUCE_SCATTER;
-    const std::string hash = Format("%016llx", static_cast<unsigned long long>(Fnv(got[0])));
+    const std::string hash = Format("%016llx", static_cast<unsigned long long>(Fnv(got)));
     const std::vector<std::string> all = host_->AllGather(hash + "|" + why);
     std::string verdict;
     for (int k = 0; k < world; ++k) {
@@ -436,62 +800,7 @@ class Checker {
         }
       }
     }
-    r_->Check(n_ + label + CaseName(c), verdict);
-  }
-
-  // FILL (a kernel) writes the input, the collective reads it, CAST reads
-  // its output, with no synchronisation in between.
-  void StreamOrder(MNT_Communicator* comm) {
-    const std::string name = n_ + "ordered on the stream (FILL -> ALL_REDUCE sum -> CAST)";
-    if (!backend_.Supports(MNT_OP_FILL) || !backend_.Supports(MNT_OP_CAST)) {
-      r_->Skip(name, "needs the backend's FILL and CAST");  // same plugin on every rank
-      return;
-    }
-    const int rank = host_->rank(), world = host_->world_size();
-    const sdk::BackendClient& client = backend_.client();
-    const int64_t n = 1000 + 37 * world;
-    const int64_t dims[1] = {n};
-    sdk::DeviceBuffer a, b, c;
-    Status s = client.Allocate(n * 4, MNT_MEMORY_WORKSPACE, &a);
-    if (s.ok()) s = client.Allocate(n * 4, MNT_MEMORY_WORKSPACE, &b);
-    if (s.ok()) s = client.Allocate(n * 2, MNT_MEMORY_WORKSPACE, &c);
-    if (const std::string setup = Agree(host_, s.ok() ? "" : Describe(s)); !setup.empty()) {
-      r_->Fail(name, setup);
-      return;
-    }
-    const MNT_Tensor ta = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, dims);
-    const MNT_Tensor tb = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, dims);
-    const MNT_Tensor tc = sdk::MakeTensor(c.data(), MNT_DTYPE_BF16, 1, dims);
-    MNT_FillParams fill{MNT_FillParams_STRUCT_SIZE, 0.25 * (rank + 1)};
-    std::string why;
-    s = client.Run(MNT_OP_FILL, {}, {ta}, &fill);
-    if (!s.ok()) why = "FILL: " + Describe(s);
-    // The collective runs even after a failed FILL: every rank must call it.
-    Status run = coll_.Run(coll_.RunArgs(comm, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0,
-                                         &ta, &tb));
-    if (why.empty() && !run.ok()) why = "ALL_REDUCE: " + Describe(run);
-    if (why.empty()) {
-      s = client.Run(MNT_OP_CAST, {tb}, {tc});
-      if (!s.ok()) why = "CAST: " + Describe(s);
-    }
-    if (why.empty()) {
-      s = client.Synchronize();
-      std::vector<uint16_t> host(n);
-      if (s.ok()) s = client.ToHost(host.data(), c.data(), n * 2);
-      const double want = 0.125 * world * (world + 1);  // exact in bf16 for small worlds
-      if (!s.ok()) {
-        why = Describe(s);
-      } else {
-        for (int64_t i = 0; i < n && why.empty(); ++i) {
-          if (Bf16BitsToFloat(host[i]) != want) {
-            why = Format("element %lld is %g, expected %g: the collective did not see the "
-                         "FILL before it, or CAST did not see its result",
-                         static_cast<long long>(i), Bf16BitsToFloat(host[i]), want);
-          }
-        }
-      }
-    }
-    r_->Check(name, Agree(host_, why));
+    return verdict;
   }
 
   int reductions() const { return reductions_; }
@@ -504,6 +813,7 @@ class Checker {
   Report* r_;
   std::string n_;
   int reductions_ = 0, default_order_bits_ = 0;
+  bool started_ = false;
 };
 
 // The op table: every op x reduce x dtype, in-place forms, sizes from one
@@ -578,6 +888,26 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     }
     r->Check(n + "extension table (version 1: every call present)", why);
     if (!why.empty()) return;
+  }
+  // Version 2's calls are read only from a table that says it has them.
+  bool started = false;
+  if (h->version >= 2) {
+    std::string why;
+    if (h->base.struct_size < MNT_Collectives_Extension_STRUCT_SIZE) {
+      why = Format("struct_size %zu is smaller than version 2's %zu", h->base.struct_size,
+                   size_t{MNT_Collectives_Extension_STRUCT_SIZE});
+    } else if (ext->Collectives_Start == nullptr || ext->Collectives_Wait == nullptr) {
+      why = Format("Collectives_Start is %s, Collectives_Wait is %s",
+                   ext->Collectives_Start == nullptr ? "NULL" : "set",
+                   ext->Collectives_Wait == nullptr ? "NULL" : "set");
+    }
+    r->Check(n + "extension table (version 2: Collectives_Start and Collectives_Wait present)",
+             why);
+    started = why.empty();
+  } else {
+    r->Skip(n + "Collectives_Start/Collectives_Wait (version 2)",
+            "the extension is version 1 (Collectives_Run only): the version-2 checks were "
+            "skipped");
   }
   std::unique_ptr<sdk::BackendInstance> backend;
   {
@@ -671,11 +1001,20 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
   }
 
   Checker checker(coll, *backend, host, r, n);
+  checker.set_started(started);
   const std::vector<Case> cases = MakeCases(seed, world);
   for (size_t i = 0; i < cases.size(); ++i) {
     checker.RunCase(comm, cases[i], static_cast<int>(i), seed);
   }
-  checker.StreamOrder(comm);
+  checker.StreamOrder(comm, /*started=*/false);
+  // Case indices after the table's, for the inputs of the checks below.
+  int next_index = static_cast<int>(cases.size()) + 1;
+  if (started) {
+    checker.StreamOrder(comm, /*started=*/true);
+    checker.ReverseOrderWaits(comm, next_index, seed);
+    next_index += 4;
+    checker.StartDoesNotWait(comm, next_index++, seed);
+  }
 
   // Invalid Collectives_Run calls, the same on every rank: refused with an
   // error before any rank waits for another.
@@ -741,6 +1080,88 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
                                     world, &in, &out)));
     }
   }
+  // Invalid Collectives_Start / Collectives_Wait calls (version 2), the
+  // same on every rank: refused before any rank waits for another, and a
+  // refused Start leaves `work` NULL (nothing for the caller to wait for).
+  if (started) {
+    const int64_t k = 8;
+    sdk::DeviceBuffer a, b;
+    Status s = backend->client().Allocate(k * 4, MNT_MEMORY_WORKSPACE, &a);
+    if (s.ok()) s = backend->client().Allocate(k * 4, MNT_MEMORY_WORKSPACE, &b);
+    const std::string setup = Agree(host, s.ok() ? "" : Describe(s));
+    if (!setup.empty()) {
+      r->Fail(n + "refusals of Collectives_Start", setup);
+    } else {
+      const int64_t d_k[1] = {k}, d_k1[1] = {k + 1};
+      const MNT_Tensor in = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, d_k);
+      const MNT_Tensor out = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k);
+      const MNT_Tensor out_k1 = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k1);
+      const MNT_Tensor out_f16 = sdk::MakeTensor(b.data(), MNT_DTYPE_F16, 1, d_k);
+      const auto AR = MNT_COLLECTIVE_ALL_REDUCE;
+      const auto SUM = MNT_REDUCE_OP_SUM;
+      // `args` NULL passes no Args at all.
+      auto start_refused = [&](const std::string& what, MNT_Collectives_Start_Args* args) {
+        const Status st = coll.Wrap(ext->Collectives_Start(args));
+        std::string why;
+        if (st.ok()) {
+          why = "accepted it (expected an error)";
+          // Best effort, so an accepted collective does not outlive its
+          // buffers: every rank got the same answer from the same plugin.
+          if (args != nullptr && args->work != nullptr && args->communicator != nullptr) {
+            (void)coll.Wait(args->communicator, args->work);
+          }
+        } else if (args != nullptr && args->work != nullptr) {
+          why = Format("refused it (%s) but set work: it must stay NULL on an error",
+                       Describe(st).c_str());
+        }
+        r->Check(n + "refuses " + what, Agree(host, why));
+      };
+      auto args = [&](MNT_Communicator* c, MNT_CollectiveOp op, MNT_ReduceOp reduce,
+                      const MNT_Tensor* o) { return coll.StartArgs(c, op, reduce, 0, &in, o); };
+      start_refused("Collectives_Start(NULL)", nullptr);
+      {
+        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out);
+        a.struct_size = 0;
+        start_refused("Collectives_Start with struct_size 0", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out);
+        a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
+        start_refused("Collectives_Start with Run's struct_size (no room for work)", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(nullptr, AR, SUM, &out);
+        start_refused("Collectives_Start with a NULL communicator", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(comm, MNT_COLLECTIVE_INVALID, SUM, &out);
+        start_refused("Collectives_Start with op MNT_COLLECTIVE_INVALID", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(comm, static_cast<MNT_CollectiveOp>(99), SUM, &out);
+        start_refused("Collectives_Start with unknown op 99", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(comm, AR, MNT_REDUCE_OP_INVALID, &out);
+        start_refused("Collectives_Start ALL_REDUCE with reduce MNT_REDUCE_OP_INVALID", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out_f16);
+        start_refused("Collectives_Start ALL_REDUCE f32 input into an f16 output", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out_k1);
+        start_refused("Collectives_Start ALL_REDUCE with 8 input and 9 output elements", &a);
+      }
+      {
+        MNT_Collectives_Start_Args a = args(comm, AR, SUM, nullptr);
+        start_refused("Collectives_Start ALL_REDUCE with a NULL output", &a);
+      }
+      refused("Collectives_Wait(NULL)", coll.Wrap(ext->Collectives_Wait(nullptr)));
+      refused("Collectives_Wait with a NULL work", coll.Wait(comm, nullptr));
+    }
+  }
+
   // The communicator still works after the refusals.
   checker.RunCase(comm, {MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, MNT_DTYPE_F32, false, 0,
                          257},
@@ -755,6 +1176,51 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
   {
     const Status s = coll.Destroy(comm);
     r->Check(n + "Communicator_Destroy", Agree(host, s.ok() ? "" : Describe(s)));
+  }
+  if (started) {
+    // Version 2: destroying a communicator frees the works of started
+    // collectives never waited for (after finishing them with the other
+    // ranks). A communicator of its own, so the one above was destroyed
+    // with nothing outstanding.
+    const std::string name = n + "Communicator_Destroy with a started collective not waited for";
+    std::string id2;
+    Status s;
+    if (rank == 0) s = coll.GetUniqueId(&id2);
+    std::string why = Agree(host, s.ok() ? "" : "Collectives_GetUniqueId: " + Describe(s));
+    MNT_Communicator* comm2 = nullptr;
+    if (why.empty()) {
+      host->Broadcast(&id2);
+      s = coll.Create(rank, world, id2.data(), id2.size(), &comm2);
+      why = Agree(host, s.ok() ? "" : "Communicator_Create: " + Describe(s));
+    }
+    // The buffers outlive Destroy, which finishes the collective.
+    sdk::DeviceBuffer a, b;
+    const int64_t k = 64;
+    if (why.empty()) {
+      s = backend->client().Allocate(k * 4, MNT_MEMORY_WORKSPACE, &a);
+      if (s.ok()) s = backend->client().Allocate(k * 4, MNT_MEMORY_WORKSPACE, &b);
+      if (s.ok()) {
+        const std::vector<float> ones(k, 1.0f);
+        s = backend->client().ToDevice(a.data(), ones.data(), k * 4);
+      }
+      why = Agree(host, s.ok() ? "" : Describe(s));
+    }
+    if (why.empty()) {
+      const int64_t d_k[1] = {k};
+      const MNT_Tensor in = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, d_k);
+      const MNT_Tensor out = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k);
+      MNT_CollectiveWork* work = nullptr;
+      s = coll.Start(coll.StartArgs(comm2, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &in,
+                                    &out),
+                     &work);
+      std::string mine = s.ok() ? "" : "Collectives_Start: " + Describe(s);
+      s = coll.Destroy(comm2);
+      comm2 = nullptr;
+      if (mine.empty() && !s.ok()) mine = "Communicator_Destroy: " + Describe(s);
+      why = Agree(host, mine);
+    }
+    if (comm2 != nullptr) (void)coll.Destroy(comm2);
+    r->Check(name, why);
   }
 
   // What the header calls the default order, reported, not required.

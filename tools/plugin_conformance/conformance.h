@@ -25,8 +25,11 @@
 //            in-place forms, against a float64 rank-order reference each
 //            rank computes from every rank's seeded inputs, bit-identical
 //            on a repeat, the same bits on every rank, ordered on the
-//            stream, invalid arguments refused with an error; every check's
-//            verdict is agreed by all ranks (collectives_checks.cc).
+//            stream, invalid arguments refused with an error; for version
+//            2 of the extension, started collectives (Start then Wait) with
+//            Run's bits, several in flight waited for in any order, and a
+//            Start that returns without waiting for the other ranks; every
+//            check's verdict is agreed by all ranks (collectives_checks.cc).
 //  model     param-spec sanity, forward/backward against central finite
 //            differences (CPU reference backend, fp32), loss_multiplier and
 //            accumulate semantics, and a save/load round trip (params read

@@ -1,9 +1,11 @@
 #include "tools/plugin_conformance/host_exchange.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "third_party/mpi/mpi_api.h"
 
@@ -21,6 +23,15 @@ int ParseCount(const char* s) {
 }
 
 }  // namespace
+
+// The signal's broadcast, while a rank that stopped waiting for it has not
+// completed it yet.
+struct HostExchange::PendingSignal {
+  MPI_Request request;
+  char byte = 0;
+};
+
+HostExchange::HostExchange() = default;
 
 HostExchange::~HostExchange() {
   if (!finalize_) return;
@@ -104,6 +115,67 @@ std::vector<std::string> HostExchange::AllGather(const std::string& mine) {
   std::vector<std::string> out(world_);
   for (int r = 0; r < world_; ++r) out[r] = all.substr(r * longest, sizes[r]);
   return out;
+}
+
+}  // namespace mnt::conformance
+
+namespace mnt::conformance {
+
+void HostExchange::SendSignal() {
+  if (world_ == 1) return;
+  const mpi::Api* api = mpi::Load(nullptr);
+  char byte = 1;
+  MPI_Request request;
+  int rc = api->MPI_Ibcast(&byte, 1, api->byte, 0, api->comm_world, &request);
+  if (rc != MPI_SUCCESS) Fatal(mpi::ErrorText(*api, "MPI_Ibcast", rc));
+  // The root's part only sends its byte: this returns at once, and it must
+  // complete here, since nothing on rank 0 progresses it later.
+  rc = api->MPI_Wait(&request, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) Fatal(mpi::ErrorText(*api, "MPI_Wait", rc));
+}
+
+bool HostExchange::AwaitSignal(double seconds) {
+  if (world_ == 1) return true;
+  const mpi::Api* api = mpi::Load(nullptr);
+  auto pending = std::make_unique<PendingSignal>();
+  int rc = api->MPI_Ibcast(&pending->byte, 1, api->byte, 0, api->comm_world, &pending->request);
+  if (rc != MPI_SUCCESS) Fatal(mpi::ErrorText(*api, "MPI_Ibcast", rc));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(seconds > 0 ? seconds : 0);
+  for (;;) {
+    int done = 0;
+    rc = api->MPI_Test(&pending->request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) Fatal(mpi::ErrorText(*api, "MPI_Test", rc));
+    if (done != 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    // Polling, not MPI_Wait: the deadline is the point. The pause leaves
+    // the (possibly oversubscribed) cores to the ranks being waited for.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  pending_ = std::move(pending);
+  return false;
+}
+
+void HostExchange::EndSignal() {
+  if (pending_ == nullptr) return;
+  const mpi::Api* api = mpi::Load(nullptr);
+  const int rc = api->MPI_Wait(&pending_->request, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) Fatal(mpi::ErrorText(*api, "MPI_Wait", rc));
+  pending_.reset();
+}
+
+std::string HostExchange::MpiThreadLevel() const {
+  if (world_ == 1) return "";
+  const mpi::Api* api = mpi::Load(nullptr);
+  int provided = -1;
+  if (api == nullptr || api->MPI_Query_thread(&provided) != MPI_SUCCESS) return "unknown";
+  switch (provided) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "level " + std::to_string(provided);
+  }
 }
 
 }  // namespace mnt::conformance

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ namespace mnt::conformance {
 class HostExchange {
  public:
   // World size 1, no MPI (a run outside mpirun; also what tests use).
-  HostExchange() = default;
+  HostExchange();
   // Finalises MPI when Start initialised it.
   ~HostExchange();
   HostExchange(const HostExchange&) = delete;
@@ -47,8 +48,28 @@ class HostExchange {
   // Rank 0's value on every rank.
   uint64_t BroadcastU64(uint64_t value);
 
+  // A one-way signal from rank 0 that the other ranks wait for with a
+  // deadline, so a check can tell "rank 0 got past a call" from "rank 0 is
+  // stuck in it until the others join" without hanging (the asynchrony
+  // check of started collectives). Every rank takes part, in this order:
+  //  * rank 0: SendSignal() once it got past the point (returns at once);
+  //  * every other rank: AwaitSignal(seconds), true when the signal came
+  //    within `seconds`; then, whatever it does next, EndSignal(), which
+  //    waits for a signal that had not come (rank 0 sends it once it gets
+  //    past the point), before any other exchange.
+  // A non-blocking broadcast on MPI_COMM_WORLD: it needs MPI to allow a
+  // plugin's own threads to call MPI meanwhile (MPI_THREAD_MULTIPLE).
+  void SendSignal();
+  bool AwaitSignal(double seconds);
+  void EndSignal();
+
+  // MPI's thread support ("MPI_THREAD_MULTIPLE", ...), "" without MPI.
+  std::string MpiThreadLevel() const;
+
  private:
   [[noreturn]] void Fatal(const std::string& why);
+  struct PendingSignal;
+  std::unique_ptr<PendingSignal> pending_;
   int rank_ = 0;
   int world_ = 1;
   std::string launcher_;

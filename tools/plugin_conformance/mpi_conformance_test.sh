@@ -8,9 +8,13 @@
 #
 # With CONFORMANCE_EXPECT_FAIL=<regexp> the run must instead FAIL: mpirun
 # exits non-zero and the output matches the regexp (a test that a broken
-# rank is caught). With CONFORMANCE_EXPECT_DEFAULT_ORDER=1 every reduction
-# must also have the bits of the rank-order fp32 sum (the cpu backend's
-# stated order; mnt_collectives.h).
+# rank is caught); with CONFORMANCE_FAIL_ONLY=<regexp> as well, every FAIL
+# line (any rank's) must name a check matching it (a test plugin broken in
+# one way fails exactly the checks of that way). With
+# CONFORMANCE_EXPECT_OUTPUT=<regexp> the output must match it, passing or
+# failing. With CONFORMANCE_EXPECT_DEFAULT_ORDER=1 every reduction must also
+# have the bits of the rank-order fp32 sum (the cpu backend's stated order;
+# mnt_collectives.h).
 #
 # Open MPI (4.1.4) inside Bazel's linux-sandbox, as tried on the 2-core CI
 # container (TMPDIR=/tmp in the sandbox; the deep TEST_TMPDIR works too):
@@ -44,6 +48,8 @@ tool="$1" plugin="$2"
 shift 2  # the rest goes to plugin_conformance
 worlds="${CONFORMANCE_WORLDS:-2 3}"
 expect_fail="${CONFORMANCE_EXPECT_FAIL:-}"
+fail_only="${CONFORMANCE_FAIL_ONLY:-}"
+expect_output="${CONFORMANCE_EXPECT_OUTPUT:-}"
 
 if ! command -v mpirun >/dev/null; then
   echo "FAIL: mpirun not found (Debian: apt-get install openmpi-bin libopenmpi-dev)" >&2
@@ -67,6 +73,22 @@ for w in $worlds; do
          mpirun "${root_flag[@]}" --oversubscribe -np "$w" "$tool" "$plugin" "$@" 2>&1)" ||
     status=$?
   echo "$out"
+  if [[ -n "$expect_output" ]] && ! grep -Eq -- "$expect_output" <<<"$out"; then
+    echo "FAIL: world size $w: the output does not match '$expect_output'" >&2; fail=1
+    continue
+  fi
+  if [[ -n "$expect_fail" && -n "$fail_only" ]]; then
+    # The check name follows "[FAIL] ", after a "rank R: " prefix on ranks
+    # other than 0.
+    others="$(grep -E '^(rank [0-9]+: )?\[FAIL\] ' <<<"$out" |
+              sed -E 's/^(rank [0-9]+: )?\[FAIL\] //' | grep -Ev -- "^($fail_only)" || true)"
+    if [[ -n "$others" ]]; then
+      echo "FAIL: world size $w: checks other than '$fail_only' failed too:" >&2
+      echo "$others" >&2
+      fail=1
+      continue
+    fi
+  fi
   if [[ -n "$expect_fail" ]]; then
     if (( status == 0 )); then
       echo "FAIL: world size $w: mpirun exited 0, expected a failure" >&2; fail=1
