@@ -624,6 +624,11 @@ std::string Trainer::data_parallel_description() const {
       " per rank); gradients ", params_->sharded() ? "reduce-scattered" : "averaged", " in ",
       buckets, " through the ", plugins_->device_name, " backend's collectives extension",
       readiness_ != nullptr ? ", each issued as soon as backward has finished it" : "",
+      data_parallel_->starts_collectives()
+          ? (readiness_ != nullptr ? " and running while backward goes on"
+                                   : ", started together after backward")
+          : (readiness_ != nullptr ? " (run at once: the extension's version 1 starts none)"
+                                   : ""),
       params_->sharded()
           ? absl::StrCat("; ZeRO-1: this rank keeps the master weights, optimizer state and "
                          "averaged gradient of 1/", ranks_->world_size(), " of the parameters' ",
