@@ -221,11 +221,13 @@ class Collectives {
     a.communicator = c;
     return Wrap(ext_->Communicator_Destroy(&a));
   }
-  MNT_Collectives_Run_Args RunArgs(MNT_Communicator* c, MNT_CollectiveOp op,
-                                   MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
-                                   const MNT_Tensor* out) const {
-    MNT_Collectives_Run_Args a{};
-    a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
+  // Run's and Start's Args share their operands' fields.
+  template <typename Args>
+  Args OperandArgs(size_t struct_size, MNT_Communicator* c, MNT_CollectiveOp op,
+                   MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
+                   const MNT_Tensor* out) const {
+    Args a{};
+    a.struct_size = struct_size;
     a.backend = backend_;
     a.communicator = c;
     a.op = op;
@@ -235,21 +237,19 @@ class Collectives {
     a.output = out;
     return a;
   }
+  MNT_Collectives_Run_Args RunArgs(MNT_Communicator* c, MNT_CollectiveOp op,
+                                   MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
+                                   const MNT_Tensor* out) const {
+    return OperandArgs<MNT_Collectives_Run_Args>(MNT_Collectives_Run_Args_STRUCT_SIZE, c, op,
+                                                 reduce, root, in, out);
+  }
   Status Run(MNT_Collectives_Run_Args a) const { return Wrap(ext_->Collectives_Run(&a)); }
   // Version 2.
   MNT_Collectives_Start_Args StartArgs(MNT_Communicator* c, MNT_CollectiveOp op,
                                        MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
                                        const MNT_Tensor* out) const {
-    MNT_Collectives_Start_Args a{};
-    a.struct_size = MNT_Collectives_Start_Args_STRUCT_SIZE;
-    a.backend = backend_;
-    a.communicator = c;
-    a.op = op;
-    a.reduce = reduce;
-    a.root = root;
-    a.input = in;
-    a.output = out;
-    return a;
+    return OperandArgs<MNT_Collectives_Start_Args>(MNT_Collectives_Start_Args_STRUCT_SIZE, c,
+                                                   op, reduce, root, in, out);
   }
   // `*work` is the started collective on success (the caller waits for
   // it), else NULL; a success without a work is an error.

@@ -83,15 +83,8 @@ DataParallel::~DataParallel() {
 absl::Status DataParallel::Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
                                const MNT_Tensor& out, int root) {
   const auto start = std::chrono::steady_clock::now();
-  MNT_Collectives_Run_Args a{};
-  a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
-  a.backend = client_.backend();
-  a.communicator = comm_;
-  a.op = op;
-  a.reduce = reduce;
-  a.root = root;
-  a.input = &in;
-  a.output = &out;
+  auto a = CollectiveArgs<MNT_Collectives_Run_Args>(MNT_Collectives_Run_Args_STRUCT_SIZE, op,
+                                                    reduce, in, out, root);
   absl::Status s = FromPlugin(client_, ext_->Collectives_Run(&a), "Collectives_Run");
   collective_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -109,14 +102,8 @@ absl::Status DataParallel::Start(MNT_CollectiveOp op, MNT_ReduceOp reduce,
                                  const MNT_Tensor& in, const MNT_Tensor& out) {
   if (!starts_collectives()) return Run(op, reduce, in, out);
   const auto start = std::chrono::steady_clock::now();
-  MNT_Collectives_Start_Args a{};
-  a.struct_size = MNT_Collectives_Start_Args_STRUCT_SIZE;
-  a.backend = client_.backend();
-  a.communicator = comm_;
-  a.op = op;
-  a.reduce = reduce;
-  a.input = &in;
-  a.output = &out;
+  auto a = CollectiveArgs<MNT_Collectives_Start_Args>(MNT_Collectives_Start_Args_STRUCT_SIZE,
+                                                      op, reduce, in, out, /*root=*/0);
   absl::Status s = FromPlugin(client_, ext_->Collectives_Start(&a), "Collectives_Start");
   if (s.ok()) started_.push_back(a.work);
   collective_seconds_ +=

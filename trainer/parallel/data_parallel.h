@@ -69,6 +69,21 @@ class DataParallel {
                    const MNT_Tensor& out, int root = 0);
   absl::Status Start(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
                      const MNT_Tensor& out);
+  // Run's and Start's Args share their operands' fields.
+  template <typename Args>
+  Args CollectiveArgs(size_t struct_size, MNT_CollectiveOp op, MNT_ReduceOp reduce,
+                      const MNT_Tensor& in, const MNT_Tensor& out, int root) const {
+    Args a{};
+    a.struct_size = struct_size;
+    a.backend = client_.backend();
+    a.communicator = comm_;
+    a.op = op;
+    a.reduce = reduce;
+    a.root = root;
+    a.input = &in;
+    a.output = &out;
+    return a;
+  }
 
   HostComm* host_;
   const sdk::BackendClient& client_;
