@@ -396,6 +396,28 @@ TEST(DataParallel, ExchangeInBackwardChangesNoBit) {
   }
 }
 
+// A backend whose collectives extension is version 1 (Collectives_Run
+// only; the test backend aborts if Start or Wait is called): the trainer
+// runs each exchange when it issues it, with the bits of the started ones.
+TEST(DataParallel, AVersionOneCollectivesExtensionRunsEachExchangeAtOnce) {
+  const std::string plugins = RunfilesRoot() + "/mantissa/tools/plugin_conformance";
+  // One device per rank: the test backend is the CPU backend, not "cpu".
+  const std::string flags = CommonFlags("fp32", 8, 6) +
+                            " --bucket_mb=0.004 --device=broken_collectives --plugin_path=" +
+                            plugins;
+  const JobResult v1 = Train(2, TempDir() + "/v1_ext", flags,
+                             "CUDA_VISIBLE_DEVICES=0 MNT_BREAK_STARTED_COLLECTIVES=v1");
+  const JobResult v2 = Train(2, TempDir() + "/v2_ext", flags, "CUDA_VISIBLE_DEVICES=0");
+  ASSERT_EQ(v1.exit_code, 0) << v1.output;
+  ASSERT_EQ(v2.exit_code, 0) << v2.output;
+  EXPECT_NE(v1.jsonl.find("\"buckets_started\":0}"), std::string::npos) << v1.jsonl;
+  EXPECT_EQ(v2.jsonl.find("\"buckets_started\":0}"), std::string::npos) << v2.jsonl;
+  EXPECT_NE(v2.jsonl.find("\"buckets_started\":"), std::string::npos) << v2.jsonl;
+  ASSERT_EQ(v1.losses.size(), 6u);
+  EXPECT_EQ(v1.losses, v2.losses);
+  ExpectSameBits(v1.checkpoint, v2.checkpoint);
+}
+
 // A model so small that rank 2's share is only padding (an MLP of 160
 // parameters over 3 x 128-element chunks): ZeRO-0 adds 0 for that rank's
 // part of the norm and trains as one rank with the whole batch would;

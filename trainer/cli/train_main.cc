@@ -423,12 +423,13 @@ int Run(int original_argc, char** original_argv) {
     std::fprintf(stdout,
                  "data parallel: %d ranks; rank 0 spent %.3f s in %lld collective calls "
                  "(%.1f%% of its training time); %lld of %lld gradient buckets issued during "
-                 "backward\n",
+                 "backward, %lld started (running while the trainer went on)\n",
                  report.ranks, report.collective_seconds,
                  static_cast<long long>(report.collective_calls),
                  100.0 * report.collective_seconds / report.train_seconds,
                  static_cast<long long>(report.buckets_in_backward),
-                 static_cast<long long>(report.buckets_exchanged));
+                 static_cast<long long>(report.buckets_exchanged),
+                 static_cast<long long>(report.buckets_started));
   }
   // The summary record is the last write: a log that lost it fails the run.
   if (auto s = sinks.status(); !s.ok()) return Fail(s);

@@ -116,10 +116,13 @@ struct FinalReport {
   int ranks = 1;
   double collective_seconds = 0;
   int64_t collective_calls = 0;
-  // Gradient buckets exchanged (last micro-batches, every step) and how
-  // many of them were issued during backward (--exchange_in_backward).
+  // Gradient buckets exchanged (last micro-batches, every step), how many
+  // of them were issued during backward (--exchange_in_backward), and how
+  // many were started (running while the trainer went on: the backend's
+  // collectives extension version 2) rather than run at once.
   int64_t buckets_exchanged = 0;
   int64_t buckets_in_backward = 0;
+  int64_t buckets_started = 0;
   double final_loss_scale = 1;
   double samples_per_second = 0;
   double tokens_per_second = 0;  // language models: targets per second

@@ -872,6 +872,8 @@ FinalReport Trainer::Report() const {
     r.collective_calls = collective_calls();
     r.buckets_exchanged = buckets_exchanged_;
     r.buckets_in_backward = buckets_in_backward_;
+    r.buckets_started =
+        data_parallel_ != nullptr && data_parallel_->starts_collectives() ? buckets_exchanged_ : 0;
   }
   r.stopped_by_signal = stopped_by_signal_;
   MNT_Backend_GetInfo_Args info;

@@ -218,6 +218,7 @@ void JsonlSink::OnFinish(const FinalReport& r) {
                                 ",", Field("buckets_exchanged", absl::StrCat(r.buckets_exchanged)),
                                 ",",
                                 Field("buckets_in_backward", absl::StrCat(r.buckets_in_backward)),
+                                ",", Field("buckets_started", absl::StrCat(r.buckets_started)),
                                 "}")
                  : "null")},
       ","));
