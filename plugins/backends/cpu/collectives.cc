@@ -39,6 +39,11 @@ struct MNT_Communicator {
   // collective itself, and Start returns a finished work).
   std::unique_ptr<mnt::cpu::CollectiveWorker> worker;
   std::set<MNT_CollectiveWork*> outstanding;  // started, not yet waited for
+  // The reductions' staging buffers, kept between collectives: a bucket's
+  // worth of fresh pages per call would be faulted in (and zeroed) again on
+  // every step. Used by whichever thread runs the collectives (one at a
+  // time: the worker, or the host thread when there is none).
+  std::vector<char> received, reduced;
 };
 
 namespace mnt::cpu {
@@ -333,9 +338,10 @@ Status Finish(const mpi::Api& api, const char* call, MPI_Request* request, bool 
 }
 
 // Every rank's copy of this rank's chunk [lo, hi) of `input` (n elements
-// split by ChunkBegin), then the rank-order reduction into `reduced`.
-Status ExchangeAndReduce(const mpi::Api& api, const MNT_Communicator& c, const Plan& p,
-                         int64_t n, bool polite, std::vector<char>* reduced) {
+// split by ChunkBegin), then the rank-order reduction into the first
+// *reduced_bytes bytes of c.reduced.
+Status ExchangeAndReduce(const mpi::Api& api, MNT_Communicator& c, const Plan& p, int64_t n,
+                         bool polite, int64_t* reduced_bytes) {
   const int w = c.world;
   const int64_t esize = p.esize;
   std::vector<int> send_counts(w), send_displs(w), recv_counts(w), recv_displs(w);
@@ -348,7 +354,8 @@ Status ExchangeAndReduce(const mpi::Api& api, const MNT_Communicator& c, const P
     recv_counts[r] = static_cast<int>(mine);
     recv_displs[r] = static_cast<int>(r * mine);
   }
-  std::vector<char> received(static_cast<size_t>(mine) * w);
+  std::vector<char>& received = c.received;
+  if (received.size() < static_cast<size_t>(mine) * w) received.resize(static_cast<size_t>(mine) * w);
   MPI_Request request = nullptr;
   if (auto s = Mpi(api, "MPI_Ialltoallv",
                    api.MPI_Ialltoallv(p.input, send_counts.data(), send_displs.data(), api.byte,
@@ -359,14 +366,15 @@ Status ExchangeAndReduce(const mpi::Api& api, const MNT_Communicator& c, const P
   if (auto s = Finish(api, "MPI_Ialltoallv", &request, polite); !s.ok()) return s;
   std::vector<const void*> chunks(w);
   for (int r = 0; r < w; ++r) chunks[r] = received.data() + r * mine;
-  reduced->resize(static_cast<size_t>(mine));
-  ReduceInRankOrder(chunks.data(), w, hi - lo, p.dtype, p.reduce, reduced->data());
+  if (c.reduced.size() < static_cast<size_t>(mine)) c.reduced.resize(static_cast<size_t>(mine));
+  ReduceInRankOrder(chunks.data(), w, hi - lo, p.dtype, p.reduce, c.reduced.data());
+  *reduced_bytes = mine;
   return Status::Ok();
 }
 
 // Runs a planned collective to completion (on the worker, or on the host
 // thread when there is none).
-Status Execute(const MNT_Communicator& c, const Plan& p, bool polite) {
+Status Execute(MNT_Communicator& c, const Plan& p, bool polite) {
   const mpi::Api* api = nullptr;
   if (auto s = ReadyMpi(&api); !s.ok()) return s;
   const int w = c.world;
@@ -374,7 +382,7 @@ Status Execute(const MNT_Communicator& c, const Plan& p, bool polite) {
   MPI_Request request = nullptr;
   switch (p.op) {
     case MNT_COLLECTIVE_ALL_REDUCE: {
-      std::vector<char> reduced;
+      int64_t reduced = 0;
       if (auto s = ExchangeAndReduce(*api, c, p, p.out_n, polite, &reduced); !s.ok()) return s;
       std::vector<int> counts(w), displs(w);
       for (int r = 0; r < w; ++r) {
@@ -383,7 +391,7 @@ Status Execute(const MNT_Communicator& c, const Plan& p, bool polite) {
         displs[r] = static_cast<int>(ChunkBegin(p.out_n, w, r) * esize);
       }
       if (auto s = Mpi(*api, "MPI_Iallgatherv",
-                       api->MPI_Iallgatherv(reduced.data(), static_cast<int>(reduced.size()),
+                       api->MPI_Iallgatherv(c.reduced.data(), static_cast<int>(reduced),
                                             api->byte, p.output, counts.data(), displs.data(),
                                             api->byte, c.comm, &request));
           !s.ok())
@@ -392,9 +400,9 @@ Status Execute(const MNT_Communicator& c, const Plan& p, bool polite) {
     }
     case MNT_COLLECTIVE_REDUCE_SCATTER: {
       // Equal chunks: ChunkBegin(W*n, W, r) = r*n.
-      std::vector<char> reduced;
+      int64_t reduced = 0;
       if (auto s = ExchangeAndReduce(*api, c, p, p.in_n, polite, &reduced); !s.ok()) return s;
-      std::memcpy(p.output, reduced.data(), reduced.size());
+      std::memcpy(p.output, c.reduced.data(), static_cast<size_t>(reduced));
       return Status::Ok();
     }
     case MNT_COLLECTIVE_ALL_GATHER: {
@@ -431,7 +439,7 @@ uint64_t Issue(MNT_Communicator* c, const Plan& plan, bool started, Status* ran)
     *ran = Execute(*c, plan, /*polite=*/false);
     return 0;
   }
-  const MNT_Communicator* comm = c;
+  MNT_Communicator* comm = c;
   return c->worker->Submit(
       [comm, plan, started] { return Execute(*comm, plan, /*polite=*/started); });
 }
