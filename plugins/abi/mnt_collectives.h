@@ -162,8 +162,10 @@ typedef struct MNT_Collectives_Start_Args {
   MNT_CollectiveOp op;
   MNT_ReduceOp reduce; /* reductions only */
   int32_t root;        /* BROADCAST only */
-  const MNT_Tensor* input;  /* borrowed until Collectives_Wait */
-  const MNT_Tensor* output; /* borrowed until Collectives_Wait */
+  /* The structs are borrowed for the call; the memory they describe
+   * (data) until Collectives_Wait returns. */
+  const MNT_Tensor* input;
+  const MNT_Tensor* output;
   MNT_CollectiveWork* work; /* out */
 } MNT_Collectives_Start_Args;
 #define MNT_Collectives_Start_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Collectives_Start_Args, work)
