@@ -37,7 +37,8 @@
 //  * the table: struct_size covers version 2, Start and Wait non-NULL;
 //  * every case above once more with Collectives_Start then
 //    Collectives_Wait ("Start+Wait: <case>"): Run's bits exactly, and the
-//    same bits on every rank;
+//    same bits on every rank (the MNT_Tensor structs Start was given are
+//    cleared before Wait: they are borrowed for the call only);
 //  * ordering: FILL, Start, a FILL of another tensor while it is in
 //    flight, Wait, CAST, with no synchronisation;
 //  * four collectives in flight at once, waited for in reverse order, each
@@ -472,7 +473,14 @@ class Checker {
         s = coll_.Run(coll_.RunArgs(comm, c.op, c.reduce, c.root, &in, &out));
       } else {
         MNT_CollectiveWork* work = nullptr;
-        s = coll_.Start(coll_.StartArgs(comm, c.op, c.reduce, c.root, &in, &out), &work);
+        // Copies: Start borrows the MNT_Tensor structs for the call only
+        // (the memory they describe until Wait), so they are cleared
+        // before Wait; a backend that reads them later finds no tensor.
+        MNT_Tensor in_struct = in, out_struct = out;
+        s = coll_.Start(
+            coll_.StartArgs(comm, c.op, c.reduce, c.root, &in_struct, &out_struct), &work);
+        in_struct = MNT_Tensor{};
+        out_struct = MNT_Tensor{};
         if (s.ok()) {
           s = coll_.Wait(comm, work);
           if (!s.ok()) s = sdk::Internal("Collectives_Wait: " + Describe(s));
