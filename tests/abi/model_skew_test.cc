@@ -243,8 +243,11 @@ class Harness {
     return out;
   }
 
-  // Model_Backward as a host of `struct_size` (1.5 or 1.6) sends it.
-  sdk::Status RawBackward(size_t struct_size, float host, const MNT_Tensor* device) {
+  // Model_Backward as a host of `struct_size` (1.5 or 1.6) sends it; a
+  // gradient_ready callback is read by the model only when struct_size
+  // covers it.
+  sdk::Status RawBackward(size_t struct_size, float host, const MNT_Tensor* device,
+                          MNT_GradientReadyFn* ready = nullptr, void* ready_data = nullptr) {
     MNT_Model_Backward_Args a{};
     a.struct_size = struct_size;
     a.model = model_.get();
@@ -254,22 +257,8 @@ class Harness {
     a.num_grads = grads_.size();
     a.loss_multiplier = host;
     a.loss_multiplier_device = device;
-    return sdk::StatusFromPluginError(model_.plugin(), model_.plugin()->model->Model_Backward(&a));
-  }
-
-  // The same with a gradient_ready callback in the struct (read by the
-  // model only when struct_size covers it).
-  sdk::Status RawBackwardWithReady(size_t struct_size, MNT_GradientReadyFn* fn, void* data) {
-    MNT_Model_Backward_Args a{};
-    a.struct_size = struct_size;
-    a.model = model_.get();
-    a.params = params_.data();
-    a.num_params = params_.size();
-    a.grads = grads_.data();
-    a.num_grads = grads_.size();
-    a.loss_multiplier = kMultiplierForRaw;
-    a.gradient_ready = fn;
-    a.gradient_ready_user_data = data;
+    a.gradient_ready = ready;
+    a.gradient_ready_user_data = ready_data;
     return sdk::StatusFromPluginError(model_.plugin(), model_.plugin()->model->Model_Backward(&a));
   }
   static constexpr float kMultiplierForRaw = 1536.75f;
@@ -467,15 +456,16 @@ TEST(ModelSkewTest, A111ModelCalledByA110HostNeverReadsTheCallback) {
   ReadyCounts counts = h.NewCounts();
   // The callback sits past the 1.10 struct: the model must not see it.
   h.Forward();
-  sdk::Status s = h.RawBackwardWithReady(MNT_Model_Backward_Args_STRUCT_SIZE_1_10,
-                                         &ReadyCounts::Callback, &counts);
+  sdk::Status s = h.RawBackward(MNT_Model_Backward_Args_STRUCT_SIZE_1_10,
+                                Harness::kMultiplierForRaw, nullptr, &ReadyCounts::Callback,
+                                &counts);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(counts.calls, 0);
   EXPECT_TRUE(SameBits(h.Download(), want));
   // The full struct: called back, every element once.
   h.Forward();
-  s = h.RawBackwardWithReady(MNT_Model_Backward_Args_STRUCT_SIZE, &ReadyCounts::Callback,
-                             &counts);
+  s = h.RawBackward(MNT_Model_Backward_Args_STRUCT_SIZE, Harness::kMultiplierForRaw, nullptr,
+                    &ReadyCounts::Callback, &counts);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(counts.EachOnce());
   EXPECT_TRUE(SameBits(h.Download(), want));

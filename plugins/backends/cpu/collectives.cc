@@ -6,7 +6,6 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <set>
 #include <string>
@@ -71,24 +70,9 @@ Status ReadyMpi(const mpi::Api** out) {
   return Status::Ok();
 }
 
-// Exceptions must not cross the C boundary.
-template <typename F>
-MNT_Error* Guard(const char* call, F&& f) {
-  try {
-    return sdk::ToError(f());
-  } catch (const std::exception& e) {
-    return sdk::ToError(sdk::Internal(Format("%s: %s", call, e.what())));
-  } catch (...) {
-    return sdk::ToError(sdk::Internal(Format("%s: unknown exception", call)));
-  }
-}
-
 MNT_Error* GetUniqueId(MNT_Collectives_GetUniqueId_Args* args) {
-  return Guard("Collectives_GetUniqueId", [&]() -> Status {
-    if (args == nullptr) return sdk::InvalidArgument("Collectives_GetUniqueId: args is NULL");
-    if (auto s = sdk::CheckStructSize("MNT_Collectives_GetUniqueId_Args", MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE, args->struct_size);
-        !s.ok())
-      return s;
+  return sdk::Guard("Collectives_GetUniqueId", [&]() -> Status {
+    MNT_CHECK_ARGS(MNT_Collectives_GetUniqueId_Args, args);
     // The MPI world already ties the ranks together; the id lets every rank
     // check that it joins the communicator rank 0 asked for.
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -102,11 +86,8 @@ MNT_Error* GetUniqueId(MNT_Collectives_GetUniqueId_Args* args) {
 }
 
 MNT_Error* CommunicatorCreate(MNT_Communicator_Create_Args* args) {
-  return Guard("Communicator_Create", [&]() -> Status {
-    if (args == nullptr) return sdk::InvalidArgument("Communicator_Create: args is NULL");
-    if (auto s = sdk::CheckStructSize("MNT_Communicator_Create_Args", MNT_Communicator_Create_Args_STRUCT_SIZE, args->struct_size);
-        !s.ok())
-      return s;
+  return sdk::Guard("Communicator_Create", [&]() -> Status {
+    MNT_CHECK_ARGS(MNT_Communicator_Create_Args, args);
     args->communicator = nullptr;
     if (args->world_size < 1 || args->rank < 0 || args->rank >= args->world_size) {
       return sdk::InvalidArgument(Format("Communicator_Create: rank %d of world size %d",
@@ -169,11 +150,8 @@ MNT_Error* CommunicatorCreate(MNT_Communicator_Create_Args* args) {
 }
 
 MNT_Error* CommunicatorDestroy(MNT_Communicator_Destroy_Args* args) {
-  return Guard("Communicator_Destroy", [&]() -> Status {
-    if (args == nullptr) return sdk::InvalidArgument("Communicator_Destroy: args is NULL");
-    if (auto s = sdk::CheckStructSize("MNT_Communicator_Destroy_Args", MNT_Communicator_Destroy_Args_STRUCT_SIZE, args->struct_size);
-        !s.ok())
-      return s;
+  return sdk::Guard("Communicator_Destroy", [&]() -> Status {
+    MNT_CHECK_ARGS(MNT_Communicator_Destroy_Args, args);
     MNT_Communicator* c = args->communicator;
     if (c == nullptr) return Status::Ok();
     // Finishes every queued collective (the other ranks are in them too).
@@ -445,11 +423,8 @@ uint64_t Issue(MNT_Communicator* c, const Plan& plan, bool started, Status* ran)
 }
 
 MNT_Error* CollectivesRun(MNT_Collectives_Run_Args* args) {
-  return Guard("Collectives_Run", [&]() -> Status {
-    if (args == nullptr) return sdk::InvalidArgument("Collectives_Run: args is NULL");
-    if (auto s = sdk::CheckStructSize("MNT_Collectives_Run_Args", MNT_Collectives_Run_Args_STRUCT_SIZE, args->struct_size);
-        !s.ok())
-      return s;
+  return sdk::Guard("Collectives_Run", [&]() -> Status {
+    MNT_CHECK_ARGS(MNT_Collectives_Run_Args, args);
     Plan plan;
     if (auto s = PlanCollective(args->communicator, args->op, args->reduce, args->root,
                                 args->input, args->output, &plan);
@@ -463,12 +438,8 @@ MNT_Error* CollectivesRun(MNT_Collectives_Run_Args* args) {
 }
 
 MNT_Error* CollectivesStart(MNT_Collectives_Start_Args* args) {
-  return Guard("Collectives_Start", [&]() -> Status {
-    if (args == nullptr) return sdk::InvalidArgument("Collectives_Start: args is NULL");
-    if (auto s = sdk::CheckStructSize("MNT_Collectives_Start_Args",
-                                      MNT_Collectives_Start_Args_STRUCT_SIZE, args->struct_size);
-        !s.ok())
-      return s;
+  return sdk::Guard("Collectives_Start", [&]() -> Status {
+    MNT_CHECK_ARGS(MNT_Collectives_Start_Args, args);
     args->work = nullptr;
     Plan plan;
     if (auto s = PlanCollective(args->communicator, args->op, args->reduce, args->root,
@@ -484,12 +455,8 @@ MNT_Error* CollectivesStart(MNT_Collectives_Start_Args* args) {
 }
 
 MNT_Error* CollectivesWait(MNT_Collectives_Wait_Args* args) {
-  return Guard("Collectives_Wait", [&]() -> Status {
-    if (args == nullptr) return sdk::InvalidArgument("Collectives_Wait: args is NULL");
-    if (auto s = sdk::CheckStructSize("MNT_Collectives_Wait_Args",
-                                      MNT_Collectives_Wait_Args_STRUCT_SIZE, args->struct_size);
-        !s.ok())
-      return s;
+  return sdk::Guard("Collectives_Wait", [&]() -> Status {
+    MNT_CHECK_ARGS(MNT_Collectives_Wait_Args, args);
     MNT_Communicator* c = args->communicator;
     MNT_CollectiveWork* w = args->work;
     if (c == nullptr) return sdk::InvalidArgument("Collectives_Wait: communicator is NULL");
