@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/text_format.h"
 #include "trainer/checkpoint/atomic_file.h"
 
 namespace mnt::trainer {
@@ -33,8 +32,9 @@ std::string RunConfigText(const TrainConfig& config) {
   saved.clear_resume_if_exists();
   saved.clear_resume_from();
   saved.clear_eval_only();
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(saved, &text);
+  // Every field, zeros included: read back on top of the defaults, an
+  // explicit 0 (--eval_every=0) must stay 0.
+  const std::string text = ConfigToText(saved);
   return absl::StrCat(
       "# The config of the run whose checkpoints are in this folder, as train resolved it.\n"
       "# train --config=<this file> --resume continues the run; --eval_only evaluates it.\n",

@@ -13,10 +13,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/checkpoint/atomic_file.h"
+#include "trainer/config/user_path.h"
 #include "trainer/text/nearest_name.h"
 
 namespace mnt {
@@ -243,6 +245,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok()) s = CheckBetween("batch_size", c.batch_size(), 1, int64_t{1} << 24);
   if (s.ok()) s = CheckBetween("grad_accum_steps", c.grad_accum_steps(), 1, int64_t{1} << 24);
   if (s.ok()) s = CheckAtLeast("steps", c.steps(), 1);
+  if (s.ok()) s = CheckAtLeast("global_batch_size", c.global_batch_size(), 0);
   if (s.ok()) s = ValidateOptimizer(c.optimizer());
   if (s.ok()) s = ValidateSchedule(c.schedule());
   if (s.ok()) s = CheckRange("clip_grad_norm", c.clip_grad_norm(), 0, false, kInf, false);
@@ -378,6 +381,21 @@ void PrintAllFields(const google::protobuf::Message& message, int indent,
 }
 
 }  // namespace
+
+void ExpandUserPaths(TrainConfig* c) {
+  DataConfig& d = *c->mutable_data();
+  for (std::string* p :
+       {d.mutable_train_images(), d.mutable_train_labels(), d.mutable_test_images(),
+        d.mutable_test_labels(), d.mutable_text_path(), d.mutable_cache_dir(),
+        d.mutable_train_shards(), d.mutable_val_shards(), d.mutable_tokenizer_model(),
+        c->mutable_checkpoint_dir(), c->mutable_resume_from(), c->mutable_metrics_jsonl(),
+        c->mutable_tensorboard_dir()}) {
+    *p = ExpandUserPath(*p);
+  }
+  std::vector<std::string> dirs = absl::StrSplit(c->plugin_path(), ':');
+  for (std::string& dir : dirs) dir = ExpandUserPath(dir);
+  c->set_plugin_path(absl::StrJoin(dirs, ":"));
+}
 
 std::string ConfigToText(const TrainConfig& config) {
   // Zero values are written out too: reading the text back on top of the

@@ -47,6 +47,11 @@ absl::Status MergeTextConfigFile(const std::string& path, TrainConfig* config);
 // DefaultTrainConfig() overridden by the text-format file at `path`, validated.
 absl::StatusOr<TrainConfig> LoadTextConfig(const std::string& path);
 
+// Expands a leading ~ (user_path.h) in every path field: the data files,
+// cache_dir, checkpoint_dir, resume_from, metrics_jsonl, tensorboard_dir and
+// each ':'-separated entry of plugin_path.
+void ExpandUserPaths(TrainConfig* config);
+
 // Text format of `config` that LoadTextConfig/MergeTextConfig read back
 // (every field printed, so defaults are not re-applied to zero values).
 std::string ConfigToText(const TrainConfig& config);

@@ -14,6 +14,7 @@
 #include "google/protobuf/descriptor.h"
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/config/config_fields.h"
+#include "trainer/config/user_path.h"
 
 // Defaults repeat DefaultTrainConfig() so --help shows them; flags_test checks
 // that the two agree.
@@ -59,6 +60,10 @@ ABSL_FLAG(double, validation_fraction, 0.2, "Fraction of the training set held o
 
 ABSL_FLAG(int64_t, batch_size, 64, "Examples per micro-batch");
 ABSL_FLAG(int64_t, grad_accum_steps, 1, "Micro-batches per optimizer step");
+ABSL_FLAG(int64_t, global_batch_size, 0,
+          "Examples per optimizer step over all ranks (batch_size x grad_accum_steps x ranks); "
+          "given, it sets --batch_size per rank; 0 = that product. A resumed run keeps its "
+          "own on any number of ranks");
 ABSL_FLAG(int64_t, steps, 300, "Optimizer steps");
 
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw|adam|sgd");
@@ -95,6 +100,10 @@ ABSL_FLAG(int64_t, eval_batches, 0, "Validation batches per evaluation; 0 = all"
 ABSL_FLAG(int64_t, log_every, 10, "Log every N steps");
 ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
 ABSL_FLAG(std::string, checkpoint_dir, "", "Checkpoint directory; \"\" = <cache>/runs/<run_name>, none = no checkpoints");
+ABSL_FLAG(bool, overwrite_output_dir, false,
+          "Let a new run replace another run's checkpoints in its folder (they are removed "
+          "before the first step); without it such a folder is refused (--resume continues "
+          "that run instead)");
 ABSL_FLAG(std::string, run_name, "", "The run's checkpoint folder under <cache>/runs/ when --checkpoint_dir is not given; \"\" = <model>-<dataset>-<precision>");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "Checkpoint every N steps; 0 = only at the end");
 ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest (the run's own folder by default); an error when there is none, unless --resume=if_exists");
@@ -194,6 +203,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(gradient_checkpointing, c->set_gradient_checkpointing(v)),
       MNT_BIND(batch_size, c->set_batch_size(v)),
       MNT_BIND(grad_accum_steps, c->set_grad_accum_steps(v)),
+      MNT_BIND(global_batch_size, c->set_global_batch_size(v)),
       MNT_BIND(steps, c->set_steps(v)),
       MNT_BIND(optimizer, c->mutable_optimizer()->set_name(v)),
       MNT_BIND(lr, c->mutable_optimizer()->set_lr(v)),
@@ -230,6 +240,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(save_total_limit, c->set_save_total_limit(v)),
       MNT_BIND(resume_from, c->set_resume_from(v)),
       MNT_BIND(run_name, c->set_run_name(v)),
+      MNT_BIND(overwrite_output_dir, c->set_overwrite_output_dir(v)),
       MNT_BIND(resume_if_exists, c->set_resume_if_exists(v)),
       MNT_BIND(eval_only, c->set_eval_only(v)),
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
@@ -345,7 +356,7 @@ bool SpecifiedOnCommandLine(const absl::CommandLineFlag& flag) {
 absl::StatusOr<TrainConfig> ConfigFromFlags(
     const std::function<bool(const absl::CommandLineFlag&)>& is_set) {
   TrainConfig config = DefaultTrainConfig();
-  const std::string config_path = absl::GetFlag(FLAGS_config);
+  const std::string config_path = ExpandUserPath(absl::GetFlag(FLAGS_config));
   if (!config_path.empty()) {
     absl::Status s = MergeTextConfigFile(config_path, &config);
     if (!s.ok()) return s;
@@ -359,6 +370,7 @@ absl::StatusOr<TrainConfig> ConfigFromFlags(
     return absl::InvalidArgumentError(
         "--warmup_ratio and --warmup_steps both set the warmup: give one of them");
   }
+  ExpandUserPaths(&config);
   absl::Status s = ValidateTrainConfig(config);
   if (!s.ok()) {
     if (config_path.empty()) return s;
@@ -426,7 +438,7 @@ std::string FieldPathOfFlag(const std::string& name) {
 
 bool FieldChosenByUser(const std::string& name) {
   if (FlagGivenOnCommandLine(name)) return true;
-  const std::string path = absl::GetFlag(FLAGS_config);
+  const std::string path = ExpandUserPath(absl::GetFlag(FLAGS_config));
   if (path.empty()) return false;
   // Read again (a few calls per run): ConfigFromFlags has read and checked
   // this file already.
