@@ -160,7 +160,7 @@ TEST_F(BadInputTest, CheckpointAppliedStepsNotANumber) {
   const std::string path = TamperedCheckpoint("words", [](CheckpointData* d) {
     (*d->mutable_metadata())["applied_steps"] = "three";
   });
-  ExpectRefused("--checkpoint_dir=" + *state_ + "/ckpt --resume_from=" + path,
+  ExpectRefused("--overwrite_output_dir --checkpoint_dir=" + *state_ + "/ckpt --resume_from=" + path,
                 "applied_steps 'three' is not a whole number");
 }
 
@@ -174,7 +174,7 @@ TEST_F(BadInputTest, CheckpointAppliedStepsOverflow) {
 TEST_F(BadInputTest, CheckpointNegativeStep) {
   const std::string path =
       TamperedCheckpoint("negative", [](CheckpointData* d) { d->set_step(-5); });
-  ExpectRefused("--checkpoint_dir=" + *state_ + "/ckpt --resume_from=" + path,
+  ExpectRefused("--overwrite_output_dir --checkpoint_dir=" + *state_ + "/ckpt --resume_from=" + path,
                 "checkpoint step -5 is negative");
 }
 
@@ -218,10 +218,11 @@ TEST_F(BadInputTest, MetricsOnAFullDiskStopTheRun) {
 }
 
 TEST_F(BadInputTest, CheckpointOnAFullDiskLeavesNoTempFile) {
-  // The earlier run's checkpoint directory is the target: `latest` must stay
-  // the old file, and no latest.tmp.<pid> or half checkpoint may be left.
+  // The earlier run, continued, is the target: `latest` must stay the old
+  // file, and no latest.tmp.<pid> or half checkpoint may be left. (Its own
+  // metrics file would grow: this command writes none.)
   const auto before = Snapshot(*state_);
-  Result r = Train("--steps=4 --checkpoint_dir=" + *state_ + "/ckpt",
+  Result r = Train("--steps=4 --resume --metrics_jsonl= --checkpoint_dir=" + *state_ + "/ckpt",
                    "trap \"\" XFSZ; ulimit -f 8; ");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.signal, 0);

@@ -306,7 +306,8 @@ TEST(EvalOnlyTest, TheSavedConfigEvaluatesTheCheckpointAsTrainingDid) {
                                train_log);
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const std::string config = dir + "/train_config.txtpb";
-  EXPECT_NE(trained.out.find("its config: " + config + ", which --config reads back"),
+  EXPECT_NE(trained.out.find("its config: " + config + ", which train --resume_from=" + dir +
+                             " reads back"),
             std::string::npos) << trained.out;
   const std::string saved = Slurp(config);
   EXPECT_NE(saved.find("model: \"mlp\""), std::string::npos) << saved;
@@ -334,9 +335,10 @@ TEST(EvalOnlyTest, TheSavedConfigEvaluatesTheCheckpointAsTrainingDid) {
   CliResult by_dir = RunTrain("--eval_only --resume_from=" + dir);
   ASSERT_EQ(by_dir.exit_code, 0) << by_dir.err;
   EXPECT_NE(by_dir.out.find("(step 30)"), std::string::npos) << by_dir.out;
-  // Flags for another model: the error points at the saved config.
+  // A flag for another model wins over the saved config, and the
+  // checkpoint refuses it, naming both.
   ExpectOneLineError(RunTrain("--eval_only --model=cnn --resume_from=" + dir),
-                     "add --config=" + config);
+                     "it was written with --model=\"mlp\" but this run uses --model=\"cnn\"");
 }
 
 TEST(EvalOnlyTest, WithoutACheckpointItIsOneErrorLine) {
@@ -392,8 +394,9 @@ TEST(PrecisionProbeTest, AResumedAutoRunKeepsItsCheckpointsPrecision) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   CliResult again = RunTrain("--steps=4 --resume --checkpoint_dir=" + dir);
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_NE(again.out.find("precision: bf16 (the checkpoint's; --precision=auto)"),
-            std::string::npos) << again.out;
+  // The run's saved config says bf16.
+  EXPECT_NE(again.out.find("mantissa: cpu backend, bf16 precision"), std::string::npos)
+      << again.out;
   EXPECT_EQ(again.out.find("precision probe"), std::string::npos) << again.out;
 }
 

@@ -214,7 +214,7 @@ TEST(MetricsTest, EachRunStartsItsOwnFileAndResumeAppends) {
   const std::string common = std::string(kMlp) + "--checkpoint_dir=" + dir + "/ckpt " +
                              "--metrics_jsonl=" + jsonl + " ";
   ASSERT_EQ(Train(common + "--steps=4").exit_code, 0);
-  Result second = Train(common + "--steps=4");
+  Result second = Train(common + "--steps=4 --overwrite_output_dir");
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_TRUE(absl::StrContains(second.out, "kept as " + jsonl + ".1")) << second.out;
   Result resumed = Train(common + "--steps=6 --resume");
@@ -275,9 +275,10 @@ TEST(ResumeTest, FromAnExplicitCheckpoint) {
   const std::string dir = TempDir() + "/explicit";
   fs::remove_all(dir);
   ASSERT_EQ(Train(std::string(kMlp) + "--steps=4 --checkpoint_dir=" + dir + "/a").exit_code, 0);
+  int copy = 0;
   for (const std::string& from : {dir + "/a", dir + "/a/latest"}) {
-    Result r = Train(std::string(kMlp) + "--steps=6 --checkpoint_dir=" + dir + "/b " +
-                     "--resume_from=" + from);
+    Result r = Train(std::string(kMlp) + "--steps=6 --checkpoint_dir=" + dir + "/b" +
+                     std::to_string(copy++) + " --resume_from=" + from);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(absl::StrContains(r.out, "resumed from " + dir + "/a/latest at step 4"))
         << r.out;

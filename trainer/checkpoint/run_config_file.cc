@@ -2,7 +2,9 @@
 
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "trainer/checkpoint/atomic_file.h"
 
 namespace mnt::trainer {
@@ -28,16 +30,27 @@ std::string RunConfigText(const TrainConfig& config) {
                          saved.mutable_tensorboard_dir()}) {
     Absolute(p);
   }
+  // How this invocation started is the next command's choice, not the run's.
   saved.clear_resume();
   saved.clear_resume_if_exists();
   saved.clear_resume_from();
   saved.clear_eval_only();
+  saved.clear_overwrite_output_dir();
   // Every field, zeros included: read back on top of the defaults, an
-  // explicit 0 (--eval_every=0) must stay 0.
-  const std::string text = ConfigToText(saved);
+  // explicit 0 (--eval_every=0) must stay 0. The invocation's own fields
+  // are left out (they read back as their defaults).
+  std::string text;
+  for (absl::string_view line : absl::StrSplit(ConfigToText(saved), '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "resume") || absl::StartsWith(line, "eval_only:") ||
+        absl::StartsWith(line, "overwrite_output_dir:")) {
+      continue;
+    }
+    absl::StrAppend(&text, line, "\n");
+  }
   return absl::StrCat(
       "# The config of the run whose checkpoints are in this folder, as train resolved it.\n"
-      "# train --config=<this file> --resume continues the run; --eval_only evaluates it.\n",
+      "# train --resume_from=<this folder> continues the run with it (flags given then\n"
+      "# change it); add --eval_only to evaluate the run's latest checkpoint.\n",
       text);
 }
 

@@ -156,36 +156,51 @@ std::string NewestRunFolder(const std::string& parent, const std::string& base) 
 absl::StatusOr<std::unique_ptr<RunFolderLock>> RunFolderLock::Acquire(const std::string& dir) {
   if (auto s = MakeDirectories(dir); !s.ok()) return s;
   const std::string path = absl::StrCat(dir, "/", kRunFolderLockName);
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    std::string holder;
-    ReadWholeFile(path, &holder, 64).IgnoreError();
-    close(fd);
-    if (err != EWOULDBLOCK) {
+  // The holder removes the file when it ends, so a lock taken on a file that
+  // has just been removed is no lock: take it again on the file now there.
+  for (int attempt = 0;; ++attempt) {
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
       return absl::FailedPreconditionError(
-          absl::StrCat("cannot lock ", path, ": ", std::strerror(err)));
+          absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
     }
-    absl::StripAsciiWhitespace(&holder);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "another run", holder.empty() ? "" : absl::StrCat(" (pid ", holder, ")"),
-        " is writing ", dir, ": wait for it to end, or choose another folder (--run_name or "
-        "--checkpoint_dir)"));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      std::string holder;
+      ReadWholeFile(path, &holder, 64).IgnoreError();
+      close(fd);
+      if (err != EWOULDBLOCK) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("cannot lock ", path, ": ", std::strerror(err)));
+      }
+      absl::StripAsciiWhitespace(&holder);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another run", holder.empty() ? "" : absl::StrCat(" (pid ", holder, ")"),
+          " is writing ", dir, ": wait for it to end, or choose another folder (--run_name or "
+          "--checkpoint_dir)"));
+    }
+    struct stat held{}, named{};
+    if (fstat(fd, &held) != 0 || stat(path.c_str(), &named) != 0 ||
+        held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+      close(fd);
+      if (attempt < 10) continue;
+      return absl::FailedPreconditionError(absl::StrCat("cannot lock ", path,
+                                                        ": it keeps being replaced"));
+    }
+    // Who holds it, for the next run's message; the lock itself is the flock.
+    const std::string pid = absl::StrCat(getpid(), "\n");
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+      // Only the message would lack the pid.
+    }
+    return std::unique_ptr<RunFolderLock>(new RunFolderLock(fd, path));
   }
-  // Who holds it, for the next run's message; the lock itself is the flock.
-  const std::string pid = absl::StrCat(getpid(), "\n");
-  if (ftruncate(fd, 0) == 0 && pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-    // Only the message would lack the pid.
-  }
-  return std::unique_ptr<RunFolderLock>(new RunFolderLock(fd));
 }
 
 RunFolderLock::~RunFolderLock() {
-  if (fd_ >= 0) close(fd_);  // releases the flock
+  // Removed while still held, so no other run can lock this file meanwhile;
+  // a run killed here leaves the file, unlocked, which is harmless.
+  unlink(path_.c_str());
+  close(fd_);
 }
 
 bool RunFolderLocked(const std::string& dir) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -73,8 +74,9 @@ std::string NewestRunFolder(const std::string& parent, const std::string& base);
 
 // Held while a run writes its folder: an exclusive flock on <dir>/.lock,
 // released when the process ends however it ends (so a killed run leaves no
-// stale lock). Creates the folder. FailedPrecondition naming the holder's
-// pid when another process holds it.
+// stale lock). Creates the folder; the file is removed when the lock is
+// released. FailedPrecondition naming the holder's pid when another process
+// holds it.
 class RunFolderLock {
  public:
   static absl::StatusOr<std::unique_ptr<RunFolderLock>> Acquire(const std::string& dir);
@@ -83,8 +85,9 @@ class RunFolderLock {
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 
  private:
-  explicit RunFolderLock(int fd) : fd_(fd) {}
+  RunFolderLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   int fd_;
+  std::string path_;
 };
 
 // Whether a live process other than this one holds <dir>/.lock.

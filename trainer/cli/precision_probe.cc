@@ -38,6 +38,9 @@ double Median(std::vector<double> v) {
 // One candidate: its trainer, its losses and its steps' wall times.
 struct Candidate {
   ProbeRow row;
+  // Why it could not even start (the data, the model, the device): for fp32
+  // that is the run's own error, not the probe's.
+  absl::Status start_error;
   std::unique_ptr<Trainer> trainer;
   ProbeSink sink;
   std::vector<double> step_ms;
@@ -62,12 +65,14 @@ void Start(const TrainConfig& base, PluginRegistry* registry, const std::string&
   auto data = LoadDatasets(config, digits_csv);
   if (!data.ok()) {
     c->row.note = std::string(data.status().message());
+    c->start_error = data.status();
     return;
   }
   auto trainer =
       Trainer::Create(config, registry, std::move(data->train), std::move(data->eval));
   if (!trainer.ok()) {
     c->row.note = std::string(trainer.status().message());
+    c->start_error = trainer.status();
     return;
   }
   c->trainer = std::move(*trainer);
@@ -116,6 +121,8 @@ absl::StatusOr<ProbeResult> ProbePrecisions(const TrainConfig& config, PluginReg
   for (size_t i = 0; i < candidates.size(); ++i) {
     candidates[i].row.precision = precisions[i];
     Start(config, registry, digits_csv, &candidates[i]);
+    // fp32 cannot start: neither can the run, whatever its precision.
+    if (i == 0 && !candidates[0].start_error.ok()) return candidates[0].start_error;
   }
   for (int64_t step = 1; step <= result.steps_each; ++step) {
     for (Candidate& c : candidates) {
@@ -147,7 +154,8 @@ absl::StatusOr<ProbeResult> ProbePrecisions(const TrainConfig& config, PluginReg
   const ProbeRow& fp32 = result.rows[0];
   if (!fp32.ran || !std::isfinite(fp32.loss)) {
     return absl::FailedPreconditionError(
-        absl::StrCat("--precision=auto: the fp32 probe run failed: ", fp32.note));
+        absl::StrCat("--precision=auto: the fp32 probe run failed after it started (",
+                     fp32.note, "); --precision=fp32 runs the job without the probe"));
   }
   const ProbeRow* best = &result.rows[0];
   for (ProbeRow& r : result.rows) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/flags/declare.h"
@@ -21,15 +22,19 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "trainer/cli/data_flags.h"
 #include "trainer/cli/eval_only.h"
 #include "trainer/cli/help.h"
 #include "trainer/cli/precision_probe.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
+#include "trainer/cli/run_folder_choice.h"
 #include "trainer/cli/run_header.h"
+#include "trainer/cli/run_plan.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/cli/user_directory.h"
 #include "trainer/config/command_line_check.h"
@@ -41,6 +46,8 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/checkpoint/run_config_file.h"
+#include "trainer/checkpoint/run_folder.h"
+#include "trainer/config/user_path.h"
 #include "trainer/core/stop_signals.h"
 #include "trainer/core/trainer.h"
 #include "trainer/data/digits.h"
@@ -62,8 +69,12 @@ namespace {
 
 // Set once this process is one rank of a data-parallel job.
 HostComm* g_ranks = nullptr;
+// The folder rank 0 claimed for this run's checkpoints (and holds locked).
+WriteFolder g_write_folder;
 
 int Fail(const absl::Status& s) {
+  // A run that fails before saving anything leaves no folder behind.
+  ReleaseWriteFolder(&g_write_folder);
   if (g_ranks == nullptr) return ToolError("mantissa", s.message());
   ToolError("mantissa", g_ranks->rank() == 0
                             ? std::string(s.message())
@@ -82,6 +93,11 @@ int FailOnce(const absl::Status& s) {
     std::_Exit(1);
   }
   return Fail(s);
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return !a.empty() && !b.empty() && std::filesystem::equivalent(a, b, ec) && !ec;
 }
 
 // Where `bazel run` put Debian's digits csv among the runfiles, if anywhere.
@@ -136,26 +152,82 @@ int Run(int original_argc, char** original_argv) {
         absl::StrCat("unexpected argument '", rest[1],
                      "' (flags are written --name=value)")));
   }
-  auto config = ConfigFromFlags();
-  if (!config.ok()) return Fail(config.status());
+  auto given = ConfigFromFlags();
+  if (!given.ok()) return Fail(given.status());
 
   PluginRegistry registry(
-      PluginRegistry::DefaultSearchPath(config->plugin_path(), argv[0]));
+      PluginRegistry::DefaultSearchPath(given->plugin_path(), argv[0]));
   registry.set_verbose_errors(absl::GetFlag(FLAGS_verbose));
-  auto device = ResolveDevice(config->device(), &registry);
+  auto device = ResolveDevice(given->device(), &registry);
   if (!device.ok()) return Fail(device.status());
-  config->set_device(*device);
-  // Model and device defaults fill in what neither the command line nor the
-  // --config file chose.
-  const std::vector<std::string> defaults =
-      ApplyModelDefaults(*device, FieldChosenByUser, &*config);
-  if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
-  if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
   // Data parallel: one process per rank, launched by mpirun or srun. Only
   // rank 0 prints and writes logs and checkpoints (trainer/parallel/).
   const Launch launch = DetectLaunch();
+  const int64_t world =
+      launch.world_size > 1 && given->data_parallel() != "off" ? launch.world_size : 1;
+
+  // A resumed run is the same run: its folder's saved config fills every
+  // field this command does not give (run_folder_choice.h).
+  const std::string runs_parent =
+      absl::StrCat(given->data().cache_dir().empty() ? DefaultCacheDir()
+                                                     : given->data().cache_dir(),
+                   "/runs");
+  const std::string default_base = DefaultRunFolderBase(
+      *given,
+      given->precision() == "auto" ? std::string("auto")
+                                   : ResolvePrecision(given->precision(), *device),
+      world);
+  auto resume = ChooseResumeFolder(*given, runs_parent, default_base);
+  if (!resume.ok()) return Fail(resume.status());
+  std::optional<TrainConfig> saved;
+  absl::StatusOr<TrainConfig> config = *given;
+  if (resume->folder.has_value() && !resume->folder->config_path.empty()) {
+    auto read = ReadRunConfig(*resume->folder);
+    if (!read.ok()) return Fail(read.status());
+    saved = *read;
+    config = ConfigFromFlagsOver(*saved);
+    if (!config.ok()) return Fail(config.status());
+    // It goes on in its own folder unless this command names another.
+    if (!FieldChosenByUser("checkpoint_dir") && !FieldChosenByUser("run_name")) {
+      config->set_checkpoint_dir(resume->folder->dir);
+    }
+  }
+  // What this command chose itself; a --config that is the resumed run's
+  // own saved file chooses nothing new.
+  const bool config_is_saved =
+      saved.has_value() && SameFile(ExpandUserPath(absl::GetFlag(FLAGS_config)),
+                                    resume->folder->config_path);
+  const ChosenNow chosen_now = [&](const std::string& flag) {
+    return config_is_saved ? FlagGivenOnCommandLine(flag) : FieldChosenByUser(flag);
+  };
+  auto device_now = ResolveDevice(config->device(), &registry);
+  if (!device_now.ok()) return Fail(device_now.status());
+  config->set_device(*device_now);
+  // Model and device defaults fill in what neither the command line nor the
+  // --config file chose (a resumed run's saved config chose everything).
+  std::vector<std::string> defaults;
+  if (!saved.has_value()) {
+    if (std::string d = ApplyDatasetOfDataFlags(FieldChosenByUser, &*config); !d.empty()) {
+      defaults.push_back(d);
+    }
+    for (std::string& d : ApplyModelDefaults(*device_now, FieldChosenByUser, &*config)) {
+      defaults.push_back(std::move(d));
+    }
+  }
+  if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
+  if (auto s = CheckDataFlagsFitDataset(*config); !s.ok()) return Fail(s);
+  if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
+  // The global batch: kept from the saved run on any number of ranks.
+  std::vector<std::string> plan_lines;
+  if (saved.has_value()) {
+    auto lines = ResolveResumedPlan(*saved, chosen_now, world, &*config);
+    if (!lines.ok()) return Fail(lines.status());
+    plan_lines = std::move(*lines);
+  } else if (auto s = ResolveGlobalBatch(chosen_now, world, &*config); !s.ok()) {
+    return Fail(s);
+  }
   std::unique_ptr<HostComm> ranks;
-  if (launch.world_size > 1 && config->data_parallel() != "off") {
+  if (world > 1) {
     auto created = HostComm::Create(launch.world_size, launch.local_rank);
     if (!created.ok()) return Fail(created.status());
     ranks = std::move(*created);
@@ -171,63 +243,50 @@ int Run(int original_argc, char** original_argv) {
     if (auto s = CheckRanksAgree(*ranks, command); !s.ok()) return FailOnce(s);
   }
   const bool rank0 = ranks == nullptr || ranks->rank() == 0;
-  // Every run keeps its work: without --checkpoint_dir, a folder of its own
-  // (--run_name, else model-dataset-precision) under <cache>/runs.
-  bool own_folder = false;
-  if (config->checkpoint_dir() == "none") {
-    config->set_checkpoint_dir("");
-  } else if (config->checkpoint_dir().empty()) {
-    const std::string cache = config->data().cache_dir().empty()
-                                  ? DefaultCacheDir()
-                                  : config->data().cache_dir();
-    const std::string name =
-        !config->run_name().empty()
-            ? config->run_name()
-            // An auto run's folder says auto: resuming it finds it whatever
-            // precision its probe chose (the checkpoint says which).
-            : absl::StrCat(config->model(), "-", config->data().dataset(), "-",
-                           config->precision() == "auto"
-                               ? std::string("auto")
-                               : ResolvePrecision(config->precision(), *device));
-    config->set_checkpoint_dir(absl::StrCat(cache, "/runs/", name));
-    own_folder = true;
-  }
-  const bool resume = config->resume() || config->resume_if_exists();
-  if (config->eval_only() && !resume && config->resume_from().empty()) {
+  if (config->eval_only() && !resume->folder.has_value()) {
     return Fail(absl::InvalidArgumentError(
-        "--eval_only needs a checkpoint to evaluate: --resume_from=<checkpoint file or "
-        "directory>, or --resume (the run's own folder, or --checkpoint_dir / --run_name)"));
+        "--eval_only needs a checkpoint to evaluate: --resume_from=<run folder or checkpoint "
+        "file>, or --resume (the run's own folder, or --checkpoint_dir / --run_name)"));
   }
-  if (resume && config->checkpoint_dir().empty() && config->resume_from().empty()) {
-    return Fail(absl::InvalidArgumentError(
-        "--resume is invalid with --checkpoint_dir=none: expected a directory to resume "
-        "from (or --resume_from=<checkpoint file or directory>)"));
-  }
-  if (config->gradient_checkpointing()) {
+  if (config->gradient_checkpointing() &&
+      !absl::StrContains(absl::StrCat(",", config->model_options()), ",checkpointing=")) {
     // The model owns recomputation; the flag is its option.
     const std::string& o = config->model_options();
     config->set_model_options(o.empty() ? "checkpointing=1"
                                         : o + ",checkpointing=1");
   }
 
+  // The folder this run writes: rank 0 claims it (a fresh default name, or
+  // the one given, refused when it holds another run's work) and holds its
+  // lock; every rank learns it.
+  if (config->eval_only()) {
+    config->set_checkpoint_dir("");
+  } else {
+    std::string dir;
+    if (rank0) {
+      auto claimed = ClaimWriteFolder(*config, resume->folder, runs_parent, default_base);
+      if (!claimed.ok()) return Fail(claimed.status());
+      g_write_folder = std::move(*claimed);
+      dir = g_write_folder.dir;
+    }
+    if (ranks != nullptr) {
+      if (auto s = ranks->Broadcast(&dir); !s.ok()) return Fail(s);
+    }
+    config->set_checkpoint_dir(dir);
+  }
+
   // --precision=auto: a resumed run keeps its checkpoint's precision; a new
   // one measures (trainer/cli/precision_probe.h).
   std::vector<std::string> probe_lines;
   if (config->precision() == "auto") {
-    std::string from;
-    if (!config->resume_from().empty()) {
-      auto path = ResolveCheckpointPath(config->resume_from());
-      if (path.ok()) from = *path;
-    } else if (resume && std::filesystem::exists(LatestCheckpointPath(config->checkpoint_dir()))) {
-      from = LatestCheckpointPath(config->checkpoint_dir());
-    }
-    if (!from.empty()) {
-      auto ckpt = ReadCheckpoint(from);
+    if (resume->folder.has_value()) {
+      // A folder saved before its config was: the checkpoint says.
+      auto ckpt = ReadCheckpoint(resume->folder->checkpoint);
       if (!ckpt.ok()) return Fail(ckpt.status());
       config->set_precision(ckpt->precision());
       std::fprintf(stdout, "precision: %s (the checkpoint's; --precision=auto)\n",
                    ckpt->precision().c_str());
-    } else if (!config->eval_only()) {
+    } else {
       auto probe = ProbePrecisions(*config, &registry, DigitsRunfile(argv[0]));
       if (!probe.ok()) return Fail(probe.status());
       probe_lines = probe->Lines();
@@ -275,7 +334,7 @@ int Run(int original_argc, char** original_argv) {
     console.OnMessage((*trainer)->loss_scaling_description());
   }
   if (!defaults.empty()) {
-    console.OnMessage(absl::StrCat("defaults for ", config->model(), " on ", *device,
+    console.OnMessage(absl::StrCat("defaults for ", config->model(), " on ", *device_now,
                                    ": ", absl::StrJoin(defaults, " ")));
   }
   if (!(*trainer)->data_parallel_description().empty()) {
@@ -290,36 +349,19 @@ int Run(int original_argc, char** original_argv) {
     }
   }
 
-  std::string resumed_from;
-  if (!config->resume_from().empty()) {
-    // An explicit checkpoint must exist: a typo never silently starts over.
-    auto path = ResolveCheckpointPath(config->resume_from());
-    if (!path.ok()) return Fail(path.status());
-    resumed_from = *path;
-  } else if (resume) {
-    const std::string path = LatestCheckpointPath(config->checkpoint_dir());
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      std::fclose(f);
-      resumed_from = path;
-    } else if (config->resume_if_exists() && !config->eval_only()) {
-      console.OnMessage(absl::StrCat("no checkpoint at ", path,
-                                     "; starting fresh (--resume=if_exists)"));
-    } else {
-      // A typo in a path or a run name must not silently start over.
-      return Fail(absl::NotFoundError(absl::StrCat(
-          "--resume: no checkpoint at ", path,
-          " (--resume=if_exists starts fresh when there is none; --resume_from=PATH "
-          "resumes another checkpoint)")));
-    }
-  }
+  if (!resume->note.empty()) console.OnMessage(resume->note);
+  const std::string resumed_from =
+      resume->folder.has_value() ? resume->folder->checkpoint : std::string();
   if (!resumed_from.empty()) {
     if (auto s = (*trainer)->RestoreCheckpoint(resumed_from); !s.ok()) {
-      // The checkpoint's folder keeps its run's config: point at it.
-      const std::string saved = (std::filesystem::path(resumed_from).parent_path() /
-                                 kRunConfigFileName).string();
-      if (absl::GetFlag(FLAGS_config).empty() && std::filesystem::exists(saved)) {
+      // A folder saved before runs kept their config: point at the file.
+      const std::string config_file = (std::filesystem::path(resumed_from).parent_path() /
+                                       kRunConfigFileName).string();
+      if (!saved.has_value() && absl::GetFlag(FLAGS_config).empty() &&
+          std::filesystem::exists(config_file)) {
         return Fail(absl::Status(s.code(), absl::StrCat(s.message(), " (the run's config is ",
-                                                        saved, ": add --config=", saved, ")")));
+                                                        config_file, ": add --config=",
+                                                        config_file, ")")));
       }
       return Fail(s);
     }
@@ -333,18 +375,35 @@ int Run(int original_argc, char** original_argv) {
                    "--steps to train on)\n",
                    resumed_from.c_str(), static_cast<long long>((*trainer)->step()),
                    static_cast<long long>(config->steps()));
+      ReleaseWriteFolder(&g_write_folder);
       return 0;
     }
     console.OnMessage(absl::StrCat("resumed from ", resumed_from, " at step ",
-                                   (*trainer)->step()));
+                                   (*trainer)->step(), " of ", config->steps(),
+                                   saved.has_value() ? ", with the run's saved config" : ""));
+    for (const std::string& line : plan_lines) console.OnMessage(line);
     if (!(*trainer)->restore_note().empty()) console.OnMessage((*trainer)->restore_note());
+  }
+  if (rank0 && g_write_folder.replaced.holds_run()) {
+    // --overwrite_output_dir: the other run's files go now that this one
+    // has started, not before (a run that fails to start changes nothing).
+    auto removed = ClearRunFolder(g_write_folder.dir);
+    if (!removed.ok()) return Fail(removed.status());
+    console.OnMessage(absl::StrCat("--overwrite_output_dir: removed the earlier run's ",
+                                   absl::StrJoin(*removed, ", "), " from ",
+                                   g_write_folder.dir));
   }
   if (!config->checkpoint_dir().empty()) {
     console.OnMessage(absl::StrCat(
         "checkpoints: ", config->checkpoint_dir(),
-        own_folder ? " (this run's folder; --run_name or --checkpoint_dir choose another, "
-                     "--checkpoint_dir=none keeps none)"
-                   : ""));
+        !g_write_folder.default_name
+            ? ""
+            : absl::StrCat(" (this run's own folder",
+                           config->checkpoint_dir() != absl::StrCat(runs_parent, "/", default_base)
+                               ? absl::StrCat(": ", default_base, " holds another run")
+                               : "",
+                           "; --run_name or --checkpoint_dir choose another, "
+                           "--checkpoint_dir=none keeps none)")));
   }
 
   // Every rank runs the same plugin files on the same data from the same
@@ -438,7 +497,7 @@ int Run(int original_argc, char** original_argv) {
         config->checkpoint_dir().empty()
             ? std::string("no checkpoint was saved (the run has no --checkpoint_dir)")
             : absl::StrCat("its checkpoint is ", LatestCheckpointPath(config->checkpoint_dir()),
-                           "; continue with the same flags and --resume");
+                           "; continue with: train --resume_from=", config->checkpoint_dir());
     std::fprintf(stdout, "mantissa: interrupted by %s at step %lld of %lld: %s\n",
                  StopSignalName(sig), static_cast<long long>((*trainer)->step()),
                  static_cast<long long>(config->steps()), saved.c_str());

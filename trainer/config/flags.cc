@@ -354,8 +354,8 @@ bool SpecifiedOnCommandLine(const absl::CommandLineFlag& flag) {
 }  // namespace
 
 absl::StatusOr<TrainConfig> ConfigFromFlags(
-    const std::function<bool(const absl::CommandLineFlag&)>& is_set) {
-  TrainConfig config = DefaultTrainConfig();
+    const std::function<bool(const absl::CommandLineFlag&)>& is_set, const TrainConfig& base) {
+  TrainConfig config = base;
   const std::string config_path = ExpandUserPath(absl::GetFlag(FLAGS_config));
   if (!config_path.empty()) {
     absl::Status s = MergeTextConfigFile(config_path, &config);
@@ -383,6 +383,10 @@ absl::StatusOr<TrainConfig> ConfigFromFlags(
 
 absl::StatusOr<TrainConfig> ConfigFromFlags() {
   return ConfigFromFlags(SpecifiedOnCommandLine);
+}
+
+absl::StatusOr<TrainConfig> ConfigFromFlagsOver(const TrainConfig& base) {
+  return ConfigFromFlags(SpecifiedOnCommandLine, base);
 }
 
 std::vector<std::string> TrainConfigFlagNames() {

@@ -25,6 +25,11 @@ namespace trainer {
 // validates. Errors are one line naming the flag or file line at fault.
 absl::StatusOr<TrainConfig> ConfigFromFlags();
 
+// As ConfigFromFlags(), over `base` instead of DefaultTrainConfig(): a
+// resumed run's saved config, which the --config file and the flags then
+// change.
+absl::StatusOr<TrainConfig> ConfigFromFlagsOver(const TrainConfig& base);
+
 // Whether the flag `name` (without dashes) was given on the command line,
 // even with its default value, or through an alias (--fp16 gives
 // "precision").
@@ -47,7 +52,8 @@ std::vector<std::pair<std::string, std::string>> FlagAliasNames();
 // Same, with `is_set` deciding which flags count as given (test seam; the
 // plain overload asks absl whether the flag was on the command line).
 absl::StatusOr<TrainConfig> ConfigFromFlags(
-    const std::function<bool(const absl::CommandLineFlag&)>& is_set);
+    const std::function<bool(const absl::CommandLineFlag&)>& is_set,
+    const TrainConfig& base = DefaultTrainConfig());
 
 // Names of the flags mapped to TrainConfig fields (without --config).
 std::vector<std::string> TrainConfigFlagNames();

@@ -800,7 +800,8 @@ absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
     auto saved = SaveRunConfig(config_);
     if (!saved.ok()) return saved.status();
     wrote_run_config_ = true;
-    config_note = absl::StrCat("; its config: ", *saved, ", which --config reads back");
+    config_note = absl::StrCat("; its config: ", *saved, ", which train --resume_from=", dir,
+                               " reads back");
   }
   if (sink == nullptr) return absl::OkStatus();
   std::string line = absl::StrCat("checkpoint: ", path, " (step ", step_, "; also ",

@@ -1,14 +1,19 @@
 #include "trainer/core/training_checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <system_error>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "plugins/sdk/absl/status.h"
 
@@ -36,6 +41,22 @@ std::vector<SavedKind> SavedKinds(const ParameterStore& params) {
   std::vector<SavedKind> kinds{{"", -1}, {kState1Prefix, 0}};
   if (params.state_slots() > 1) kinds.push_back({kState2Prefix, 1});
   return kinds;
+}
+
+// "k=v" items trimmed and sorted: the same options however they are written.
+std::vector<std::string> CanonicalOptions(const std::string& options) {
+  std::vector<std::string> items;
+  for (absl::string_view item : absl::StrSplit(options, ',', absl::SkipWhitespace())) {
+    std::vector<std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    for (std::string& part : kv) absl::StripAsciiWhitespace(&part);
+    items.push_back(absl::StrJoin(kv, "="));
+  }
+  std::sort(items.begin(), items.end());
+  return items;
+}
+
+std::string DimsText(const std::vector<int64_t>& dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
 }
 
 // ZeRO-1 keeps this kind as shares (the ranks' pieces); else every rank
@@ -237,10 +258,18 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   if (!read.ok()) return read.status();
   const CheckpointData& ckpt = *read;
   const mantissa::TrainConfig& config = *p_.config;
-  if (auto s = CheckCompatible(ckpt, config.model(), config.model_options(),
-                               p_.precision_name);
+  // Model options are compared by what they make, not as text: another
+  // spelling of the same model (its defaults written out, another order)
+  // restores when its parameters are the checkpoint's, with a note; other
+  // parameters are refused below, naming both option strings.
+  if (auto s = CheckCompatible(ckpt, config.model(), ckpt.model_options(), p_.precision_name);
       !s.ok())
     return s;
+  const bool options_differ =
+      CanonicalOptions(ckpt.model_options()) != CanonicalOptions(config.model_options());
+  const std::string options_differ_text = absl::StrCat(
+      "checkpoint is incompatible: it was written with --model_options=\"", ckpt.model_options(),
+      "\" but this run uses --model_options=\"", config.model_options(), "\", which makes ");
   restore_note_.clear();
   if (auto po = ckpt.metadata().find(kPrecisionOptionsKey);
       po != ckpt.metadata().end() && po->second != config.precision_options()) {
@@ -275,17 +304,44 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
         if (c.name() == name) t = &c;
       }
       if (t == nullptr) {
+        if (options_differ) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              options_differ_text, "a parameter '", p.name, "' the checkpoint does not have"));
+        }
         return absl::DataLossError(
             absl::StrCat(path, ": checkpoint has no tensor '", name, "'"));
       }
       const std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
       if (t->dtype() != MNT_DTYPE_F32 || dims != p.dims ||
           t->data().size() != static_cast<size_t>(p.numel) * sizeof(float)) {
+        if (options_differ) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              options_differ_text, "'", p.name, "' ", DimsText(p.dims), " where the checkpoint's is ",
+              DimsText(dims)));
+        }
         return absl::FailedPreconditionError(absl::StrCat(
             path, ": tensor '", name, "' has a different shape or type than the model's"));
       }
       found.push_back({i, &kind, t});
     }
+  }
+  if (options_differ) {
+    // Fewer layers than the checkpoint's would leave some of it unread.
+    for (const TensorData& t : ckpt.tensors()) {
+      if (t.name().find('/') != std::string::npos) continue;  // state, working copies
+      bool mine = false;
+      for (const Param& p : params.params()) mine = mine || p.name == t.name();
+      if (!mine) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            options_differ_text, "no parameter '", t.name(), "', which the checkpoint has"));
+      }
+    }
+    const std::string options_note = absl::StrCat(
+        "note: the checkpoint was written with --model_options=\"", ckpt.model_options(),
+        "\"; this run gives \"", config.model_options(),
+        "\", which makes the same parameters (names and shapes), so it goes on with its own");
+    restore_note_ = restore_note_.empty() ? options_note
+                                          : absl::StrCat(restore_note_, "\n", options_note);
   }
   std::vector<std::pair<const Param*, const TensorData*>> working;
   uint64_t rounding_seed = p_.optimizer->rounding_seed();
