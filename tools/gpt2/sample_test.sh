@@ -41,7 +41,7 @@ XDG_CACHE_HOME="$dir/xdg" "$train" --model=gpt2 --model_options=n_layer=1,n_head
   --dataset=text --text_path="$dir/text.txt" --seq_len=16 --batch_size=16 --steps=3 \
   --device=cpu --precision=fp32 --progress=plain --eval_every=0 --plugin_path="$plugins" \
   > "$dir/train2.log" 2>&1 || { cat "$dir/train2.log"; exit 1; }
-grep -q "checkpoints: $dir/xdg/mantissa/runs/gpt2-text-fp32 (this run's folder" "$dir/train2.log" || { cat "$dir/train2.log"; echo "FAIL: the run's own folder not said"; exit 1; }
+grep -q "checkpoints: $dir/xdg/mantissa/runs/gpt2-text-fp32 (this run's own folder" "$dir/train2.log" || { cat "$dir/train2.log"; echo "FAIL: the run's own folder not said"; exit 1; }
 XDG_CACHE_HOME="$dir/xdg" "$sample" --prompt='the ' --tokens=5 > /dev/null 2> "$dir/err_default"
 grep -q "^sample: checkpoint $dir/xdg/mantissa/runs/gpt2-text-fp32/latest (step 3)$" "$dir/err_default" || { cat "$dir/err_default"; echo "FAIL: the newest run's checkpoint not used"; exit 1; }
 if XDG_CACHE_HOME="$dir/empty" "$sample" 2>"$dir/err_none"; then echo "FAIL: sampled without a checkpoint"; exit 1; fi

@@ -172,8 +172,18 @@ int Run(int original_argc, char** original_argv) {
       absl::StrCat(given->data().cache_dir().empty() ? DefaultCacheDir()
                                                      : given->data().cache_dir(),
                    "/runs");
+  // The default folder's name is the model, dataset and precision as the
+  // run will resolve them (--model=mlp alone trains on digits).
+  TrainConfig named = *given;
+  const std::string implied_for_name = ApplyDatasetOfDataFlags(FieldChosenByUser, &named);
+  ApplyModelDefaults(*device,
+                     [&](const std::string& flag) {
+                       return FieldChosenByUser(flag) ||
+                              (flag == "dataset" && !implied_for_name.empty());
+                     },
+                     &named);
   const std::string default_base = DefaultRunFolderBase(
-      *given,
+      named,
       given->precision() == "auto" ? std::string("auto")
                                    : ResolvePrecision(given->precision(), *device),
       world);
@@ -207,10 +217,13 @@ int Run(int original_argc, char** original_argv) {
   // --config file chose (a resumed run's saved config chose everything).
   std::vector<std::string> defaults;
   if (!saved.has_value()) {
-    if (std::string d = ApplyDatasetOfDataFlags(FieldChosenByUser, &*config); !d.empty()) {
-      defaults.push_back(d);
-    }
-    for (std::string& d : ApplyModelDefaults(*device_now, FieldChosenByUser, &*config)) {
+    const std::string implied = ApplyDatasetOfDataFlags(FieldChosenByUser, &*config);
+    if (!implied.empty()) defaults.push_back(implied);
+    // A dataset the data flags chose is the user's choice too.
+    const auto chosen = [&](const std::string& flag) {
+      return FieldChosenByUser(flag) || (flag == "dataset" && !implied.empty());
+    };
+    for (std::string& d : ApplyModelDefaults(*device_now, chosen, &*config)) {
       defaults.push_back(std::move(d));
     }
   }
@@ -378,9 +391,9 @@ int Run(int original_argc, char** original_argv) {
       ReleaseWriteFolder(&g_write_folder);
       return 0;
     }
+    // Scripts read this line: it ends with the step.
     console.OnMessage(absl::StrCat("resumed from ", resumed_from, " at step ",
-                                   (*trainer)->step(), " of ", config->steps(),
-                                   saved.has_value() ? ", with the run's saved config" : ""));
+                                   (*trainer)->step()));
     for (const std::string& line : plan_lines) console.OnMessage(line);
     if (!(*trainer)->restore_note().empty()) console.OnMessage((*trainer)->restore_note());
   }
