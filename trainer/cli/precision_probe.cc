@@ -29,6 +29,11 @@ class ProbeSink : public MetricsSink {
   std::vector<double> losses;
 };
 
+// After this many timed steps each, a candidate whose median step takes
+// more than kSlowerThanFp32ToStop times fp32's is not run further.
+constexpr size_t kTimedStepsToStop = 2;
+constexpr double kSlowerThanFp32ToStop = 1.5;
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -38,6 +43,7 @@ double Median(std::vector<double> v) {
 // One candidate: its trainer, its losses and its steps' wall times.
 struct Candidate {
   ProbeRow row;
+  bool stopped = false;  // dropped early: far slower than fp32
   // Why it could not even start (the data, the model, the device): for fp32
   // that is the run's own error, not the probe's.
   absl::Status start_error;
@@ -94,7 +100,9 @@ std::vector<std::string> ProbeResult::Lines() const {
   for (const ProbeRow& r : rows) {
     out.push_back(r.ran ? absl::StrFormat("  %-5s %8.2f ms/step  loss %.4f  %s%s", r.precision,
                                           r.step_ms, r.loss,
-                                          r.within_tolerance ? "ok" : "off",
+                                          r.stopped_slow       ? "slow"
+                                          : r.within_tolerance ? "ok"
+                                                               : "off",
                                           r.note.empty() ? "" : "  (" + r.note + ")")
                         : absl::StrFormat("  %-5s not run: %s", r.precision, r.note));
   }
@@ -126,7 +134,7 @@ absl::StatusOr<ProbeResult> ProbePrecisions(const TrainConfig& config, PluginReg
   }
   for (int64_t step = 1; step <= result.steps_each; ++step) {
     for (Candidate& c : candidates) {
-      if (c.trainer == nullptr) continue;
+      if (c.trainer == nullptr || c.stopped) continue;
       const double t0 = Now();
       if (auto s = c.trainer->TrainUntil(step, &c.sink); !s.ok()) {
         c.row.note = std::string(s.message());
@@ -135,9 +143,32 @@ absl::StatusOr<ProbeResult> ProbePrecisions(const TrainConfig& config, PluginReg
       }
       if (step > 1) c.step_ms.push_back(1e3 * (Now() - t0));  // the first builds kernels
     }
+    // A candidate far slower than fp32 cannot win: its remaining steps would
+    // only make the probe cost more than the run it chooses for (a 16-bit
+    // convolution the CPU emulates is several times slower than fp32's).
+    const Candidate& fp32 = candidates[0];
+    if (step == result.steps_each || fp32.trainer == nullptr ||
+        fp32.step_ms.size() < kTimedStepsToStop) {
+      continue;  // nothing left to save, or nothing to compare with
+    }
+    for (size_t i = 1; i < candidates.size(); ++i) {
+      Candidate& c = candidates[i];
+      if (c.trainer == nullptr || c.stopped || c.step_ms.size() < kTimedStepsToStop) continue;
+      const double ratio = Median(c.step_ms) / Median(fp32.step_ms);
+      if (ratio > kSlowerThanFp32ToStop) {
+        c.stopped = true;
+        c.row.note = absl::StrFormat("stopped after %d steps: %.1fx fp32's step time",
+                                     static_cast<int>(step), ratio);
+      }
+    }
   }
   for (Candidate& c : candidates) {
-    if (c.trainer != nullptr && !c.step_ms.empty() && !c.sink.losses.empty()) {
+    if (c.stopped) {
+      c.row.ran = true;
+      c.row.stopped_slow = true;
+      c.row.step_ms = Median(c.step_ms);
+      c.row.loss = c.sink.losses.back();
+    } else if (c.trainer != nullptr && !c.step_ms.empty() && !c.sink.losses.empty()) {
       c.row.ran = true;
       c.row.step_ms = Median(c.step_ms);
       const size_t last = std::min<size_t>(3, c.sink.losses.size());
@@ -158,8 +189,9 @@ absl::StatusOr<ProbeResult> ProbePrecisions(const TrainConfig& config, PluginReg
                      fp32.note, "); --precision=fp32 runs the job without the probe"));
   }
   const ProbeRow* best = &result.rows[0];
-  for (ProbeRow& r : result.rows) {
-    if (!r.ran) continue;
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    ProbeRow& r = result.rows[i];
+    if (!r.ran || r.stopped_slow) continue;
     r.within_tolerance = std::isfinite(r.loss) &&
                          std::abs(r.loss - fp32.loss) <= kProbeLossTolerance * std::abs(fp32.loss);
     if (r.within_tolerance && r.step_ms * kProbeMinSpeedup <= fp32.step_ms &&

@@ -7,7 +7,8 @@
 //
 // Cost, bounded and printed: ProbeSteps(steps) steps per precision (10% of
 // the run spread over four precisions, at least 3 and at most 20 each), no
-// evaluation, no checkpoint.
+// evaluation, no checkpoint; a precision whose steps take more than 1.5x
+// fp32's after two timed steps is stopped there (it cannot win).
 #ifndef MANTISSA_TRAINER_CLI_PRECISION_PROBE_H_
 #define MANTISSA_TRAINER_CLI_PRECISION_PROBE_H_
 
@@ -37,6 +38,9 @@ struct ProbeRow {
   double step_ms = 0;        // median wall time of its steps after the first
   double loss = 0;           // mean training loss of its last steps
   bool within_tolerance = false;
+  // Stopped after a few steps because it was far slower than fp32 (it
+  // cannot win; its loss is its last step's and is not judged).
+  bool stopped_slow = false;
   std::string note;
 };
 
