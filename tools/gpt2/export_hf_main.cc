@@ -1,32 +1,87 @@
-// export_hf: Mantissa gpt2 checkpoint -> a Hugging Face GPT-2 folder
+// export_hf: a Mantissa gpt2 run -> a Hugging Face GPT-2 folder
 // (model.safetensors + config.json) that GPT2LMHeadModel.from_pretrained
-// loads, fp32 or bf16 (rounded to nearest even).
+// loads, fp32 or bf16 (rounded to nearest even), with the run's tokenizer
+// as the files AutoTokenizer.from_pretrained loads (hf_tokenizer.h).
 //
-//   export_hf --input=~/.cache/mantissa/runs/gpt2-fortunes-auto/latest
+//   export_hf --input=~/.cache/mantissa/runs/gpt2-fortunes-auto
 //       --output=hf_model [--dtype=fp32|bf16] [--vocab_size=N]
 //
-// Both files are written atomically: a failed export leaves existing files
+// --input is a run folder (its latest) or a checkpoint file; the real
+// vocabulary and the tokenizer come from the run's folder (run_input.h).
+// Every file is written atomically: a failed export leaves existing files
 // as they were.
 #include <cstdio>
+#include <filesystem>
+#include <set>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tools/gpt2/hf_gpt2.h"
+#include "tools/gpt2/hf_tokenizer.h"
 #include "tools/gpt2/llmc_convert.h"
+#include "tools/gpt2/run_input.h"
 #include "tools/gpt2/safetensors.h"
+#include "tools/gpt2/sentencepiece_model.h"
 #include "trainer/checkpoint/atomic_file.h"
-#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/checkpoint/run_config_file.h"
 #include "trainer/cli/tool_command_line.h"
+#include "trainer/config/user_path.h"
 
-ABSL_FLAG(std::string, input, "", "Mantissa checkpoint to read");
-ABSL_FLAG(std::string, output, "", "folder to write model.safetensors and config.json into");
+ABSL_FLAG(std::string, input, "", "Mantissa run folder (its latest) or checkpoint file to read");
+ABSL_FLAG(std::string, output, "",
+          "folder to write model.safetensors, config.json and the tokenizer files into");
 ABSL_FLAG(std::string, dtype, "fp32", "fp32 or bf16 tensors");
-ABSL_FLAG(int64_t, vocab_size, 0, "real vocabulary (wte's rows); 0: from the checkpoint");
+ABSL_FLAG(int64_t, vocab_size, 0, "real vocabulary (wte's rows); 0: from the run's folder");
 
 namespace {
 
+using mnt::gpt2::HfTokenizerFile;
+using mnt::gpt2::RunTokenizerKind;
+
 int Fail(const std::string& message) { return mnt::trainer::ToolError("export_hf", message); }
+
+// The run's tokenizer as HF files, and a note saying what they are (or why
+// there are none).
+absl::Status TokenizerFiles(const mnt::gpt2::RunInput& in, const mnt::gpt2::LlmcHeader& h,
+                            std::vector<HfTokenizerFile>* files, std::string* note) {
+  switch (mnt::gpt2::SettledTokenizer(in, h.vocab)) {
+    case RunTokenizerKind::kBytes:
+      *files = mnt::gpt2::ByteLevelTokenizerFiles(h.max_seq_len);
+      *note = "byte-level (no merges, no special tokens)";
+      return absl::OkStatus();
+    case RunTokenizerKind::kSentencePiece: {
+      auto model = mnt::gpt2::ReadSentencePieceModel(in.tokenizer_model);
+      if (!model.ok()) return model.status();
+      std::string bytes;
+      if (auto s = mnt::trainer::ReadWholeFile(in.tokenizer_model, &bytes); !s.ok()) return s;
+      auto json = mnt::gpt2::SentencePieceTokenizerFiles(*model, h.max_seq_len);
+      const std::string type =
+          mnt::gpt2::spm::TrainerSpec::ModelType_Name(model->trainer_spec().model_type());
+      if (json.ok()) {
+        *files = *json;
+        *note = absl::StrCat("SentencePiece ", type, ", ", model->pieces_size(), " pieces");
+      } else {
+        *note = absl::StrCat("SentencePiece ", type, ", no tokenizer.json: ",
+                             json.status().message(), " (tokenizer.model is copied)");
+      }
+      files->push_back({mnt::trainer::kTokenizerFileName, bytes});
+      return absl::OkStatus();
+    }
+    case RunTokenizerKind::kUnknown:
+      *note = absl::StrCat(
+          "none written: the run's folder does not say which tokenizer made its tokens",
+          h.vocab == 50257 ? " (a vocabulary of 50257 is GPT-2's: AutoTokenizer.from_pretrained"
+                             "(\"gpt2\"))"
+                           : "");
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -34,40 +89,78 @@ int main(int argc, char** argv) {
   std::string argv0;
   if (const int code = mnt::trainer::ParseToolCommandLine(
           argc, argv, "export_hf",
-          "converts a Mantissa gpt2 checkpoint to a Hugging Face GPT-2 folder "
-          "(model.safetensors, config.json):\n"
-          "  export_hf --input=CHECKPOINT --output=FOLDER [--dtype=fp32|bf16] [--vocab_size=N]",
+          "converts a Mantissa gpt2 run to a Hugging Face GPT-2 folder "
+          "(model.safetensors, config.json, the tokenizer's files):\n"
+          "  export_hf --input=RUN_FOLDER|CHECKPOINT --output=FOLDER [--dtype=fp32|bf16] "
+          "[--vocab_size=N]",
           &argv0);
       code >= 0) {
     return code;
   }
-  const std::string input = absl::GetFlag(FLAGS_input);
-  const std::string output = absl::GetFlag(FLAGS_output);
+  const std::string output = mnt::trainer::ExpandUserPath(absl::GetFlag(FLAGS_output));
   const std::string dtype = absl::GetFlag(FLAGS_dtype);
-  if (input.empty() || output.empty()) return Fail("--input and --output are required");
+  if (absl::GetFlag(FLAGS_input).empty() || output.empty()) {
+    return Fail("--input and --output are required");
+  }
   if (dtype != "fp32" && dtype != "bf16") return Fail("--dtype=" + dtype + " is not fp32 or bf16");
-  auto model = mnt::gpt2::LlmcFromCheckpointFile(input, absl::GetFlag(FLAGS_vocab_size));
+  auto in = mnt::gpt2::OpenRunInput(absl::GetFlag(FLAGS_input), "--input",
+                                    absl::GetFlag(FLAGS_vocab_size));
+  if (!in.ok()) return Fail(std::string(in.status().message()));
+  auto model = mnt::gpt2::LlmcFromCheckpointFile(in->folder.checkpoint, in->vocab);
   if (!model.ok()) return Fail(std::string(model.status().message()));
+  if (auto s = mnt::gpt2::CheckTokenizerFits(*in, model->header.vocab); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   const bool bf16 = dtype == "bf16";
   auto tensors = mnt::gpt2::HfTensorsFromLlmc(*model, bf16);
   if (!tensors.ok()) return Fail(std::string(tensors.status().message()));
+  std::vector<HfTokenizerFile> files;
+  std::string tokenizer_note;
+  if (auto s = TokenizerFiles(*in, model->header, &files, &tokenizer_note); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  const bool writes_tokenizer = !files.empty();
   const std::string weights =
       mnt::gpt2::EncodeSafetensors(*tensors, {{"format", "pt"}, {"source", "mantissa"}});
+  files.insert(files.begin(), {{"model.safetensors", weights},
+                               {"config.json", mnt::gpt2::HfConfigJson(model->header, bf16)}});
   if (auto s = mnt::trainer::MakeDirectories(output); !s.ok()) {
     return Fail(std::string(s.message()));
   }
-  const std::string weights_path = output + "/model.safetensors";
-  const std::string config_path = output + "/config.json";
-  if (auto s = mnt::trainer::WriteFileAtomic(weights_path, weights); !s.ok()) {
-    return Fail(std::string(s.message()));
+  std::set<std::string> written;
+  for (const HfTokenizerFile& f : files) {
+    if (auto s = mnt::trainer::WriteFileAtomic(output + "/" + f.name, f.contents); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+    written.insert(f.name);
   }
-  if (auto s = mnt::trainer::WriteFileAtomic(config_path,
-                                             mnt::gpt2::HfConfigJson(model->header, bf16));
-      !s.ok()) {
-    return Fail(std::string(s.message()));
+  // With this run's tokenizer written, an earlier export's other tokenizer
+  // files (a byte-level vocab.json beside a SentencePiece tokenizer.json)
+  // would contradict it. Without one, the folder's are left alone: they may
+  // be the user's own (GPT-2's tokenizer beside a model of GPT-2 tokens).
+  std::vector<std::string> removed, kept;
+  for (const std::string& name : mnt::gpt2::HfTokenizerFileNames()) {
+    std::error_code ec;
+    if (written.count(name) || !std::filesystem::exists(output + "/" + name, ec)) continue;
+    if (writes_tokenizer) {
+      if (std::filesystem::remove(output + "/" + name, ec)) removed.push_back(name);
+    } else {
+      kept.push_back(name);
+    }
   }
-  std::printf("exported %s -> %s (%s, %zu tensors, %zu bytes) and %s\n", input.c_str(),
-              weights_path.c_str(), dtype.c_str(), tensors->size(), weights.size(),
-              config_path.c_str());
+  std::vector<std::string> names;
+  for (const HfTokenizerFile& f : files) names.push_back(f.name);
+  std::printf("exported %s -> %s (%s, %zu tensors, vocabulary %lld): %s\n",
+              in->folder.checkpoint.c_str(), output.c_str(), dtype.c_str(), tensors->size(),
+              static_cast<long long>(model->header.vocab), absl::StrJoin(names, ", ").c_str());
+  std::printf("tokenizer: %s%s\n", tokenizer_note.c_str(),
+              kept.empty() ? ""
+                           : absl::StrCat("; the folder's ", absl::StrJoin(kept, ", "),
+                                          " left as they were")
+                                 .c_str());
+  if (!removed.empty()) {
+    std::printf("removed an earlier export's %s (not this run's tokenizer)\n",
+                absl::StrJoin(removed, ", ").c_str());
+  }
   return 0;
 }

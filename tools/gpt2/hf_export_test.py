@@ -159,7 +159,7 @@ class HfExportTest(unittest.TestCase):
             "--text_path=" + text, "--steps=5", "--eval_every=0", "--progress=none",
             "--checkpoint_dir=" + os.path.join(cls.tmp, "run"),
             "--cache_dir=" + os.path.join(cls.tmp, "cache"))
-        cls.ckpt = os.path.join(cls.tmp, "run", "latest")
+        cls.ckpt = os.path.join(cls.tmp, "run")  # the run folder: its latest
         cls.llmc = os.path.join(cls.tmp, "model.bin")
         run(EXPORT_LLMC, "--input=" + cls.ckpt, "--output=" + cls.llmc)
         cls.hf32 = os.path.join(cls.tmp, "hf32")
@@ -203,12 +203,12 @@ class HfExportTest(unittest.TestCase):
             self.assertEqual(config["torch_dtype"], dtype)
 
     def test_import_then_export_gives_the_same_bytes(self):
-        imported = os.path.join(self.tmp, "imported", "latest")
+        imported = os.path.join(self.tmp, "imported")  # a run folder
         run(IMPORT_HF, "--input=" + self.hf32, "--output=" + imported,
             "--model_options=" + OPTIONS)
         again = os.path.join(self.tmp, "hf32_again")
         run(EXPORT_HF, "--input=" + imported, "--output=" + again)
-        for name in ("model.safetensors", "config.json"):
+        for name in ("model.safetensors", "config.json", "tokenizer.json"):
             with open(os.path.join(self.hf32, name), "rb") as a, \
                     open(os.path.join(again, name), "rb") as b:
                 self.assertEqual(a.read(), b.read(), name)

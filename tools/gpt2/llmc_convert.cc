@@ -74,7 +74,7 @@ absl::StatusOr<CheckpointData> CheckpointFromLlmc(const LlmcModel& model,
 }
 
 absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const CheckpointData& ckpt,
-                                             int64_t vocab,
+                                             const VocabHint& hint,
                                              const std::string& source) {
   if (ckpt.model() != "gpt2") {
     return Invalid(source, absl::StrCat("checkpoint is for model '",
@@ -92,6 +92,7 @@ absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const CheckpointData& ckpt,
     return Invalid(source, "checkpoint has no 2-D tensor 'wte'");
   }
   const int64_t padded = wte->dims(0);
+  int64_t vocab = hint.flag;
   if (vocab == 0) vocab = config.vocab;
   if (vocab == 0) {
     auto it = ckpt.metadata().find(kLlmcVocabKey);
@@ -100,12 +101,15 @@ absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const CheckpointData& ckpt,
                                           it->second, "'"));
     }
   }
+  if (vocab == 0) vocab = hint.run;
   if (vocab == 0 && padded == 50304) vocab = 50257;
   if (vocab == 0 && padded == 256) vocab = 256;
   if (vocab == 0) {
-    return Invalid(source, absl::StrCat("cannot tell the real vocabulary of a "
-                                        "padded vocabulary of ", padded,
-                                        "; pass --vocab_size"));
+    return Invalid(source, absl::StrCat(
+                               "cannot tell the real vocabulary: wte's ", padded,
+                               " rows fit any of ", padded - kVocabMultiple + 1, "..",
+                               padded, hint.unknown.empty() ? "" : absl::StrCat(", and ", hint.unknown),
+                               "; pass --vocab_size=N"));
   }
   if (PaddedVocab(vocab) != padded) {
     return Invalid(source, absl::StrCat("vocab_size ", vocab, " pads to ",
@@ -143,10 +147,10 @@ absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const CheckpointData& ckpt,
   return m;
 }
 
-absl::StatusOr<LlmcModel> LlmcFromCheckpointFile(const std::string& path, int64_t vocab) {
+absl::StatusOr<LlmcModel> LlmcFromCheckpointFile(const std::string& path, const VocabHint& hint) {
   auto ckpt = trainer::ReadCheckpoint(path);
   if (!ckpt.ok()) return ckpt.status();
-  return LlmcFromCheckpoint(*ckpt, vocab, path);
+  return LlmcFromCheckpoint(*ckpt, hint, path);
 }
 
 }  // namespace mnt::gpt2

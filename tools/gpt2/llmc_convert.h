@@ -35,16 +35,27 @@ absl::StatusOr<trainer::CheckpointData> CheckpointFromLlmc(
     const LlmcModel& model, const ImportOptions& options,
     const std::string& source);
 
-// The parameters of a gpt2 checkpoint as an llm.c model. `vocab` 0: the
-// options' vocab, else the recorded llm.c vocab_size, else 50257 for a
-// padded vocabulary of 50304 and 256 for 256; otherwise an error asking for
-// --vocab_size.
-absl::StatusOr<LlmcModel> LlmcFromCheckpoint(
-    const trainer::CheckpointData& ckpt, int64_t vocab,
-    const std::string& source);
+// What the caller knows of the real vocabulary (wte's rows that are
+// tokens; the rest pad to a multiple of 128).
+struct VocabHint {
+  int64_t flag = 0;     // --vocab_size: wins over everything
+  int64_t run = 0;      // the run folder's (saved config, tokenizer.model)
+  std::string unknown;  // why the run does not say: for the error asking for --vocab_size
+};
+
+// The parameters of a gpt2 checkpoint as an llm.c model. The vocabulary:
+// hint.flag, else the options' vocab, else the recorded llm.c vocab_size,
+// else hint.run, else 50257 for a padded vocabulary of 50304 and 256 for
+// 256; otherwise an error asking for --vocab_size.
+absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const trainer::CheckpointData& ckpt,
+                                             const VocabHint& hint, const std::string& source);
+inline absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const trainer::CheckpointData& ckpt,
+                                                    int64_t vocab, const std::string& source) {
+  return LlmcFromCheckpoint(ckpt, VocabHint{vocab, 0, ""}, source);
+}
 
 // The same, read from the checkpoint file at `path` (the export tools).
-absl::StatusOr<LlmcModel> LlmcFromCheckpointFile(const std::string& path, int64_t vocab);
+absl::StatusOr<LlmcModel> LlmcFromCheckpointFile(const std::string& path, const VocabHint& hint);
 
 }  // namespace mnt::gpt2
 

@@ -109,7 +109,7 @@ class LlmcRoundTrip : public ::testing::Test {
 TEST_F(LlmcRoundTrip, Fp32AndBf16BitForBit) {
   for (int32_t version : {3, 5}) {
     SCOPED_TRACE(version);
-    const std::string bin = Dir() + "/in.bin", ckpt = Dir() + "/ckpt",
+    const std::string bin = Dir() + "/in.bin", ckpt = Dir() + "/run" + std::to_string(version),
                       back = Dir() + "/back.bin";
     const std::string original = Synthetic(version, rng_);
     WriteFile(bin, original);

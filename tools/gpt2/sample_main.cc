@@ -1,9 +1,12 @@
-// sample: generates text from a Mantissa gpt2 checkpoint (byte-level
-// vocabulary: bytes in, bytes out; a larger vocabulary prints token ids).
+// sample: generates text from a Mantissa gpt2 run: byte-level runs take and
+// print bytes, SentencePiece runs their tokenizer.model's pieces.
 //
 //   tools/bazel run //tools/gpt2:sample -- --prompt='The ' --tokens=300
-//       [--checkpoint=FILE or DIR (its latest); default: the newest gpt2 run's]
+//       [--checkpoint=RUN_FOLDER (its latest) or FILE; default: the newest gpt2 run's]
 //       [--temperature=0.8 --top_k=40 --seed=1234]   (--temperature=0: greedy)
+//
+// The tokenizer and the real vocabulary come from the run's folder
+// (run_input.h).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,27 +17,26 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "tools/gpt2/run_input.h"
 #include "tools/gpt2/sampler.h"
-#include "trainer/data/sentencepiece_text.h"
 #include "trainer/checkpoint/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/checkpoint/checkpoint_history.h"
-#include "trainer/checkpoint/run_config_file.h"
 #include "trainer/cli/tool_command_line.h"
+#include "trainer/data/sentencepiece_text.h"
 
 ABSL_FLAG(std::string, checkpoint, "",
-          "Mantissa gpt2 checkpoint file, or a checkpoint directory (its latest); default: "
+          "Mantissa gpt2 run folder (its latest) or checkpoint file; default: "
           "the newest <cache>/runs/gpt2-*/latest ($XDG_CACHE_HOME or ~/.cache + /mantissa), "
           "which the main job writes");
-ABSL_FLAG(std::string, prompt, "\n", "text to continue (byte-level)");
+ABSL_FLAG(std::string, prompt, "\n", "text to continue");
 ABSL_FLAG(int64_t, tokens, 200, "tokens to generate");
 ABSL_FLAG(double, temperature, 0.8, "softmax temperature; 0 = greedy");
 ABSL_FLAG(int64_t, top_k, 40, "sample among the k most likely; 0 = all");
 ABSL_FLAG(uint64_t, seed, 1234, "sampling seed");
-ABSL_FLAG(int64_t, vocab_size, 0, "real vocabulary; 0: from the checkpoint");
+ABSL_FLAG(int64_t, vocab_size, 0, "real vocabulary; 0: from the run's folder");
 ABSL_FLAG(std::string, logits_out, "",
           "instead of generating, write the logits at every position of --prompt here "
-          "(NumPy .npy, float32 [prompt bytes, vocab])");
+          "(NumPy .npy, float32 [prompt tokens, vocab])");
 
 namespace {
 
@@ -91,8 +93,8 @@ int main(int argc, char** argv) {
   std::string argv0;
   if (const int code = mnt::trainer::ParseToolCommandLine(
           argc, argv, "sample",
-          "generates text from a Mantissa gpt2 checkpoint:\n"
-          "  sample --prompt='The ' --tokens=300 [--checkpoint=FILE|DIR] [--temperature=0.8] "
+          "generates text from a Mantissa gpt2 run:\n"
+          "  sample --prompt='The ' --tokens=300 [--checkpoint=RUN_FOLDER|FILE] [--temperature=0.8] "
           "[--top_k=40] [--seed=1234]",
           &argv0);
       code >= 0) {
@@ -104,41 +106,42 @@ int main(int argc, char** argv) {
     path = NewestGpt2Run(&looked);
     if (path.empty()) {
       return Fail("no gpt2 checkpoint at " + looked +
-                  " (train one: tools/bazel run //:train; or give --checkpoint=FILE|DIR)");
+                  " (train one: tools/bazel run //:train; or give --checkpoint=RUN_FOLDER|FILE)");
     }
-  } else {
-    // A file, or a directory's latest: as train --resume_from takes it.
-    auto resolved = mnt::trainer::ResolveCheckpointPath(path, "--checkpoint");
-    if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
-    path = *resolved;
   }
   const double temperature = absl::GetFlag(FLAGS_temperature);
   if (!(temperature >= 0) || absl::GetFlag(FLAGS_top_k) < 0 ||
       absl::GetFlag(FLAGS_tokens) < 0) {
     return Fail("--temperature, --top_k and --tokens must be >= 0");
   }
+  // A folder (its latest) or a file, as train --resume_from takes it.
+  auto in = mnt::gpt2::OpenRunInput(path, "--checkpoint", absl::GetFlag(FLAGS_vocab_size));
+  if (!in.ok()) return Fail(std::string(in.status().message()));
+  path = in->folder.checkpoint;
   auto ckpt = mnt::trainer::ReadCheckpoint(path);
   if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  auto sampler = mnt::gpt2::Gpt2Sampler::Create(*ckpt, in->vocab, path);
+  if (!sampler.ok()) return Fail(std::string(sampler.status().message()));
+  if (auto s = mnt::gpt2::CheckTokenizerFits(*in, (*sampler)->vocab()); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  mnt::gpt2::RunTokenizerKind kind = mnt::gpt2::SettledTokenizer(*in, (*sampler)->vocab());
+  // A smaller model of unknown origin: its ids are bytes as far as they go.
+  if (kind == mnt::gpt2::RunTokenizerKind::kUnknown && (*sampler)->vocab() < 256) {
+    kind = mnt::gpt2::RunTokenizerKind::kBytes;
+  }
+  const bool subwords = kind == mnt::gpt2::RunTokenizerKind::kSentencePiece;
+  const std::string& tokenizer = in->tokenizer_model;
+  if (kind == mnt::gpt2::RunTokenizerKind::kUnknown) {
+    return Fail("this checkpoint has vocab " + std::to_string((*sampler)->vocab()) +
+                " and its folder " + in->folder.dir +
+                " has no tokenizer.model or saved config to say how text becomes tokens "
+                "(byte-level runs have 256)");
+  }
   // Which model speaks, on stderr (stdout is the text).
   std::fprintf(stderr, "sample: checkpoint %s (step %lld)\n", path.c_str(),
                static_cast<long long>(ckpt->step()));
-  // The run's SentencePiece model, kept beside its checkpoints; else bytes.
-  const std::string tokenizer =
-      (std::filesystem::path(path).parent_path() / mnt::trainer::kTokenizerFileName).string();
-  const bool subwords = std::filesystem::exists(tokenizer);
-  int64_t vocab = absl::GetFlag(FLAGS_vocab_size);
-  if (subwords && vocab == 0) {
-    auto pieces = mnt::trainer::SentencePieceVocab(tokenizer);
-    if (!pieces.ok()) return Fail(std::string(pieces.status().message()));
-    vocab = *pieces;
-  }
-  auto sampler = mnt::gpt2::Gpt2Sampler::Create(*ckpt, vocab, path);
-  if (!sampler.ok()) return Fail(std::string(sampler.status().message()));
   const std::string prompt = absl::GetFlag(FLAGS_prompt);
-  if (!subwords && (*sampler)->vocab() > 256) {
-    return Fail("this checkpoint has vocab " + std::to_string((*sampler)->vocab()) +
-                " and no " + tokenizer + " beside it (byte-level checkpoints have 256)");
-  }
   if (subwords) std::fprintf(stderr, "sample: tokenizer %s\n", tokenizer.c_str());
   std::vector<int32_t> ids;
   if (subwords) {

@@ -29,7 +29,7 @@ echo "sampled: $a"
 [[ "$a" == "$b" ]] || { echo "FAIL: same seed gave different samples"; exit 1; }
 if "$sample" --checkpoint="$dir/missing" 2>"$dir/err"; then echo "FAIL: missing checkpoint accepted"; exit 1; fi
 [[ $(wc -l < "$dir/err") == 1 ]] || { cat "$dir/err"; exit 1; }
-grep -q "^sample: error: --checkpoint=$dir/missing: no such checkpoint" "$dir/err" || { cat "$dir/err"; exit 1; }
+grep -q "^sample: error: --checkpoint=$dir/missing: no such run folder or checkpoint" "$dir/err" || { cat "$dir/err"; exit 1; }
 # The train CLI's manners: a mistyped flag is one line with a suggestion.
 if "$sample" --promt=x 2>"$dir/err_flag"; then echo "FAIL: a mistyped flag was accepted"; exit 1; fi
 grep -q "^sample: error: unknown flag --promt (did you mean --prompt?)" "$dir/err_flag" || { cat "$dir/err_flag"; exit 1; }

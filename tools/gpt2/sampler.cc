@@ -106,7 +106,7 @@ int64_t Gpt2Sampler::vocab() const { return state_->vocab; }
 int64_t Gpt2Sampler::context() const { return state_->context; }
 
 absl::StatusOr<std::unique_ptr<Gpt2Sampler>> Gpt2Sampler::Create(
-    const trainer::CheckpointData& ckpt, int64_t vocab,
+    const trainer::CheckpointData& ckpt, const VocabHint& vocab,
     const std::string& source) {
   // The llm.c view resolves the vocabulary and checks every tensor.
   auto weights = LlmcFromCheckpoint(ckpt, vocab, source);

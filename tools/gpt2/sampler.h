@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tools/gpt2/llmc_convert.h"
 #include "trainer/checkpoint/checkpoint.h"
 
 namespace mnt::gpt2 {
@@ -29,11 +30,10 @@ int64_t PickToken(const std::vector<float>& logits, float temperature,
 
 class Gpt2Sampler {
  public:
-  // Loads the weights of a gpt2 checkpoint; `vocab` 0: from the checkpoint
-  // (options, recorded llm.c vocab, or 256 / 50257 for a padding of 256 /
-  // 50304).
+  // Loads the weights of a gpt2 checkpoint; the real vocabulary as
+  // LlmcFromCheckpoint resolves it from `vocab` and the checkpoint.
   static absl::StatusOr<std::unique_ptr<Gpt2Sampler>> Create(
-      const trainer::CheckpointData& ckpt, int64_t vocab,
+      const trainer::CheckpointData& ckpt, const VocabHint& vocab,
       const std::string& source);
   ~Gpt2Sampler();
 
