@@ -30,6 +30,7 @@
 #include "trainer/cli/load_datasets.h"
 #include "trainer/cli/model_defaults.h"
 #include "trainer/cli/run_header.h"
+#include "trainer/cli/run_schedule.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/cli/user_directory.h"
 #include "trainer/config/command_line_check.h"
@@ -149,6 +150,7 @@ int Run(int original_argc, char** original_argv) {
   // --config file chose.
   const std::vector<std::string> defaults =
       ApplyModelDefaults(*device, FieldChosenByUser, &*config);
+  ApplyScheduleDefaults(FieldChosenByUser, &*config);
   if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
   if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
   // Data parallel: one process per rank, launched by mpirun or srun. Only
@@ -192,6 +194,7 @@ int Run(int original_argc, char** original_argv) {
     config->set_checkpoint_dir(absl::StrCat(cache, "/runs/", name));
     own_folder = true;
   }
+  if (auto s = ResolveRunOutputs(&*config); !s.ok()) return Fail(s);
   const bool resume = config->resume() || config->resume_if_exists();
   if (config->eval_only() && !resume && config->resume_from().empty()) {
     return Fail(absl::InvalidArgumentError(
@@ -254,6 +257,8 @@ int Run(int original_argc, char** original_argv) {
                                              data->eval ? data->eval->size() : 0,
                                              " evaluation examples: ", data->description);
   const int targets_per_example = data->train->spec().targets_per_example;
+  auto epochs_note = ResolveEpochs(data->train->size(), ranks ? ranks->world_size() : 1, &*config);
+  if (!epochs_note.ok()) return Fail(epochs_note.status());
   // A subword model goes with the run's checkpoints (run_config_file.h).
   if (!data->tokenizer_model.empty()) {
     config->mutable_data()->set_tokenizer_model(data->tokenizer_model);
@@ -271,6 +276,7 @@ int Run(int original_argc, char** original_argv) {
                                  " parameters)"));
   console.OnMessage(data->description);
   if (!data->shards_description.empty()) console.OnMessage(data->shards_description);
+  if (!epochs_note->empty()) console.OnMessage(*epochs_note);
   if (!(*trainer)->loss_scaling_description().empty()) {
     console.OnMessage((*trainer)->loss_scaling_description());
   }
