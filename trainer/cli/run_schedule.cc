@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/checkpoint/atomic_file.h"
 
 namespace mnt::trainer {
 
@@ -50,6 +51,8 @@ absl::Status ResolveRunOutputs(TrainConfig* config) {
     config->set_tensorboard_dir(dir + "/tensorboard");
   }
   if (jsonl && config->metrics_jsonl().empty()) {
+    // The log opens before the first checkpoint would make the folder.
+    if (auto s = MakeDirectories(dir); !s.ok()) return s;
     config->set_metrics_jsonl(dir + "/metrics.jsonl");
   }
   return absl::OkStatus();

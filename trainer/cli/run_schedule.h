@@ -27,7 +27,8 @@ void ApplyScheduleDefaults(const std::function<bool(const std::string&)>& given,
 // --report_to against the run's folder (config->checkpoint_dir(), resolved;
 // "" = the run keeps none): tensorboard fills an empty --tensorboard_dir
 // with <checkpoint_dir>/tensorboard, jsonl an empty --metrics_jsonl with
-// <checkpoint_dir>/metrics.jsonl, all both. none with either of them set,
+// <checkpoint_dir>/metrics.jsonl (and creates the folder, which the log
+// opens before the first checkpoint), all both. none with either of them set,
 // a default wanted without a folder, and --save_best without a folder are
 // one-line errors.
 absl::Status ResolveRunOutputs(TrainConfig* config);

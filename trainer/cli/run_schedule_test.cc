@@ -1,6 +1,8 @@
 #include "trainer/cli/run_schedule.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <random>
 #include <set>
@@ -32,13 +34,20 @@ TEST(ScheduleDefaultsTest, LinearEndsAtZeroUnlessTheFloorIsGiven) {
   EXPECT_EQ(chosen.schedule().min_lr_ratio(), 0.1);
 }
 
+std::string RunDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return std::string(tmp ? tmp : "/tmp") + "/runs/a";
+}
+
 TEST(RunOutputsTest, ReportToFillsTheFolderDefaults) {
+  const std::string dir = RunDir();
   TrainConfig c = DefaultTrainConfig();
-  c.set_checkpoint_dir("/runs/a");
+  c.set_checkpoint_dir(dir);
   c.set_report_to("all");
   ASSERT_TRUE(ResolveRunOutputs(&c).ok());
-  EXPECT_EQ(c.tensorboard_dir(), "/runs/a/tensorboard");
-  EXPECT_EQ(c.metrics_jsonl(), "/runs/a/metrics.jsonl");
+  EXPECT_EQ(c.tensorboard_dir(), dir + "/tensorboard");
+  EXPECT_EQ(c.metrics_jsonl(), dir + "/metrics.jsonl");
+  EXPECT_TRUE(std::filesystem::is_directory(dir));  // the log opens before a checkpoint
 
   // Given paths win; each value adds only its own.
   TrainConfig tb = DefaultTrainConfig();
@@ -50,11 +59,11 @@ TEST(RunOutputsTest, ReportToFillsTheFolderDefaults) {
   EXPECT_EQ(tb.metrics_jsonl(), "");
 
   TrainConfig jsonl = DefaultTrainConfig();
-  jsonl.set_checkpoint_dir("/runs/a");
+  jsonl.set_checkpoint_dir(dir);
   jsonl.set_report_to("jsonl");
   ASSERT_TRUE(ResolveRunOutputs(&jsonl).ok());
   EXPECT_EQ(jsonl.tensorboard_dir(), "");
-  EXPECT_EQ(jsonl.metrics_jsonl(), "/runs/a/metrics.jsonl");
+  EXPECT_EQ(jsonl.metrics_jsonl(), dir + "/metrics.jsonl");
 
   TrainConfig unset = DefaultTrainConfig();  // report_to "": nothing added
   unset.set_checkpoint_dir("/runs/a");
