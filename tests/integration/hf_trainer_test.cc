@@ -40,12 +40,13 @@ struct Result {
   std::string out, err;
 };
 
-// The train binary with `args`, a cache inside the test's temp dir.
-Result Train(const std::string& args) {
+// The train binary with `args`, a cache inside the test's temp dir; `prefix`
+// goes before the command (a cd).
+Result Train(const std::string& args, const std::string& prefix = "") {
   static int n = 0;
   const std::string out = TempDir() + "/hf_out_" + std::to_string(n) + ".txt";
   const std::string err = TempDir() + "/hf_err_" + std::to_string(n++) + ".txt";
-  const std::string cmd = RunfilesRoot() + "/mantissa/trainer/cli/train --device=cpu " +
+  const std::string cmd = prefix + RunfilesRoot() + "/mantissa/trainer/cli/train --device=cpu " +
                           "--cache_dir=" + TempDir() + "/cache " + args + " >" + out + " 2>" +
                           err;
   const int status = std::system(cmd.c_str());
@@ -468,6 +469,21 @@ TEST(TextFilesTest, SeveralFilesAndGlobsJoinedInTheStatedOrder) {
   EXPECT_TRUE(absl::StrContains(sp.out, "SentencePiece bpe vocabulary 300 (trained:")) << sp.out;
   ExpectOneLineError(Train(gpt + "--text_path='" + dir + "/more.txt," + dir + "/none/*.md'"),
                      "--text_path: '" + dir + "/none/*.md' matches no file");
+
+  // Relative items, saved with the run as absolute ones: its config read
+  // back from elsewhere trains on the same tokens.
+  const std::string saved = dir + "/saved_run";
+  Result relative = Train(absl::StrCat(gpt, "--text_path='notes/*.txt, more.txt' ",
+                                       "--checkpoint_dir=", saved),
+                          "cd " + dir + " && ");
+  ASSERT_EQ(relative.exit_code, 0) << relative.err;
+  EXPECT_TRUE(absl::StrContains(ReadWholeFile(saved + "/train_config.txtpb"),
+                                "text_path: \"" + dir + "/notes/*.txt," + dir + "/more.txt\""))
+      << ReadWholeFile(saved + "/train_config.txtpb");
+  Result again = Train("--config=" + saved + "/train_config.txtpb --checkpoint_dir=none",
+                       "cd / && ");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ShardPaths(again.out).first, ShardPaths(relative.out).first);
 }
 
 }  // namespace

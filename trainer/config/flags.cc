@@ -47,7 +47,10 @@ ABSL_FLAG(std::string, train_images, "", "IDX images file (--dataset=idx)");
 ABSL_FLAG(std::string, train_labels, "", "IDX labels file (--dataset=idx)");
 ABSL_FLAG(std::string, test_images, "", "IDX test images (optional; else a validation split)");
 ABSL_FLAG(std::string, test_labels, "", "IDX test labels (optional; else a validation split)");
-ABSL_FLAG(std::string, text_path, "", "Plain text file (--dataset=text)");
+ABSL_FLAG(std::string, text_path, "",
+          "Text for --dataset=text: a file, or several: a comma-separated list of files and "
+          "globs ('notes/*.txt,more.txt'), read in that order (a glob's matches by name) and "
+          "joined with a newline between two");
 ABSL_FLAG(std::string, tokenizer, "bytes",
           "--dataset=text: bytes (every byte a token) | sentencepiece (a subword model trained "
           "on the text, kept with the checkpoints)");
