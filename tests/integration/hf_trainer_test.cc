@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/integration/mpi_launch.h"
 #include "tests/integration/test_env.h"
 #include "trainer/checkpoint/checkpoint.h"
 
@@ -219,6 +220,38 @@ TEST(EpochsTest, StepsComeFromTheEpochsAndAreSaved) {
                      "--num_train_epochs and --steps both set the run's length");
   ExpectOneLineError(Train(std::string(kMlp) + "--num_train_epochs=-1"),
                      "--num_train_epochs=-1 is invalid");
+}
+
+// Two ranks of 32: the epochs are counted in global batches of 64, every
+// rank evaluates at the same epoch ends, and early stopping stops both at
+// the same step (a rank that went on alone would hang its collectives:
+// `timeout` ends that).
+TEST(EpochsTest, TwoRanksCountTheGlobalBatch) {
+  const std::string dir = FreshDir("epochs_dp");
+  const std::string flags = std::string(kMlp) + "--batch_size=32 --log_every=1000 " +
+                            "--checkpoint_dir=" + dir + "/run --metrics_jsonl=" + dir +
+                            "/m.jsonl ";
+  const std::string prefix = "timeout 300 " + mnt::testing::Mpirun(2) + " ";
+  Result r = Train(flags + "--num_train_epochs=2 --eval_strategy=epoch", prefix);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const int64_t examples = TrainingExamples(r.out);
+  const int64_t steps = (2 * examples + 63) / 64;
+  EXPECT_TRUE(absl::StrContains(r.out, absl::StrCat("--num_train_epochs=2: ", steps, " steps (2 x ",
+                                                    examples, " training examples / 64 per step")))
+      << r.out;
+  std::vector<Eval> evals = Evals(ReadWholeFile(dir + "/m.jsonl"));
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_EQ(evals[0].step, (examples + 63) / 64);
+  EXPECT_EQ(evals[1].step, steps);
+
+  fs::remove_all(dir + "/run");
+  Result stopped = Train(flags + "--steps=40 --eval_every=5 --early_stopping_patience=1 "
+                                 "--early_stopping_threshold=100",
+                         prefix);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+  EXPECT_TRUE(absl::StrContains(stopped.out, "early stopping at step 10: 1 evaluation in a row"))
+      << stopped.out;
+  EXPECT_TRUE(fs::exists(dir + "/run/checkpoint-10"));
 }
 
 TEST(EvalStrategyTest, NoEvaluatesNothingNotEvenAtTheEnd) {

@@ -82,7 +82,8 @@ std::string EvalPolicy::StopReason() const {
           ? std::string("no evaluation has had a finite loss")
           : absl::StrFormat("the best is %.6g at step %d", state_.best_loss, state_.best_step);
   return absl::StrCat(state_.evals_without_improvement,
-                      " evaluations in a row without an eval loss below the best by more than ",
+                      state_.evals_without_improvement == 1 ? " evaluation" : " evaluations",
+                      " in a row without an eval loss below the best by more than ",
                       threshold_, " (", best, "; --early_stopping_patience=", patience_,
                       ", --early_stopping_threshold=", threshold_, ")");
 }
