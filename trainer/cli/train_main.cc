@@ -257,7 +257,8 @@ int Run(int original_argc, char** original_argv) {
                                              data->eval ? data->eval->size() : 0,
                                              " evaluation examples: ", data->description);
   const int targets_per_example = data->train->spec().targets_per_example;
-  auto epochs_note = ResolveEpochs(data->train->size(), ranks ? ranks->world_size() : 1, &*config);
+  auto epochs_note =
+      ResolveEpochs(data->train->size(), ranks != nullptr ? ranks->world_size() : 1, &*config);
   if (!epochs_note.ok()) return Fail(epochs_note.status());
   // A subword model goes with the run's checkpoints (run_config_file.h).
   if (!data->tokenizer_model.empty()) {

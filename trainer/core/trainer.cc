@@ -189,9 +189,11 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
                                            batch_.get(), scalars_.get(),
                                            config_.batch_size(), config_.eval_batches());
   if (ranks_ != nullptr) evaluator_->SplitAcrossRanks(ranks_);
+  // The sampler hands out every rank's part of every micro-batch.
   eval_policy_ = std::make_unique<EvalPolicy>(
       config_, sampler_.get(),
-      MicroBatches(config_) * config_.batch_size() * (ranks_ ? ranks_->world_size() : 1));
+      MicroBatches(config_) * config_.batch_size() *
+          (ranks_ != nullptr ? ranks_->world_size() : 1));
   TrainingCheckpoint::Parts parts;
   parts.config = &config_;
   parts.precision_name = plugins_->precision_name;
