@@ -61,6 +61,8 @@ std::string StepCheckpointPath(const std::string& dir, int64_t step) {
   return absl::StrCat(dir, "/", kPrefix, step);
 }
 
+std::string BestCheckpointPath(const std::string& dir) { return absl::StrCat(dir, "/best"); }
+
 std::vector<std::pair<int64_t, std::string>> ListStepCheckpoints(const std::string& dir) {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
@@ -86,14 +88,24 @@ absl::Status PublishCheckpoint(const std::string& dir, const std::string& step_f
   if (keep <= 0) return absl::OkStatus();
   std::vector<std::pair<int64_t, std::string>> steps = ListStepCheckpoints(dir);
   const std::string newest = fs::path(step_file).lexically_normal().string();
-  for (size_t i = 0; i + keep < steps.size(); ++i) {
+  const std::string best = BestCheckpointPath(dir);
+  // The oldest go first; the newest and the best stay, counted among `keep`.
+  size_t left = steps.size();
+  for (size_t i = 0; i < steps.size() && left > static_cast<size_t>(keep); ++i) {
     if (fs::path(steps[i].second).lexically_normal().string() == newest) continue;
+    std::error_code not_linked;  // no `best` yet, or no hard links
+    if (fs::equivalent(steps[i].second, best, not_linked)) continue;
     std::error_code ec;
     fs::remove(steps[i].second, ec);
     if (ec) return Error("cannot remove old checkpoint", steps[i].second, ec);
     if (removed != nullptr) removed->push_back(steps[i].second);
+    --left;
   }
   return absl::OkStatus();
+}
+
+absl::Status PublishBestCheckpoint(const std::string& dir, const std::string& step_file) {
+  return ReplaceWithSameFile(step_file, BestCheckpointPath(dir));
 }
 
 absl::StatusOr<std::string> ResolveCheckpointPath(const std::string& path,

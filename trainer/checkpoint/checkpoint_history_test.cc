@@ -68,6 +68,40 @@ TEST(CheckpointHistoryTest, KeepZeroKeepsEverything) {
   EXPECT_EQ(ListStepCheckpoints(dir).size(), 6u);
 }
 
+TEST(CheckpointHistoryTest, RetentionKeepsTheBestStepFile) {
+  const std::string dir = FreshDir("best");
+  Save(dir, 10, 2);
+  ASSERT_TRUE(PublishBestCheckpoint(dir, StepCheckpointPath(dir, 10)).ok());
+  EXPECT_EQ(Slurp(BestCheckpointPath(dir)), "state at 10");
+  std::vector<std::string> removed;
+  for (int64_t step : {20, 30, 40}) {
+    const std::string path = StepCheckpointPath(dir, step);
+    std::ofstream(path) << "state at " << step;
+    ASSERT_TRUE(PublishCheckpoint(dir, path, 2, &removed).ok());
+  }
+  // The best and the newest make the two kept; the others went oldest first.
+  EXPECT_EQ(removed, (std::vector<std::string>{dir + "/checkpoint-20", dir + "/checkpoint-30"}));
+  std::vector<std::pair<int64_t, std::string>> left = ListStepCheckpoints(dir);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].first, 10);
+  EXPECT_EQ(left[1].first, 40);
+  // Keep 1 with a best that is not the newest: both stay (as Hugging Face's).
+  removed.clear();
+  const std::string path = StepCheckpointPath(dir, 50);
+  std::ofstream(path) << "state at 50";
+  ASSERT_TRUE(PublishCheckpoint(dir, path, 1, &removed).ok());
+  EXPECT_EQ(removed, std::vector<std::string>{dir + "/checkpoint-40"});
+  EXPECT_TRUE(fs::exists(StepCheckpointPath(dir, 10)));
+  // Once `best` moves on, its old step file goes as any other.
+  ASSERT_TRUE(PublishBestCheckpoint(dir, path).ok());
+  removed.clear();
+  const std::string next = StepCheckpointPath(dir, 60);
+  std::ofstream(next) << "state at 60";
+  ASSERT_TRUE(PublishCheckpoint(dir, next, 2, &removed).ok());
+  EXPECT_EQ(removed, std::vector<std::string>{dir + "/checkpoint-10"});
+  EXPECT_EQ(Slurp(BestCheckpointPath(dir)), "state at 50");
+}
+
 TEST(CheckpointHistoryTest, ResumeFromAFileOrADirectory) {
   const std::string dir = FreshDir("resume");
   Save(dir, 7, 0);

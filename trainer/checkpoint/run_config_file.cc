@@ -2,10 +2,15 @@
 
 #include <filesystem>
 
+#include <vector>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "trainer/checkpoint/atomic_file.h"
+#include "trainer/config/user_path.h"
 
 namespace mnt::trainer {
 
@@ -17,6 +22,18 @@ void Absolute(std::string* path) {
   if (!path->empty()) *path = std::filesystem::absolute(*path).lexically_normal().string();
 }
 
+// --text_path may list several files and globs (trainer/data/text.h): each
+// item absolute, its ~ expanded; a file whose name holds a comma is one.
+void AbsoluteTextPaths(std::string* text_path) {
+  if (text_path->empty() || CheckRegularFile(*text_path).ok()) return Absolute(text_path);
+  std::vector<std::string> items = absl::StrSplit(*text_path, ',', absl::SkipWhitespace());
+  for (std::string& item : items) {
+    item = ExpandUserPath(std::string(absl::StripAsciiWhitespace(item)));
+    Absolute(&item);
+  }
+  *text_path = absl::StrJoin(items, ",");
+}
+
 }  // namespace
 
 std::string RunConfigText(const TrainConfig& config) {
@@ -24,12 +41,13 @@ std::string RunConfigText(const TrainConfig& config) {
   DataConfig& d = *saved.mutable_data();
   for (std::string* p : {d.mutable_train_images(), d.mutable_train_labels(),
                          d.mutable_test_images(), d.mutable_test_labels(),
-                         d.mutable_text_path(), d.mutable_cache_dir(), d.mutable_train_shards(),
+                         d.mutable_cache_dir(), d.mutable_train_shards(),
                          d.mutable_val_shards(), d.mutable_tokenizer_model(),
                          saved.mutable_checkpoint_dir(), saved.mutable_metrics_jsonl(),
                          saved.mutable_tensorboard_dir()}) {
     Absolute(p);
   }
+  AbsoluteTextPaths(d.mutable_text_path());
   // How this invocation started is the next command's choice, not the run's.
   saved.clear_resume();
   saved.clear_resume_if_exists();

@@ -120,8 +120,9 @@ RunFolderContents InspectRunFolder(const std::string& dir) {
   for (const auto& [step, path] : ListStepCheckpoints(dir)) {
     c.run_files.push_back(fs::path(path).filename().string());
   }
-  for (const char* name : {"latest", kBestCheckpointName, kRunConfigFileName}) {
-    if (fs::exists(absl::StrCat(dir, "/", name), ec)) c.run_files.push_back(name);
+  for (const std::string& path : {LatestCheckpointPath(dir), BestCheckpointPath(dir),
+                                  absl::StrCat(dir, "/", kRunConfigFileName)}) {
+    if (fs::exists(path, ec)) c.run_files.push_back(fs::path(path).filename().string());
   }
   std::sort(c.run_files.begin(), c.run_files.end());
   c.latest_step = LatestStep(dir);
@@ -217,13 +218,15 @@ bool RunFolderLocked(const std::string& dir) {
 absl::StatusOr<std::vector<std::string>> ClearRunFolder(const std::string& dir) {
   std::vector<std::string> names = InspectRunFolder(dir).run_files;
   std::error_code ec;
-  if (fs::exists(absl::StrCat(dir, "/", kTokenizerFileName), ec)) {
-    names.push_back(kTokenizerFileName);
+  // What else a run keeps in its folder: its tokenizer, and the logs
+  // --report_to puts there (a new run's curves must not mix with them).
+  for (const char* name : {kTokenizerFileName, "metrics.jsonl", "metrics.jsonl.1", "tensorboard"}) {
+    if (fs::exists(absl::StrCat(dir, "/", name), ec)) names.push_back(name);
   }
   std::vector<std::string> removed;
   for (const std::string& name : names) {
     const std::string path = absl::StrCat(dir, "/", name);
-    fs::remove(path, ec);
+    fs::remove_all(path, ec);
     if (ec) {
       return absl::InternalError(absl::StrCat("cannot remove ", path, ": ", ec.message()));
     }

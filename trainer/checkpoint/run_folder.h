@@ -27,7 +27,6 @@
 
 namespace mnt::trainer {
 
-inline constexpr char kBestCheckpointName[] = "best";
 inline constexpr char kRunFolderLockName[] = ".lock";
 
 // What a path given to a tool names: a run folder (its `latest`), or one
@@ -94,8 +93,9 @@ class RunFolderLock {
 bool RunFolderLocked(const std::string& dir);
 
 // --overwrite_output_dir: removes another run's files from `dir` (the
-// run_files of InspectRunFolder and tokenizer.model); nothing else in the
-// folder is touched. Returns the names removed.
+// run_files of InspectRunFolder, tokenizer.model, and the logs --report_to
+// keeps there: metrics.jsonl and the tensorboard/ folder); nothing else in
+// the folder is touched. Returns the names removed.
 absl::StatusOr<std::vector<std::string>> ClearRunFolder(const std::string& dir);
 
 }  // namespace mnt::trainer

@@ -198,9 +198,14 @@ absl::StatusOr<LoadedDatasets> LoadDatasets(const TrainConfig& config,
         !s.ok()) {
       return s;
     }
+    // Several files: how many the list and globs named (text.h says the order).
+    std::string name = d.text_path();
+    if (auto files = TextFiles(d.text_path()); files.ok() && files->size() > 1) {
+      name = absl::StrFormat("%s (%d files, joined in order)", name, files->size());
+    }
     LoadedDatasets out;
     out.description = absl::StrFormat(
-        "data: %s, %d training and %d evaluation tokens, %s", d.text_path(),
+        "data: %s, %d training and %d evaluation tokens, %s", name,
         split->train.tokens.size(), split->validation.tokens.size(), tokenizer);
     out.shards_description = absl::StrFormat(
         "tokens: %s (%d tokens), %s (%d)", shards.train, split->train.tokens.size(),

@@ -35,8 +35,11 @@ std::vector<std::string> ApplyModelDefaults(
     // Image classifiers: the digits dataset, trained long enough to reach
     // the accuracy the README states.
     set_data_string("dataset", "digits", &DataConfig::set_dataset);
-    set_int("steps", model == "mlp" ? 600 : 300, c->steps(),
-            [&](int64_t v) { c->set_steps(v); });
+    // --num_train_epochs gives the run's length instead.
+    if (c->num_train_epochs() <= 0) {
+      set_int("steps", model == "mlp" ? 600 : 300, c->steps(),
+              [&](int64_t v) { c->set_steps(v); });
+    }
     if (model == "cnn" && !given("lr") && c->optimizer().lr() != 3e-3) {
       c->mutable_optimizer()->set_lr(3e-3);
       changes.push_back("--lr=0.003");

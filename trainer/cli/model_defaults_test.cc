@@ -2,6 +2,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -21,6 +22,15 @@ TEST(ModelDefaultsTest, ImageModelsDefaultToDigits) {
     EXPECT_EQ(c.steps(), std::string(model) == "mlp" ? 600 : 300) << model;
     EXPECT_TRUE(ValidateTrainConfig(c).ok()) << model;
   }
+}
+
+TEST(ModelDefaultsTest, EpochsLeaveTheStepsAlone) {
+  TrainConfig c = DefaultTrainConfig();
+  c.set_model("mlp");
+  c.set_num_train_epochs(2);
+  const std::vector<std::string> changes = ApplyModelDefaults("cpu", Given({"model"}), &c);
+  EXPECT_EQ(c.steps(), 300);  // untouched: the epochs become the steps later
+  EXPECT_EQ(changes, std::vector<std::string>{"--dataset=digits"});
 }
 
 TEST(ModelDefaultsTest, GivenFlagsAreNeverTouched) {

@@ -68,6 +68,9 @@ void Start(const TrainConfig& base, PluginRegistry* registry, const std::string&
   config.set_resume_if_exists(false);
   config.set_resume_from("");
   config.set_eval_only(false);
+  // Its per-step evaluations must neither save a best nor stop a candidate.
+  config.set_save_best(false);
+  config.set_early_stopping_patience(0);
   auto data = LoadDatasets(config, digits_csv);
   if (!data.ok()) {
     c->row.note = std::string(data.status().message());

@@ -35,6 +35,7 @@
 #include "trainer/cli/run_folder_choice.h"
 #include "trainer/cli/run_header.h"
 #include "trainer/cli/run_plan.h"
+#include "trainer/cli/run_schedule.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/cli/user_directory.h"
 #include "trainer/config/command_line_check.h"
@@ -226,6 +227,7 @@ int Run(int original_argc, char** original_argv) {
     for (std::string& d : ApplyModelDefaults(*device_now, chosen, &*config)) {
       defaults.push_back(std::move(d));
     }
+    ApplyScheduleDefaults(FieldChosenByUser, &*config);
   }
   if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
   if (auto s = CheckDataFlagsFitDataset(*config); !s.ok()) return Fail(s);
@@ -286,10 +288,34 @@ int Run(int original_argc, char** original_argv) {
       if (auto s = ranks->Broadcast(&dir); !s.ok()) return Fail(s);
     }
     config->set_checkpoint_dir(dir);
+    // --report_to's logs and --save_best go in the folder.
+    if (auto s = ResolveRunOutputs(&*config); !s.ok()) return Fail(s);
+  }
+
+  // Rank 0 converts and caches the data first; the others read its cache.
+  if (!rank0) {
+    if (auto s = ranks->Any(false); !s.ok()) return Fail(s.status());
+  }
+  auto data = LoadDatasets(*config, DigitsRunfile(argv[0]));
+  if (!data.ok()) return Fail(data.status());
+  if (ranks != nullptr && rank0) {
+    if (auto s = ranks->Any(false); !s.ok()) return Fail(s.status());
+  }
+  const std::string data_fact = absl::StrCat(data->train->size(), " training and ",
+                                             data->eval ? data->eval->size() : 0,
+                                             " evaluation examples: ", data->description);
+  const int targets_per_example = data->train->spec().targets_per_example;
+  auto epochs_note =
+      ResolveEpochs(data->train->size(), ranks != nullptr ? ranks->world_size() : 1, &*config);
+  if (!epochs_note.ok()) return Fail(epochs_note.status());
+  // A subword model goes with the run's checkpoints (run_config_file.h).
+  if (!data->tokenizer_model.empty()) {
+    config->mutable_data()->set_tokenizer_model(data->tokenizer_model);
   }
 
   // --precision=auto: a resumed run keeps its checkpoint's precision; a new
-  // one measures (trainer/cli/precision_probe.h).
+  // one measures (trainer/cli/precision_probe.h), once the data is known to
+  // load and the run's steps are known (--num_train_epochs).
   std::vector<std::string> probe_lines;
   if (config->precision() == "auto") {
     if (resume->folder.has_value()) {
@@ -313,24 +339,6 @@ int Run(int original_argc, char** original_argv) {
     }
   }
 
-  // Rank 0 converts and caches the data first; the others read its cache.
-  if (!rank0) {
-    if (auto s = ranks->Any(false); !s.ok()) return Fail(s.status());
-  }
-  auto data = LoadDatasets(*config, DigitsRunfile(argv[0]));
-  if (!data.ok()) return Fail(data.status());
-  if (ranks != nullptr && rank0) {
-    if (auto s = ranks->Any(false); !s.ok()) return Fail(s.status());
-  }
-  const std::string data_fact = absl::StrCat(data->train->size(), " training and ",
-                                             data->eval ? data->eval->size() : 0,
-                                             " evaluation examples: ", data->description);
-  const int targets_per_example = data->train->spec().targets_per_example;
-  // A subword model goes with the run's checkpoints (run_config_file.h).
-  if (!data->tokenizer_model.empty()) {
-    config->mutable_data()->set_tokenizer_model(data->tokenizer_model);
-  }
-
   auto trainer = Trainer::Create(*config, &registry, std::move(data->train),
                                  std::move(data->eval), ranks.get());
   if (!trainer.ok()) return Fail(trainer.status());
@@ -343,6 +351,7 @@ int Run(int original_argc, char** original_argv) {
                                  " parameters)"));
   console.OnMessage(data->description);
   if (!data->shards_description.empty()) console.OnMessage(data->shards_description);
+  if (!epochs_note->empty()) console.OnMessage(*epochs_note);
   if (!(*trainer)->loss_scaling_description().empty()) {
     console.OnMessage((*trainer)->loss_scaling_description());
   }

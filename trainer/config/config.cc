@@ -180,6 +180,35 @@ absl::Status ValidateLossScale(const LossScaleConfig& ls) {
   return s;
 }
 
+// Epochs, the evaluation strategy, reporting, the best checkpoint and early
+// stopping (fields 40-45).
+absl::Status ValidateRunPlan(const TrainConfig& c) {
+  absl::Status s = CheckRange("num_train_epochs", c.num_train_epochs(), 0, false, kInf, false);
+  if (s.ok() && !c.eval_strategy().empty())
+    s = CheckOneOf("eval_strategy", c.eval_strategy(), {"no", "steps", "epoch"});
+  if (s.ok())
+    s = CheckOneOf("report_to", c.report_to(), {"", "none", "tensorboard", "jsonl", "all"});
+  if (s.ok()) s = CheckAtLeast("early_stopping_patience", c.early_stopping_patience(), 0);
+  if (s.ok()) {
+    s = CheckRange("early_stopping_threshold", c.early_stopping_threshold(), 0, false, kInf,
+                   false);
+  }
+  if (!s.ok() || c.eval_strategy() != "no") return s;
+  // Both act on evaluations: with none they would silently do nothing.
+  if (c.save_best()) {
+    return absl::InvalidArgumentError(
+        "--save_best keeps the checkpoint with the lowest eval loss, but --eval_strategy=no "
+        "evaluates nothing: use --eval_strategy=steps or epoch");
+  }
+  if (c.early_stopping_patience() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--early_stopping_patience=", c.early_stopping_patience(),
+        " counts evaluations, but --eval_strategy=no evaluates nothing: use "
+        "--eval_strategy=steps or epoch"));
+  }
+  return s;
+}
+
 }  // namespace
 
 TrainConfig DefaultTrainConfig() {
@@ -222,6 +251,7 @@ TrainConfig DefaultTrainConfig() {
   c.set_data_parallel("auto");
   c.set_bucket_mb(25);
   c.set_exchange_in_backward("auto");
+  c.set_eval_strategy("steps");
   return c;
 }
 
@@ -267,6 +297,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
     s = absl::InvalidArgumentError(
         absl::StrCat("--zero_stage=", c.zero_stage(), ": expected 0 or 1"));
   }
+  if (s.ok()) s = ValidateRunPlan(c);
   if (s.ok() && (c.run_name() == "." || c.run_name() == ".." ||
                  c.run_name().find('/') != std::string::npos)) {
     s = absl::InvalidArgumentError(absl::StrCat(

@@ -47,7 +47,10 @@ ABSL_FLAG(std::string, train_images, "", "IDX images file (--dataset=idx)");
 ABSL_FLAG(std::string, train_labels, "", "IDX labels file (--dataset=idx)");
 ABSL_FLAG(std::string, test_images, "", "IDX test images (optional; else a validation split)");
 ABSL_FLAG(std::string, test_labels, "", "IDX test labels (optional; else a validation split)");
-ABSL_FLAG(std::string, text_path, "", "Plain text file (--dataset=text)");
+ABSL_FLAG(std::string, text_path, "",
+          "Text for --dataset=text: a file, or several: a comma-separated list of files and "
+          "globs ('notes/*.txt,more.txt'), read in that order (a glob's matches by name) and "
+          "joined with a newline between two");
 ABSL_FLAG(std::string, tokenizer, "bytes",
           "--dataset=text: bytes (every byte a token) | sentencepiece (a subword model trained "
           "on the text, kept with the checkpoints)");
@@ -65,6 +68,10 @@ ABSL_FLAG(int64_t, global_batch_size, 0,
           "given, it sets --batch_size per rank; 0 = that product. A resumed run keeps its "
           "own on any number of ranks");
 ABSL_FLAG(int64_t, steps, 300, "Optimizer steps");
+ABSL_FLAG(double, num_train_epochs, 0,
+          "> 0: train this many passes over the training examples instead of --steps: "
+          "ceil(epochs x examples / global batch) steps, known once the data is loaded (the "
+          "run saves them as its --steps); not with --steps or --max_steps");
 
 ABSL_FLAG(std::string, optimizer, "adamw", "adamw|adam|sgd");
 ABSL_FLAG(double, lr, 1e-3, "Peak learning rate");
@@ -85,7 +92,9 @@ ABSL_FLAG(bool, stochastic_rounding, false,
 ABSL_FLAG(std::string, schedule, "cosine", "cosine|linear|constant (after warmup)");
 ABSL_FLAG(int64_t, warmup_steps, 30, "Linear warmup steps");
 ABSL_FLAG(double, warmup_ratio, 0, "> 0: warm up for ceil(ratio x --steps) steps instead of --warmup_steps");
-ABSL_FLAG(double, min_lr_ratio, 0.1, "Floor of the cosine or linear decay, as a fraction of --lr");
+ABSL_FLAG(double, min_lr_ratio, 0.1,
+          "Floor of the decay, as a fraction of --lr: cosine 0.1 (nanoGPT's); linear 0 "
+          "(Hugging Face's: the rate ends at 0) unless given");
 
 ABSL_FLAG(double, clip_grad_norm, 1.0, "Global gradient-norm clip; 0 = off");
 
@@ -96,6 +105,18 @@ ABSL_FLAG(double, backoff_factor, 0, "Loss-scale backoff factor; 0 = precision d
 ABSL_FLAG(int64_t, growth_interval, 0, "Clean steps before the scale grows; 0 = precision default");
 
 ABSL_FLAG(int64_t, eval_every, 100, "Evaluate every N steps; 0 = only at the end");
+ABSL_FLAG(std::string, eval_strategy, "steps",
+          "steps (every --eval_every steps and after the last) | epoch (after each epoch's "
+          "last step) | no (never, not even at the end)");
+ABSL_FLAG(bool, save_best, false,
+          "After each evaluation with the lowest eval loss so far, save that step's "
+          "checkpoint and make <checkpoint_dir>/best the same file (--save_total_limit keeps "
+          "it); the best loss survives --resume");
+ABSL_FLAG(int64_t, early_stopping_patience, 0,
+          "> 0: stop (with a checkpoint, exit 0) after this many evaluations in a row without "
+          "an eval loss below the best by more than --early_stopping_threshold; 0 = never");
+ABSL_FLAG(double, early_stopping_threshold, 0,
+          "How much lower than the best an eval loss must be to count as an improvement");
 ABSL_FLAG(int64_t, eval_batches, 0, "Validation batches per evaluation; 0 = all");
 ABSL_FLAG(int64_t, log_every, 10, "Log every N steps");
 ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
@@ -134,6 +155,10 @@ ABSL_FLAG(double, bucket_mb, 25,
 ABSL_FLAG(int64_t, save_total_limit, 0, "Keep only the newest N checkpoint-<step> files in --checkpoint_dir; 0 = keep all");
 ABSL_FLAG(std::string, metrics_jsonl, "", "Write metrics as JSON lines here (docs/metrics.md); an existing file is kept as <file>.1 unless --resume; \"\" = none");
 ABSL_FLAG(std::string, tensorboard_dir, "", "Write TensorBoard event files here (tensorboard --logdir=<dir>); \"\" = none");
+ABSL_FLAG(std::string, report_to, "",
+          "none|tensorboard|jsonl|all: tensorboard writes --tensorboard_dir (default "
+          "<checkpoint_dir>/tensorboard), jsonl --metrics_jsonl (default "
+          "<checkpoint_dir>/metrics.jsonl); none refuses both; \"\" = only the ones given");
 ABSL_FLAG(std::string, plugin_path, "", "Extra ':'-separated plugin directories");
 ABSL_FLAG(std::string, progress, "auto", "auto|bar|plain|none");
 ABSL_FLAG(std::string, device_loss_scaling, "auto",
@@ -151,7 +176,10 @@ ABSL_FLAG(bool, tf32, false, "Same as --precision=tf32");
 ABSL_FLAG(int64_t, gradient_accumulation_steps, 1, "Same as --grad_accum_steps");
 ABSL_FLAG(double, max_grad_norm, 1.0, "Same as --clip_grad_norm");
 ABSL_FLAG(std::string, lr_scheduler, "cosine", "Same as --schedule: cosine|linear|constant");
-ABSL_FLAG(std::string, resume_from_checkpoint, "", "Same as --resume_from");
+ABSL_FLAG(std::string, lr_scheduler_type, "cosine", "Same as --schedule: cosine|linear|constant");
+ABSL_FLAG(std::string, resume_from_checkpoint, "",
+          "Same as --resume_from; true (or True) = --resume: the run folder's latest");
+ABSL_FLAG(std::string, logging_dir, "", "Same as --tensorboard_dir");
 ABSL_FLAG(double, learning_rate, 0, "Same as --lr");
 ABSL_FLAG(int64_t, max_steps, 0, "Same as --steps");
 ABSL_FLAG(int64_t, per_device_train_batch_size, 0, "Same as --batch_size");
@@ -205,6 +233,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(grad_accum_steps, c->set_grad_accum_steps(v)),
       MNT_BIND(global_batch_size, c->set_global_batch_size(v)),
       MNT_BIND(steps, c->set_steps(v)),
+      MNT_BIND(num_train_epochs, c->set_num_train_epochs(v)),
       MNT_BIND(optimizer, c->mutable_optimizer()->set_name(v)),
       MNT_BIND(lr, c->mutable_optimizer()->set_lr(v)),
       MNT_BIND(weight_decay, c->mutable_optimizer()->set_weight_decay(v)),
@@ -226,6 +255,10 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(backoff_factor, c->mutable_loss_scale()->set_backoff_factor(v)),
       MNT_BIND(growth_interval, c->mutable_loss_scale()->set_growth_interval(v)),
       MNT_BIND(eval_every, c->set_eval_every(v)),
+      MNT_BIND(eval_strategy, c->set_eval_strategy(v)),
+      MNT_BIND(save_best, c->set_save_best(v)),
+      MNT_BIND(early_stopping_patience, c->set_early_stopping_patience(v)),
+      MNT_BIND(early_stopping_threshold, c->set_early_stopping_threshold(v)),
       MNT_BIND(eval_batches, c->set_eval_batches(v)),
       MNT_BIND(log_every, c->set_log_every(v)),
       MNT_BIND(seed, c->set_seed(v)),
@@ -237,6 +270,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(progress, c->set_progress(v)),
       MNT_BIND(device_loss_scaling, c->set_device_loss_scaling(v)),
       MNT_BIND(tensorboard_dir, c->set_tensorboard_dir(v)),
+      MNT_BIND(report_to, c->set_report_to(v)),
       MNT_BIND(save_total_limit, c->set_save_total_limit(v)),
       MNT_BIND(resume_from, c->set_resume_from(v)),
       MNT_BIND(run_name, c->set_run_name(v)),
@@ -262,6 +296,10 @@ struct FlagAlias {
   std::string (*value)();
 };
 
+// Python's spellings of a bool, as Hugging Face's argument parser takes them.
+bool IsTrueWord(const std::string& v) { return v == "true" || v == "True"; }
+bool IsFalseWord(const std::string& v) { return v == "false" || v == "False"; }
+
 template <typename T>
 std::string Unparsed(const absl::Flag<T>& flag) {
   return absl::UnparseFlag(absl::GetFlag(flag));
@@ -281,8 +319,22 @@ const std::vector<FlagAlias>& Aliases() {
        [] { return Unparsed(FLAGS_max_grad_norm); }},
       {&absl::GetFlagReflectionHandle(FLAGS_lr_scheduler), "schedule",
        [] { return Unparsed(FLAGS_lr_scheduler); }},
+      {&absl::GetFlagReflectionHandle(FLAGS_lr_scheduler_type), "schedule",
+       [] { return Unparsed(FLAGS_lr_scheduler_type); }},
+      // Hugging Face's resume_from_checkpoint=True resumes the output
+      // folder's last checkpoint: --resume; any other value is a path.
       {&absl::GetFlagReflectionHandle(FLAGS_resume_from_checkpoint), "resume_from",
-       [] { return absl::GetFlag(FLAGS_resume_from_checkpoint); }},
+       [] {
+         const std::string v = absl::GetFlag(FLAGS_resume_from_checkpoint);
+         return IsTrueWord(v) || IsFalseWord(v) ? std::string() : v;
+       }},
+      {&absl::GetFlagReflectionHandle(FLAGS_resume_from_checkpoint), "resume",
+       [] {
+         return std::string(IsTrueWord(absl::GetFlag(FLAGS_resume_from_checkpoint)) ? "true"
+                                                                                      : "");
+       }},
+      {&absl::GetFlagReflectionHandle(FLAGS_logging_dir), "tensorboard_dir",
+       [] { return absl::GetFlag(FLAGS_logging_dir); }},
       {&absl::GetFlagReflectionHandle(FLAGS_learning_rate), "lr",
        [] { return Unparsed(FLAGS_learning_rate); }},
       {&absl::GetFlagReflectionHandle(FLAGS_max_steps), "steps",
@@ -345,6 +397,23 @@ absl::Status ApplyAliases(const std::function<bool(const absl::CommandLineFlag&)
   return absl::OkStatus();
 }
 
+// --num_train_epochs and --steps (or --max_steps) both give the run's length:
+// on the command line together they are refused; a command line that gives
+// steps overrides a --config file's epochs.
+absl::Status CheckOneRunLength(const std::function<bool(const absl::CommandLineFlag&)>& is_set,
+                               TrainConfig* config) {
+  const bool steps = is_set(absl::GetFlagReflectionHandle(FLAGS_steps));
+  const bool max_steps = is_set(absl::GetFlagReflectionHandle(FLAGS_max_steps));
+  if (!steps && !max_steps) return absl::OkStatus();
+  if (is_set(absl::GetFlagReflectionHandle(FLAGS_num_train_epochs))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--num_train_epochs and --", steps ? "steps" : "max_steps",
+        " both set the run's length: give one of them"));
+  }
+  config->set_num_train_epochs(0);
+  return absl::OkStatus();
+}
+
 bool SpecifiedOnCommandLine(const absl::CommandLineFlag& flag) {
   // absl keeps this bit private to its parser; the accessor is how its own
   // libraries read it.
@@ -370,6 +439,7 @@ absl::StatusOr<TrainConfig> ConfigFromFlags(
     return absl::InvalidArgumentError(
         "--warmup_ratio and --warmup_steps both set the warmup: give one of them");
   }
+  if (absl::Status s = CheckOneRunLength(is_set, &config); !s.ok()) return s;
   ExpandUserPaths(&config);
   absl::Status s = ValidateTrainConfig(config);
   if (!s.ok()) {

@@ -28,6 +28,13 @@ ABSL_DECLARE_FLAG(double, max_grad_norm);
 ABSL_DECLARE_FLAG(std::string, lr_scheduler);
 ABSL_DECLARE_FLAG(double, warmup_ratio);
 ABSL_DECLARE_FLAG(int64_t, warmup_steps);
+ABSL_DECLARE_FLAG(std::string, lr_scheduler_type);
+ABSL_DECLARE_FLAG(std::string, resume_from_checkpoint);
+ABSL_DECLARE_FLAG(std::string, resume_from);
+ABSL_DECLARE_FLAG(bool, resume);
+ABSL_DECLARE_FLAG(double, num_train_epochs);
+ABSL_DECLARE_FLAG(int64_t, max_steps);
+ABSL_DECLARE_FLAG(std::string, logging_dir);
 
 namespace mnt {
 namespace trainer {
@@ -181,6 +188,80 @@ TEST(FlagsTest, HuggingFaceAliasesSetTheirFields) {
   EXPECT_EQ(c->clip_grad_norm(), 0.5);
   EXPECT_EQ(c->schedule().kind(), "linear");
   EXPECT_EQ(c->schedule().warmup_ratio(), 0.1);
+}
+
+TEST(FlagsTest, HuggingFaceRunPlanNames) {
+  {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_lr_scheduler_type, "linear");
+    absl::SetFlag(&FLAGS_logging_dir, "/logs/tb");
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"lr_scheduler_type", "logging_dir"}));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->schedule().kind(), "linear");
+    EXPECT_EQ(c->tensorboard_dir(), "/logs/tb");
+  }
+  // resume_from_checkpoint=True is Hugging Face's "the output folder's last
+  // checkpoint": --resume, not a path named "True".
+  for (const char* word : {"true", "True"}) {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_resume_from_checkpoint, word);
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"resume_from_checkpoint"}));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_TRUE(c->resume()) << word;
+    EXPECT_EQ(c->resume_from(), "") << word;
+  }
+  for (const char* word : {"false", "False"}) {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_resume_from_checkpoint, word);
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"resume_from_checkpoint"}));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE(c->resume()) << word;
+    EXPECT_EQ(c->resume_from(), "") << word;
+  }
+  {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_resume_from_checkpoint, "/runs/a/checkpoint-3");
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"resume_from_checkpoint"}));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_FALSE(c->resume());
+    EXPECT_EQ(c->resume_from(), "/runs/a/checkpoint-3");
+  }
+  {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_resume_from_checkpoint, "True");
+    absl::SetFlag(&FLAGS_resume, false);
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"resume_from_checkpoint", "resume"}));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().message(),
+              "--resume_from_checkpoint=True disagrees with --resume=false: give one of them");
+  }
+}
+
+TEST(FlagsTest, EpochsOrStepsNotBoth) {
+  for (const char* steps_flag : {"steps", "max_steps"}) {
+    absl::FlagSaver saver;
+    absl::SetFlag(&FLAGS_num_train_epochs, 3.0);
+    absl::SetFlag(&FLAGS_steps, 50);
+    absl::SetFlag(&FLAGS_max_steps, 50);
+    absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"num_train_epochs", steps_flag}));
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().message(), std::string("--num_train_epochs and --") + steps_flag +
+                                        " both set the run's length: give one of them");
+  }
+  // A file's epochs yield to the command line's steps, and the other way.
+  absl::FlagSaver saver;
+  const std::string path = TempPath("epochs.textproto");
+  WriteFile(path, "num_train_epochs: 2\nsteps: 40\n");
+  absl::SetFlag(&FLAGS_config, path);
+  absl::SetFlag(&FLAGS_steps, 70);
+  absl::StatusOr<TrainConfig> c = ConfigFromFlags(Given({"steps"}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_train_epochs(), 0);
+  EXPECT_EQ(c->steps(), 70);
+  absl::SetFlag(&FLAGS_num_train_epochs, 5.0);
+  c = ConfigFromFlags(Given({"num_train_epochs"}));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_train_epochs(), 5);
 }
 
 TEST(FlagsTest, AliasSetToFalseSetsNothing) {

@@ -108,6 +108,8 @@ struct FinalReport {
   // The signal (SIGINT, SIGTERM) that stopped the run at a step boundary
   // before its last step, else 0.
   int stopped_by_signal = 0;
+  // Early stopping (--early_stopping_patience) ended the run.
+  bool stopped_early = false;
   // The backend's slow paths (ABI 1.8 Backend_GetInfo slow_paths), one per
   // entry: "<calls> x <kind>: <shape>"; empty when none or not reported.
   std::vector<std::string> slow_paths;

@@ -19,6 +19,7 @@
 #include "trainer/core/bucket_readiness.h"
 #include "trainer/core/device_batch.h"
 #include "trainer/core/device_scalars.h"
+#include "trainer/core/eval_policy.h"
 #include "trainer/core/evaluator.h"
 #include "trainer/core/fp8_scaling.h"
 #include "trainer/core/loss_scale_config.h"
@@ -188,6 +189,11 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
                                            batch_.get(), scalars_.get(),
                                            config_.batch_size(), config_.eval_batches());
   if (ranks_ != nullptr) evaluator_->SplitAcrossRanks(ranks_);
+  // The sampler hands out every rank's part of every micro-batch.
+  eval_policy_ = std::make_unique<EvalPolicy>(
+      config_, sampler_.get(),
+      MicroBatches(config_) * config_.batch_size() *
+          (ranks_ != nullptr ? ranks_->world_size() : 1));
   TrainingCheckpoint::Parts parts;
   parts.config = &config_;
   parts.precision_name = plugins_->precision_name;
@@ -198,6 +204,7 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   parts.scaler = &plugins_->scaler;
   parts.scaling = scaling_.get();
   parts.fp8 = fp8_.get();
+  parts.eval_policy = eval_policy_.get();
   if (params_->sharded()) {
     parts.gather_working_weights = [this] { return GatherWorkingWeights(); };
     parts.all_gather = [this](const std::string& mine) { return ranks_->AllGather(mine); };
@@ -666,7 +673,7 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     fp8_announced_ = true;
     sink->OnMessage(Fp8Description());
   }
-  while (step_ < last_step) {
+  while (step_ < last_step && !eval_policy_->stop()) {
     StepMetrics m;
     const int64_t reads_before = client.device_to_host_copies();
     const bool will_report = sink != nullptr && sink->NeedsStepMetrics(step_ + 1, total);
@@ -753,17 +760,20 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
 
 absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
                                                  double* seconds) {
-  const int64_t eval_every = config_.eval_every();
-  if ((eval_every > 0 && step_ % eval_every == 0) || last) {
+  EvalPolicy::Verdict verdict;
+  if (eval_policy_->EvalDue(step_, last)) {
     Stopwatch phase;
     auto eval = Evaluate();
     if (!eval.ok()) return eval.status();
     phases_.Add("eval", phase.Seconds());
     *seconds += phase.Seconds();
     if (sink) sink->OnEval(*eval);
+    verdict = eval_policy_->OnEval(*eval);
+    if (sink && !verdict.message.empty()) sink->OnMessage(verdict.message);
   }
   const int64_t every = config_.checkpoint_every();
-  if (!config_.checkpoint_dir().empty() && ((every > 0 && step_ % every == 0) || last)) {
+  if (!config_.checkpoint_dir().empty() &&
+      ((every > 0 && step_ % every == 0) || last || verdict.save_checkpoint)) {
     Stopwatch phase;
     if (auto s = SaveStepCheckpoint(sink); !s.ok()) return s;
     phases_.Add("checkpoint", phase.Seconds());
@@ -790,6 +800,8 @@ absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
   const std::string path = StepCheckpointPath(dir, step_);
   if (auto s = TrainingCheckpoint::Write(path, *ckpt); !s.ok()) return s;
   last_checkpoint_step_ = step_;
+  auto best_note = eval_policy_->PublishBest(dir, path, step_);
+  if (!best_note.ok()) return best_note.status();
   std::vector<std::string> removed;
   if (auto s = PublishCheckpoint(dir, path, config_.save_total_limit(), &removed); !s.ok())
     return s;
@@ -805,7 +817,7 @@ absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
   }
   if (sink == nullptr) return absl::OkStatus();
   std::string line = absl::StrCat("checkpoint: ", path, " (step ", step_, "; also ",
-                                  LatestCheckpointPath(dir), config_note);
+                                  LatestCheckpointPath(dir), *best_note, config_note);
   for (const std::string& r : removed) {
     absl::StrAppend(&line, "; removed ", std::filesystem::path(r).filename().string());
   }
@@ -877,6 +889,7 @@ FinalReport Trainer::Report() const {
         data_parallel_ != nullptr && data_parallel_->starts_collectives() ? buckets_exchanged_ : 0;
   }
   r.stopped_by_signal = stopped_by_signal_;
+  r.stopped_early = eval_policy_->stop();
   MNT_Backend_GetInfo_Args info;
   if (plugins_->backend->GetInfo(&info).ok() &&
       MNT_HAS_FIELD(&info, MNT_Backend_GetInfo_Args, slow_paths) && info.slow_paths != nullptr) {

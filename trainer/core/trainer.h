@@ -34,6 +34,7 @@ class BucketReadiness;
 class DataParallel;
 class DeviceBatch;
 class HostComm;
+class EvalPolicy;
 class Evaluator;
 class Fp8Scaling;
 class LossScaling;
@@ -185,6 +186,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaling> scaling_;
   std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<EvalPolicy> eval_policy_;  // when to evaluate; best; early stop
   std::unique_ptr<TrainingCheckpoint> checkpoint_;
   HostComm* ranks_ = nullptr;
   std::unique_ptr<DataParallel> data_parallel_;  // before plugins_ goes

@@ -187,6 +187,7 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
   if (stochastic) {
     (*ckpt.mutable_metadata())[kRoundingSeedKey] = absl::StrCat(p_.optimizer->rounding_seed());
   }
+  if (p_.eval_policy != nullptr) p_.eval_policy->Save(ckpt.mutable_metadata());
   const SamplerState ss = p_.sampler->state();
   ckpt.set_sampler_seed(ss.seed);
   ckpt.set_sampler_epoch(ss.epoch);
@@ -381,6 +382,8 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
         ", growth tracker ", ckpt.loss_scale_growth_tracker(), ", skipped steps ",
         ckpt.loss_scale_skipped_steps(), " at step ", ckpt.step(), ")"));
   }
+  auto eval_state = EvalPolicy::Read(ckpt.metadata(), path);
+  if (!eval_state.ok()) return eval_state.status();
   if (p_.fp8 != nullptr) {
     if (auto s = p_.fp8->CheckCheckpoint(ckpt, path); !s.ok()) return s;
   } else if (ckpt.fp8_scaling_size() > 0) {
@@ -442,6 +445,11 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   *step = ckpt.step();
   p_.optimizer->set_applied_steps(applied);
   p_.optimizer->set_rounding_seed(rounding_seed);
+  if (p_.eval_policy != nullptr) {
+    if (const std::string note = p_.eval_policy->Apply(*eval_state); !note.empty()) {
+      restore_note_ = restore_note_.empty() ? note : absl::StrCat(restore_note_, "; ", note);
+    }
+  }
   // Scale, tracker and Adam's step counters follow the restored state to
   // where the scaling runs.
   return p_.scaling->SyncFromPlugin();

@@ -24,6 +24,7 @@
 #include "plugins/sdk/loss_scaler_client.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/config/train_config.pb.h"
+#include "trainer/core/eval_policy.h"
 #include "trainer/core/fp8_scaling.h"
 #include "trainer/core/loss_scaling.h"
 #include "trainer/core/optimizer.h"
@@ -46,6 +47,8 @@ class TrainingCheckpoint {
     LossScaling* scaling = nullptr;
     // FP8 GEMMs (ABI 1.10): the scaling state; NULL otherwise.
     Fp8Scaling* fp8 = nullptr;
+    // The best eval loss and early stopping's count (eval_policy.h).
+    EvalPolicy* eval_policy = nullptr;
     // ZeRO-1: after a restore, the shares' working weights to every rank;
     // and every rank's bytes to every rank (HostComm::AllGather), to
     // assemble the shares into whole tensors.
@@ -72,7 +75,8 @@ class TrainingCheckpoint {
 
   // After Restore: a line when the run's --precision_options differ from
   // those the checkpoint was written with (allowed: a floor or hysteresis
-  // may be changed on purpose), else "".
+  // may be changed on purpose), or when early stopping had ended the run,
+  // else "".
   const std::string& restore_note() const { return restore_note_; }
 
  private:

@@ -14,18 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "trainer/checkpoint/atomic_file.h"
+#include "trainer/data/text.h"
 #include "trainer/data/token_shards.h"
 
 namespace mnt::trainer {
 namespace {
-
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::string text((std::istreambuf_iterator<char>(f)), {});
-  if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(path, " is empty"));
-  return text;
-}
 
 // A model that does not load: the one line names the file.
 absl::Status ModelError(const std::string& model_path, const std::string& why) {
@@ -150,8 +143,9 @@ absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& t
     return absl::InvalidArgumentError(
         absl::StrCat("--tokenizer_type=", o.type, " is not bpe or unigram"));
   }
-  auto text = ReadText(text_path);
-  if (!text.ok()) return text.status();
+  auto joined = ReadTextFiles(text_path);
+  if (!joined.ok()) return joined.status();
+  const std::string* text = &joined->bytes;
   SentencePieceText out;
   out.model_path = o.model;
   if (out.model_path.empty()) {
@@ -167,13 +161,26 @@ absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& t
       // Trained into a temp prefix, then renamed: a killed run leaves no
       // half model under the name later runs reuse.
       const std::string tmp = absl::StrCat(prefix, ".tmp");
+      // SentencePiece reads a file: several are trained on as joined.
+      std::string input = joined->files[0];
+      if (joined->files.size() > 1) {
+        input = ScratchPath("joined");
+        std::ofstream f(input, std::ios::binary);
+        f << *text;
+        f.close();
+        if (!f) {
+          std::remove(input.c_str());
+          return absl::InternalError(absl::StrCat("cannot write the joined text to ", input));
+        }
+      }
       const std::string args = absl::StrCat(
-          "--input=", text_path, " --model_prefix=", tmp, " --model_type=", o.type,
+          "--input=", input, " --model_prefix=", tmp, " --model_type=", o.type,
           " --vocab_size=", o.vocab,
           " --character_coverage=1.0 --byte_fallback=true --split_digits=true"
           " --max_sentence_length=1000000 --num_threads=2 --minloglevel=2"
           " --normalization_rule_name=identity --remove_extra_whitespaces=false");
       auto run = RunTool({"train", args});
+      if (input != joined->files[0]) std::remove(input.c_str());
       if (!run.ok()) return run.status();
       if (run->exit_code != 0) {
         return absl::InvalidArgumentError(absl::StrCat(

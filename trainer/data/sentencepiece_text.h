@@ -33,9 +33,11 @@ struct SentencePieceText {
   std::string cache_key;
 };
 
-// Encodes the file at `text_path`; one line naming the file or the option
-// on any failure (missing file, vocabulary too large for the text, a model
-// file that does not parse).
+// Encodes the text of `text_path`: one file, or several joined (text.h's
+// TextFiles and ReadTextFiles; a model is trained on the joined text, and
+// its name hashes every file's bytes). One line naming the file or the
+// option on any failure (missing file, vocabulary too large for the text, a
+// model file that does not parse).
 absl::StatusOr<SentencePieceText> TokenizeWithSentencePiece(const std::string& text_path,
                                                             const SentencePieceOptions& options);
 

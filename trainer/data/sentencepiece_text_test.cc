@@ -87,6 +87,29 @@ TEST(SentencePieceTextTest, TrainsEncodesAndDecodesBackExactly) {
   }
 }
 
+TEST(SentencePieceTextTest, SeveralFilesAreTrainedOnJoined) {
+  const std::string one = WriteText("part1.txt", 3), two = WriteText("part2.txt", 4);
+  SentencePieceOptions o;
+  o.vocab = 320;
+  o.cache_dir = TempDir() + "/cache_joined";
+  const std::string list = one + "," + two;
+  auto r = TokenizeWithSentencePiece(list, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->trained);
+  // The tokens decode to both files with the separator between them.
+  auto back = DecodeWithSentencePiece(r->model_path, r->tokens.tokens);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, Slurp(one) + "\n" + Slurp(two));
+  // Every file's bytes are in the model's name: a change in the second file
+  // trains another model.
+  std::ofstream(two, std::ios::app | std::ios::binary) << "one more line\n";
+  auto changed = TokenizeWithSentencePiece(list, o);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(changed->trained);
+  EXPECT_NE(changed->cache_key, r->cache_key);
+  EXPECT_NE(changed->model_path, r->model_path);
+}
+
 TEST(SentencePieceTextTest, BadInputIsOneLine) {
   SentencePieceOptions o;
   o.cache_dir = TempDir() + "/cache";

@@ -200,7 +200,9 @@ void JsonlSink::OnFinish(const FinalReport& r) {
       {Field("type", "\"summary\""), Field("time", JsonNumber(Now())),
        Field("steps", absl::StrCat(r.steps)),
        Field("stopped_by",
-             r.stopped_by_signal == 0 ? "null" : JsonString(StopSignalName(r.stopped_by_signal))),
+             r.stopped_by_signal != 0 ? JsonString(StopSignalName(r.stopped_by_signal))
+             : r.stopped_early        ? std::string("\"early_stopping\"")
+                                      : std::string("null")),
        Field("skipped_steps", absl::StrCat(r.skipped_steps)),
        Field("final_loss_scale", JsonNumber(r.final_loss_scale)),
        Field("samples_per_second", JsonNumber(r.samples_per_second)),
