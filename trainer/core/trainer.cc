@@ -27,9 +27,11 @@
 #include "trainer/core/lr_schedule.h"
 #include "trainer/core/memory_report.h"
 #include "trainer/core/optimizer.h"
+#include "trainer/core/out_of_memory_advice.h"
 #include "trainer/core/parameters.h"
 #include "trainer/core/run_plugins.h"
 #include "trainer/core/skip_guard.h"
+#include "trainer/core/static_scale_search.h"
 #include "trainer/core/throughput.h"
 #include "trainer/core/training_checkpoint.h"
 #include "trainer/data/sampler.h"
@@ -70,7 +72,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   t->registry_ = registry;
   t->ranks_ = ranks != nullptr && ranks->world_size() > 1 ? ranks : nullptr;
   absl::Status s = t->Init(std::move(train_data), std::move(eval_data));
-  if (!s.ok()) return s;
+  if (!s.ok()) return t->WithMemoryAdvice(s);
   return t;
 }
 
@@ -646,7 +648,13 @@ int64_t Trainer::collective_calls() const {
 }
 
 absl::Status Trainer::Train(MetricsSink* sink) {
-  return TrainUntil(config_.steps(), sink);
+  return WithMemoryAdvice(TrainUntil(config_.steps(), sink));
+}
+
+absl::Status Trainer::WithMemoryAdvice(const absl::Status& s) const {
+  if (plugins_ == nullptr) return s;  // RunPlugins::Create advised already
+  return WithOutOfMemoryAdvice(s, {&config_, train_data_->spec(), plugins_->precision_name,
+                                   plugins_->total_memory_bytes});
 }
 
 absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
@@ -661,6 +669,15 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   SkipGuard guard(step_, start.skipped_steps,
                   loss_scaling_active_ && config_.loss_scale().mode() == "static",
                   loss_scale_floor_);
+  // A static scale that overflows every step stops the run, with a scale
+  // measured on the stopped step's batch as its advice.
+  guard.set_scale_finder([this](double failing) {
+    const MNT_DataSpec spec = train_data_->spec();
+    return StaticScaleSearch({&plugins_->backend->client(), &plugins_->model, params_.get(),
+                              scalars_.get(), batch_->Inputs(spec, config_.batch_size()),
+                              batch_->Targets(spec, config_.batch_size()), MicroBatches(config_)})
+        .Advise(failing);
+  });
   const sdk::BackendClient& client = plugins_->backend->client();
   if (fp8_ != nullptr && sink != nullptr && !fp8_announced_) {
     fp8_announced_ = true;

@@ -134,6 +134,9 @@ class Trainer {
   // the order backward reaches them (the model's last first). Under ZeRO-1
   // a collective: each rank checks its share and the ranks' finds are joined.
   absl::StatusOr<std::vector<std::string>> NonFiniteGradientParams();
+  // `s` with what to do when it is an allocation that failed
+  // (out_of_memory_advice.h).
+  absl::Status WithMemoryAdvice(const absl::Status& s) const;
   // The weights a test asks to fill before this step (fault_injection.h).
   absl::Status MaybeFillWeights();
   // Data parallel: the micro-batches' gradients averaged over ranks, in
