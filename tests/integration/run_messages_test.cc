@@ -88,6 +88,7 @@ struct StaticCase {
   const char* name;
   const char* flags;  // model, data, steps
   const char* failing_scale;
+  bool fresh_seed;  // else the default seed: the issue's run
 };
 
 class StaticScaleAdviceTest : public ::testing::TestWithParam<StaticCase> {};
@@ -96,7 +97,7 @@ class StaticScaleAdviceTest : public ::testing::TestWithParam<StaticCase> {};
 // scale / 65536), which stopped again with "try 232.831".
 TEST_P(StaticScaleAdviceTest, TheSuggestedScaleTrainsWithoutTheStop) {
   const StaticCase& c = GetParam();
-  const std::string flags = std::string(c.flags) + Seed() +
+  const std::string flags = std::string(c.flags) + (c.fresh_seed ? Seed() : "") +
                             " --precision=fp16 --loss_scale_mode=static --checkpoint_dir=none "
                             "--progress=plain --log_every=1000";
   SCOPED_TRACE(flags);
@@ -123,7 +124,8 @@ TEST_P(StaticScaleAdviceTest, TheSuggestedScaleTrainsWithoutTheStop) {
   int64_t n = 0, s = 0;
   ASSERT_TRUE(absl::SimpleAtoi(steps, &n) && absl::SimpleAtoi(skipped, &s)) << trained.out;
   // Not a scale that merely escapes the stop: nearly every step is applied
-  // (the batch's own largest finite scale skipped 257 of gpt2's 300).
+  // (at the default seed the batch's own largest finite scale, 131072,
+  // skipped 257 of gpt2's 300 steps as its gradients grew).
   EXPECT_LE(s * 20, n) << s << " of " << n << " steps skipped at --init_scale=" << suggested;
   double final_scale = 0;
   ASSERT_TRUE(absl::SimpleAtod(Find(trained.out, R"(final loss scale ([0-9.e+-]+),)"),
@@ -134,9 +136,9 @@ TEST_P(StaticScaleAdviceTest, TheSuggestedScaleTrainsWithoutTheStop) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, StaticScaleAdviceTest,
-    ::testing::Values(StaticCase{"gpt2", "--model=gpt2 --steps=300", "1e12"},
-                      StaticCase{"mlp", "--model=mlp --dataset=digits", "1e30"},
-                      StaticCase{"cnn", "--model=cnn --steps=100", "1e20"}),
+    ::testing::Values(StaticCase{"gpt2", "--model=gpt2 --steps=300", "1e12", false},
+                      StaticCase{"mlp", "--model=mlp --dataset=digits", "1e30", true},
+                      StaticCase{"cnn", "--model=cnn --steps=100", "1e20", true}),
     [](const ::testing::TestParamInfo<StaticCase>& info) { return info.param.name; });
 
 // The warning said 1.90735e+06 (the scale step 20 used) and the report
