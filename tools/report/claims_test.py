@@ -79,6 +79,30 @@ class ClaimsTest(unittest.TestCase):
         self.assertEqual(v.status, claims.NOISY)
         self.assertIn("ranges 90-508 vs 20-105", v.measured)
 
+    def test_each_16bit_format_gets_its_own_speed_verdict(self):
+        # A GPU where bf16 is clearly faster and fp16 is not: one verdict for
+        # both said "does not hold" of bf16's win.
+        r = {p: make_run(p, MIXED) for p in ("fp32", "tf32", "bf16", "fp16")}
+        timings = {"fp32": [100, 104, 102], "tf32": [150, 155, 152],
+                   "bf16": [300, 310, 305], "fp16": [90, 95, 93]}
+        verdicts = {v.claim: v for v in claims.judge_all(r, 0.02, timings)}
+        bf16 = verdicts["bf16 is faster than tf32 and fp32 on this device"]
+        fp16 = verdicts["fp16 is faster than tf32 and fp32 on this device"]
+        self.assertEqual(bf16.status, claims.HOLDS)
+        self.assertEqual(fp16.status, claims.FAILS)
+        self.assertNotIn("fp16", bf16.measured)
+        self.assertNotIn("bf16", fp16.measured)
+        self.assertIn("fp16 0.91x fp32 (ranges 90-95 vs 100-104)", fp16.measured)
+        self.assertIn("the bf16 run", bf16.rule)
+        # fp16 within the noise: its verdict alone says so.
+        timings["fp16"] = [80, 160, 120]
+        verdicts = {v.claim: v for v in claims.judge_all(r, 0.02, timings)}
+        self.assertEqual(verdicts["bf16 is faster than tf32 and fp32 on this device"].status,
+                         claims.HOLDS)
+        self.assertEqual(verdicts["fp16 is faster than tf32 and fp32 on this device"].status,
+                         claims.NOISY)
+        self.assertNotIn("16-bit is faster than tf32 and fp32 on this device", verdicts)
+
     def test_tf32_loss_within_the_stated_tolerance(self):
         r = {"fp32": make_run("fp32", FP32, eval_loss=2.0),
              "tf32": make_run("tf32", FP32, eval_loss=2.03)}

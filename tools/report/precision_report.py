@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import sys
+import time
 
 from tools.report import claims as claims_lib
 from tools.report import plots
@@ -85,7 +86,40 @@ def write_csvs(runs, out):
                        [run.peak_bytes(c) for c in runs_lib.MEMORY_CATEGORIES + ["total"]])
 
 
-def timing_runs(precisions, out, train_args, args):
+def clock(seconds):
+    """"1:05", "1:02:03"."""
+    s = int(seconds + 0.5)
+    return "%d:%02d:%02d" % (s // 3600, s // 60 % 60, s % 60) if s >= 3600 else \
+        "%d:%02d" % (s // 60, s % 60)
+
+
+class Progress:
+    """A line as each training run starts and one as it ends, numbered and
+    with the time since the report began: the report takes minutes (the
+    main job's, about six on a 2-core CPU), and its runs write to log files."""
+
+    def __init__(self, total):
+        self.total, self.started, self.begin = total, 0, time.monotonic()
+
+    def _say(self, text):
+        print("precision report: [%d/%d %s] %s" % (
+            self.started, self.total, clock(time.monotonic() - self.begin), text), flush=True)
+
+    def run(self, what, log, train):
+        """Calls train() (one run, its console in `log`) between the two lines."""
+        self.started += 1
+        self._say("%s: started (log: %s)" % (what, log))
+        t = time.monotonic()
+        try:
+            result = train()
+        except RuntimeError:
+            self._say("%s: failed after %.1f s" % (what, time.monotonic() - t))
+            raise
+        self._say("%s: done in %.1f s" % (what, time.monotonic() - t))
+        return result
+
+
+def timing_runs(precisions, out, train_args, args, progress):
     """{precision: [throughput]} of args.timing_repeats short runs each,
     interleaved; {} when repeats are off."""
     timings = {p: [] for p in precisions}
@@ -94,8 +128,13 @@ def timing_runs(precisions, out, train_args, args):
     extra = ["--steps=%d" % args.timing_steps, "--eval_every=0", "--log_every=1000000"]
     for i in range(args.timing_repeats):
         for p in precisions:
-            run = runs_lib.train(p, out, list(train_args) + extra, name="%s.timing%d" % (p, i),
-                                 checkpoints=False)
+            name = "%s.timing%d" % (p, i)
+            run = progress.run(
+                "%s timing run %d of %d (%d steps)" % (p, i + 1, args.timing_repeats,
+                                                       args.timing_steps),
+                runs_lib.console_log(out, name),
+                lambda: runs_lib.train(p, out, list(train_args) + extra, name=name,
+                                       checkpoints=False))
             timings[p].append(run.throughput())
     return timings
 
@@ -153,8 +192,8 @@ def markdown(runs, verdicts, figures, train_args, args, timings=None, left_out=N
         mark = {"holds": "**holds**", "does not hold": "**does not hold**",
                 "too noisy to judge": "**too noisy to judge**"}.get(v.status, v.status)
         lines.append("| %s | %s | %s | %s |" % (v.claim, mark, v.measured, v.rule))
-    speed = [v for v in verdicts if v.claim.startswith("16-bit is faster")]
-    if speed and speed[0].status == claims_lib.FAILS and h["device"] == "cpu":
+    speed = [v for v in verdicts if v.claim.endswith(" is faster than tf32 and fp32 on this device")]
+    if any(v.status == claims_lib.FAILS for v in speed) and h["device"] == "cpu":
         lines += ["", "On the CPU backend tf32, bf16 and fp16 are emulated: operands are"
                   " rounded to the narrow format before an fp32 GEMM, which costs time and"
                   " saves none. Their speed comes from tensor cores on a GPU"
@@ -175,16 +214,21 @@ def main(argv):
     args, train_args, out = parse_args(argv)
     precisions = [p for p in args.precisions.split(",") if p]
     os.makedirs(out, exist_ok=True)
-    print("precision report: %d runs into %s" % (len(precisions), out), flush=True)
+    repeats = max(0, args.timing_repeats)
+    progress = Progress(len(precisions) * (1 + repeats))
+    print("precision report: %d runs (%d precisions, then %d timing runs each) into %s"
+          % (progress.total, len(precisions), repeats, out), flush=True)
     runs, left_out = {}, {}
     for p in precisions:
         try:
-            runs[p] = runs_lib.train(p, out, train_args)
+            runs[p] = progress.run(p, runs_lib.console_log(out, p),
+                                   lambda: runs_lib.train(p, out, train_args))
         except RuntimeError as e:
             if p == "fp8" and not args.precisions_given and NO_FP8_GEMMS in str(e):
                 # The default list on a device without FP8 GEMMs: the others
                 # are still worth a report.
                 left_out[p] = str(e).split(" (log: ")[0]
+                progress.total -= repeats  # nor its timing runs
                 print("precision report: fp8 left out: %s" % left_out[p], flush=True)
                 continue
             print("mantissa: error: %s" % e, file=sys.stderr)
@@ -201,7 +245,7 @@ def main(argv):
         json.dump(figures, f, indent=1)
     write_csvs(runs, out)
     try:
-        timings = timing_runs(precisions, out, train_args, args)
+        timings = timing_runs(precisions, out, train_args, args, progress)
     except RuntimeError as e:
         print("mantissa: error: %s" % e, file=sys.stderr)
         return 1

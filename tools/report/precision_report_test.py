@@ -5,8 +5,11 @@ must be a valid image of the stated size that shows each series' colour, and
 the series drawn (plots.json, read back from the figures) must equal the
 runs' own metrics."""
 
+import contextlib
+import io
 import json
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -49,10 +52,13 @@ class PrecisionReportTest(unittest.TestCase):
     def setUpClass(cls):
         tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         cls.out = os.path.join(tmp, "report")
-        code = precision_report.main(
-            ["--out=" + cls.out, "--cache_dir=" + tmp + "/cache", "--timing_repeats=3",
-             "--timing_steps=15"] + TRAIN_ARGS)
-        assert code == 0, "the report failed"
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            code = precision_report.main(
+                ["--out=" + cls.out, "--cache_dir=" + tmp + "/cache", "--timing_repeats=3",
+                 "--timing_steps=15"] + TRAIN_ARGS)
+        cls.printed = printed.getvalue()
+        assert code == 0, "the report failed:\n" + cls.printed
         with open(os.path.join(cls.out, "plots.json")) as f:
             cls.plots = json.load(f)
         cls.runs = {p: runs_lib.load_run(p, os.path.join(cls.out, "runs", p + ".jsonl"))
@@ -156,7 +162,7 @@ class PrecisionReportTest(unittest.TestCase):
         verdict_rows = [l for l in text.splitlines()
                         if l.startswith("| ") and ("**holds**" in l or "**does not hold**" in l
                                                    or "**too noisy to judge**" in l)]
-        self.assertEqual(len(verdict_rows), 7, text)
+        self.assertEqual(len(verdict_rows), 8, text)
         # The memory claims are properties of the framework: they hold here,
         # fp8 (bf16 storage) included where it applies (its activations add
         # FP8 GEMM inputs: the halving claim is bf16's and fp16's).
@@ -170,10 +176,16 @@ class PrecisionReportTest(unittest.TestCase):
                 self.assertNotIn("fp8", row[0])
             else:
                 self.assertRegex(row[0], r"fp8 \d\.\d{3}x fp32")
-        speed = [l for l in verdict_rows if "16-bit is faster" in l][0]
-        # Judged on 3 interleaved timing runs each, ranges shown.
-        self.assertRegex(speed, r"bf16 \d+\.\d\dx fp32 \(ranges \d+-\d+ vs \d+-\d+\)")
-        self.assertIn("medians of 3 interleaved timing runs", speed)
+        # Each 16-bit format judged on its own against fp32 and tf32, on 3
+        # interleaved timing runs each, ranges shown.
+        self.assertFalse([l for l in verdict_rows if "16-bit is faster" in l], text)
+        for p, other in (("bf16", "fp16"), ("fp16", "bf16")):
+            (speed,) = [l for l in verdict_rows
+                        if l.startswith("| %s is faster than tf32 and fp32 on this device |" % p)]
+            self.assertRegex(speed, r"%s \d+\.\d\dx fp32 \(ranges \d+-\d+ vs \d+-\d+\), "
+                                    r"%s \d+\.\d\dx tf32 \(ranges" % (p, p))
+            self.assertNotIn(other, speed.split(" | ")[2])
+            self.assertIn("medians of 3 interleaved timing runs", speed)
         self.assertRegex(text, r"Timing runs \(15 steps, 3 of each precision, interleaved\): "
                                r"fp32 median [0-9.]+ \([0-9.]+-[0-9.]+\) samples/s")
         # fp8: its loss against bf16's, and its speed against bf16's, which
@@ -191,6 +203,26 @@ class PrecisionReportTest(unittest.TestCase):
                 self.assertTrue(os.path.exists(
                     os.path.join(self.out, "runs", "%s.timing%d.jsonl" % (p, i))))
         self.assertIn("load average", text)
+
+    def test_each_run_says_when_it_starts_and_ends(self):
+        lines = [l for l in self.printed.splitlines() if l.startswith("precision report: [")]
+        names = PRECISIONS + ["%s timing run %d of 3 (15 steps)" % (p, i)
+                              for i in (1, 2, 3) for p in PRECISIONS]
+        self.assertEqual(len(lines), 2 * len(names), self.printed)
+        elapsed = 0
+        for n, name in enumerate(names, start=1):
+            start, end = lines[2 * n - 2], lines[2 * n - 1]
+            m = re.match(r"precision report: \[%d/20 (\d+):(\d\d)\] %s: started \(log: (.+)\)$"
+                         % (n, re.escape(name)), start)
+            self.assertTrue(m, start)
+            self.assertTrue(os.path.exists(m.group(3)), start)
+            # The clock goes on from line to line.
+            self.assertGreaterEqual(int(m.group(1)) * 60 + int(m.group(2)), elapsed)
+            m = re.match(r"precision report: \[%d/20 (\d+):(\d\d)\] %s: done in (\d+\.\d) s$"
+                         % (n, re.escape(name)), end)
+            self.assertTrue(m, end)
+            elapsed = int(m.group(1)) * 60 + int(m.group(2))
+            self.assertGreaterEqual(float(m.group(3)), 0.0, end)
 
     def test_csvs_beside_the_plots(self):
         with open(os.path.join(self.out, "steps.csv")) as f:

@@ -4,7 +4,6 @@ its metrics file (docs/metrics.md) says about it."""
 import json
 import os
 import subprocess
-import sys
 
 # The categories of the backend's allocator, bottom to top in the stacked plot.
 MEMORY_CATEGORIES = ["weights", "master_weights", "gradients", "optimizer_state",
@@ -84,17 +83,23 @@ def load_run(precision, jsonl_path):
     return Run(precision, records)
 
 
-def train(precision, out_dir, train_args, log=sys.stdout, name=None, checkpoints=True):
+def console_log(out_dir, name):
+    """Where train(name=name) keeps the run's console output."""
+    return os.path.join(out_dir, "runs", name + ".log")
+
+
+def train(precision, out_dir, train_args, log=None, name=None, checkpoints=True):
     """Runs `train` in `precision` with the user's flags; returns its Run.
     Metrics, the console log and checkpoints go under out_dir/runs/, named
-    `name` (default: the precision); checkpoints=False keeps none."""
+    `name` (default: the precision); checkpoints=False keeps none. `log`, a
+    file: where to write the command first (None: nowhere)."""
     name = name or precision
     runs_dir = os.path.join(out_dir, "runs")
     os.makedirs(runs_dir, exist_ok=True)
     jsonl = os.path.join(runs_dir, name + ".jsonl")
     if os.path.exists(jsonl):
         os.remove(jsonl)  # this report's own earlier output
-    console = os.path.join(runs_dir, name + ".log")
+    console = console_log(out_dir, name)
     cmd = [train_binary()] + list(train_args) + [
         "--precision=" + precision,
         "--metrics_jsonl=" + jsonl,
@@ -103,8 +108,9 @@ def train(precision, out_dir, train_args, log=sys.stdout, name=None, checkpoints
         "--checkpoint_dir=" + (os.path.join(runs_dir, name + "-checkpoint") if checkpoints
                                else "none"),
     ]
-    log.write("  %s: %s\n" % (precision, " ".join(cmd[1:])))
-    log.flush()
+    if log is not None:
+        log.write("  %s: %s\n" % (precision, " ".join(cmd[1:])))
+        log.flush()
     with open(console, "w") as out:
         done = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE,
                               universal_newlines=True)

@@ -10,14 +10,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/parallel/launch.h"
 
 namespace mnt::trainer {
 
-ProgressStyle ResolveProgressStyle(const std::string& progress, FILE* out) {
+ProgressStyle ResolveProgressStyle(const std::string& progress, bool terminal, bool launched) {
   if (progress == "bar") return ProgressStyle::kBar;
   if (progress == "plain") return ProgressStyle::kPlain;
   if (progress == "none") return ProgressStyle::kNone;
-  return isatty(fileno(out)) ? ProgressStyle::kBar : ProgressStyle::kPlain;
+  return terminal && !launched ? ProgressStyle::kBar : ProgressStyle::kPlain;
+}
+
+ProgressStyle ResolveProgressStyle(const std::string& progress, FILE* out) {
+  return ResolveProgressStyle(progress, isatty(fileno(out)) != 0,
+                              !DetectLaunch().launcher.empty());
 }
 
 int TerminalWidth(FILE* out) {
@@ -210,10 +216,9 @@ void ConsoleReporter::OnEval(const EvalMetrics& m) {
                                 m.step, m.loss, 100.0 * m.accuracy, m.examples));
 }
 
-void ConsoleReporter::OnMessage(const std::string& line) {
-  if (style_ == ProgressStyle::kNone) return;
-  PrintAboveBar(line);
-}
+// Under --progress=none too: a message says what happened to the run, not
+// how far it is.
+void ConsoleReporter::OnMessage(const std::string& line) { PrintAboveBar(line); }
 
 namespace {
 std::string Bytes(int64_t b) {

@@ -1,5 +1,7 @@
 // Human-facing output: a progress bar on a terminal, plain lines otherwise,
-// and the final report with the memory breakdown. Machine-readable metrics
+// and the final report with the memory breakdown. --progress=none drops the
+// step and evaluation lines only: every other message (warnings, where a
+// checkpoint went) still prints. Machine-readable metrics
 // are other sinks' job (trainer/sinks:jsonl_sink, trainer/tensorboard).
 #ifndef MANTISSA_TRAINER_CORE_CONSOLE_REPORTER_H_
 #define MANTISSA_TRAINER_CORE_CONSOLE_REPORTER_H_
@@ -14,8 +16,13 @@ namespace mnt::trainer {
 
 enum class ProgressStyle { kBar, kPlain, kNone };
 
-// "auto" picks the bar when `out` is a terminal.
+// "auto" picks the bar when `out` is a terminal and no launcher (mpirun,
+// srun: launch.h) started the process: a launched rank's stdout is often a
+// pty of the launcher's, which forwards it line by line among the other
+// ranks' output, so the bar's redraws would reach a pipe as escape codes.
 ProgressStyle ResolveProgressStyle(const std::string& progress, FILE* out);
+// The same with the facts given: `terminal` (out is a tty), `launched`.
+ProgressStyle ResolveProgressStyle(const std::string& progress, bool terminal, bool launched);
 
 // Columns of the terminal `out` is, else $COLUMNS, else 80.
 int TerminalWidth(FILE* out);

@@ -153,5 +153,30 @@ TEST(ConsoleReporterTest, BarRedrawsInPlaceAndClearsItselfForMessages) {
   }
 }
 
+TEST(ConsoleReporterTest, NoneDropsStepsAndEvaluationsButNotMessages) {
+  const std::string out = Captured(ProgressStyle::kNone, 1);
+  EXPECT_FALSE(absl::StrContains(out, "step ")) << out;
+  EXPECT_EQ(out, "done\n");
+  FILE* f = std::tmpfile();
+  {
+    ConsoleReporter r(f, ProgressStyle::kNone, 1);
+    EvalMetrics e;
+    e.step = 5;
+    r.OnEval(e);
+  }
+  EXPECT_EQ(std::ftell(f), 0);
+  std::fclose(f);
+}
+
+TEST(ProgressStyleTest, AutoIsTheBarOnATerminalUnlessLaunched) {
+  EXPECT_EQ(ResolveProgressStyle("auto", true, false), ProgressStyle::kBar);
+  EXPECT_EQ(ResolveProgressStyle("auto", false, false), ProgressStyle::kPlain);
+  // mpirun's or srun's pty is no terminal of the user's.
+  EXPECT_EQ(ResolveProgressStyle("auto", true, true), ProgressStyle::kPlain);
+  EXPECT_EQ(ResolveProgressStyle("bar", false, true), ProgressStyle::kBar);
+  EXPECT_EQ(ResolveProgressStyle("none", true, false), ProgressStyle::kNone);
+  EXPECT_EQ(ResolveProgressStyle("plain", true, false), ProgressStyle::kPlain);
+}
+
 }  // namespace
 }  // namespace mnt::trainer

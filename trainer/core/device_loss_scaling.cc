@@ -147,6 +147,7 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
     m->skipped = false;
     m->grad_norm = std::sqrt(static_cast<double>(*norm_sq));
     m->skipped_steps = skipped_synced_;
+    m->next_loss_scale = 1.0;
     return true;
   }
   auto found = ReadScalar<float>(client, c_.scalars->found_inf.data());
@@ -158,6 +159,13 @@ absl::StatusOr<bool> DeviceLossScaling::CompleteStepMetrics(bool wanted,
   m->skipped = *found != 0.0f;
   m->grad_norm = m->skipped ? 0.0 : std::sqrt(static_cast<double>(*norm_sq));
   m->skipped_steps = skipped_synced_ + std::llround(*skipped);
+  // The scale AMP_UPDATE_SCALE left for the next step, which StepScale then
+  // need not read again.
+  auto next = ReadScalar<float>(client, scale_.data());
+  if (!next.ok()) return next.status();
+  host_scale_ = *next;
+  host_scale_valid_ = true;
+  m->next_loss_scale = *next;
   return true;
 }
 

@@ -82,6 +82,7 @@ absl::StatusOr<bool> HostLossScaling::CompleteStepMetrics(bool, StepMetrics* m) 
   MNT_LossScalerState st{};
   if (auto s = sdk::ToAbsl(c_.scaler->GetState(&st)); !s.ok()) return s;
   m->skipped_steps = st.skipped_steps;
+  m->next_loss_scale = active_ ? st.scale : 1.0;  // Update has run
   return true;  // every step's metrics are on the host already
 }
 

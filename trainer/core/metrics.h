@@ -17,6 +17,9 @@ struct StepMetrics {
   double loss = 0;          // mean training loss over the step's micro-batches
   double lr = 0;
   double loss_scale = 1;    // scale used for this step
+  // The scale after this step's update (backoff or growth): the next step's,
+  // what the final report gives if the run ends here. 0: not read.
+  double next_loss_scale = 0;
   bool skipped = false;     // non-finite gradients: the step was not applied
   int64_t skipped_steps = 0;
   double grad_norm = 0;     // global norm after unscaling, before clipping

@@ -3,11 +3,13 @@
 #include <cstdlib>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
 #include "trainer/core/device_choice.h"
 #include "trainer/core/loss_scale_config.h"
+#include "trainer/core/out_of_memory_advice.h"
 #include "trainer/parallel/launch.h"
 #include "plugins/sdk/absl/status.h"
 
@@ -17,6 +19,24 @@ namespace {
 // The status with "<prefix>" before its message.
 absl::Status Prefixed(const sdk::Status& s, const std::string& prefix) {
   return absl::Status(sdk::ToAbsl(s).code(), absl::StrCat(prefix, s.message()));
+}
+
+// Model_Create's error as the run's: what the trainer asked of the model
+// that it cannot do, in the trainer's words.
+absl::Status ModelCreateError(const absl::Status& s, const MemoryAdviceFacts& facts) {
+  const mantissa::TrainConfig& config = *facts.config;
+  // --gradient_checkpointing reaches the model as its option checkpointing=1
+  // (trainer/cli/train_main.cc); a model whose options lack it says so in
+  // the options parser's words (plugins/sdk/options.h), which name a key
+  // the user never wrote.
+  if (config.gradient_checkpointing() && s.code() == absl::StatusCode::kInvalidArgument &&
+      absl::StrContains(s.message(), "unknown key 'checkpointing'")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", config.model(),
+        "' does not recompute activations: --gradient_checkpointing needs a model whose "
+        "options take checkpointing (e.g. gpt2); run '", config.model(), "' without it"));
+  }
+  return WithOutOfMemoryAdvice(s, facts);
 }
 
 }  // namespace
@@ -93,6 +113,7 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   if (sdk::Status s = p->backend->GetInfo(&info); !s.ok()) return sdk::ToAbsl(s);
   p->backend_description =
       absl::StrCat(p->device_name, ": ", info.device_name ? info.device_name : "");
+  p->total_memory_bytes = info.total_memory_bytes;
 
   p->precision = sdk::PrecisionClient((*precision)->api);
   if (sdk::Status s = p->precision.GetPolicy(&p->policy); !s.ok()) return sdk::ToAbsl(s);
@@ -171,7 +192,8 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   setup.precision.matmul_compute = p->policy.matmul_compute;
   setup.max_batch_size = config.batch_size();
   if (sdk::Status s = sdk::ModelClient::Create((*model)->api, setup, &p->model); !s.ok()) {
-    return Prefixed(s, absl::StrCat("model '", config.model(), "': "));
+    return ModelCreateError(Prefixed(s, absl::StrCat("model '", config.model(), "': ")),
+                            {&config, data_spec, p->precision_name, p->total_memory_bytes});
   }
   return p;
 }

@@ -5,6 +5,7 @@
 #ifndef MANTISSA_TRAINER_CORE_RUN_PLUGINS_H_
 #define MANTISSA_TRAINER_CORE_RUN_PLUGINS_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,7 @@ struct RunPlugins {
 
   std::string device_name, precision_name;
   std::string backend_description;  // "<device>: <device name>"
+  int64_t total_memory_bytes = 0;   // the backend's (Backend_GetInfo); 0: unknown
   std::unique_ptr<sdk::BackendInstance> backend;
   sdk::PrecisionClient precision;
   MNT_Precision_GetPolicy_Args policy{};

@@ -1,6 +1,7 @@
 #include "trainer/core/skip_guard.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
@@ -28,6 +29,66 @@ TEST(SkipGuardTest, StaticScaleSkippingEveryStepIsAnError) {
   EXPECT_TRUE(absl::StrContains(r.status().message(), "every one of the first 10 steps"));
   EXPECT_TRUE(absl::StrContains(r.status().message(), "--init_scale"));
   EXPECT_TRUE(absl::StrContains(r.status().message(), "--loss_scale_mode=dynamic"));
+}
+
+// Ten skipped steps at a static `scale` through `guard`: the stop.
+absl::Status StopAt(SkipGuard& guard, double scale) {
+  for (int64_t step = 1; step <= SkipGuard::kStaticSteps; ++step) {
+    auto r = guard.Observe(At(step, step, true, scale));
+    if (!r.ok()) return r.status();
+  }
+  return absl::OkStatus();
+}
+
+TEST(SkipGuardTest, TheStaticStopNamesTheScaleTheFinderMeasured) {
+  SkipGuard guard(0, 0, true);
+  std::vector<double> asked;
+  guard.set_scale_finder([&](double failing) -> absl::StatusOr<SkipGuard::ScaleAdvice> {
+    asked.push_back(failing);
+    return SkipGuard::ScaleAdvice{131072, 16384};
+  });
+  const absl::Status s = StopAt(guard, 1e12);
+  ASSERT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(asked, std::vector<double>{1e12});  // once, with the scale that failed
+  EXPECT_TRUE(absl::StrContains(s.message(), "the static loss scale 1e+12 makes")) << s;
+  EXPECT_TRUE(absl::StrContains(
+      s.message(), "Use --init_scale=16384 (measured on step 10's batch: its gradients are "
+                   "finite up to a scale of 131072; 8x below that"))
+      << s;
+  EXPECT_FALSE(absl::StrContains(s.message(), "65536")) << s;
+}
+
+TEST(SkipGuardTest, TheStaticStopSaysWhenNoScaleHelpsOrTheSearchFailed) {
+  SkipGuard none(0, 0, true);
+  none.set_scale_finder(
+      [](double) -> absl::StatusOr<SkipGuard::ScaleAdvice> { return SkipGuard::ScaleAdvice{}; });
+  absl::Status s = StopAt(none, 1024);
+  EXPECT_TRUE(absl::StrContains(s.message(), "overflow at every scale down to 2^-24")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "--debug_overflow")) << s;
+  EXPECT_FALSE(absl::StrContains(s.message(), "Use --init_scale")) << s;
+
+  SkipGuard failed(0, 0, true);
+  failed.set_scale_finder([](double) -> absl::StatusOr<SkipGuard::ScaleAdvice> {
+    return absl::InternalError("model backward: boom");
+  });
+  s = StopAt(failed, 1024);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(s.message(), "measuring one that works failed: model backward: "
+                                             "boom"))
+      << s;
+}
+
+// "Now" is after the step's backoff: what the next step and the final
+// report use, not the scale the skipped step used.
+TEST(SkipGuardTest, TheWarningGivesTheScaleAfterTheStep) {
+  SkipGuard guard(0, 0, false);
+  std::string warning;
+  for (int64_t step = 1; step <= SkipGuard::kStretch; ++step) {
+    StepMetrics m = At(step, step, true, std::ldexp(1e12, 1 - step));
+    m.next_loss_scale = std::ldexp(1e12, -step);
+    warning = *guard.Observe(m);
+  }
+  EXPECT_TRUE(absl::StrContains(warning, "the loss scale is now 953674.")) << warning;
 }
 
 TEST(SkipGuardTest, StaticScaleWithOneAppliedStepIsNotAnError) {

@@ -28,9 +28,11 @@
 #include "trainer/core/lr_schedule.h"
 #include "trainer/core/memory_report.h"
 #include "trainer/core/optimizer.h"
+#include "trainer/core/out_of_memory_advice.h"
 #include "trainer/core/parameters.h"
 #include "trainer/core/run_plugins.h"
 #include "trainer/core/skip_guard.h"
+#include "trainer/core/static_scale_search.h"
 #include "trainer/core/throughput.h"
 #include "trainer/core/training_checkpoint.h"
 #include "trainer/data/sampler.h"
@@ -60,6 +62,15 @@ double LearningRateAt(const mantissa::TrainConfig& config, int64_t step) {
                       step);
 }
 
+// An allocation that failed says what to do about it
+// (out_of_memory_advice.h), once the plugins say the precision and memory.
+absl::Status WithMemoryAdvice(const absl::Status& s, const mantissa::TrainConfig& config,
+                              const BatchSource* train_data, const RunPlugins* plugins) {
+  if (plugins == nullptr || train_data == nullptr) return s;  // RunPlugins::Create advised
+  return WithOutOfMemoryAdvice(s, {&config, train_data->spec(), plugins->precision_name,
+                                   plugins->total_memory_bytes});
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
@@ -71,7 +82,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   t->registry_ = registry;
   t->ranks_ = ranks != nullptr && ranks->world_size() > 1 ? ranks : nullptr;
   absl::Status s = t->Init(std::move(train_data), std::move(eval_data));
-  if (!s.ok()) return s;
+  if (!s.ok()) return WithMemoryAdvice(s, t->config_, t->train_data_.get(), t->plugins_.get());
   return t;
 }
 
@@ -653,7 +664,8 @@ int64_t Trainer::collective_calls() const {
 }
 
 absl::Status Trainer::Train(MetricsSink* sink) {
-  return TrainUntil(config_.steps(), sink);
+  return WithMemoryAdvice(TrainUntil(config_.steps(), sink), config_, train_data_.get(),
+                          plugins_.get());
 }
 
 absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
@@ -668,6 +680,15 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   SkipGuard guard(step_, start.skipped_steps,
                   loss_scaling_active_ && config_.loss_scale().mode() == "static",
                   loss_scale_floor_);
+  // A static scale that overflows every step stops the run, with a scale
+  // measured on the stopped step's batch as its advice.
+  guard.set_scale_finder([this](double failing) {
+    const MNT_DataSpec spec = train_data_->spec();
+    return StaticScaleSearch({&plugins_->backend->client(), &plugins_->model, params_.get(),
+                              scalars_.get(), batch_->Inputs(spec, config_.batch_size()),
+                              batch_->Targets(spec, config_.batch_size()), MicroBatches(config_)})
+        .Advise(failing);
+  });
   const sdk::BackendClient& client = plugins_->backend->client();
   if (fp8_ != nullptr && sink != nullptr && !fp8_announced_) {
     fp8_announced_ = true;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/strings/ascii.h"
+
 namespace mnt::trainer {
 namespace {
 
@@ -28,10 +30,13 @@ size_t EditDistance(absl::string_view a, absl::string_view b) {
 }  // namespace
 
 std::string NearestName(absl::string_view name, const std::vector<std::string>& candidates) {
+  // Case is no edit: --model=GPT2 means gpt2 as surely as --precision=BF16
+  // means bf16, though one is 3 substitutions away and the other 2.
+  const std::string lower = absl::AsciiStrToLower(name);
   std::string best;
   size_t best_distance = SIZE_MAX;
   for (const std::string& candidate : candidates) {
-    const size_t d = EditDistance(name, candidate);
+    const size_t d = EditDistance(lower, absl::AsciiStrToLower(candidate));
     if (d < best_distance) {
       best_distance = d;
       best = candidate;

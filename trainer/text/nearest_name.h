@@ -10,9 +10,10 @@
 
 namespace mnt::trainer {
 
-// The candidate nearest to `name` by edit distance when it is close enough
-// to be a typo of it (at most a third of the name, and at least 2 edits
-// allowed); "" otherwise. Ties go to the first candidate.
+// The candidate nearest to `name` by edit distance, letter case ignored
+// (GPT2 is gpt2), when it is close enough to be a typo of it (at most a third
+// of the name, and at least 2 edits allowed); "" otherwise. Ties go to the
+// first candidate.
 std::string NearestName(absl::string_view name, const std::vector<std::string>& candidates);
 
 }  // namespace mnt::trainer
