@@ -21,12 +21,14 @@ from tests.readme import readme_runner
 DOCS = ["README.md", "tools/gpt2/README.md"]
 
 PLAN = [
-    # The main job, then what reads its run folder.
-    [("README.md", "The two commands"), ("README.md", "The main job"),
-     ("tools/gpt2/README.md", "llm.c checkpoints"), ("tools/gpt2/README.md", "Sampling")],
-    # "Watching a run" trains the main job again: its folder feeds the export.
+    # The main job, then what reads its run folder. About 75 s of CPU.
+    [("README.md", "The two commands"), ("README.md", "The main job")],
+    # "Watching a run" trains the main job again: its folder feeds the exports.
+    # About 90 s of CPU.
     [("README.md", "Watching a run"), ("README.md", "Every precision, side by side"),
-     ("README.md", "Hugging Face export and import")],
+     ("README.md", "Hugging Face export and import"),
+     ("tools/gpt2/README.md", "llm.c checkpoints"), ("tools/gpt2/README.md", "Sampling")],
+    # About 10 s of CPU.
     [("README.md", "Will it fit? Memory before the run"), ("README.md", "FP8 training"),
      ("README.md", "How to run the device check"), ("README.md", "Data parallel")],
 ]
