@@ -236,5 +236,21 @@ TEST(RunFolderTest, DataFlagsSayWhichDatasetTheyAreFor) {
                      "--model=mlp does not train on --dataset=shards");
 }
 
+TEST(RunFolderTest, AutoPrecisionReportsTheRunsOwnErrors) {
+  // Under --precision=auto (the default) a mistake that has nothing to do
+  // with precision is reported as itself, not as a failed probe run, and
+  // nothing is probed first.
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"--model=gpt3", "unknown model 'gpt3'"},
+           {"--text_path=" + Home() + "/missing.txt", "missing.txt"},
+           {"--resume --run_name=never_ran", "--resume: no checkpoint at"},
+       }) {
+    Result r = Train(args);
+    ExpectOneLineError(r, needle);
+    EXPECT_FALSE(absl::StrContains(r.err, "probe")) << r.err;
+    EXPECT_FALSE(absl::StrContains(r.out, "precision probe")) << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace mnt::trainer
