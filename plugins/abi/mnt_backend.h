@@ -970,17 +970,29 @@ typedef struct MNT_Backend_Api {
   MNT_Backend_Synchronize* Backend_Synchronize;
   MNT_Backend_GetOpSupport* Backend_GetOpSupport;
   MNT_Backend_Run* Backend_Run;
+  /* Members appended later end the table of a source built for an older
+   * minor (-DMNT_ABI_SOURCE_MINOR, mnt_common.h) where its minor's ended. */
+#if MNT_ABI_MINOR >= 1
   /* 1.1: NULL, or absent in a 1.0 plugin, means no events. */
   MNT_Event_Create* Event_Create;
   MNT_Event_Record* Event_Record;
   MNT_Event_ElapsedTime* Event_ElapsedTime;
   MNT_Event_Destroy* Event_Destroy;
+#endif
+#if MNT_ABI_MINOR >= 7
   /* 1.7: NULL, or absent in an older plugin, means no step markers; both
    * set or both NULL. */
   MNT_Backend_StepBegin* Backend_StepBegin;
   MNT_Backend_StepEnd* Backend_StepEnd;
+#endif
 } MNT_Backend_Api;
+#if MNT_ABI_MINOR >= 7
 #define MNT_Backend_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Backend_Api, Backend_StepEnd)
+#elif MNT_ABI_MINOR >= 1
+#define MNT_Backend_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Backend_Api, Event_Destroy)
+#else
+#define MNT_Backend_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Backend_Api, Backend_Run)
+#endif
 /* What a 1.1-1.6 plugin stores in struct_size. */
 #define MNT_Backend_Api_STRUCT_SIZE_1_6 \
   MNT_STRUCT_SIZE(MNT_Backend_Api, Event_Destroy)

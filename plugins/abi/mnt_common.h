@@ -16,9 +16,25 @@ extern "C" {
 
 /* Major: bumped when anything is removed, reordered or retyped.
  * Minor: bumped when something is appended (a field, a function, an enum
- * value). A host loads a plugin with the same major and a minor <= its own. */
+ * value). A host loads a plugin with the same major and a minor <= its own.
+ *
+ * MNT_ABI_MINOR is the minor a plugin built with these headers claims in
+ * MNT_Plugin_Api.abi_version: the headers' own (MNT_ABI_HEADER_MINOR), or,
+ * for a source written against an older minor, that minor, given by the
+ * build: -DMNT_ABI_SOURCE_MINOR=N. A source written for 1.N and rebuilt so
+ * claims 1.N, its API tables end where 1.N's did (its positional
+ * initializers stay complete), and every host answers it exactly as it
+ * answered the 1.N binary: the same optional features, whatever these
+ * headers add (docs/abi.md section 1, "Sources"). Hosts never define it. */
 #define MNT_ABI_MAJOR 1
+#define MNT_ABI_HEADER_MINOR 11
+#if !defined(MNT_ABI_SOURCE_MINOR)
 #define MNT_ABI_MINOR 11
+#elif MNT_ABI_SOURCE_MINOR < 0 || MNT_ABI_SOURCE_MINOR > MNT_ABI_HEADER_MINOR
+#  error "MNT_ABI_SOURCE_MINOR: the minor your source was written against, 0 to MNT_ABI_HEADER_MINOR"
+#else
+#  define MNT_ABI_MINOR MNT_ABI_SOURCE_MINOR
+#endif
 
 /* Size of a struct up to and including `last_field`: what a producer compiled
  * against this header stores in `struct_size`. Tail padding is not ABI. */

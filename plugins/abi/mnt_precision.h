@@ -272,15 +272,27 @@ typedef struct MNT_Precision_Api {
   MNT_LossScaler_GetState* LossScaler_GetState;
   MNT_LossScaler_SetState* LossScaler_SetState;
   MNT_LossScaler_Update* LossScaler_Update;
+  /* Members appended later end the table of a source built for an older
+   * minor (-DMNT_ABI_SOURCE_MINOR, mnt_common.h) where its minor's ended. */
+#if MNT_ABI_MINOR >= 5
   /* Since 1.5; NULL (or absent in a 1.4 plugin) is "no recipe": the host
    * drives the scaler through LossScaler_Update. */
   MNT_LossScaler_GetRecipe* LossScaler_GetRecipe;
+#endif
+#if MNT_ABI_MINOR >= 10
   /* Since 1.10; NULL (or absent in an older plugin) is
    * MNT_SCALING_RECIPE_NONE: no scaled formats. */
   MNT_Precision_GetScalingRecipe* Precision_GetScalingRecipe;
+#endif
 } MNT_Precision_Api;
+#if MNT_ABI_MINOR >= 10
 #define MNT_Precision_Api_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_Precision_Api, Precision_GetScalingRecipe)
+#elif MNT_ABI_MINOR >= 5
+#define MNT_Precision_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Precision_Api, LossScaler_GetRecipe)
+#else
+#define MNT_Precision_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Precision_Api, LossScaler_Update)
+#endif
 #define MNT_Precision_Api_STRUCT_SIZE_1_9 \
   MNT_STRUCT_SIZE(MNT_Precision_Api, LossScaler_GetRecipe)
 #define MNT_Precision_Api_STRUCT_SIZE_1_0 \

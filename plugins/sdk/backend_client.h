@@ -130,10 +130,16 @@ class BackendClient {
 
   // True when the backend has the 1.7 step markers (both set; an older
   // backend's table ends before them and is never read there).
+  // (A source built for a minor before 1.7 sees a table without them.)
   bool HasStepMarkers() const {
+#if MNT_ABI_MINOR >= 7
     return api_ != nullptr && MNT_HAS_FIELD(api_, MNT_Backend_Api, Backend_StepEnd) &&
            api_->Backend_StepBegin != nullptr && api_->Backend_StepEnd != nullptr;
+#else
+    return false;
+#endif
   }
+#if MNT_ABI_MINOR >= 7
   // Backend_StepBegin / Backend_StepEnd (ABI 1.7); only when HasStepMarkers().
   Status StepBegin() const {
     MNT_Backend_StepBegin_Args a{};
@@ -150,6 +156,7 @@ class BackendClient {
     if (replayed != nullptr) *replayed = a.replayed != 0;
     return Status::Ok();
   }
+#endif
 
   Status GetStats(MNT_MemoryCategory category, int64_t* current,
                   int64_t* peak) const {

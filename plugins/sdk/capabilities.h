@@ -14,10 +14,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/extension_chain.h"
+#include "plugins/sdk/status.h"
 
 namespace mnt::sdk {
 
@@ -110,6 +112,24 @@ inline bool HasCapability(const MNT_Plugin_Api* plugin, MNT_Capability capabilit
   return info != nullptr && plugin->kind == info->kind &&
          plugin->abi_version.major_version == 1 &&
          plugin->abi_version.minor_version >= info->since_minor;
+}
+
+// For a message refusing `capability` to `plugin`: when the plugin claims
+// ABI >= 1.9 but lists no capabilities at all and the capability predates
+// 1.9, it may be a source written before 1.9 and rebuilt without saying so;
+// the text (starting "; ") says how to keep what its old binary had.
+// "" otherwise.
+inline std::string RebuiltSourceHint(const MNT_Plugin_Api* plugin, MNT_Capability capability) {
+  const CapabilityInfo* info = FindCapabilityInfo(capability);
+  if (plugin == nullptr || info == nullptr || info->since_minor >= kExtensionsSinceMinor ||
+      !HasExtensionHeaders(plugin) || FindCapabilitiesExtension(plugin) != nullptr) {
+    return "";
+  }
+  return Format(
+      "; it lists no capabilities: a source written against ABI 1.%d-1.%d that was "
+      "rebuilt against newer headers keeps what its old binary had when built with "
+      "-DMNT_ABI_SOURCE_MINOR=<the minor it was written against> (docs/abi.md section 1)",
+      info->since_minor, kExtensionsSinceMinor - 1);
 }
 
 }  // namespace mnt::sdk

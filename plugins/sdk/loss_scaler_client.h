@@ -78,9 +78,10 @@ class LossScalerClient {
         !HasCapability(plugin, MNT_CAPABILITY_PRECISION_OPTIONS)) {
       return InvalidArgument(Format(
           "precision options '%s' refused: the plugin (ABI %d.%d) takes none "
-          "(capability PRECISION_OPTIONS, ABI 1.5)",
+          "(capability PRECISION_OPTIONS, ABI 1.5)%s",
           precision_options.c_str(), plugin->abi_version.major_version,
-          plugin->abi_version.minor_version));
+          plugin->abi_version.minor_version,
+          RebuiltSourceHint(plugin, MNT_CAPABILITY_PRECISION_OPTIONS).c_str()));
     }
     MNT_LossScaler_Create_Args a{};
     a.struct_size = MNT_LossScaler_Create_Args_STRUCT_SIZE;
@@ -162,6 +163,9 @@ class LossScalerClient {
   // ranges is an error.
   Status GetRecipe(LossScalerRecipe* out) const {
     *out = LossScalerRecipe{};
+#if MNT_ABI_MINOR < 5
+    return Status::Ok();  // a source built for a minor before 1.5 has no recipes
+#else
     const MNT_Precision_Api* api = plugin_->precision;
     if (!MNT_HAS_FIELD(api, MNT_Precision_Api, LossScaler_GetRecipe) ||
         api->LossScaler_GetRecipe == nullptr) {
@@ -197,6 +201,7 @@ class LossScalerClient {
     }
     out->declared = true;
     return Status::Ok();
+#endif
   }
 
   // One optimizer step's update after the non-finite check.

@@ -221,33 +221,27 @@ class ModelClient {
 
   // The same with the multiplier as an F32 [1] device tensor (ABI 1.6);
   // NULL: `loss_multiplier`. A model without the capability (one older than
-  // 1.6) gets the 1.5 struct and is refused a device multiplier
-  // (FailedPrecondition): ask TakesDeviceLossMultiplier() first. A model
-  // that HandsOverGradients() gets the 1.11 struct with UseGradientReady's
-  // callback (NULL if never set); any other gets no more than the 1.10
-  // struct and is never called back.
+  // 1.6) is refused a device multiplier (FailedPrecondition): ask
+  // TakesDeviceLossMultiplier() first. The struct is always the one this
+  // host knows, as docs/abi.md section 1 says (a model built for an older
+  // minor reads the fields it knows, and its MNT_CHECK_ARGS, compiled with
+  // today's headers, finds them all); what the model did not ask for is
+  // absent: loss_multiplier_device NULL, the FP8 tensors NULL unless it runs
+  // FP8 GEMMs, gradient_ready NULL unless it HandsOverGradients().
   Status Backward(const std::vector<MNT_Tensor>& params,
                   const std::vector<MNT_Tensor>& grads, float loss_multiplier,
                   const MNT_Tensor* loss_multiplier_device, bool accumulate) const {
     MNT_Model_Backward_Args a{};
-    const bool hands_over = HandsOverGradients();
-    if (TakesDeviceLossMultiplier()) {
-      a.struct_size = hands_over ? MNT_Model_Backward_Args_STRUCT_SIZE
-                                 : MNT_Model_Backward_Args_STRUCT_SIZE_1_10;
-      a.loss_multiplier_device = loss_multiplier_device;
-    } else if (loss_multiplier_device != nullptr) {
+    a.struct_size = MNT_Model_Backward_Args_STRUCT_SIZE;
+    if (loss_multiplier_device != nullptr && !TakesDeviceLossMultiplier()) {
       return FailedPrecondition(Format(
           "model plugin '%s' (ABI %d.%d) takes the loss multiplier as a host float "
           "only (a device multiplier needs capability MODEL_DEVICE_LOSS_MULTIPLIER, "
           "ABI 1.6)",
           plugin_->name, plugin_->abi_version.major_version,
           plugin_->abi_version.minor_version));
-    } else {
-      // A model offering GRADIENT_READY without the device multiplier sees
-      // loss_multiplier_device NULL (use loss_multiplier).
-      a.struct_size = hands_over ? MNT_Model_Backward_Args_STRUCT_SIZE
-                                 : MNT_Model_Backward_Args_STRUCT_SIZE_1_5;
     }
+    a.loss_multiplier_device = loss_multiplier_device;
     a.model = model_;
     a.params = params.data();
     a.num_params = params.size();
@@ -255,12 +249,10 @@ class ModelClient {
     a.num_grads = grads.size();
     a.loss_multiplier = loss_multiplier;
     a.accumulate = accumulate ? 1 : 0;
-    if (a.struct_size >= MNT_Model_Backward_Args_STRUCT_SIZE_1_10) {
-      a.fp8_scales = fp8_.scales;
-      a.fp8_scale_invs = fp8_.scale_invs;
-      a.fp8_amax = fp8_.amax;
-    }
-    if (a.struct_size >= MNT_Model_Backward_Args_STRUCT_SIZE) {
+    a.fp8_scales = fp8_.scales;
+    a.fp8_scale_invs = fp8_.scale_invs;
+    a.fp8_amax = fp8_.amax;
+    if (HandsOverGradients()) {
       a.gradient_ready = gradient_ready_;
       a.gradient_ready_user_data = gradient_ready_user_data_;
     }

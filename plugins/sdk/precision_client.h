@@ -58,10 +58,15 @@ class PrecisionClient {
 
   // Whether the plugin has Precision_GetScalingRecipe (ABI 1.10): its table
   // is long enough to hold it and it is not NULL.
+  // (A source built for a minor before 1.10 sees a table without it.)
   bool HasScalingRecipe() const {
+#if MNT_ABI_MINOR >= 10
     return api_ != nullptr &&
            MNT_HAS_FIELD(api_, MNT_Precision_Api, Precision_GetScalingRecipe) &&
            api_->Precision_GetScalingRecipe != nullptr;
+#else
+    return false;
+#endif
   }
 
   // How the plugin's FP8 scales evolve for its options `options` (as
@@ -77,10 +82,15 @@ class PrecisionClient {
     out->struct_size = MNT_Precision_GetScalingRecipe_Args_STRUCT_SIZE;
     out->recipe = MNT_SCALING_RECIPE_NONE;
     if (!HasScalingRecipe()) return Status::Ok();
+#if MNT_ABI_MINOR >= 10
     out->precision_options = options.c_str();
     Status s = StatusFromPluginError(plugin_, api_->Precision_GetScalingRecipe(out));
     out->precision_options = nullptr;
     return s;
+#else
+    (void)options;
+    return Status::Ok();
+#endif
   }
 
  private:

@@ -42,13 +42,22 @@ namespace {
 constexpr int64_t kFeatures = 7, kClasses = 5, kBatch = 6;
 
 // --- A 1.5 model: the MLP with its version set back and its Backward
-// recording the struct_size it was handed. ---
+// recording the struct_size it was handed and which of the later fields
+// were set (the host always sends the struct it knows, docs/abi.md section
+// 1; what a model did not ask for must be absent: NULL). ---
 size_t g_last_backward_struct_size = 0;
+bool g_last_backward_had_device_multiplier = false;
+bool g_last_backward_had_callback = false;
 MNT_Model_Api g_model_api_1_5;
 MNT_Plugin_Api g_model_plugin_1_5;
 
 MNT_Error* RecordingBackward(MNT_Model_Backward_Args* args) {
   g_last_backward_struct_size = args->struct_size;
+  g_last_backward_had_device_multiplier =
+      MNT_HAS_FIELD(args, MNT_Model_Backward_Args, loss_multiplier_device) &&
+      args->loss_multiplier_device != nullptr;
+  g_last_backward_had_callback = MNT_HAS_FIELD(args, MNT_Model_Backward_Args, gradient_ready) &&
+                                 args->gradient_ready != nullptr;
   return mlp::MlpPluginApi()->model->Model_Backward(args);
 }
 
@@ -311,14 +320,18 @@ Grads HostFloatGrads() {
   return h.Download();
 }
 
-TEST(ModelSkewTest, A15ModelGetsThe15StructAndTheHostFloat) {
+TEST(ModelSkewTest, A15ModelGetsTheHostFloatAndNoDeviceMultiplier) {
   Harness h(cpu::CpuBackendPluginApi(), MlpAs15(), 7);
   EXPECT_FALSE(h.model().TakesDeviceLossMultiplier());
   h.Forward();
   g_last_backward_struct_size = 0;
+  g_last_backward_had_device_multiplier = true;
   const sdk::Status s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_5});
+  // The struct this host knows (at least the 1.5 one the model reads), with
+  // the device multiplier absent.
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE});
+  EXPECT_FALSE(g_last_backward_had_device_multiplier);
   const Grads g = h.Download();
   EXPECT_TRUE(AnyNonZero(g));
   EXPECT_TRUE(SameBits(g, HostFloatGrads()));
@@ -366,15 +379,17 @@ TEST(ModelSkewTest, A16ModelOnA15BackendReadsTheMultiplierItself) {
   EXPECT_TRUE(SameBits(h.Download(), want));
 }
 
-TEST(ModelSkewTest, A19ModelThatDoesNotAdvertiseTheDeviceMultiplierGetsThe15Struct) {
+TEST(ModelSkewTest, A19ModelThatDoesNotAdvertiseTheDeviceMultiplierGetsNone) {
   Harness h(cpu::CpuBackendPluginApi(), MlpAs19WithoutCapabilities(), 7);
   ASSERT_EQ(h.model().plugin()->abi_version.minor_version, MNT_ABI_MINOR);
   EXPECT_FALSE(h.model().TakesDeviceLossMultiplier()) << "its minor is newer than 1.6";
   h.Forward();
   g_last_backward_struct_size = 0;
+  g_last_backward_had_device_multiplier = true;
   const sdk::Status s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_5});
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE});
+  EXPECT_FALSE(g_last_backward_had_device_multiplier);
   EXPECT_TRUE(SameBits(h.Download(), HostFloatGrads()));
 
   const MNT_Tensor m = h.Upload({kMultiplier}, {1});
@@ -427,7 +442,7 @@ TEST(ModelSkewTest, A111ModelHandsOverEveryGradientElementOnce) {
   EXPECT_TRUE(SameBits(h.Download(), want));
 }
 
-TEST(ModelSkewTest, A110ModelGetsThe110StructAndIsNeverCalledBack) {
+TEST(ModelSkewTest, A110ModelIsNeverCalledBack) {
   const Grads want = HostFloatGrads();
   Harness h(cpu::CpuBackendPluginApi(), MlpAs110(), 7);
   EXPECT_FALSE(h.model().HandsOverGradients());
@@ -436,16 +451,20 @@ TEST(ModelSkewTest, A110ModelGetsThe110StructAndIsNeverCalledBack) {
   h.model().UseGradientReady(&ReadyCounts::Callback, &counts);
   h.Forward();
   g_last_backward_struct_size = 0;
+  g_last_backward_had_callback = true;
   sdk::Status s = h.model().Backward(h.params(), h.grads(), kMultiplier, false);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_10});
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE});
+  EXPECT_FALSE(g_last_backward_had_callback);
   EXPECT_EQ(counts.calls, 0);
   EXPECT_TRUE(SameBits(h.Download(), want));
   const MNT_Tensor m = h.Upload({kMultiplier}, {1});
   h.Forward();
+  g_last_backward_had_callback = true;
   s = h.model().Backward(h.params(), h.grads(), kNaN, &m, false);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE_1_10});
+  EXPECT_EQ(g_last_backward_struct_size, size_t{MNT_Model_Backward_Args_STRUCT_SIZE});
+  EXPECT_FALSE(g_last_backward_had_callback);
   EXPECT_EQ(counts.calls, 0);
   EXPECT_TRUE(SameBits(h.Download(), want));
 }

@@ -94,7 +94,12 @@ absl::StatusOr<OptimizerGate> DeviceLossScaling::UnscaleUpdateAndClip(
   std::vector<MNT_Tensor> amp_out{F32Scalar(scale_), I32Scalar(growth_tracker_),
                                   F32Scalar(sc.inv_scale)};
   if (with_hysteresis()) amp_out.push_back(I32Scalar(hysteresis_tracker_));
-  if (auto s = run(MNT_OP_AMP_UPDATE_SCALE, {F32Scalar(sc.found_inf)}, amp_out, &amp_);
+  // The params as this host knows them, always (docs/abi.md section 1): a
+  // run without the recipe's hysteresis, floor or ceiling has their neutral
+  // values there (1, 0, 0), and no out[3].
+  MNT_AmpUpdateScaleParams sent = amp_;
+  sent.struct_size = MNT_AmpUpdateScaleParams_STRUCT_SIZE;
+  if (auto s = run(MNT_OP_AMP_UPDATE_SCALE, {F32Scalar(sc.found_inf)}, amp_out, &sent);
       !s.ok())
     return s;
   host_scale_valid_ = false;

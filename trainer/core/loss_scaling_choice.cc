@@ -40,16 +40,18 @@ std::string BackendCannotRun(const mantissa::TrainConfig& config,
       !sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_ADAMW_STEP_COUNTER)) {
     return absl::StrFormat(
         "backend '%s' (ABI %d.%d) does not offer ADAMW_STEP's device step counter "
-        "(capability ADAMW_STEP_COUNTER, ABI 1.4)",
-        device_name, v.major_version, v.minor_version);
+        "(capability ADAMW_STEP_COUNTER, ABI 1.4)%s",
+        device_name, v.major_version, v.minor_version,
+        sdk::RebuiltSourceHint(backend.plugin(), MNT_CAPABILITY_ADAMW_STEP_COUNTER));
   }
   const bool needs_recipe = r.hysteresis != 1 || r.min_scale != 0 || r.max_scale != 0;
   if (needs_recipe &&
       !sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE)) {
     return absl::StrFormat(
         "backend '%s' (ABI %d.%d) does not offer AMP_UPDATE_SCALE's hysteresis, "
-        "min_scale and max_scale (capability AMP_UPDATE_SCALE_RECIPE, ABI 1.5)",
-        device_name, v.major_version, v.minor_version);
+        "min_scale and max_scale (capability AMP_UPDATE_SCALE_RECIPE, ABI 1.5)%s",
+        device_name, v.major_version, v.minor_version,
+        sdk::RebuiltSourceHint(backend.plugin(), MNT_CAPABILITY_AMP_UPDATE_SCALE_RECIPE));
   }
   if (!ExactInFloat(r.growth_factor) || !ExactInFloat(r.backoff_factor)) {
     return absl::StrFormat(

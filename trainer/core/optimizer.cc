@@ -50,7 +50,8 @@ absl::Status Optimizer::CheckStochasticRounding(const mantissa::OptimizerConfig&
         "--stochastic_rounding needs a backend that offers stochastic rounding (capability "
         "STOCHASTIC_ROUNDING, ABI 1.7); backend ",
         backend.plugin()->name, " (ABI ", v.major_version, ".", v.minor_version,
-        ") does not"));
+        ") does not",
+        sdk::RebuiltSourceHint(backend.plugin(), MNT_CAPABILITY_STOCHASTIC_ROUNDING)));
   }
   if (splits_parameters &&
       !sdk::HasCapability(backend.plugin(), MNT_CAPABILITY_OPTIMIZER_PIECES)) {
