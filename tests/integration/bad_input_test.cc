@@ -226,7 +226,7 @@ TEST_F(BadInputTest, CheckpointOnAFullDiskLeavesNoTempFile) {
                    "trap \"\" XFSZ; ulimit -f 8; ");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.signal, 0);
-  EXPECT_EQ(r.err.rfind("mantissa: error: cannot write ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("mantissa: error: step 4: cannot write ", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_TRUE(Snapshot(*state_) == before) << "a checkpoint file changed or was added";
 }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -48,6 +49,12 @@ namespace {
 // `s` with "<prefix>" before its message.
 absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
   return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
+}
+
+// An error that stops the run at `step` says so, once: "step N: ...".
+absl::Status AtStep(const absl::Status& s, int64_t step) {
+  if (s.ok() || absl::StartsWith(s.message(), "step ")) return s;
+  return Prefixed(s, absl::StrCat("step ", step, ": "));
 }
 
 int64_t MicroBatches(const mantissa::TrainConfig& config) {
@@ -676,7 +683,8 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   ThroughputMeter meter(world * config_.batch_size() * MicroBatches(config_),
                         targets_per_example_);
   MNT_LossScalerState start{};
-  if (auto s = sdk::ToAbsl(plugins_->scaler.GetState(&start)); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(plugins_->scaler.GetState(&start)); !s.ok())
+    return AtStep(s, step_ + 1);
   SkipGuard guard(step_, start.skipped_steps,
                   loss_scaling_active_ && config_.loss_scale().mode() == "static",
                   loss_scale_floor_);
@@ -698,27 +706,26 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     StepMetrics m;
     const int64_t reads_before = client.device_to_host_copies();
     const bool will_report = sink != nullptr && sink->NeedsStepMetrics(step_ + 1, total);
-    if (auto s = TrainStep(will_report, &m); !s.ok())
-      return Prefixed(s, absl::StrCat("step ", step_ + 1, ": "));
+    if (auto s = TrainStep(will_report, &m); !s.ok()) return AtStep(s, step_ + 1);
     m.step = step_;
     m.total_steps = total;
     meter.OnStep(&m);
     const bool wanted = sink != nullptr && sink->NeedsStepMetrics(step_, total);
     auto report = scaling_->CompleteStepMetrics(wanted, &m);
-    if (!report.ok()) return Prefixed(report.status(), absl::StrCat("step ", step_, ": "));
+    if (!report.ok()) return AtStep(report.status(), step_);
     if (!wanted) unreported_step_reads_ += client.device_to_host_copies() - reads_before;
     bool name_overflow = *report && m.skipped && sink != nullptr;
     if (params_->sharded()) {
       // ZeRO-1: the ranks look at their shares together, when rank 0 (which
       // reports) asks; the others do not read every step's metrics.
       auto asked = ranks_->SumInRankOrder({ranks_->rank() == 0 && name_overflow ? 1.0 : 0.0});
-      if (!asked.ok()) return Prefixed(asked.status(), absl::StrCat("step ", step_, ": "));
+      if (!asked.ok()) return AtStep(asked.status(), step_);
       name_overflow = (*asked)[0] != 0;
     }
     if (name_overflow) {
       // Where the overflow is: one flag read per parameter, skipped steps only.
       auto names = NonFiniteGradientParams();
-      if (!names.ok()) return Prefixed(names.status(), absl::StrCat("step ", step_, ": "));
+      if (!names.ok()) return AtStep(names.status(), step_);
       m.nonfinite_params = std::move(*names);
       if (!m.nonfinite_params.empty()) {
         sink->OnMessage(absl::StrCat(
@@ -739,33 +746,33 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
                          (config_.log_every() > 0 && step_ % config_.log_every() == 0);
     if (*report && sink != nullptr && fp8_ != nullptr && fp8_due) {
       auto entries = fp8_->Read();
-      if (!entries.ok()) return Prefixed(entries.status(), absl::StrCat("step ", step_, ": "));
+      if (!entries.ok()) return AtStep(entries.status(), step_);
       for (const Fp8Scaling::Entry& e : *entries) m.fp8_scales.push_back({e.name, e.scale, e.amax});
     }
     if (*report && sink != nullptr) sink->OnStep(m);
     if (*report && loss_scaling_active_) {
       // fp16 that skips step after step learns nothing: say so now.
       auto warning = guard.Observe(m);
-      if (!warning.ok()) return Prefixed(warning.status(), absl::StrCat("step ", step_, ": "));
+      if (!warning.ok()) return AtStep(warning.status(), step_);
       if (!warning->empty() && sink != nullptr) sink->OnMessage(*warning);
     }
     double side_seconds = 0;
     if (auto s = EvaluateAndCheckpointIfDue(step_ == last_step, sink, &side_seconds); !s.ok())
-      return s;
+      return AtStep(s, step_);
     meter.Exclude(side_seconds);
     // A log that cannot be written (a full disk) stops the run now.
     if (sink != nullptr) {
-      if (absl::Status s = sink->status(); !s.ok()) return s;
+      if (absl::Status s = sink->status(); !s.ok()) return AtStep(s, step_);
     }
     // Ctrl-C / SIGTERM: stop here, with this step's work saved.
     if ((stop_check_ != nullptr || ranks_ != nullptr) && step_ < last_step) {
       auto agreed = AgreedStopSignal();
-      if (!agreed.ok()) return agreed.status();
+      if (!agreed.ok()) return AtStep(agreed.status(), step_);
       if (const int sig = *agreed; sig != 0) {
         stopped_by_signal_ = sig;
         if (!config_.checkpoint_dir().empty() && last_checkpoint_step_ != step_) {
           Stopwatch phase;
-          if (auto s = SaveStepCheckpoint(sink); !s.ok()) return s;
+          if (auto s = SaveStepCheckpoint(sink); !s.ok()) return AtStep(s, step_);
           meter.Exclude(phase.Seconds());
         }
         break;
@@ -776,7 +783,7 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   train_seconds_ = meter.TrainSeconds();
   samples_per_second_ = train_seconds_ > 0 ? meter.samples() / train_seconds_ : 0;
   // The plugin's scaler is the truth for the report and later checkpoints.
-  return scaling_->SyncToPlugin(step_);
+  return AtStep(scaling_->SyncToPlugin(step_), step_);
 }
 
 absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
