@@ -69,6 +69,13 @@ class CollectivesClient {
     return Status::Ok();
   }
 
+  // The same checked table for another backend instance of the plugin.
+  CollectivesClient WithBackend(MNT_Backend* backend) const {
+    CollectivesClient c = *this;
+    c.backend_ = backend;
+    return c;
+  }
+
   const MNT_Plugin_Api* plugin() const { return plugin_; }
   const MNT_Collectives_Extension* extension() const { return ext_; }
   MNT_Backend* backend() const { return backend_; }
