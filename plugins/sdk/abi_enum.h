@@ -99,6 +99,17 @@
 #define MNT_FOR_EACH_SCALING_RECIPE(X) \
   X(MNT_SCALING_RECIPE_NONE) X(MNT_SCALING_RECIPE_DELAYED) X(MNT_SCALING_RECIPE_CURRENT)
 
+// The collectives extension's (mnt_collectives.h). Its reduce op is
+// MNT_ReduceOp (MNT_REDUCE_OP_*), not the REDUCE op's MNT_ReduceKind
+// (MNT_REDUCE_*, above): hence COLLECTIVE_REDUCE_OP in the list's name.
+#define MNT_FOR_EACH_COLLECTIVE_OP(X)                                          \
+  X(MNT_COLLECTIVE_INVALID) X(MNT_COLLECTIVE_ALL_REDUCE)                       \
+  X(MNT_COLLECTIVE_REDUCE_SCATTER) X(MNT_COLLECTIVE_ALL_GATHER)                \
+  X(MNT_COLLECTIVE_BROADCAST)
+
+#define MNT_FOR_EACH_COLLECTIVE_REDUCE_OP(X) \
+  X(MNT_REDUCE_OP_INVALID) X(MNT_REDUCE_OP_SUM) X(MNT_REDUCE_OP_AVG) X(MNT_REDUCE_OP_MAX)
+
 namespace mnt::sdk {
 
 // Specialised below for every ABI enum: kValues, every enumerator, and
@@ -142,6 +153,8 @@ MNT_ABI_ENUM_(MNT_ExtensionType, MNT_FOR_EACH_EXTENSION_TYPE)
 MNT_ABI_ENUM_(MNT_Capability, MNT_FOR_EACH_CAPABILITY)
 MNT_ABI_ENUM_(MNT_AmaxAlgo, MNT_FOR_EACH_AMAX_ALGO)
 MNT_ABI_ENUM_(MNT_ScalingRecipe, MNT_FOR_EACH_SCALING_RECIPE)
+MNT_ABI_ENUM_(MNT_CollectiveOp, MNT_FOR_EACH_COLLECTIVE_OP)
+MNT_ABI_ENUM_(MNT_ReduceOp, MNT_FOR_EACH_COLLECTIVE_REDUCE_OP)
 #pragma GCC diagnostic pop
 
 #undef MNT_ABI_ENUM_
@@ -187,6 +200,29 @@ inline std::optional<E> ReadEnum(const E& field) {
   const int32_t value = RawEnum(field);
   if (!IsKnownEnum<E>(value)) return std::nullopt;
   return static_cast<E>(value);
+}
+
+// The name of a known enumerator of E without its `prefix` (which every
+// enumerator of E has), as messages show it; nullptr for a value not listed.
+template <typename E>
+constexpr const char* EnumNameAfter(int32_t value, const char* prefix) {
+  if (!IsKnownEnum<E>(value)) return nullptr;
+  const char* name = AbiEnum<E>::Name(static_cast<E>(value));
+  while (*prefix != '\0' && *name == *prefix) ++name, ++prefix;
+  return name;
+}
+
+// A collective op as the backends, the SDK client and the tools name it in
+// messages: "ALL_REDUCE", "REDUCE_SCATTER", "ALL_GATHER", "BROADCAST" (and
+// "INVALID"); nullptr for a value not listed. Takes the raw int32 (RawEnum)
+// of a field a caller wrote.
+constexpr const char* CollectiveOpName(int32_t op) {
+  return EnumNameAfter<MNT_CollectiveOp>(op, "MNT_COLLECTIVE_");
+}
+// A collective's reduce op: "SUM", "AVG", "MAX" (and "INVALID"); nullptr
+// for a value not listed.
+constexpr const char* CollectiveReduceOpName(int32_t reduce) {
+  return EnumNameAfter<MNT_ReduceOp>(reduce, "MNT_REDUCE_OP_");
 }
 
 }  // namespace mnt::sdk

@@ -49,6 +49,38 @@ TEST(AbiEnumTest, ReadEnumTakesOnlyListedValues) {
   EXPECT_EQ(ReadEnum(FieldHolding<MNT_OpClass>(8).field), MNT_OP_CLASS_EMBEDDING);
 }
 
+// The collectives extension's enums: full names, the short names messages
+// use, and the reduce op kept apart from MNT_ReduceKind (whose enumerators
+// are MNT_REDUCE_*, a prefix of MNT_REDUCE_OP_*).
+TEST(AbiEnumTest, CollectiveEnums) {
+  EXPECT_EQ(std::size(AbiEnum<MNT_CollectiveOp>::kValues), 5u);
+  EXPECT_EQ(std::size(AbiEnum<MNT_ReduceOp>::kValues), 4u);
+  EXPECT_STREQ(AbiEnum<MNT_CollectiveOp>::Name(MNT_COLLECTIVE_REDUCE_SCATTER),
+               "MNT_COLLECTIVE_REDUCE_SCATTER");
+  EXPECT_STREQ(AbiEnum<MNT_ReduceOp>::Name(MNT_REDUCE_OP_AVG), "MNT_REDUCE_OP_AVG");
+  EXPECT_STREQ(AbiEnum<MNT_ReduceKind>::Name(MNT_REDUCE_MEAN), "MNT_REDUCE_MEAN");
+
+  EXPECT_STREQ(CollectiveOpName(MNT_COLLECTIVE_ALL_REDUCE), "ALL_REDUCE");
+  EXPECT_STREQ(CollectiveOpName(MNT_COLLECTIVE_REDUCE_SCATTER), "REDUCE_SCATTER");
+  EXPECT_STREQ(CollectiveOpName(MNT_COLLECTIVE_ALL_GATHER), "ALL_GATHER");
+  EXPECT_STREQ(CollectiveOpName(MNT_COLLECTIVE_BROADCAST), "BROADCAST");
+  EXPECT_STREQ(CollectiveOpName(MNT_COLLECTIVE_INVALID), "INVALID");
+  EXPECT_STREQ(CollectiveReduceOpName(MNT_REDUCE_OP_SUM), "SUM");
+  EXPECT_STREQ(CollectiveReduceOpName(MNT_REDUCE_OP_AVG), "AVG");
+  EXPECT_STREQ(CollectiveReduceOpName(MNT_REDUCE_OP_MAX), "MAX");
+  EXPECT_STREQ(CollectiveReduceOpName(MNT_REDUCE_OP_INVALID), "INVALID");
+  for (int32_t v : {-1, 5, 99, INT32_MIN, INT32_MAX}) {
+    EXPECT_EQ(CollectiveOpName(v), nullptr) << v;
+    EXPECT_FALSE(ReadEnum(FieldHolding<MNT_CollectiveOp>(v).field).has_value()) << v;
+  }
+  for (int32_t v : {-1, 4, 9, INT32_MAX}) {
+    EXPECT_EQ(CollectiveReduceOpName(v), nullptr) << v;
+    EXPECT_FALSE(ReadEnum(FieldHolding<MNT_ReduceOp>(v).field).has_value()) << v;
+  }
+  EXPECT_EQ(ReadEnum(FieldHolding<MNT_ReduceOp>(3).field), MNT_REDUCE_OP_MAX);
+  static_assert(CollectiveOpName(MNT_COLLECTIVE_BROADCAST)[0] == 'B');
+}
+
 TEST(AbiEnumTest, IsKnownEnumIsConstexpr) {
   static_assert(IsKnownEnum<MNT_PluginKind>(MNT_PLUGIN_KIND_MODEL));
   static_assert(!IsKnownEnum<MNT_PluginKind>(4));

@@ -2,9 +2,12 @@
 // MNT_Extension_Header) safely, as a host or a tool does.
 //
 //   if (const MNT_Extension_Header* h =
-//           sdk::FindExtension(plugin, MNT_EXTENSION_TYPE_COLLECTIVES)) {
-//     if (h->version >= 1 && MNT_HAS_FIELD(&h->base, MNT_Collectives_Extension, ...)) ...
+//           sdk::FindExtension(plugin, MNT_EXTENSION_TYPE_CAPABILITIES)) {
+//     if (h->base.struct_size >= MNT_Capabilities_Extension_STRUCT_SIZE) ...
 //   }
+//
+// (The collectives extension has its own client, which finds and checks
+// it: collectives_client.h.)
 //
 // The chain starts at MNT_Plugin_Api.extension_start and ends at NULL. A
 // reader follows at most kMaxExtensionChainLength links (so a cycle ends),
@@ -22,6 +25,7 @@
 
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/abi_enum.h"
+#include "plugins/sdk/collectives_table.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::sdk {
@@ -94,8 +98,10 @@ inline const char* ExtensionName(const MNT_Extension_Header& h) {
 // the header (a name, version >= 1), and an extension of a type this SDK
 // knows is at least that type's version-1 size and appears once; the
 // capabilities extension lists only valid values (> 0) and has its array
-// when it lists any. Older plugins' links (ABI 1.0-1.8 defined no types)
-// are checked for the chain's shape only.
+// when it lists any; the collectives extension has its version-1 calls
+// (CheckCollectivesTable, the rule CollectivesClient::Find applies too).
+// Older plugins' links (ABI 1.0-1.8 defined no types) are checked for the
+// chain's shape only.
 inline Status CheckExtensionChain(const MNT_Plugin_Api* plugin) {
   const bool headers = HasExtensionHeaders(plugin);
   const MNT_Extension_Base* link = ExtensionStart(plugin);
@@ -148,6 +154,7 @@ inline Status CheckExtensionChain(const MNT_Plugin_Api* plugin) {
                                     h.name, type));
     }
     *seen = true;
+    if (type == MNT_EXTENSION_TYPE_COLLECTIVES) MNT_RETURN_IF_ERROR(CheckCollectivesTable(h));
     if (type == MNT_EXTENSION_TYPE_CAPABILITIES) {
       const auto& c = reinterpret_cast<const MNT_Capabilities_Extension&>(h);
       if (c.num_capabilities > 0 && c.capabilities == nullptr) {

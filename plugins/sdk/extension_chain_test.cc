@@ -130,6 +130,19 @@ TEST(ExtensionChainTest, KnownTypesAreCheckedAgainstTheirSize) {
             std::string::npos);
 }
 
+// The collectives table rule (CheckCollectivesTable, also
+// CollectivesClient::Find's; its cases in collectives_client_test): a NULL
+// version-1 call is malformed, version 2's calls are not the loader's.
+MNT_Error* NoRun(MNT_Collectives_Run_Args*) { return nullptr; }
+
+TEST(ExtensionChainTest, CollectivesExtensionNeedsItsVersion1Calls) {
+  MNT_Collectives_Extension coll =
+      MakeCollectivesExtension(nullptr, nullptr, nullptr, &NoRun, nullptr, nullptr);
+  EXPECT_EQ(Problem(Plugin(MNT_ABI_MINOR, &coll.header.base)),
+            "extension 'collectives': Collectives_GetUniqueId is NULL (version 1's four calls "
+            "are required)");
+}
+
 TEST(ExtensionChainTest, CapabilitiesExtensionIsChecked) {
   static const int32_t kCaps[] = {MNT_CAPABILITY_OPTIMIZER_DEVICE_LR};
   MNT_Capabilities_Extension second = MakeCapabilitiesExtension(kCaps);

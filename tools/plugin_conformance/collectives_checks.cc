@@ -59,6 +59,7 @@
 // reports the check failed if any rank failed it, naming the rank, so all
 // ranks take the same path (a collective needs every rank).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -72,8 +73,8 @@
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/collectives_client.h"
 #include "plugins/sdk/extension_chain.h"
-#include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 #include "tools/plugin_conformance/conformance.h"
@@ -89,25 +90,6 @@ constexpr MNT_DType kMoveTypes[] = {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16
                                     MNT_DTYPE_I32, MNT_DTYPE_U8,   MNT_DTYPE_F64};
 constexpr MNT_ReduceOp kReduceOps[] = {MNT_REDUCE_OP_SUM, MNT_REDUCE_OP_AVG,
                                        MNT_REDUCE_OP_MAX};
-
-const char* OpName(MNT_CollectiveOp op) {
-  switch (op) {
-    case MNT_COLLECTIVE_ALL_REDUCE: return "ALL_REDUCE";
-    case MNT_COLLECTIVE_REDUCE_SCATTER: return "REDUCE_SCATTER";
-    case MNT_COLLECTIVE_ALL_GATHER: return "ALL_GATHER";
-    case MNT_COLLECTIVE_BROADCAST: return "BROADCAST";
-    default: return "INVALID";
-  }
-}
-
-const char* ReduceName(MNT_ReduceOp r) {
-  switch (r) {
-    case MNT_REDUCE_OP_SUM: return "sum";
-    case MNT_REDUCE_OP_AVG: return "avg";
-    case MNT_REDUCE_OP_MAX: return "max";
-    default: return "invalid";
-  }
-}
 
 std::string Describe(const Status& s) {
   if (s.ok()) return "OK";
@@ -170,115 +152,6 @@ std::string MakeInput(uint64_t seed, int index, int k, MNT_DType t, int64_t coun
   return bytes;
 }
 
-// The extension's calls as Status.
-class Collectives {
- public:
-  Collectives(const MNT_Plugin_Api* plugin, const MNT_Collectives_Extension* ext,
-              MNT_Backend* backend)
-      : plugin_(plugin), ext_(ext), backend_(backend) {}
-
-  Status Wrap(MNT_Error* e) const { return sdk::StatusFromPluginError(plugin_, e); }
-
-  Status GetUniqueId(std::string* id) const {
-    MNT_Collectives_GetUniqueId_Args a{};
-    a.struct_size = MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE;
-    a.backend = backend_;
-    MNT_RETURN_IF_ERROR(Wrap(ext_->Collectives_GetUniqueId(&a)));
-    if (a.unique_id_size == 0 || a.unique_id_size > MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES) {
-      return sdk::Internal(Format("unique_id_size %zu is not in 1..%d", a.unique_id_size,
-                                  MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES));
-    }
-    id->assign(a.unique_id, a.unique_id_size);
-    return Status::Ok();
-  }
-  // `*out` is left NULL on an error; an error that still gives a
-  // communicator is reported (and the communicator destroyed).
-  Status Create(int32_t rank, int32_t world, const char* id, size_t id_size,
-                MNT_Communicator** out) const {
-    MNT_Communicator_Create_Args a{};
-    a.struct_size = MNT_Communicator_Create_Args_STRUCT_SIZE;
-    a.backend = backend_;
-    a.rank = rank;
-    a.world_size = world;
-    a.unique_id = id;
-    a.unique_id_size = id_size;
-    *out = nullptr;
-    Status s = Wrap(ext_->Communicator_Create(&a));
-    if (!s.ok() && a.communicator != nullptr) {
-      (void)Destroy(a.communicator);
-      return sdk::Internal("Communicator_Create failed (" + Describe(s) +
-                           ") but gave a communicator");
-    }
-    if (s.ok() && a.communicator == nullptr) {
-      return sdk::Internal("Communicator_Create succeeded but gave NULL");
-    }
-    *out = a.communicator;
-    return s;
-  }
-  Status Destroy(MNT_Communicator* c) const {
-    MNT_Communicator_Destroy_Args a{};
-    a.struct_size = MNT_Communicator_Destroy_Args_STRUCT_SIZE;
-    a.backend = backend_;
-    a.communicator = c;
-    return Wrap(ext_->Communicator_Destroy(&a));
-  }
-  // Run's and Start's Args share their operands' fields.
-  template <typename Args>
-  Args OperandArgs(size_t struct_size, MNT_Communicator* c, MNT_CollectiveOp op,
-                   MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
-                   const MNT_Tensor* out) const {
-    Args a{};
-    a.struct_size = struct_size;
-    a.backend = backend_;
-    a.communicator = c;
-    a.op = op;
-    a.reduce = reduce;
-    a.root = root;
-    a.input = in;
-    a.output = out;
-    return a;
-  }
-  MNT_Collectives_Run_Args RunArgs(MNT_Communicator* c, MNT_CollectiveOp op,
-                                   MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
-                                   const MNT_Tensor* out) const {
-    return OperandArgs<MNT_Collectives_Run_Args>(MNT_Collectives_Run_Args_STRUCT_SIZE, c, op,
-                                                 reduce, root, in, out);
-  }
-  Status Run(MNT_Collectives_Run_Args a) const { return Wrap(ext_->Collectives_Run(&a)); }
-  // Version 2.
-  MNT_Collectives_Start_Args StartArgs(MNT_Communicator* c, MNT_CollectiveOp op,
-                                       MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
-                                       const MNT_Tensor* out) const {
-    return OperandArgs<MNT_Collectives_Start_Args>(MNT_Collectives_Start_Args_STRUCT_SIZE, c,
-                                                   op, reduce, root, in, out);
-  }
-  // `*work` is the started collective on success (the caller waits for
-  // it), else NULL; a success without a work is an error.
-  Status Start(MNT_Collectives_Start_Args a, MNT_CollectiveWork** work) const {
-    *work = nullptr;
-    Status s = Wrap(ext_->Collectives_Start(&a));
-    if (s.ok() && a.work == nullptr) {
-      return sdk::Internal("Collectives_Start succeeded but gave no work");
-    }
-    if (s.ok()) *work = a.work;
-    return s;
-  }
-  Status Wait(MNT_Communicator* c, MNT_CollectiveWork* w) const {
-    MNT_Collectives_Wait_Args a{};
-    a.struct_size = MNT_Collectives_Wait_Args_STRUCT_SIZE;
-    a.backend = backend_;
-    a.communicator = c;
-    a.work = w;
-    return Wrap(ext_->Collectives_Wait(&a));
-  }
-  const MNT_Collectives_Extension* ext() const { return ext_; }
-
- private:
-  const MNT_Plugin_Api* plugin_;
-  const MNT_Collectives_Extension* ext_;
-  MNT_Backend* backend_;
-};
-
 // One collective call of the op table.
 struct Case {
   MNT_CollectiveOp op;
@@ -299,9 +172,14 @@ void Counts(const Case& c, int world, int64_t* in, int64_t* out) {
   *out = c.op == MNT_COLLECTIVE_ALL_GATHER ? c.n * world : c.n;
 }
 
+// "ALL_REDUCE sum f32 out-of-place n=3", the check names' case part.
 std::string CaseName(const Case& c) {
-  std::string s = OpName(c.op);
-  if (IsReduction(c.op)) s += std::string(" ") + ReduceName(c.reduce);
+  std::string s = sdk::CollectiveOpName(c.op);
+  if (IsReduction(c.op)) {
+    std::string reduce = sdk::CollectiveReduceOpName(c.reduce);
+    for (char& ch : reduce) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    s += " " + reduce;
+  }
   s += std::string(" ") + sdk::DTypeName(c.dtype);
   if (c.op == MNT_COLLECTIVE_BROADCAST) s += Format(" root=%d", c.root);
   s += c.in_place ? " in-place" : " out-of-place";
@@ -406,9 +284,8 @@ std::string Agree(HostExchange* host, const std::string& why) {
 
 class Checker {
  public:
-  Checker(const Collectives& coll, const sdk::BackendInstance& backend, HostExchange* host, Report* r,
-          std::string prefix)
-      : coll_(coll), backend_(backend), host_(host), r_(r), n_(std::move(prefix)) {}
+  Checker(const sdk::BackendInstance& backend, HostExchange* host, Report* r, std::string prefix)
+      : backend_(backend), host_(host), r_(r), n_(std::move(prefix)) {}
 
   // Version 2's calls are checked too (set when the extension is version 2
   // with both calls present).
@@ -418,7 +295,7 @@ class Checker {
   // agreed verdict; with version 2 also with Collectives_Start and
   // Collectives_Wait, reported as its own check ("Start+Wait: ..."), which
   // must give Run's bits.
-  void RunCase(MNT_Communicator* comm, const Case& c, int index, uint64_t seed,
+  void RunCase(const sdk::Communicator& comm, const Case& c, int index, uint64_t seed,
                const std::string& label = "") {
     const int rank = host_->rank(), world = host_->world_size();
     const size_t es = sdk::DTypeSize(c.dtype);
@@ -470,19 +347,18 @@ class Checker {
         break;
       }
       if (call < 2) {
-        s = coll_.Run(coll_.RunArgs(comm, c.op, c.reduce, c.root, &in, &out));
+        s = comm.Run(c.op, c.reduce, c.root, &in, &out);
       } else {
-        MNT_CollectiveWork* work = nullptr;
+        sdk::CollectiveWork work;
         // Copies: Start borrows the MNT_Tensor structs for the call only
         // (the memory they describe until Wait), so they are cleared
         // before Wait; a backend that reads them later finds no tensor.
         MNT_Tensor in_struct = in, out_struct = out;
-        s = coll_.Start(
-            coll_.StartArgs(comm, c.op, c.reduce, c.root, &in_struct, &out_struct), &work);
+        s = comm.Start(c.op, c.reduce, c.root, &in_struct, &out_struct, &work);
         in_struct = MNT_Tensor{};
         out_struct = MNT_Tensor{};
         if (s.ok()) {
-          s = coll_.Wait(comm, work);
+          s = comm.Wait(&work);
           if (!s.ok()) s = sdk::Internal("Collectives_Wait: " + Describe(s));
         } else {
           s = sdk::Internal("Collectives_Start: " + Describe(s));
@@ -527,7 +403,7 @@ class Checker {
   // and buffers), waited for in reverse order: each gives the bits
   // Collectives_Run gives it. A backend that joins works in issue order
   // only, or whose Wait joins another work than the one it is given, fails.
-  void ReverseOrderWaits(MNT_Communicator* comm, int first_index, uint64_t seed) {
+  void ReverseOrderWaits(const sdk::Communicator& comm, int first_index, uint64_t seed) {
     const int rank = host_->rank(), world = host_->world_size();
     const std::string name =
         n_ + "4 started collectives in flight, waited for in reverse order";
@@ -572,23 +448,22 @@ class Checker {
     // Run's bits first, one collective after another.
     for (size_t i = 0; i < k; ++i) {
       const Case& c = cases[i];
-      s = coll_.Run(coll_.RunArgs(comm, c.op, c.reduce, c.root, &in[i], &run_out[i]));
+      s = comm.Run(c.op, c.reduce, c.root, &in[i], &run_out[i]);
       if (!s.ok() && why.empty()) why = Format("Collectives_Run of %s: %s", CaseName(c).c_str(),
                                                Describe(s).c_str());
     }
     // Then all four started before any is waited for. Every rank starts
     // all of them, whatever failed, so no rank is left waiting in one.
-    std::vector<MNT_CollectiveWork*> works(k, nullptr);
+    std::vector<sdk::CollectiveWork> works(k);
     for (size_t i = 0; i < k; ++i) {
       const Case& c = cases[i];
-      s = coll_.Start(coll_.StartArgs(comm, c.op, c.reduce, c.root, &in[i], &start_out[i]),
-                      &works[i]);
+      s = comm.Start(c.op, c.reduce, c.root, &in[i], &start_out[i], &works[i]);
       if (!s.ok() && why.empty()) why = Format("Collectives_Start of %s: %s",
                                                CaseName(c).c_str(), Describe(s).c_str());
     }
     for (size_t j = k; j-- > 0;) {
-      if (works[j] == nullptr) continue;
-      s = coll_.Wait(comm, works[j]);
+      if (!works[j].pending()) continue;
+      s = comm.Wait(&works[j]);
       if (!s.ok() && why.empty()) why = Format("Collectives_Wait of %s (waited for as number "
                                                "%zu of %zu): %s",
                                                CaseName(cases[j]).c_str(), k - j, k,
@@ -623,7 +498,7 @@ class Checker {
   // A Start that waits for the other ranks to join never returns on rank 0
   // before they give up waiting: they then start anyway (so the job goes
   // on and the check fails instead of hanging).
-  void StartDoesNotWait(MNT_Communicator* comm, int index, uint64_t seed) {
+  void StartDoesNotWait(const sdk::Communicator& comm, int index, uint64_t seed) {
     const int rank = host_->rank(), world = host_->world_size();
     const std::string name =
         n_ + "Collectives_Start returns before the other ranks have started theirs";
@@ -652,17 +527,15 @@ class Checker {
     const int64_t dims[1] = {c.n};
     const MNT_Tensor in = sdk::MakeTensor(in_buf.data(), c.dtype, 1, dims);
     const MNT_Tensor out = sdk::MakeTensor(out_buf.data(), c.dtype, 1, dims);
-    const MNT_Collectives_Start_Args args =
-        coll_.StartArgs(comm, c.op, c.reduce, c.root, &in, &out);
-    MNT_CollectiveWork* work = nullptr;
+    sdk::CollectiveWork work;
     std::string why;
     bool in_time = true;
     if (rank == 0) {
-      s = coll_.Start(args, &work);
+      s = comm.Start(c.op, c.reduce, c.root, &in, &out, &work);
       host_->SendSignal();
     } else {
       in_time = host_->AwaitSignal(kStartWaitSeconds);
-      s = coll_.Start(args, &work);
+      s = comm.Start(c.op, c.reduce, c.root, &in, &out, &work);
       host_->EndSignal();
     }
     if (!s.ok()) why = "Collectives_Start: " + Describe(s);
@@ -680,8 +553,8 @@ class Checker {
                                 level.c_str())
                              .c_str());
     }
-    if (work != nullptr) {
-      s = coll_.Wait(comm, work);
+    if (work.pending()) {
+      s = comm.Wait(&work);
       if (!s.ok() && why.empty()) why = "Collectives_Wait: " + Describe(s);
     }
     std::string got(c.n * 4, '\0');
@@ -698,7 +571,7 @@ class Checker {
   // is issued while it is in flight, and CAST comes after Collectives_Wait:
   // Start reads what the stream wrote before it, Wait's result is what the
   // stream reads after it.
-  void StreamOrder(MNT_Communicator* comm, bool started) {
+  void StreamOrder(const sdk::Communicator& comm, bool started) {
     const std::string name =
         n_ + (started ? "ordered on the stream (FILL -> Collectives_Start ALL_REDUCE sum, "
                         "FILL of another tensor -> Collectives_Wait -> CAST)"
@@ -735,19 +608,16 @@ class Checker {
     if (!s.ok()) why = "FILL: " + Describe(s);
     // The collective runs even after a failed FILL: every rank must call it.
     if (!started) {
-      Status run = coll_.Run(
-          coll_.RunArgs(comm, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &ta, &tb));
+      Status run = comm.Run(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &ta, &tb);
       if (why.empty() && !run.ok()) why = "ALL_REDUCE: " + Describe(run);
     } else {
-      MNT_CollectiveWork* work = nullptr;
-      Status st = coll_.Start(
-          coll_.StartArgs(comm, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &ta, &tb),
-          &work);
+      sdk::CollectiveWork work;
+      Status st = comm.Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &ta, &tb, &work);
       if (why.empty() && !st.ok()) why = "Collectives_Start: " + Describe(st);
       s = client.Run(MNT_OP_FILL, {}, {td}, &fill_other);
       if (why.empty() && !s.ok()) why = "FILL while the collective is in flight: " + Describe(s);
-      if (work != nullptr) {
-        st = coll_.Wait(comm, work);
+      if (work.pending()) {
+        st = comm.Wait(&work);
         if (why.empty() && !st.ok()) why = "Collectives_Wait: " + Describe(st);
       }
     }
@@ -815,7 +685,6 @@ class Checker {
   int default_order_bits() const { return default_order_bits_; }
 
  private:
-  const Collectives& coll_;
   const sdk::BackendInstance& backend_;
   HostExchange* host_;
   Report* r_;
@@ -882,36 +751,22 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
                      : Format(" (%s, every rank checks and agrees)",
                               host->launcher().c_str())
                            .c_str()));
-  const auto* ext = reinterpret_cast<const MNT_Collectives_Extension*>(h);
+  // The table, by the rule the loader applies (sdk::CheckCollectivesTable;
+  // a loaded plugin passes it) and version 2's (sdk::CheckCollectivesStarts).
+  sdk::CollectivesClient table;
   {
-    std::string why;
-    if (h->version < 1) {
-      why = Format("version %d", h->version);
-    } else if (h->base.struct_size < MNT_Collectives_Extension_V1_STRUCT_SIZE) {
-      why = Format("struct_size %zu is smaller than version 1's %zu", h->base.struct_size,
-                   size_t{MNT_Collectives_Extension_V1_STRUCT_SIZE});
-    } else if (ext->Collectives_GetUniqueId == nullptr || ext->Communicator_Create == nullptr ||
-               ext->Communicator_Destroy == nullptr || ext->Collectives_Run == nullptr) {
-      why = "a version-1 call is NULL";
-    }
-    r->Check(n + "extension table (version 1: every call present)", why);
-    if (!why.empty()) return;
+    const Status found = sdk::CollectivesClient::Find(plugin, nullptr, &table);
+    r->Check(n + "extension table (version 1: every call present)",
+             found.ok() ? "" : found.message());
+    if (!found.ok()) return;
   }
   // Version 2's calls are read only from a table that says it has them.
-  bool started = false;
-  if (h->version >= 2) {
-    std::string why;
-    if (h->base.struct_size < MNT_Collectives_Extension_STRUCT_SIZE) {
-      why = Format("struct_size %zu is smaller than version 2's %zu", h->base.struct_size,
-                   size_t{MNT_Collectives_Extension_STRUCT_SIZE});
-    } else if (ext->Collectives_Start == nullptr || ext->Collectives_Wait == nullptr) {
-      why = Format("Collectives_Start is %s, Collectives_Wait is %s",
-                   ext->Collectives_Start == nullptr ? "NULL" : "set",
-                   ext->Collectives_Wait == nullptr ? "NULL" : "set");
-    }
+  const bool started = table.starts();
+  const MNT_Collectives_Extension* ext = table.extension();
+  if (table.version() >= 2) {
+    const Status starts = sdk::CheckCollectivesStarts(*ext);
     r->Check(n + "extension table (version 2: Collectives_Start and Collectives_Wait present)",
-             why);
-    started = why.empty();
+             starts.ok() ? "" : starts.message());
   } else {
     r->Skip(n + "Collectives_Start/Collectives_Wait (version 2)",
             "the extension is version 1 (Collectives_Run only): the version-2 checks were "
@@ -925,19 +780,19 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     r->Check(n + "create backend", why);
     if (!why.empty()) return;
   }
-  const Collectives coll(plugin, ext, backend->backend());
+  const sdk::CollectivesClient coll = table.WithBackend(backend->backend());
 
   // Refusals that need no communicator (local on every rank).
   auto refused = [&](const std::string& what, const Status& s) {
     r->Check(n + "refuses " + what,
              Agree(host, s.ok() ? "accepted it (expected an error)" : ""));
   };
-  refused("Collectives_GetUniqueId(NULL)", coll.Wrap(ext->Collectives_GetUniqueId(nullptr)));
+  refused("Collectives_GetUniqueId(NULL)", coll.StatusOf(ext->Collectives_GetUniqueId(nullptr)));
   {
     MNT_Collectives_GetUniqueId_Args a{};
     a.backend = backend->backend();
     refused("Collectives_GetUniqueId with struct_size 0",
-            coll.Wrap(ext->Collectives_GetUniqueId(&a)));
+            coll.StatusOf(ext->Collectives_GetUniqueId(&a)));
   }
 
   // Rank 0's id, to every rank over MPI.
@@ -962,24 +817,24 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     MNT_Communicator* bad = nullptr;
     std::string big(MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES + 1, '\0');
     std::memcpy(big.data(), id.data(), id.size());
-    refused("Communicator_Create(NULL)", coll.Wrap(ext->Communicator_Create(nullptr)));
+    refused("Communicator_Create(NULL)", coll.StatusOf(ext->Communicator_Create(nullptr)));
     refused("Communicator_Create with rank -1",
-            coll.Create(-1, world, id.data(), id.size(), &bad));
+            coll.CreateCommunicator(-1, world, id.data(), id.size(), &bad));
     refused(Format("Communicator_Create with rank %d = the world size", world),
-            coll.Create(world, world, id.data(), id.size(), &bad));
+            coll.CreateCommunicator(world, world, id.data(), id.size(), &bad));
     refused("Communicator_Create with world size 0",
-            coll.Create(0, 0, id.data(), id.size(), &bad));
+            coll.CreateCommunicator(0, 0, id.data(), id.size(), &bad));
     refused("Communicator_Create with a NULL unique id",
-            coll.Create(rank, world, nullptr, id.size(), &bad));
+            coll.CreateCommunicator(rank, world, nullptr, id.size(), &bad));
     refused("Communicator_Create with a unique id of 0 bytes",
-            coll.Create(rank, world, id.data(), 0, &bad));
+            coll.CreateCommunicator(rank, world, id.data(), 0, &bad));
     refused(Format("Communicator_Create with a unique id of %zu bytes (> %d)", big.size(),
                    MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES),
-            coll.Create(rank, world, big.data(), big.size(), &bad));
+            coll.CreateCommunicator(rank, world, big.data(), big.size(), &bad));
   }
-  MNT_Communicator* comm = nullptr;
+  std::unique_ptr<sdk::Communicator> comm;
   {
-    const Status s = coll.Create(rank, world, id.data(), id.size(), &comm);
+    const Status s = sdk::Communicator::Create(coll, rank, world, id, &comm);
     const std::vector<std::string> all = host->AllGather(
         s.ok() ? "" : std::to_string(static_cast<int>(s.code())) + "|" + Describe(s));
     std::string why;
@@ -1002,26 +857,23 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
       return;
     }
     r->Check(name, why);
-    if (!why.empty()) {
-      (void)coll.Destroy(comm);
-      return;
-    }
+    if (!why.empty()) return;  // this rank's communicator, if any, goes with `comm`
   }
 
-  Checker checker(coll, *backend, host, r, n);
+  Checker checker(*backend, host, r, n);
   checker.set_started(started);
   const std::vector<Case> cases = MakeCases(seed, world);
   for (size_t i = 0; i < cases.size(); ++i) {
-    checker.RunCase(comm, cases[i], static_cast<int>(i), seed);
+    checker.RunCase(*comm, cases[i], static_cast<int>(i), seed);
   }
-  checker.StreamOrder(comm, /*started=*/false);
+  checker.StreamOrder(*comm, /*started=*/false);
   // Case indices after the table's, for the inputs of the checks below.
   int next_index = static_cast<int>(cases.size()) + 1;
   if (started) {
-    checker.StreamOrder(comm, /*started=*/true);
-    checker.ReverseOrderWaits(comm, next_index, seed);
+    checker.StreamOrder(*comm, /*started=*/true);
+    checker.ReverseOrderWaits(*comm, next_index, seed);
     next_index += 4;
-    checker.StartDoesNotWait(comm, next_index++, seed);
+    checker.StartDoesNotWait(*comm, next_index++, seed);
   }
 
   // Invalid Collectives_Run calls, the same on every rank: refused with an
@@ -1047,45 +899,39 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
       const MNT_Tensor out_wk1 = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_wk1);
       const auto AR = MNT_COLLECTIVE_ALL_REDUCE;
       const auto SUM = MNT_REDUCE_OP_SUM;
-      refused("Collectives_Run(NULL)", coll.Wrap(ext->Collectives_Run(nullptr)));
+      refused("Collectives_Run(NULL)", coll.StatusOf(ext->Collectives_Run(nullptr)));
       {
-        MNT_Collectives_Run_Args short_args = coll.RunArgs(comm, AR, SUM, 0, &in, &out);
+        MNT_Collectives_Run_Args short_args = coll.RunArgs(comm->get(), AR, SUM, 0, &in, &out);
         short_args.struct_size = 0;
-        refused("Collectives_Run with struct_size 0", coll.Run(short_args));
+        refused("Collectives_Run with struct_size 0",
+                coll.StatusOf(ext->Collectives_Run(&short_args)));
       }
       refused("Collectives_Run with a NULL communicator",
-              coll.Run(coll.RunArgs(nullptr, AR, SUM, 0, &in, &out)));
+              coll.Run(nullptr, AR, SUM, 0, &in, &out));
       refused("Collectives_Run with op MNT_COLLECTIVE_INVALID",
-              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_INVALID, SUM, 0, &in, &out)));
+              comm->Run(MNT_COLLECTIVE_INVALID, SUM, 0, &in, &out));
       refused("Collectives_Run with unknown op 99",
-              coll.Run(coll.RunArgs(comm, static_cast<MNT_CollectiveOp>(99), SUM, 0, &in,
-                                    &out)));
+              comm->Run(static_cast<MNT_CollectiveOp>(99), SUM, 0, &in, &out));
       refused("ALL_REDUCE with reduce MNT_REDUCE_OP_INVALID",
-              coll.Run(coll.RunArgs(comm, AR, MNT_REDUCE_OP_INVALID, 0, &in, &out)));
+              comm->Run(AR, MNT_REDUCE_OP_INVALID, 0, &in, &out));
       refused("ALL_REDUCE with unknown reduce 99",
-              coll.Run(coll.RunArgs(comm, AR, static_cast<MNT_ReduceOp>(99), 0, &in, &out)));
-      refused("ALL_REDUCE f32 input into an f16 output",
-              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in, &out_f16)));
+              comm->Run(AR, static_cast<MNT_ReduceOp>(99), 0, &in, &out));
+      refused("ALL_REDUCE f32 input into an f16 output", comm->Run(AR, SUM, 0, &in, &out_f16));
       refused("ALL_REDUCE with 8 input and 9 output elements",
-              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in, &out_k1)));
+              comm->Run(AR, SUM, 0, &in, &out_k1));
       refused("ALL_REDUCE of i32 (reductions take F32, F16, BF16)",
-              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in_i32, &out_i32)));
-      refused("ALL_REDUCE with a NULL output",
-              coll.Run(coll.RunArgs(comm, AR, SUM, 0, &in, nullptr)));
+              comm->Run(AR, SUM, 0, &in_i32, &out_i32));
+      refused("ALL_REDUCE with a NULL output", comm->Run(AR, SUM, 0, &in, nullptr));
       refused(Format("REDUCE_SCATTER with %lld input elements for 8 outputs (world size %d)",
                      static_cast<long long>(big), world),
-              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_REDUCE_SCATTER, SUM, 0, &in_wk1,
-                                    &out)));
+              comm->Run(MNT_COLLECTIVE_REDUCE_SCATTER, SUM, 0, &in_wk1, &out));
       refused(Format("ALL_GATHER of 8 elements into %lld (world size %d)",
                      static_cast<long long>(big), world),
-              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, 0,
-                                    &in, &out_wk1)));
+              comm->Run(MNT_COLLECTIVE_ALL_GATHER, MNT_REDUCE_OP_INVALID, 0, &in, &out_wk1));
       refused("BROADCAST with root -1",
-              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, -1,
-                                    &in, &out)));
+              comm->Run(MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, -1, &in, &out));
       refused(Format("BROADCAST with root %d = the world size", world),
-              coll.Run(coll.RunArgs(comm, MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID,
-                                    world, &in, &out)));
+              comm->Run(MNT_COLLECTIVE_BROADCAST, MNT_REDUCE_OP_INVALID, world, &in, &out));
     }
   }
   // Invalid Collectives_Start / Collectives_Wait calls (version 2), the
@@ -1109,7 +955,7 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
       const auto SUM = MNT_REDUCE_OP_SUM;
       // `args` NULL passes no Args at all.
       auto start_refused = [&](const std::string& what, MNT_Collectives_Start_Args* args) {
-        const Status st = coll.Wrap(ext->Collectives_Start(args));
+        const Status st = coll.StatusOf(ext->Collectives_Start(args));
         std::string why;
         if (st.ok()) {
           why = "accepted it (expected an error)";
@@ -1126,14 +972,15 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
       };
       auto args = [&](MNT_Communicator* c, MNT_CollectiveOp op, MNT_ReduceOp reduce,
                       const MNT_Tensor* o) { return coll.StartArgs(c, op, reduce, 0, &in, o); };
+      MNT_Communicator* const live = comm->get();
       start_refused("Collectives_Start(NULL)", nullptr);
       {
-        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out);
+        MNT_Collectives_Start_Args a = args(live, AR, SUM, &out);
         a.struct_size = 0;
         start_refused("Collectives_Start with struct_size 0", &a);
       }
       {
-        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out);
+        MNT_Collectives_Start_Args a = args(live, AR, SUM, &out);
         a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
         start_refused("Collectives_Start with Run's struct_size (no room for work)", &a);
       }
@@ -1142,47 +989,47 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
         start_refused("Collectives_Start with a NULL communicator", &a);
       }
       {
-        MNT_Collectives_Start_Args a = args(comm, MNT_COLLECTIVE_INVALID, SUM, &out);
+        MNT_Collectives_Start_Args a = args(live, MNT_COLLECTIVE_INVALID, SUM, &out);
         start_refused("Collectives_Start with op MNT_COLLECTIVE_INVALID", &a);
       }
       {
-        MNT_Collectives_Start_Args a = args(comm, static_cast<MNT_CollectiveOp>(99), SUM, &out);
+        MNT_Collectives_Start_Args a = args(live, static_cast<MNT_CollectiveOp>(99), SUM, &out);
         start_refused("Collectives_Start with unknown op 99", &a);
       }
       {
-        MNT_Collectives_Start_Args a = args(comm, AR, MNT_REDUCE_OP_INVALID, &out);
+        MNT_Collectives_Start_Args a = args(live, AR, MNT_REDUCE_OP_INVALID, &out);
         start_refused("Collectives_Start ALL_REDUCE with reduce MNT_REDUCE_OP_INVALID", &a);
       }
       {
-        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out_f16);
+        MNT_Collectives_Start_Args a = args(live, AR, SUM, &out_f16);
         start_refused("Collectives_Start ALL_REDUCE f32 input into an f16 output", &a);
       }
       {
-        MNT_Collectives_Start_Args a = args(comm, AR, SUM, &out_k1);
+        MNT_Collectives_Start_Args a = args(live, AR, SUM, &out_k1);
         start_refused("Collectives_Start ALL_REDUCE with 8 input and 9 output elements", &a);
       }
       {
-        MNT_Collectives_Start_Args a = args(comm, AR, SUM, nullptr);
+        MNT_Collectives_Start_Args a = args(live, AR, SUM, nullptr);
         start_refused("Collectives_Start ALL_REDUCE with a NULL output", &a);
       }
-      refused("Collectives_Wait(NULL)", coll.Wrap(ext->Collectives_Wait(nullptr)));
-      refused("Collectives_Wait with a NULL work", coll.Wait(comm, nullptr));
+      refused("Collectives_Wait(NULL)", coll.StatusOf(ext->Collectives_Wait(nullptr)));
+      refused("Collectives_Wait with a NULL work", coll.Wait(live, nullptr));
     }
   }
 
   // The communicator still works after the refusals.
-  checker.RunCase(comm, {MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, MNT_DTYPE_F32, false, 0,
+  checker.RunCase(*comm, {MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, MNT_DTYPE_F32, false, 0,
                          257},
                   static_cast<int>(cases.size()), seed, "after the refusals, still works: ");
 
-  refused("Communicator_Destroy(NULL)", coll.Wrap(ext->Communicator_Destroy(nullptr)));
+  refused("Communicator_Destroy(NULL)", coll.StatusOf(ext->Communicator_Destroy(nullptr)));
   r->Check(n + "Communicator_Destroy(NULL communicator) is accepted",
            Agree(host, [&] {
-             const Status s = coll.Destroy(nullptr);
+             const Status s = coll.DestroyCommunicator(nullptr);
              return s.ok() ? std::string() : Describe(s);
            }()));
   {
-    const Status s = coll.Destroy(comm);
+    const Status s = comm->Destroy();
     r->Check(n + "Communicator_Destroy", Agree(host, s.ok() ? "" : Describe(s)));
   }
   if (started) {
@@ -1195,10 +1042,10 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
     Status s;
     if (rank == 0) s = coll.GetUniqueId(&id2);
     std::string why = Agree(host, s.ok() ? "" : "Collectives_GetUniqueId: " + Describe(s));
-    MNT_Communicator* comm2 = nullptr;
+    std::unique_ptr<sdk::Communicator> comm2;
     if (why.empty()) {
       host->Broadcast(&id2);
-      s = coll.Create(rank, world, id2.data(), id2.size(), &comm2);
+      s = sdk::Communicator::Create(coll, rank, world, id2, &comm2);
       why = Agree(host, s.ok() ? "" : "Communicator_Create: " + Describe(s));
     }
     // The buffers outlive Destroy, which finishes the collective.
@@ -1217,17 +1064,14 @@ void CheckCollectives(const MNT_Plugin_Api* plugin, const std::string& options,
       const int64_t d_k[1] = {k};
       const MNT_Tensor in = sdk::MakeTensor(a.data(), MNT_DTYPE_F32, 1, d_k);
       const MNT_Tensor out = sdk::MakeTensor(b.data(), MNT_DTYPE_F32, 1, d_k);
-      MNT_CollectiveWork* work = nullptr;
-      s = coll.Start(coll.StartArgs(comm2, MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &in,
-                                    &out),
-                     &work);
+      sdk::CollectiveWork work;  // never waited for: Destroy frees it
+      s = comm2->Start(MNT_COLLECTIVE_ALL_REDUCE, MNT_REDUCE_OP_SUM, 0, &in, &out, &work);
       std::string mine = s.ok() ? "" : "Collectives_Start: " + Describe(s);
-      s = coll.Destroy(comm2);
-      comm2 = nullptr;
+      s = comm2->Destroy();
       if (mine.empty() && !s.ok()) mine = "Communicator_Destroy: " + Describe(s);
       why = Agree(host, mine);
     }
-    if (comm2 != nullptr) (void)coll.Destroy(comm2);
+    if (comm2 != nullptr) (void)comm2->Destroy();  // before the buffers go
     r->Check(name, why);
   }
 

@@ -232,6 +232,24 @@ TEST_F(PluginRegistryTest, RefusesAMalformedExtensionChain) {
   EXPECT_EQ(Refusal(), "");
 }
 
+// The collectives extension's table rule (sdk::CheckCollectivesTable, the
+// one sdk::CollectivesClient::Find applies): a NULL version-1 call is
+// refused at load in one line, not found later through a NULL pointer; a
+// version-2 table without Collectives_Wait loads (hosts run its
+// collectives with Collectives_Run; conformance fails it).
+TEST_F(PluginRegistryTest, RefusesACollectivesExtensionWithoutItsCalls) {
+  MNT_Collectives_Extension coll = sdk::MakeCollectivesExtension(
+      &Noop<MNT_Collectives_GetUniqueId_Args>, &Noop<MNT_Communicator_Create_Args>,
+      &Noop<MNT_Communicator_Destroy_Args>, nullptr, &Noop<MNT_Collectives_Start_Args>,
+      nullptr);
+  plugin_.extension_start = &coll.header.base;
+  EXPECT_EQ(Refusal(),
+            "static:fake: backend plugin 'fake' has a malformed extension chain: extension "
+            "'collectives': Collectives_Run is NULL (version 1's four calls are required)");
+  coll.Collectives_Run = &Noop<MNT_Collectives_Run_Args>;
+  EXPECT_EQ(Refusal(), "") << "a version-2 table without Collectives_Wait loads";
+}
+
 TEST_F(PluginRegistryTest, RefusesInvalidKindAndNames) {
   plugin_.kind = static_cast<MNT_PluginKind>(7);
   EXPECT_EQ(Refusal(), "static:fake: invalid plugin kind 7");

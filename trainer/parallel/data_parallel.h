@@ -15,14 +15,15 @@
 #include "absl/status/statusor.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/collectives_client.h"
 #include "trainer/parallel/host_comm.h"
 
 namespace mnt::trainer {
 
 class DataParallel {
  public:
-  // `host` and `client` outlive the object. FailedPrecondition when the
-  // backend offers no collectives extension.
+  // `host` and `client`'s backend instance outlive the object.
+  // FailedPrecondition when the backend offers no collectives extension.
   static absl::StatusOr<std::unique_ptr<DataParallel>> Create(HostComm* host,
                                                               const sdk::BackendClient& client);
   ~DataParallel();  // destroys the communicator (before the backend goes)
@@ -62,34 +63,17 @@ class DataParallel {
   int64_t collective_calls() const { return collective_calls_; }
 
  private:
-  DataParallel(HostComm* host, const sdk::BackendClient& client,
-               const MNT_Collectives_Extension* ext)
-      : host_(host), client_(client), ext_(ext) {}
+  DataParallel(HostComm* host, const sdk::CollectivesClient& collectives)
+      : host_(host), collectives_(collectives) {}
   absl::Status Run(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
                    const MNT_Tensor& out, int root = 0);
   absl::Status Start(MNT_CollectiveOp op, MNT_ReduceOp reduce, const MNT_Tensor& in,
                      const MNT_Tensor& out);
-  // Run's and Start's Args share their operands' fields.
-  template <typename Args>
-  Args CollectiveArgs(size_t struct_size, MNT_CollectiveOp op, MNT_ReduceOp reduce,
-                      const MNT_Tensor& in, const MNT_Tensor& out, int root) const {
-    Args a{};
-    a.struct_size = struct_size;
-    a.backend = client_.backend();
-    a.communicator = comm_;
-    a.op = op;
-    a.reduce = reduce;
-    a.root = root;
-    a.input = &in;
-    a.output = &out;
-    return a;
-  }
 
   HostComm* host_;
-  const sdk::BackendClient& client_;
-  const MNT_Collectives_Extension* ext_;
-  MNT_Communicator* comm_ = nullptr;
-  std::vector<MNT_CollectiveWork*> started_;  // in issue order, not yet joined
+  sdk::CollectivesClient collectives_;
+  std::unique_ptr<sdk::Communicator> comm_;
+  std::vector<sdk::CollectiveWork> started_;  // in issue order, not yet joined
   double collective_seconds_ = 0;
   int64_t collective_calls_ = 0;
 };

@@ -25,16 +25,6 @@ void Store(void* p, int64_t i, MNT_DType dtype, float v) {
 
 }  // namespace
 
-int64_t CollectiveElementBytes(MNT_DType dtype) {
-  switch (dtype) {
-    case MNT_DTYPE_F32: case MNT_DTYPE_I32: return 4;
-    case MNT_DTYPE_F16: case MNT_DTYPE_BF16: return 2;
-    case MNT_DTYPE_U8: return 1;
-    case MNT_DTYPE_F64: return 8;
-    default: return 0;
-  }
-}
-
 void ReduceInRankOrder(const void* const* chunks, int world, int64_t n, MNT_DType dtype,
                        MNT_ReduceOp op, void* out) {
   const float world_f = static_cast<float>(world);

@@ -18,9 +18,6 @@ inline int64_t ChunkBegin(int64_t n, int world, int r) {
   return static_cast<int64_t>((static_cast<__int128>(n) * r) / world);
 }
 
-// Bytes of one element of a dtype the collectives move; 0 if unknown.
-int64_t CollectiveElementBytes(MNT_DType dtype);
-
 // out[i] = op over ranks of chunks[k][i], k = 0 .. world-1 in that order,
 // in fp32: ((x_0 + x_1) + x_2) + ...; AVG divides the fp32 sum by world
 // once; a 16-bit out is rounded once (nearest even) from the fp32 value.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -12,9 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "plugins/backends/common/collective_call.h"
 #include "plugins/backends/cpu/collective_math.h"
 #include "plugins/backends/cpu/collective_worker.h"
-#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
@@ -89,12 +90,9 @@ MNT_Error* CommunicatorCreate(MNT_Communicator_Create_Args* args) {
   return sdk::Guard("Communicator_Create", [&]() -> Status {
     MNT_CHECK_ARGS(MNT_Communicator_Create_Args, args);
     args->communicator = nullptr;
-    if (args->world_size < 1 || args->rank < 0 || args->rank >= args->world_size) {
-      return sdk::InvalidArgument(Format("Communicator_Create: rank %d of world size %d",
-                                         args->rank, args->world_size));
-    }
-    if (args->unique_id == nullptr || args->unique_id_size == 0 ||
-        args->unique_id_size > MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES ||
+    MNT_RETURN_IF_ERROR(backend::CheckCommunicatorArgs(args->rank, args->world_size,
+                                                       args->unique_id, args->unique_id_size));
+    if (args->unique_id_size < std::strlen(kIdPrefix) ||
         std::strncmp(args->unique_id, kIdPrefix, std::strlen(kIdPrefix)) != 0) {
       return sdk::InvalidArgument(
           "Communicator_Create: the unique id is not one Collectives_GetUniqueId of the cpu "
@@ -165,22 +163,6 @@ MNT_Error* CommunicatorDestroy(MNT_Communicator_Destroy_Args* args) {
   });
 }
 
-int64_t Numel(const MNT_Tensor& t) {
-  int64_t n = 1;
-  for (int i = 0; i < t.rank; ++i) n *= t.dims[i];
-  return n;
-}
-
-const char* OpName(MNT_CollectiveOp op) {
-  switch (op) {
-    case MNT_COLLECTIVE_ALL_REDUCE: return "ALL_REDUCE";
-    case MNT_COLLECTIVE_REDUCE_SCATTER: return "REDUCE_SCATTER";
-    case MNT_COLLECTIVE_ALL_GATHER: return "ALL_GATHER";
-    case MNT_COLLECTIVE_BROADCAST: return "BROADCAST";
-    default: return "unknown collective";
-  }
-}
-
 // MPI counts are ints: a chunk past 2 GiB is refused rather than cut.
 Status FitsInt(const char* op, int64_t bytes) {
   if (bytes > INT_MAX) {
@@ -195,103 +177,39 @@ Status FitsInt(const char* op, int64_t bytes) {
 // and sizes are copied out of the Args: a started collective outlives them.
 struct Plan {
   MNT_CollectiveOp op = MNT_COLLECTIVE_INVALID;
-  const char* name = "";
   MNT_ReduceOp reduce = MNT_REDUCE_OP_INVALID;
   int root = 0;
   MNT_DType dtype = MNT_DTYPE_INVALID;
   int64_t esize = 0;
-  const char* input = nullptr;  // NULL: a broadcast's non-root without one
+  const char* input = nullptr;  // NULL: a broadcast's non-root, which reads none
   char* output = nullptr;
-  int64_t in_n = -1, out_n = 0;
+  int64_t in_n = 0, out_n = 0;
 };
 
-// The checks every rank makes alike before anything moves.
-Status PlanCollective(const MNT_Communicator* c, MNT_CollectiveOp op, MNT_ReduceOp reduce,
-                      int32_t root, const MNT_Tensor* input, const MNT_Tensor* output,
-                      Plan* plan) {
-  const char* name = OpName(op);
-  if (c == nullptr) return sdk::InvalidArgument(Format("%s: communicator is NULL", name));
-  const bool reduction =
-      op == MNT_COLLECTIVE_ALL_REDUCE || op == MNT_COLLECTIVE_REDUCE_SCATTER;
-  if (op != MNT_COLLECTIVE_ALL_REDUCE && op != MNT_COLLECTIVE_REDUCE_SCATTER &&
-      op != MNT_COLLECTIVE_ALL_GATHER && op != MNT_COLLECTIVE_BROADCAST) {
-    return sdk::InvalidArgument(Format("collective: unknown op %d", static_cast<int>(op)));
+// The checks every rank makes alike before anything moves: the contract
+// every backend shares, then MPI's int counts.
+template <typename Args>
+Status PlanCollective(const char* call, const Args& args, Plan* plan) {
+  MNT_RETURN_IF_ERROR(backend::CheckCommunicatorGiven(call, args.communicator));
+  const MNT_Communicator& c = *args.communicator;
+  backend::CollectiveCall checked;
+  MNT_RETURN_IF_ERROR(backend::CheckCollectiveCall(call, args, c.rank, c.world, &checked));
+  const int64_t esize = static_cast<int64_t>(checked.element_bytes);
+  const int64_t in_n = checked.input.elements, out_n = checked.output.elements;
+  // Every count and displacement is at most (n + w) elements.
+  int64_t span = 0;
+  if (__builtin_add_overflow(std::max(in_n, out_n), int64_t{c.world}, &span) ||
+      __builtin_mul_overflow(span, esize, &span)) {
+    span = INT64_MAX;
   }
-  if (output == nullptr || output->data == nullptr) {
-    return sdk::InvalidArgument(Format("%s: output is missing", name));
-  }
-  const bool input_optional = op == MNT_COLLECTIVE_BROADCAST && root != c->rank;
-  const bool has_input = input != nullptr && input->data != nullptr;
-  if (!input_optional && !has_input) {
-    return sdk::InvalidArgument(Format("%s: input is missing", name));
-  }
-  const MNT_DType dtype = output->dtype;
-  if (has_input && input->dtype != dtype) {
-    return sdk::InvalidArgument(Format("%s: input dtype %d differs from output dtype %d", name,
-                                       static_cast<int>(input->dtype),
-                                       static_cast<int>(dtype)));
-  }
-  if (reduction) {
-    if (dtype != MNT_DTYPE_F32 && dtype != MNT_DTYPE_F16 && dtype != MNT_DTYPE_BF16) {
-      return sdk::InvalidArgument(Format("%s: reductions take F32, F16 or BF16, not dtype %d",
-                                         name, static_cast<int>(dtype)));
-    }
-    if (reduce != MNT_REDUCE_OP_SUM && reduce != MNT_REDUCE_OP_AVG &&
-        reduce != MNT_REDUCE_OP_MAX) {
-      return sdk::InvalidArgument(
-          Format("%s: unknown reduce op %d", name, static_cast<int>(reduce)));
-    }
-  }
-  const int64_t esize = CollectiveElementBytes(dtype);
-  if (esize == 0) {
-    return sdk::InvalidArgument(Format("%s: unknown dtype %d", name, static_cast<int>(dtype)));
-  }
-  const int w = c->world;
-  const int64_t out_n = Numel(*output);
-  const int64_t in_n = has_input ? Numel(*input) : -1;
-  switch (op) {
-    case MNT_COLLECTIVE_ALL_REDUCE:
-      if (in_n != out_n) {
-        return sdk::InvalidArgument(Format("%s: input has %lld elements, output %lld", name,
-                                           static_cast<long long>(in_n),
-                                           static_cast<long long>(out_n)));
-      }
-      break;
-    case MNT_COLLECTIVE_REDUCE_SCATTER:
-      if (in_n != out_n * w) {
-        return sdk::InvalidArgument(Format(
-            "%s: input has %lld elements, expected world size %d x output's %lld", name,
-            static_cast<long long>(in_n), w, static_cast<long long>(out_n)));
-      }
-      break;
-    case MNT_COLLECTIVE_ALL_GATHER:
-      if (out_n != in_n * w) {
-        return sdk::InvalidArgument(Format(
-            "%s: output has %lld elements, expected world size %d x input's %lld", name,
-            static_cast<long long>(out_n), w, static_cast<long long>(in_n)));
-      }
-      break;
-    default:  // BROADCAST
-      if (root < 0 || root >= w) {
-        return sdk::InvalidArgument(Format("%s: root %d outside world size %d", name, root, w));
-      }
-      if (in_n >= 0 && in_n != out_n) {
-        return sdk::InvalidArgument(Format("%s: input has %lld elements, output %lld", name,
-                                           static_cast<long long>(in_n),
-                                           static_cast<long long>(out_n)));
-      }
-      break;
-  }
-  // Every count and displacement below is at most (n + w) elements.
-  if (auto s = FitsInt(name, (std::max(in_n, out_n) + w) * esize); !s.ok()) return s;
-  plan->op = op;
-  plan->name = name;
-  plan->reduce = reduce;
-  plan->root = root;
-  plan->dtype = dtype;
+  MNT_RETURN_IF_ERROR(FitsInt(checked.name, span));
+  plan->op = checked.op;
+  plan->reduce = checked.reduce;
+  plan->root = checked.root;
+  plan->dtype = checked.dtype;
   plan->esize = esize;
-  plan->input = has_input ? static_cast<const char*>(input->data) : nullptr;
-  plan->output = static_cast<char*>(output->data);
+  plan->input = static_cast<const char*>(checked.input.data);
+  plan->output = static_cast<char*>(checked.output.data);
   plan->in_n = in_n;
   plan->out_n = out_n;
   return Status::Ok();
@@ -426,10 +344,7 @@ MNT_Error* CollectivesRun(MNT_Collectives_Run_Args* args) {
   return sdk::Guard("Collectives_Run", [&]() -> Status {
     MNT_CHECK_ARGS(MNT_Collectives_Run_Args, args);
     Plan plan;
-    if (auto s = PlanCollective(args->communicator, args->op, args->reduce, args->root,
-                                args->input, args->output, &plan);
-        !s.ok())
-      return s;
+    MNT_RETURN_IF_ERROR(PlanCollective("Collectives_Run", *args, &plan));
     // Synchronous, as every CPU op: behind the started ones, then waited.
     Status ran;
     const uint64_t ticket = Issue(args->communicator, plan, /*started=*/false, &ran);
@@ -442,10 +357,7 @@ MNT_Error* CollectivesStart(MNT_Collectives_Start_Args* args) {
     MNT_CHECK_ARGS(MNT_Collectives_Start_Args, args);
     args->work = nullptr;
     Plan plan;
-    if (auto s = PlanCollective(args->communicator, args->op, args->reduce, args->root,
-                                args->input, args->output, &plan);
-        !s.ok())
-      return s;
+    MNT_RETURN_IF_ERROR(PlanCollective("Collectives_Start", *args, &plan));
     auto work = std::make_unique<MNT_CollectiveWork>();
     work->ticket = Issue(args->communicator, plan, /*started=*/true, &work->status);
     args->communicator->outstanding.insert(work.get());
@@ -459,8 +371,8 @@ MNT_Error* CollectivesWait(MNT_Collectives_Wait_Args* args) {
     MNT_CHECK_ARGS(MNT_Collectives_Wait_Args, args);
     MNT_Communicator* c = args->communicator;
     MNT_CollectiveWork* w = args->work;
-    if (c == nullptr) return sdk::InvalidArgument("Collectives_Wait: communicator is NULL");
-    if (w == nullptr) return sdk::InvalidArgument("Collectives_Wait: work is NULL");
+    MNT_RETURN_IF_ERROR(backend::CheckCommunicatorGiven("Collectives_Wait", c));
+    MNT_RETURN_IF_ERROR(backend::CheckWorkGiven(w));
     if (c->outstanding.count(w) == 0) {
       return sdk::InvalidArgument(
           "Collectives_Wait: work is not an outstanding started collective of this "

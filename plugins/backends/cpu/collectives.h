@@ -15,6 +15,12 @@
 // a started collective); with a lower level the host thread runs every
 // collective itself and Start returns a finished work.
 //
+// Every call's arguments are checked by the contract all backends share
+// (backends/common/collective_call.h: the same refusals, in the same
+// words, as the cuda backend's); the cpu backend adds MPI's limit (a rank's
+// counts and displacements are ints, so at most 2 GiB) and its own unique
+// ids (ones its Collectives_GetUniqueId made).
+//
 // Reductions do not use MPI's own (whose order the MPI standard leaves to
 // the implementation): each rank receives every rank's copy of the chunk
 // it owns (MPI_Alltoallv), sums them in rank order (collective_math.h) and

@@ -10,10 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/backends/common/collective_call.h"
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/collectives_plan.h"
 #include "plugins/backends/cuda/cuda_status.h"
 #include "plugins/backends/cuda/nccl_api.h"
+#include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/status.h"
@@ -98,7 +100,7 @@ Status Nccl(const nccl::Api& api, const std::string& call, ncclResult_t r,
 
 // A live communicator of this plugin (made with any backend).
 Status CheckCommunicatorHandle(const char* call, const MNT_Communicator* c) {
-  if (c == nullptr) return sdk::InvalidArgument(Format("%s: communicator is NULL", call));
+  MNT_RETURN_IF_ERROR(backend::CheckCommunicatorGiven(call, c));
   if (c->magic != MNT_Communicator::kMagic) {
     return sdk::InvalidArgument(Format(
         "%s: communicator is not a live communicator of the cuda backend", call));
@@ -368,7 +370,7 @@ Status Prepare(const char* call, const MNT_Collectives_Run_Args& args, const MNT
   MNT_RETURN_IF_ERROR(CheckCommunicator(call, c, args.backend));
   CollectivePlan& plan = out->plan;
   MNT_RETURN_IF_ERROR(PlanCollective(args, c->rank, c->world, &plan, call));
-  const char* name = CollectiveOpName(plan.op);
+  const char* name = sdk::CollectiveOpName(plan.op);
   out->name = name;
   CudaBackend* b = nullptr;
   MNT_RETURN_IF_ERROR(Plugin::ResolveForExtension(call, args.backend, &b));
@@ -503,7 +505,7 @@ MNT_Error* CollectivesWait(MNT_Collectives_Wait_Args* args) {
     MNT_CHECK_ARGS(MNT_Collectives_Wait_Args, args);
     MNT_Communicator* c = args->communicator;
     MNT_RETURN_IF_ERROR(CheckCommunicatorHandle("Collectives_Wait", c));
-    if (args->work == nullptr) return sdk::InvalidArgument("Collectives_Wait: work is NULL");
+    MNT_RETURN_IF_ERROR(backend::CheckWorkGiven(args->work));
     // Found by address before it is dereferenced. Another communicator's
     // work is left alone (its Wait or its communicator's Destroy frees it).
     switch (Works().Take(args->work, c)) {

@@ -1,12 +1,10 @@
 // What the cuda backend's collectives (collectives.cc, over NCCL) check and
 // compute on the host before they call NCCL, kept free of CUDA and NCCL so
-// the CPU tests it (collectives_plan_test): the Communicator_Create
-// arguments, each Collectives_Run or Collectives_Start call turned into one
-// NCCL call's arguments (element type, count, buffers) or one
-// INVALID_ARGUMENT line naming the op and the operand, e.g.
-//   "REDUCE_SCATTER: input has 10 elements, expected world size 4 x
-//    output's 3 = 12",
-// and the bookkeeping of the started collectives (WorkRegistry).
+// the CPU tests it (collectives_plan_test): the unique id NCCL takes, each
+// Collectives_Run or Collectives_Start call, once the contract every
+// backend shares has checked it (backends/common/collective_call.h), turned
+// into one NCCL call's arguments (element type, count, buffers), and the
+// bookkeeping of the started collectives (WorkRegistry).
 #ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_COLLECTIVES_PLAN_H_
 #define MANTISSA_PLUGINS_BACKENDS_CUDA_COLLECTIVES_PLAN_H_
 
@@ -17,14 +15,10 @@
 #include <vector>
 
 #include "plugins/abi/mnt_collectives.h"
+#include "plugins/backends/common/collective_call.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cuda {
-
-// "ALL_REDUCE", ...; "unknown collective op" for anything else.
-const char* CollectiveOpName(int32_t op);
-// "SUM", "AVG", "MAX"; "unknown reduce op".
-const char* ReduceOpName(int32_t reduce);
 
 // The element type NCCL moves: the reductions' own types, or raw bytes
 // (ncclInt8) for ALL_GATHER and BROADCAST of any dtype.
@@ -58,24 +52,18 @@ inline constexpr size_t kNcclUniqueIdBytes = 128;
 static_assert(kNcclUniqueIdBytes <= MNT_COLLECTIVES_MAX_UNIQUE_ID_BYTES,
               "an NCCL unique id must fit MNT_Collectives_GetUniqueId_Args.unique_id");
 
-// Communicator_Create's rank, world size and unique id (its bytes and their
-// count, which must be an NCCL id's).
+// Communicator_Create's rank, world size and unique id: the contract's
+// (backend::CheckCommunicatorArgs), then the id's size, which must be an
+// NCCL id's.
 sdk::Status CheckCommunicatorArgs(int32_t rank, int32_t world_size, const char* unique_id,
                                   size_t unique_id_size);
 
-// Collectives_Run's op, reduce, root and tensors for rank `rank` of a
-// communicator of `world_size` ranks (both already valid), as one NCCL call.
-// `call` names the entry point in the one message that has no op to name
-// (an unknown op).
-// Checks, each failing with one INVALID_ARGUMENT line that names the op:
-// the op and (reductions) the reduce op are known; output is given, input
-// too except on BROADCAST's non-root ranks (there it may be NULL or have
-// NULL data, and is not read); each tensor's struct_size, rank and dims
-// (none negative, the byte count fits); one dtype for both, F32/F16/BF16 for
-// reductions; the element counts the op needs; BROADCAST's root in
-// [0, world_size); no overlap between input and output except the aliasing
-// mnt_collectives.h allows (ALL_REDUCE in place, ALL_GATHER's input as this
-// rank's own chunk of the output, BROADCAST in place on the root).
+// Collectives_Run's (or, through RunArgsOf, Collectives_Start's) op,
+// reduce, root and tensors for rank `rank` of a communicator of
+// `world_size` ranks (both already valid): checked by
+// backend::CheckCollectiveCall (each failure one INVALID_ARGUMENT line
+// naming the op; `call` names the entry point where there is no op to
+// name), then planned as one NCCL call.
 sdk::Status PlanCollective(const MNT_Collectives_Run_Args& args, int32_t rank,
                            int32_t world_size, CollectivePlan* plan,
                            const char* call = "Collectives_Run");

@@ -74,6 +74,7 @@
 #include "plugins/backends/cuda/cuda_backend.h"
 #include "plugins/backends/cuda/testing/gpu_test_support.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/collectives_client.h"
 #include "plugins/sdk/extension_chain.h"
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/tensor.h"
@@ -88,51 +89,33 @@ const MNT_Plugin_Api* Plugin() { return CudaBackendPluginApi(); }
 
 sdk::Status S(MNT_Error* e) { return sdk::StatusFromPluginError(Plugin(), e); }
 
-// The extension as a host finds it; NULL when absent or too short.
-const MNT_Collectives_Extension* Collectives() {
-  const MNT_Extension_Header* h = sdk::FindExtension(Plugin(), MNT_EXTENSION_TYPE_COLLECTIVES);
-  if (h == nullptr || h->base.struct_size < MNT_Collectives_Extension_STRUCT_SIZE) return nullptr;
-  return reinterpret_cast<const MNT_Collectives_Extension*>(h);
+// The extension as a host finds it (sdk::CollectivesClient::Find, the
+// loader's table rule), for `backend`; the binary stops without it.
+sdk::CollectivesClient Coll(MNT_Backend* backend = nullptr) {
+  static const sdk::CollectivesClient found = [] {
+    sdk::CollectivesClient c;
+    const sdk::Status s = sdk::CollectivesClient::Find(Plugin(), nullptr, &c);
+    if (!s.ok()) {
+      std::fprintf(stderr, "cuda_collectives_test: %s\n", s.message().c_str());
+      std::abort();
+    }
+    return c;
+  }();
+  return found.WithBackend(backend);
 }
 
-const MNT_Collectives_Extension& Ext() {
-  static const MNT_Collectives_Extension* ext = Collectives();
-  if (ext == nullptr) {
-    std::fprintf(stderr, "cuda_collectives_test: the cuda plugin has no collectives extension\n");
-    std::abort();
-  }
-  return *ext;
-}
+const MNT_Collectives_Extension& Ext() { return *Coll().extension(); }
 
 // ---------------------------------------------------------------- calls
 
 sdk::Status GetUniqueId(MNT_Backend* backend, std::string* id) {
-  MNT_Collectives_GetUniqueId_Args a{};
-  a.struct_size = MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE;
-  a.backend = backend;
-  const sdk::Status s = S(Ext().Collectives_GetUniqueId(&a));
-  if (s.ok()) {
-    if (a.unique_id_size > sizeof(a.unique_id)) {
-      return sdk::Internal("Collectives_GetUniqueId: unique_id_size is larger than the buffer");
-    }
-    id->assign(a.unique_id, a.unique_id_size);
-  }
-  return s;
+  return Coll(backend).GetUniqueId(id);
 }
 
+// *out is NULL unless the call succeeded (the client's rule).
 sdk::Status CreateCommunicator(MNT_Backend* backend, int32_t rank, int32_t world,
                                const char* id, size_t id_size, MNT_Communicator** out) {
-  MNT_Communicator_Create_Args a{};
-  a.struct_size = MNT_Communicator_Create_Args_STRUCT_SIZE;
-  a.backend = backend;
-  a.rank = rank;
-  a.world_size = world;
-  a.unique_id = id;
-  a.unique_id_size = id_size;
-  a.communicator = reinterpret_cast<MNT_Communicator*>(0x1);  // must be reset on error
-  const sdk::Status s = S(Ext().Communicator_Create(&a));
-  *out = a.communicator;
-  return s;
+  return Coll(backend).CreateCommunicator(rank, world, id, id_size, out);
 }
 
 sdk::Status CreateCommunicator(MNT_Backend* backend, int32_t rank, int32_t world,
@@ -141,55 +124,31 @@ sdk::Status CreateCommunicator(MNT_Backend* backend, int32_t rank, int32_t world
 }
 
 sdk::Status DestroyCommunicator(MNT_Backend* backend, MNT_Communicator* c) {
-  MNT_Communicator_Destroy_Args a{};
-  a.struct_size = MNT_Communicator_Destroy_Args_STRUCT_SIZE;
-  a.backend = backend;
-  a.communicator = c;
-  return S(Ext().Communicator_Destroy(&a));
+  return Coll(backend).DestroyCommunicator(c);
 }
 
 sdk::Status Collective(MNT_Backend* backend, MNT_Communicator* c, MNT_CollectiveOp op,
                        MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
                        const MNT_Tensor* out) {
-  MNT_Collectives_Run_Args a{};
-  a.struct_size = MNT_Collectives_Run_Args_STRUCT_SIZE;
-  a.backend = backend;
-  a.communicator = c;
-  a.op = op;
-  a.reduce = reduce;
-  a.root = root;
-  a.input = in;
-  a.output = out;
-  return S(Ext().Collectives_Run(&a));
+  return Coll(backend).Run(c, op, reduce, root, in, out);
 }
 
-// Collectives_Start. *work is what the call left in the args: it starts as
-// a non-NULL sentinel, so a failed call that does not reset it shows.
+// Collectives_Start, called directly (the client resets `work` itself): *work
+// is what the call left in the args. It starts as a non-NULL sentinel, so a
+// failed call that does not reset it shows.
 sdk::Status StartCollective(MNT_Backend* backend, MNT_Communicator* c, MNT_CollectiveOp op,
                             MNT_ReduceOp reduce, int32_t root, const MNT_Tensor* in,
                             const MNT_Tensor* out, MNT_CollectiveWork** work) {
-  MNT_Collectives_Start_Args a{};
-  a.struct_size = MNT_Collectives_Start_Args_STRUCT_SIZE;
-  a.backend = backend;
-  a.communicator = c;
-  a.op = op;
-  a.reduce = reduce;
-  a.root = root;
-  a.input = in;
-  a.output = out;
+  const sdk::CollectivesClient coll = Coll(backend);
+  MNT_Collectives_Start_Args a = coll.StartArgs(c, op, reduce, root, in, out);
   a.work = reinterpret_cast<MNT_CollectiveWork*>(0x1);
-  const sdk::Status s = S(Ext().Collectives_Start(&a));
+  const sdk::Status s = coll.StatusOf(Ext().Collectives_Start(&a));
   *work = a.work;
   return s;
 }
 
 sdk::Status WaitCollective(MNT_Backend* backend, MNT_Communicator* c, MNT_CollectiveWork* work) {
-  MNT_Collectives_Wait_Args a{};
-  a.struct_size = MNT_Collectives_Wait_Args_STRUCT_SIZE;
-  a.backend = backend;
-  a.communicator = c;
-  a.work = work;
-  return S(Ext().Collectives_Wait(&a));
+  return Coll(backend).Wait(c, work);
 }
 
 MNT_Backend* CreateBackend(int32_t ordinal, const char* options = nullptr) {
@@ -319,8 +278,11 @@ TEST(CudaCollectivesTest, ExtensionIsOnThePluginChain) {
   EXPECT_EQ(h->version, MNT_COLLECTIVES_EXTENSION_VERSION);
   const sdk::Status chain = sdk::CheckExtensionChain(Plugin());
   EXPECT_TRUE(chain.ok()) << chain.message();
-  const MNT_Collectives_Extension* e = Collectives();
-  ASSERT_NE(e, nullptr);
+  sdk::CollectivesClient coll;
+  const sdk::Status found = sdk::CollectivesClient::Find(Plugin(), nullptr, &coll);
+  ASSERT_TRUE(found.ok()) << found.message();
+  EXPECT_TRUE(coll.starts());
+  const MNT_Collectives_Extension* e = coll.extension();
   EXPECT_NE(e->Collectives_GetUniqueId, nullptr);
   EXPECT_NE(e->Communicator_Create, nullptr);
   EXPECT_NE(e->Communicator_Destroy, nullptr);
