@@ -16,7 +16,7 @@
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/optimizer.h"
 #include "trainer/core/parameters.h"
-#include "trainer/core/shard_layout.h"
+#include "trainer/parallel/shard_layout.h"
 #include "trainer/core/run_plugins.h"
 
 namespace mnt::memory {

@@ -164,24 +164,6 @@ MNT_Tensor ParameterStore::Range(const sdk::DeviceBuffer& flat, MNT_DType dtype,
   return sdk::MakeTensor(base + static_cast<size_t>(at) * sdk::DTypeSize(dtype), dtype, {n});
 }
 
-ShardLayout MakeShardLayout(const std::vector<int64_t>& numels, const ParamShard& shard,
-                            int64_t exchanged_element_bytes) {
-  return ShardLayout(FlatOffsets(numels, kFlatAlignmentElements), numels, shard.world,
-                     shard.bucket_bytes / exchanged_element_bytes, kFlatAlignmentElements);
-}
-
-std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment) {
-  std::vector<int64_t> offsets;
-  int64_t at = 0;
-  for (int64_t n : numels) {
-    offsets.push_back(at);
-    at += n;
-    at = (at + alignment - 1) / alignment * alignment;
-  }
-  offsets.push_back(at);
-  return offsets;
-}
-
 MNT_Tensor ParameterStore::PieceGrad(const ParamPiece& piece) const {
   if (sharded()) {
     return Range(shard_grads_flat_, mixed_ ? MNT_DTYPE_F32 : gradient_dtype_, piece.shard,

@@ -18,7 +18,7 @@
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/model_client.h"
 #include "plugins/sdk/tensor.h"
-#include "trainer/core/shard_layout.h"
+#include "trainer/parallel/shard_layout.h"
 
 namespace mnt::trainer {
 
@@ -44,38 +44,6 @@ struct Param {
                            dims.data());
   }
 };
-
-// This process's place in a data-parallel job. world > 1 cuts the flat
-// layout into the ranks' shares (shard_layout.h): the global gradient norm
-// is then always added up from the shares' parts, so ZeRO-0 and ZeRO-1 clip
-// alike. `zero1` (--zero_stage=1): this rank keeps the fp32 master weights,
-// the optimizer state and the averaged gradient of its share only, and
-// steps only that.
-struct ParamShard {
-  int rank = 0;
-  int world = 1;
-  bool zero1 = false;
-  int64_t bucket_bytes = 0;  // ZeRO-1's reduce-scatter buckets (0: one)
-};
-
-// Each tensor of the flat buffers starts on a 256-byte boundary (128
-// elements: 256 bytes in 16 bits, 512 in fp32), as aligned as a separate
-// allocation of the backend, so vector loads and cuBLASLt's alignment-keyed
-// plans see no difference.
-inline constexpr int64_t kFlatAlignmentElements = 128;
-
-// Element offsets of tensors of `numels` elements laid out back to back,
-// each starting at a multiple of `alignment` elements; one more entry: the
-// total (a multiple of `alignment`).
-std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment);
-
-// The trainer's flat layout of tensors of `numels` elements (FlatOffsets at
-// kFlatAlignmentElements) cut into `shard`'s ranks' shares, with buckets of
-// shard.bucket_bytes of the exchanged gradient (`exchanged_element_bytes`
-// each: fp32 master gradients, or the gradients). One rank: one share, the
-// flat total unpadded.
-ShardLayout MakeShardLayout(const std::vector<int64_t>& numels, const ParamShard& shard,
-                            int64_t exchanged_element_bytes);
 
 // Each kind of parameter buffer (working weights, gradients, fp32 masters,
 // master gradients, optimizer state) is one allocation holding every

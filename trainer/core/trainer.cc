@@ -17,7 +17,7 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/checkpoint/run_config_file.h"
-#include "trainer/core/bucket_readiness.h"
+#include "trainer/parallel/bucket_readiness.h"
 #include "trainer/core/device_batch.h"
 #include "trainer/core/device_scalars.h"
 #include "trainer/core/eval_policy.h"

@@ -1,4 +1,4 @@
-// FlatOffsets (parameters.h): the layout of the flat parameter buffers,
+// FlatOffsets (shard_layout.h): the layout of the flat parameter buffers,
 // and ShardLayout: the data-parallel ranks' shares of it. Every
 // tensor starts on the alignment, none overlaps the next, the padding is
 // less than one alignment unit, and the total covers the last tensor --
@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "trainer/core/parameters.h"
-#include "trainer/core/shard_layout.h"
+#include "trainer/parallel/shard_layout.h"
 
 namespace mnt::trainer {
 namespace {

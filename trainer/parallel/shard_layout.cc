@@ -1,4 +1,4 @@
-#include "trainer/core/shard_layout.h"
+#include "trainer/parallel/shard_layout.h"
 
 #include <algorithm>
 #include <utility>
@@ -40,6 +40,24 @@ std::vector<ParamPiece> ShardLayout::PiecesOf(int rank) const {
     }
   }
   return pieces;
+}
+
+ShardLayout MakeShardLayout(const std::vector<int64_t>& numels, const ParamShard& shard,
+                            int64_t exchanged_element_bytes) {
+  return ShardLayout(FlatOffsets(numels, kFlatAlignmentElements), numels, shard.world,
+                     shard.bucket_bytes / exchanged_element_bytes, kFlatAlignmentElements);
+}
+
+std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment) {
+  std::vector<int64_t> offsets;
+  int64_t at = 0;
+  for (int64_t n : numels) {
+    offsets.push_back(at);
+    at += n;
+    at = (at + alignment - 1) / alignment * alignment;
+  }
+  offsets.push_back(at);
+  return offsets;
 }
 
 }  // namespace mnt::trainer

@@ -3,14 +3,14 @@
 // a bucket is complete once every parameter element in it is, and its
 // exchange can then be issued while backward goes on. Padding counts as
 // finished from the start.
-#ifndef MANTISSA_TRAINER_CORE_BUCKET_READINESS_H_
-#define MANTISSA_TRAINER_CORE_BUCKET_READINESS_H_
+#ifndef MANTISSA_TRAINER_PARALLEL_BUCKET_READINESS_H_
+#define MANTISSA_TRAINER_PARALLEL_BUCKET_READINESS_H_
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "trainer/core/shard_layout.h"
+#include "trainer/parallel/shard_layout.h"
 
 namespace mnt::trainer {
 
@@ -46,4 +46,4 @@ class BucketReadiness {
 
 }  // namespace mnt::trainer
 
-#endif  // MANTISSA_TRAINER_CORE_BUCKET_READINESS_H_
+#endif  // MANTISSA_TRAINER_PARALLEL_BUCKET_READINESS_H_

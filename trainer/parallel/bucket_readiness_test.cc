@@ -1,7 +1,7 @@
 // BucketReadiness: buckets complete exactly when their last parameter
 // element is handed over, whatever order the slices come in (random slices
 // of random layouts, printed seed); bad slices and double reports refused.
-#include "trainer/core/bucket_readiness.h"
+#include "trainer/parallel/bucket_readiness.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "trainer/core/parameters.h"
+#include "trainer/parallel/shard_layout.h"
 
 namespace mnt::trainer {
 namespace {

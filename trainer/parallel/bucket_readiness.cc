@@ -1,4 +1,4 @@
-#include "trainer/core/bucket_readiness.h"
+#include "trainer/parallel/bucket_readiness.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,6 +1,8 @@
-// Where data parallelism cuts the flat parameter layout (parameters.h) into
-// ranks' shares, for ZeRO-1's reduce-scatter and all-gather and for the
-// global gradient norm every data-parallel run adds up from ranks' parts.
+// The flat parameter layout (trainer/core/parameters.h keeps its buffers)
+// and where data parallelism cuts it into ranks' shares, for ZeRO-1's
+// reduce-scatter and all-gather and for the global gradient norm every
+// data-parallel run adds up from ranks' parts. The gradient synchronisation
+// (gradient_sync.h) and the memory estimate both take the layout from here.
 //
 // The flat layout is cut into buckets (each a multiple of world x alignment
 // elements) and every bucket into `world` equal chunks: rank r's share is
@@ -9,8 +11,8 @@
 // ALL_GATHER per bucket brings every share's updated weights to every rank.
 // A share cuts through parameters wherever a chunk ends: the optimizer steps
 // a parameter as the pieces ranks own (elementwise ops give the same bits).
-#ifndef MANTISSA_TRAINER_CORE_SHARD_LAYOUT_H_
-#define MANTISSA_TRAINER_CORE_SHARD_LAYOUT_H_
+#ifndef MANTISSA_TRAINER_PARALLEL_SHARD_LAYOUT_H_
+#define MANTISSA_TRAINER_PARALLEL_SHARD_LAYOUT_H_
 
 #include <cstdint>
 #include <utility>
@@ -64,6 +66,38 @@ class ShardLayout {
   std::vector<std::pair<int64_t, int64_t>> buckets_;
 };
 
+// This process's place in a data-parallel job. world > 1 cuts the flat
+// layout into the ranks' shares (shard_layout.h): the global gradient norm
+// is then always added up from the shares' parts, so ZeRO-0 and ZeRO-1 clip
+// alike. `zero1` (--zero_stage=1): this rank keeps the fp32 master weights,
+// the optimizer state and the averaged gradient of its share only, and
+// steps only that.
+struct ParamShard {
+  int rank = 0;
+  int world = 1;
+  bool zero1 = false;
+  int64_t bucket_bytes = 0;  // ZeRO-1's reduce-scatter buckets (0: one)
+};
+
+// Each tensor of the flat buffers starts on a 256-byte boundary (128
+// elements: 256 bytes in 16 bits, 512 in fp32), as aligned as a separate
+// allocation of the backend, so vector loads and cuBLASLt's alignment-keyed
+// plans see no difference.
+inline constexpr int64_t kFlatAlignmentElements = 128;
+
+// Element offsets of tensors of `numels` elements laid out back to back,
+// each starting at a multiple of `alignment` elements; one more entry: the
+// total (a multiple of `alignment`).
+std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment);
+
+// The trainer's flat layout of tensors of `numels` elements (FlatOffsets at
+// kFlatAlignmentElements) cut into `shard`'s ranks' shares, with buckets of
+// shard.bucket_bytes of the exchanged gradient (`exchanged_element_bytes`
+// each: fp32 master gradients, or the gradients). One rank: one share, the
+// flat total unpadded.
+ShardLayout MakeShardLayout(const std::vector<int64_t>& numels, const ParamShard& shard,
+                            int64_t exchanged_element_bytes);
+
 }  // namespace mnt::trainer
 
-#endif  // MANTISSA_TRAINER_CORE_SHARD_LAYOUT_H_
+#endif  // MANTISSA_TRAINER_PARALLEL_SHARD_LAYOUT_H_
