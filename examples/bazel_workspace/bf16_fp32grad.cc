@@ -8,7 +8,9 @@
 // needed by default; `mode=static,init_scale=S` multiplies the loss by a fixed
 // S and skips steps whose gradients overflow.
 //
-// Built from a separate Bazel workspace against the SDK bundle; see BUILD.
+// Built from a separate Bazel workspace against the SDK bundle, with
+// -Wall -Wextra -Werror; see BUILD. Its table comes from the SDK's maker, so
+// it stays warning-clean when a later minor appends to it.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -148,13 +150,11 @@ MNT_Error* ScalerCreate(MNT_LossScaler_Create_Args* args) {
     MNT_CHECK_ARGS(MNT_LossScaler_Create_Args, args);
     auto scaler = std::make_unique<MNT_LossScaler>();
     MNT_RETURN_IF_ERROR(ParseConfig(args->options, &scaler->config));
-#if MNT_ABI_MINOR >= 5
     // bf16 has no options of its own (--precision_options): refuse any.
     mnt::sdk::Options own;
     MNT_RETURN_IF_ERROR(mnt::sdk::Options::Parse(
         args->precision_options, "bf16_fp32grad precision options", &own));
     MNT_RETURN_IF_ERROR(own.CheckKnown({}));
-#endif
     args->scaler = scaler.release();
     return Status::Ok();
   });
@@ -222,25 +222,18 @@ MNT_Error* ScalerUpdate(MNT_LossScaler_Update_Args* args) {
   });
 }
 
-const MNT_Precision_Api kPrecisionApi = {
-    MNT_Precision_Api_STRUCT_SIZE,
-    nullptr,
-    &GetPolicy,
-    &GetOpClassPolicy,
-    &GetMemoryPlan,
-    &ScalerCreate,
-    &ScalerDestroy,
-    &ScalerGetState,
-    &ScalerSetState,
-    &ScalerUpdate,
-};
+// The calls every precision has; the optional ones (a recipe, scaled
+// formats, whatever a later minor appends) stay NULL: not offered.
+const MNT_Precision_Api kPrecisionApi = mnt::sdk::MakePrecisionApi(
+    &GetPolicy, &GetOpClassPolicy, &GetMemoryPlan, &ScalerCreate, &ScalerDestroy,
+    &ScalerGetState, &ScalerSetState, &ScalerUpdate);
 
 }  // namespace
 
 const MNT_Plugin_Api* PluginApi() {
-#ifdef MNT_CAPABILITIES_EXTENSION_VERSION
-  // ABI 1.9: what the plugin offers beyond its minimum, here ABI 1.5's
-  // precision_options (it takes none, and refuses any with one line).
+  // What the plugin offers beyond its minimum, here precision_options (it
+  // takes none, and refuses any with one line, rather than the trainer
+  // refusing them for it).
   static const int32_t kCapabilities[] = {MNT_CAPABILITY_PRECISION_OPTIONS};
   static MNT_Capabilities_Extension capabilities =
       mnt::sdk::MakeCapabilitiesExtension(kCapabilities);
@@ -249,13 +242,6 @@ const MNT_Plugin_Api* PluginApi() {
       "bf16 weights, activations and GEMMs; fp32 gradients, master weights "
       "and optimizer state; no loss scaling by default",
       nullptr, &kPrecisionApi, nullptr, nullptr, &capabilities.header.base);
-#else
-  static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
-      MNT_PLUGIN_KIND_PRECISION, "bf16_fp32grad",
-      "bf16 weights, activations and GEMMs; fp32 gradients, master weights "
-      "and optimizer state; no loss scaling by default",
-      nullptr, &kPrecisionApi, nullptr, nullptr);
-#endif
   return &api;
 }
 

@@ -7,9 +7,11 @@
 // Like every model it never touches memory itself: it allocates its
 // activations and launches kernels through the backend it is handed, in the
 // dtypes the trainer's precision plugin chose, so it runs in fp32, tf32,
-// bf16 and fp16 on any backend. Built against the SDK bundle only:
-//   g++ -std=c++17 -O2 -shared -fPIC $(pkg-config --cflags mantissa)
-//       linear_model.cc -o mnt_model_linear.so
+// bf16 and fp16 on any backend. Optional operands are decided by
+// capabilities, its own (it lists MODEL_DEVICE_LOSS_MULTIPLIER) and the
+// backend's, never by comparing minors. Built against the SDK bundle only:
+//   g++ -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC
+//       $(pkg-config --cflags mantissa) linear_model.cc -o mnt_model_linear.so
 //       $(pkg-config --variable=plugin_ldflags mantissa)
 #include <cmath>
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/options.h"
 #include "plugins/sdk/status.h"
@@ -236,13 +239,10 @@ Status LinearModel::Backward(const MNT_Model_Backward_Args& a) {
                                    a.num_params, precision_.weight_dtype));
   MNT_RETURN_IF_ERROR(CheckTensors("Backward", "grads", a.grads, a.num_grads,
                                    precision_.gradient_dtype));
-  // ABI 1.6: the multiplier may come as an F32 [1] device tensor instead
-  // (a device loss scale nobody reads back); it then replaces the float.
-  const MNT_Tensor* device_multiplier = nullptr;
-#ifdef MNT_Model_Backward_Args_STRUCT_SIZE_1_5
-  if (MNT_HAS_FIELD(&a, MNT_Model_Backward_Args, loss_multiplier_device))
-    device_multiplier = a.loss_multiplier_device;
-#endif
+  // The multiplier may come as an F32 [1] device tensor instead (a device
+  // loss scale nobody reads back; capability MODEL_DEVICE_LOSS_MULTIPLIER,
+  // which this plugin lists); it then replaces the float. NULL: the float.
+  const MNT_Tensor* device_multiplier = a.loss_multiplier_device;
   if (device_multiplier == nullptr && !std::isfinite(a.loss_multiplier)) {
     return InvalidArgument("linear Backward: loss_multiplier is not finite");
   }
@@ -252,12 +252,14 @@ Status LinearModel::Backward(const MNT_Model_Backward_Args& a) {
 
   // d(mean loss)/dlogits * multiplier = (softmax - onehot) * multiplier / B,
   // with the scale formed as multiplier * (1/B) either way: a device
-  // multiplier goes to CROSS_ENTROPY as in[2] (ABI 1.6), which multiplies it
-  // by grad_scale, so both give the same bits. A backend older than 1.6
-  // takes no in[2]: the value is read to the host for it.
+  // multiplier goes to CROSS_ENTROPY as in[2], which multiplies it by
+  // grad_scale, so both give the same bits. A backend without the
+  // capability CROSS_ENTROPY_GRAD_MULTIPLIER takes no in[2]: the value is
+  // read to the host for it.
   const float inverse = 1.0f / static_cast<float>(batch);
   float multiplier = a.loss_multiplier;
-  if (device_multiplier != nullptr && client_.plugin()->abi_version.minor_version < 6) {
+  if (device_multiplier != nullptr &&
+      !mnt::sdk::HasCapability(client_.plugin(), MNT_CAPABILITY_CROSS_ENTROPY_GRAD_MULTIPLIER)) {
     MNT_RETURN_IF_ERROR(client_.ToHost(&multiplier, device_multiplier->data, sizeof(float)));
     device_multiplier = nullptr;
   }
@@ -361,32 +363,21 @@ MNT_Error* Forward(MNT_Model_Forward_Args* args) {
 
 MNT_Error* Backward(MNT_Model_Backward_Args* args) {
   return mnt::sdk::Guard("linear Model_Backward", [&]() -> Status {
-#ifdef MNT_Model_Backward_Args_STRUCT_SIZE_1_5
-    // ABI 1.6 appended loss_multiplier_device: a 1.0-1.5 host passes the
-    // shorter struct, which is still a whole call.
-    if (args == nullptr) return InvalidArgument("MNT_Model_Backward_Args: args is NULL");
-    MNT_RETURN_IF_ERROR(mnt::sdk::CheckStructSize("MNT_Model_Backward_Args",
-                                                  MNT_Model_Backward_Args_STRUCT_SIZE_1_5,
-                                                  args->struct_size));
-#else
     MNT_CHECK_ARGS(MNT_Model_Backward_Args, args);
-#endif
     MNT_RETURN_IF_ERROR(CheckModel("Model_Backward", args->model));
     return args->model->impl.Backward(*args);
   });
 }
 
-const MNT_Model_Api kModelApi = {
-    MNT_Model_Api_STRUCT_SIZE, nullptr,       &Create,  &Destroy,
-    &GetParamCount,            &GetParamSpec, &Forward, &Backward,
-};
+// Every call a model has; a member a later minor appends stays NULL.
+const MNT_Model_Api kModelApi = mnt::sdk::MakeModelApi(
+    &Create, &Destroy, &GetParamCount, &GetParamSpec, &Forward, &Backward);
 
 }  // namespace
 
 const MNT_Plugin_Api* PluginApi() {
-#ifdef MNT_CAPABILITIES_EXTENSION_VERSION
-  // ABI 1.9: what the plugin offers beyond its minimum, here Backward's
-  // device loss multiplier (ABI 1.6). A host relies on nothing unlisted.
+  // What the plugin offers beyond its minimum, here Backward's device loss
+  // multiplier. A host relies on nothing unlisted.
   static const int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER};
   static MNT_Capabilities_Extension capabilities =
       mnt::sdk::MakeCapabilitiesExtension(kCapabilities);
@@ -394,12 +385,6 @@ const MNT_Plugin_Api* PluginApi() {
       MNT_PLUGIN_KIND_MODEL, "linear",
       "softmax regression: logits = x W + b (init_scale=0.01, weight_decay=1)",
       nullptr, nullptr, &kModelApi, nullptr, &capabilities.header.base);
-#else
-  static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
-      MNT_PLUGIN_KIND_MODEL, "linear",
-      "softmax regression: logits = x W + b (init_scale=0.01, weight_decay=1)",
-      nullptr, nullptr, &kModelApi, nullptr);
-#endif
   return &api;
 }
 

@@ -8,9 +8,10 @@
 // (max_scale, default 2^24), so a long run of overflows cannot drive it to
 // zero. Every step with a non-finite gradient is skipped.
 //
-// Built against ABI 1.5 it also shows what a plugin owns there:
+// It also shows what a precision plugin owns since ABI 1.5:
 //   * its own options, from the trainer's --precision_options:
-//     min_scale, max_scale and recipe=declare|none;
+//     min_scale, max_scale and recipe=declare|none (it lists the capability
+//     PRECISION_OPTIONS, so the trainer hands them over);
 //   * its own state: floor_hits, how many backoffs the floor stopped, kept
 //     in the scaler's plugin_state bytes, so checkpoints carry it and
 //     --resume continues it;
@@ -21,11 +22,13 @@
 //     on the device path LossScaler_Update is not called, the trainer hands
 //     back the recipe's state with plugin_state NULL, and floor_hits keeps
 //     its value).
-// The same file still builds against older SDKs (the #if blocks).
+// Its tables come from the SDK's makers, so it stays warning-clean when a
+// later minor appends to them.
 //
 // Built against the Mantissa SDK bundle only:
-//   g++ -std=c++17 -O2 -shared -fPIC $(pkg-config --cflags mantissa)
-//       fp16_floor.cc -o mnt_precision_fp16_floor.so
+//   g++ -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC
+//       $(pkg-config --cflags mantissa) fp16_floor.cc
+//       -o mnt_precision_fp16_floor.so
 //       $(pkg-config --variable=plugin_ldflags mantissa)
 #include <cmath>
 #include <cstdint>
@@ -58,7 +61,7 @@ struct Config {
 };
 
 // `text`: the loss-scaler options (--loss_scale_* flags); `own`: the
-// plugin's own options (--precision_options, ABI 1.5; NULL before).
+// plugin's own options (--precision_options).
 Status ParseConfig(const char* text, const char* own, Config* out) {
   mnt::sdk::Options o;
   MNT_RETURN_IF_ERROR(mnt::sdk::Options::Parse(text, "fp16_floor options", &o));
@@ -142,7 +145,7 @@ struct MNT_LossScaler {
   float scale = 1.0f;
   int64_t growth_tracker = 0;
   int64_t skipped_steps = 0;
-  // The plugin's own state (ABI 1.5 plugin_state): backoffs the floor
+  // The plugin's own state (plugin_state): backoffs the floor
   // stopped. Serialized as a version byte (1) and 8 little-endian bytes.
   int64_t floor_hits = 0;
   unsigned char state_bytes[9] = {};  // GetState's plugin_state points here
@@ -228,12 +231,8 @@ MNT_Error* ScalerCreate(MNT_LossScaler_Create_Args* args) {
   return mnt::sdk::Guard("fp16_floor LossScaler_Create", [&]() -> Status {
     MNT_CHECK_ARGS(MNT_LossScaler_Create_Args, args);
     auto scaler = std::make_unique<MNT_LossScaler>();
-#if MNT_ABI_MINOR >= 5
-    const char* own = args->precision_options;
-#else
-    const char* own = nullptr;
-#endif
-    MNT_RETURN_IF_ERROR(ParseConfig(args->options, own, &scaler->config));
+    MNT_RETURN_IF_ERROR(
+        ParseConfig(args->options, args->precision_options, &scaler->config));
     scaler->scale = static_cast<float>(scaler->config.init_scale);
     args->scaler = scaler.release();
     return Status::Ok();
@@ -258,7 +257,6 @@ MNT_Error* ScalerGetState(MNT_LossScaler_GetState_Args* args) {
     args->state.scale = args->scaler->scale;
     args->state.growth_tracker = args->scaler->growth_tracker;
     args->state.skipped_steps = args->scaler->skipped_steps;
-#if MNT_ABI_MINOR >= 5
     unsigned char* b = args->scaler->state_bytes;
     b[0] = 1;  // format version
     const uint64_t hits = static_cast<uint64_t>(args->scaler->floor_hits);
@@ -266,7 +264,6 @@ MNT_Error* ScalerGetState(MNT_LossScaler_GetState_Args* args) {
     args->hysteresis_tracker = 0;  // backs off on every overflow
     args->plugin_state = b;
     args->plugin_state_size = sizeof(args->scaler->state_bytes);
-#endif
     return Status::Ok();
   });
 }
@@ -294,7 +291,6 @@ MNT_Error* ScalerSetState(MNT_LossScaler_SetState_Args* args) {
           static_cast<long long>(s.skipped_steps)));
     }
     int64_t floor_hits = args->scaler->floor_hits;
-#if MNT_ABI_MINOR >= 5
     if (args->hysteresis_tracker != 0) {
       return mnt::sdk::InvalidArgument(
           "fp16_floor LossScaler_SetState: hysteresis_tracker must be 0");
@@ -311,7 +307,6 @@ MNT_Error* ScalerSetState(MNT_LossScaler_SetState_Args* args) {
       for (int i = 0; i < 8; ++i) hits |= static_cast<uint64_t>(b[1 + i]) << (8 * i);
       floor_hits = static_cast<int64_t>(hits);
     }
-#endif
     args->scaler->scale = s.scale;
     args->scaler->growth_tracker = s.growth_tracker;
     args->scaler->skipped_steps = s.skipped_steps;
@@ -354,7 +349,6 @@ MNT_Error* ScalerUpdate(MNT_LossScaler_Update_Args* args) {
   });
 }
 
-#if MNT_ABI_MINOR >= 5
 // The update above is the standard dynamic recipe with a floor and a
 // ceiling (hysteresis 1); plugin_conformance replays it against this
 // declaration. recipe=none (or a static/none mode) declares nothing.
@@ -375,30 +369,24 @@ MNT_Error* ScalerGetRecipe(MNT_LossScaler_GetRecipe_Args* args) {
     return Status::Ok();
   });
 }
-#endif
 
-const MNT_Precision_Api kPrecisionApi = {
-    MNT_Precision_Api_STRUCT_SIZE,
-    nullptr,
-    &GetPolicy,
-    &GetOpClassPolicy,
-    &GetMemoryPlan,
-    &ScalerCreate,
-    &ScalerDestroy,
-    &ScalerGetState,
-    &ScalerSetState,
-    &ScalerUpdate,
-#if MNT_ABI_MINOR >= 5
-    &ScalerGetRecipe,
-#endif
-};
+// The calls every precision has, then the optional ones by name: a member
+// a later minor appends stays NULL ("not offered").
+MNT_Precision_Api BuildPrecisionApi() {
+  MNT_Precision_Api api = mnt::sdk::MakePrecisionApi(
+      &GetPolicy, &GetOpClassPolicy, &GetMemoryPlan, &ScalerCreate, &ScalerDestroy,
+      &ScalerGetState, &ScalerSetState, &ScalerUpdate);
+  api.LossScaler_GetRecipe = &ScalerGetRecipe;
+  return api;
+}
+
+const MNT_Precision_Api kPrecisionApi = BuildPrecisionApi();
 
 }  // namespace
 
 const MNT_Plugin_Api* PluginApi() {
-#ifdef MNT_CAPABILITIES_EXTENSION_VERSION
-  // ABI 1.9: what the plugin offers beyond its minimum, here its own
-  // options (ABI 1.5's precision_options). A host relies on nothing unlisted.
+  // What the plugin offers beyond its minimum, here its own options
+  // (precision_options). A host relies on nothing unlisted.
   static const int32_t kCapabilities[] = {MNT_CAPABILITY_PRECISION_OPTIONS};
   static MNT_Capabilities_Extension capabilities =
       mnt::sdk::MakeCapabilitiesExtension(kCapabilities);
@@ -407,13 +395,6 @@ const MNT_Plugin_Api* PluginApi() {
       "fp16 mixed precision; dynamic loss scale with a floor and a ceiling "
       "(DeepSpeed style)",
       nullptr, &kPrecisionApi, nullptr, nullptr, &capabilities.header.base);
-#else
-  static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
-      MNT_PLUGIN_KIND_PRECISION, "fp16_floor",
-      "fp16 mixed precision; dynamic loss scale with a floor and a ceiling "
-      "(DeepSpeed style)",
-      nullptr, &kPrecisionApi, nullptr, nullptr);
-#endif
   return &api;
 }
 

@@ -1,5 +1,13 @@
-// Mantissa plugin SDK: the one-line export of a plugin's entry symbol.
+// Mantissa plugin SDK: the one-line export of a plugin's entry symbol, and
+// the makers of the tables it returns.
 //
+//   const MNT_Precision_Api kFp16Api = [] {
+//     MNT_Precision_Api api = mnt::sdk::MakePrecisionApi(
+//         &GetPolicy, &GetOpClassPolicy, &GetMemoryPlan, &ScalerCreate,
+//         &ScalerDestroy, &ScalerGetState, &ScalerSetState, &ScalerUpdate);
+//     api.LossScaler_GetRecipe = &ScalerGetRecipe;  // optional (1.5)
+//     return api;
+//   }();
 //   const MNT_Plugin_Api* Fp16PluginApi() {
 //     static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
 //         MNT_PLUGIN_KIND_PRECISION, "fp16", "fp16 mixed precision",
@@ -81,6 +89,69 @@ inline MNT_Collectives_Extension MakeCollectivesExtension(
   e.Collectives_Start = start;
   e.Collectives_Wait = wait;
   return e;
+}
+
+// The sub-API tables with struct_size for these headers and the calls every
+// plugin of the kind has (ABI 1.0). Set an optional call on the result by
+// name (`api.LossScaler_GetRecipe = &GetRecipe;`); everything else is NULL,
+// which the ABI reads as "not offered". Unlike a positional initializer,
+// a table built so stays complete, and -Wall -Wextra -Werror clean, when a
+// later minor appends a member (docs/plugins.md section 1.5). Keep the
+// result in static storage.
+inline MNT_Precision_Api MakePrecisionApi(
+    MNT_Precision_GetPolicy* get_policy, MNT_Precision_GetOpClassPolicy* get_op_class_policy,
+    MNT_Precision_GetMemoryPlan* get_memory_plan, MNT_LossScaler_Create* scaler_create,
+    MNT_LossScaler_Destroy* scaler_destroy, MNT_LossScaler_GetState* scaler_get_state,
+    MNT_LossScaler_SetState* scaler_set_state, MNT_LossScaler_Update* scaler_update) {
+  MNT_Precision_Api api{};
+  api.struct_size = MNT_Precision_Api_STRUCT_SIZE;
+  api.Precision_GetPolicy = get_policy;
+  api.Precision_GetOpClassPolicy = get_op_class_policy;
+  api.Precision_GetMemoryPlan = get_memory_plan;
+  api.LossScaler_Create = scaler_create;
+  api.LossScaler_Destroy = scaler_destroy;
+  api.LossScaler_GetState = scaler_get_state;
+  api.LossScaler_SetState = scaler_set_state;
+  api.LossScaler_Update = scaler_update;
+  return api;
+}
+
+inline MNT_Model_Api MakeModelApi(MNT_Model_Create* create, MNT_Model_Destroy* destroy,
+                                  MNT_Model_GetParamCount* get_param_count,
+                                  MNT_Model_GetParamSpec* get_param_spec,
+                                  MNT_Model_Forward* forward, MNT_Model_Backward* backward) {
+  MNT_Model_Api api{};
+  api.struct_size = MNT_Model_Api_STRUCT_SIZE;
+  api.Model_Create = create;
+  api.Model_Destroy = destroy;
+  api.Model_GetParamCount = get_param_count;
+  api.Model_GetParamSpec = get_param_spec;
+  api.Model_Forward = forward;
+  api.Model_Backward = backward;
+  return api;
+}
+
+// Events (1.1) and step markers (1.7) are optional: set them by name.
+inline MNT_Backend_Api MakeBackendApi(
+    MNT_Backend_Create* create, MNT_Backend_Destroy* destroy, MNT_Backend_GetInfo* get_info,
+    MNT_Memory_Allocate* memory_allocate, MNT_Memory_Free* memory_free,
+    MNT_Memory_Copy* memory_copy, MNT_Memory_GetStats* get_stats,
+    MNT_Memory_ResetPeak* reset_peak, MNT_Backend_Synchronize* synchronize,
+    MNT_Backend_GetOpSupport* get_op_support, MNT_Backend_Run* run) {
+  MNT_Backend_Api api{};
+  api.struct_size = MNT_Backend_Api_STRUCT_SIZE;
+  api.Backend_Create = create;
+  api.Backend_Destroy = destroy;
+  api.Backend_GetInfo = get_info;
+  api.Memory_Allocate = memory_allocate;
+  api.Memory_Free = memory_free;
+  api.Memory_Copy = memory_copy;
+  api.Memory_GetStats = get_stats;
+  api.Memory_ResetPeak = reset_peak;
+  api.Backend_Synchronize = synchronize;
+  api.Backend_GetOpSupport = get_op_support;
+  api.Backend_Run = run;
+  return api;
 }
 
 // `extensions`: the first link of the plugin's extension chain (static

@@ -31,6 +31,8 @@ tar -xzf "$bundle" -C "$work"
 sdk="$work/mantissa_sdk"
 ws="$work/workspace"
 cp -r "$sdk/share/mantissa/examples/bazel_workspace" "$ws"
+# The example builds with the documented flags, so a warning fails it.
+grep -q '"-Werror"' "$ws/BUILD" || fail "the example's BUILD does not build with -Werror"
 
 # A second plugin from the same source with a bug the suite must name:
 # f16 gradients in a policy without loss scaling (they underflow).

@@ -1,0 +1,866 @@
+/* Mantissa plugin ABI: backend plugins (device memory, the ordered stream,
+ * every kernel including the optimizer steps).
+ *
+ * A backend instance (MNT_Backend) owns one device and one ordered stream:
+ * every Run and Memory_Copy call on an instance executes in call order;
+ * Synchronize waits for all of them. Instances are not thread-safe: one
+ * thread drives one instance. */
+#ifndef MANTISSA_PLUGINS_ABI_MNT_BACKEND_H_
+#define MANTISSA_PLUGINS_ABI_MNT_BACKEND_H_
+
+#include "plugins/abi/mnt_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct MNT_Backend MNT_Backend; /* opaque instance */
+typedef struct MNT_Event MNT_Event;     /* opaque, since 1.1 */
+
+/* What memory is for; the allocator keeps current/peak bytes per category. */
+typedef enum MNT_MemoryCategory {
+  MNT_MEMORY_WEIGHTS = 0,         /* working weights the model reads */
+  MNT_MEMORY_MASTER_WEIGHTS = 1,  /* fp32 master copy in mixed precision */
+  MNT_MEMORY_GRADIENTS = 2,       /* parameter gradients (any dtype) */
+  MNT_MEMORY_OPTIMIZER_STATE = 3, /* momentum, Adam moments */
+  MNT_MEMORY_ACTIVATIONS = 4,     /* saved forward activations and their grads */
+  MNT_MEMORY_WORKSPACE = 5,       /* scratch (GEMM workspace, reductions) */
+  MNT_MEMORY_DATA = 6,            /* input batches, targets, scalars */
+  MNT_MEMORY_CATEGORY_COUNT = 7,  /* not a category; grows with the minor */
+  MNT_MEMORY_ALL = 100,           /* Memory_GetStats only: every category */
+} MNT_MemoryCategory;
+
+typedef enum MNT_CopyKind {
+  MNT_COPY_HOST_TO_DEVICE = 1,
+  MNT_COPY_DEVICE_TO_HOST = 2,
+  MNT_COPY_DEVICE_TO_DEVICE = 3,
+} MNT_CopyKind;
+
+/* ------------------------------------------------------------------------ */
+/* Kernels. Each op reads `inputs`, writes `outputs` and takes an op-specific */
+/* params struct (or NULL where none is listed). Unless stated otherwise      */
+/* every op computes in fp32 whatever the storage dtypes (F32/F16/BF16) and   */
+/* rounds results to nearest-even into the output dtype. Output memory may    */
+/* alias an input only where stated. Shapes are checked; a mismatch is an     */
+/* MNT_ERROR_INVALID_ARGUMENT naming the op and the operand. An operand       */
+/* marked optional is absent when the array ends before it or when its      */
+/* tensor's `data` is NULL.                                                  */
+/* Values are appended only; never renumbered.                                */
+/* ------------------------------------------------------------------------ */
+typedef enum MNT_Op {
+  MNT_OP_INVALID = 0,
+  /* out[0] = value (any float dtype or I32). Params: MNT_FillParams. */
+  MNT_OP_FILL = 1,
+  /* out[0] = in[0] converted (same element count, any float dtypes). */
+  MNT_OP_CAST = 2,
+  /* out[0] C[M,N] = alpha * op(A) op(B) + beta * C (+ bias[N]).
+   * in[0] A: [M,K] or [K,M] if trans_a; in[1] B: [K,N] or [N,K] if trans_b;
+   * in[2] optional bias [N]. Operands are rounded to `compute` first; the
+   * sum accumulates in fp32. Params: MNT_GemmParams. */
+  MNT_OP_GEMM = 3,
+  /* out[0] db[N] = (accumulate ? db : 0) + sum over rows of in[0] dY[M,N].
+   * Params: MNT_AccumulateParams (NULL = overwrite). */
+  MNT_OP_BIAS_GRAD = 4,
+  /* out[0] y = act(in[0] x). Params: MNT_ActivationParams. out may alias in. */
+  MNT_OP_ACTIVATION_FORWARD = 5,
+  /* out[0] dx = act'(in[0] x) * in[1] dy. Params: MNT_ActivationParams.
+   * out may alias dy. */
+  MNT_OP_ACTIVATION_BACKWARD = 6,
+  /* out[0] = alpha * in[0] + beta * in[1]; in[1] optional (then beta
+   * ignored). Element counts equal; out may alias either input. Serves as
+   * scale, axpy, residual add and mixed-dtype accumulation.
+   * Params: MNT_AddParams. */
+  MNT_OP_ADD = 7,
+  /* out[0] = softmax over the last dimension of in[0]. */
+  MNT_OP_SOFTMAX = 8,
+  /* Fused softmax + cross-entropy (+ gradient). in[0] logits [B,V],
+   * in[1] targets I32 [B] (a negative target is ignored: loss 0, grad 0).
+   * out[0] losses F32 [B]; optional out[1] dlogits [B,V] =
+   * (softmax - onehot) * grad_scale. Classes >= num_classes are padding:
+   * probability 0, gradient 0. Params: MNT_CrossEntropyParams.
+   * Since 1.6: optional in[2] grad multiplier F32 [1] on the device; when
+   * given, dlogits = (softmax - onehot) * s with s = in[2][0] * grad_scale
+   * rounded once to fp32 (a model's device loss multiplier; see
+   * MNT_Model_Backward_Args). A 1.5 backend refuses a third input. */
+  MNT_OP_CROSS_ENTROPY = 9,
+  /* Layer norm over the last dim C. in[0] x [N,C], in[1] weight [C],
+   * in[2] bias [C]; out[0] y [N,C], out[1] mean F32 [N], out[2] rstd F32 [N].
+   * Params: MNT_LayerNormParams. */
+  MNT_OP_LAYERNORM_FORWARD = 10,
+  /* in[0] dy [N,C], in[1] x, in[2] weight, in[3] mean, in[4] rstd;
+   * out[0] dx [N,C] (overwritten), out[1] dweight [C], out[2] dbias [C]
+   * (accumulated when params->accumulate). Params: MNT_LayerNormParams. */
+  MNT_OP_LAYERNORM_BACKWARD = 11,
+  /* out[0] [N,C] = in[0] table [V,C] rows picked by in[1] ids I32 [N]. */
+  MNT_OP_EMBEDDING_FORWARD = 12,
+  /* out[0] dtable [V,C] (+)= scatter of in[0] dout [N,C] by in[1] ids;
+   * deterministic order. Params: MNT_AccumulateParams (NULL = overwrite). */
+  MNT_OP_EMBEDDING_BACKWARD = 13,
+  /* out[0] F32 [1] = reduction of every element of in[0].
+   * Params: MNT_ReduceParams. */
+  MNT_OP_REDUCE = 14,
+  /* out[0] F32 [1] = number of rows of in[0] logits [B,V] whose argmax over
+   * the first num_classes columns equals in[1] targets I32 [B].
+   * Params: MNT_CrossEntropyParams (num_classes only). */
+  MNT_OP_COUNT_CORRECT = 15,
+  /* out[0] F32 [1] = sum of squares of every element of every input;
+   * accumulated in fp64 in a fixed order (deterministic). */
+  MNT_OP_GLOBAL_NORM_SQUARED = 16,
+  /* Fused non-finite check + unscale, as torch's
+   * _amp_foreach_non_finite_check_and_unscale_. in[0] inv_scale F32 [1];
+   * in[1..n] gradients. out[0] found_inf F32 [1]: set to 1 when any input
+   * element is inf or NaN, left as it was otherwise (the caller zeroes it);
+   * out[1..n] = in[i] * inv_scale, same element counts, any float dtypes
+   * (may alias the inputs). */
+  MNT_OP_NONFINITE_CHECK_UNSCALE = 17,
+  /* SGD with momentum on fp32 master weights. in[0] grad (any float dtype);
+   * in[1] optional found_inf F32 [1] (non-zero: the whole op is a no-op);
+   * in[2] optional grad multiplier F32 [1] (e.g. the clipping factor).
+   * out[0] master weights F32 (updated in place); out[1] momentum F32
+   * (required when momentum != 0); out[2] optional working copy, any float
+   * dtype, written with the new master rounded (to nearest even; since
+   * 1.7 optionally stochastically, MNT_Rounding). Params: MNT_SgdParams. */
+  MNT_OP_SGD_STEP = 18,
+  /* AdamW (decoupled weight decay, bias-corrected) on fp32 master weights.
+   * Inputs as MNT_OP_SGD_STEP. out[0] master F32, out[1] m F32, out[2] v F32,
+   * out[3] optional working copy. Params: MNT_AdamWParams.
+   * Since 1.4: optional in[3] step counter I32 [1] on the device, the number
+   * of steps applied so far (as torch's fused Adam keeps state_steps on the
+   * device). When given, bias correction uses counter + 1 instead of
+   * params->step (which is then ignored), and the op increments the counter
+   * when the step is applied (found_inf absent or zero), so a skipped step
+   * leaves it unchanged without a host read. Keep one counter per parameter
+   * tensor: every ADAMW_STEP call increments the counter it is given. A host
+   * passes in[3] only to backends built against ABI >= 1.4 (older ones refuse
+   * a fourth input).
+   * Since 1.7 (SGD_STEP and ADAMW_STEP): an optional learning rate F32 [1]
+   * on the device, SGD_STEP's in[3] and ADAMW_STEP's in[4] (in[3] may then
+   * be absent, data NULL). When given it replaces params->lr (then ignored),
+   * so a step whose lr follows a schedule keeps the same params every step
+   * (CUDA-graph replay). A host passes it only to backends built against
+   * ABI >= 1.7 (older ones refuse the extra input). */
+  MNT_OP_ADAMW_STEP = 19,
+  /* --- Since 1.2. --- */
+  /* Multi-head self-attention, llm.c layout. in[0] qkv [B,T,3C], each row
+   * packed q|k|v with C = H*D (head h uses columns h*D..h*D+D-1 of each).
+   * out[0] y [B,T,C]; out[1] lse F32 [B,H,T], the logsumexp of each row of
+   * scaled scores, saved so a flash-style backward can recompute the
+   * probabilities. Scores and softmax compute in fp32 whatever the storage
+   * dtype. Params: MNT_AttentionParams. */
+  MNT_OP_ATTENTION_FORWARD = 20,
+  /* in[0] dy [B,T,C], in[1] qkv [B,T,3C], in[2] y [B,T,C] (the forward's
+   * output), in[3] lse F32 [B,H,T]; out[0] dqkv [B,T,3C] (overwritten).
+   * Params: MNT_AttentionParams (the forward's). */
+  MNT_OP_ATTENTION_BACKWARD = 21,
+  /* --- Since 1.3: convolutional networks. ---
+   * Image tensors are NCHW: [N, C, H, W], row-major. NCHW is what im2col on
+   * the CPU wants (each channel plane is contiguous, so a patch row is a
+   * strided copy and the GEMM output [K, P*Q] is the output plane as is),
+   * and cuDNN accepts it for every precision; NHWC would only pay off on
+   * tensor-core GPUs, inside a backend, which may transpose internally.
+   * Output spatial size of a conv or pool along H (W likewise):
+   *   P = (H + 2*pad_h - dilation_h*(R-1) - 1) / stride_h + 1 (floor),
+   * with R the filter/window height (dilation 1 for pooling). */
+  /* in[0] x [N,C,H,W], in[1] w [K, C/groups, R, S], in[2] optional bias
+   * [K]; out[0] y [N,K,P,Q] (overwritten). x and w are rounded to `compute`
+   * and the products accumulate in fp32 (as GEMM); bias is added in fp32.
+   * C and K must divide by groups. Params: MNT_Conv2dParams (accumulate is
+   * ignored). */
+  MNT_OP_CONV2D_FORWARD = 22,
+  /* in[0] dy [N,K,P,Q], in[1] w [K, C/groups, R, S]; out[0] dx [N,C,H,W]
+   * (its dims give H and W, which strides leave ambiguous), overwritten or,
+   * with accumulate, added to. Operands rounded to `compute`.
+   * Params: MNT_Conv2dParams (the forward's). */
+  MNT_OP_CONV2D_BACKWARD_DATA = 23,
+  /* in[0] dy [N,K,P,Q], in[1] x [N,C,H,W]; out[0] dw [K, C/groups, R, S]
+   * (its dims give R and S); optional out[1] dbias [K] = sum of dy over
+   * N, P, Q. Both overwritten or, with accumulate, added to. Operands
+   * rounded to `compute`. Params: MNT_Conv2dParams (the forward's). */
+  MNT_OP_CONV2D_BACKWARD_FILTER = 24,
+  /* in[0] x [N,C,H,W]; out[0] y [N,C,P,Q]. Max ignores padding; average
+   * divides by the window area (count_include_pad) or by the number of
+   * in-image elements. Global average pooling: window = H x W, pad 0.
+   * Params: MNT_Pool2dParams. */
+  MNT_OP_POOL2D_FORWARD = 25,
+  /* in[0] dy [N,C,P,Q], in[1] x [N,C,H,W] (the forward's input; max pooling
+   * recomputes each window's argmax from it, the first maximum in row-major
+   * window order wins); out[0] dx [N,C,H,W] (overwritten).
+   * Params: MNT_Pool2dParams (the forward's). */
+  MNT_OP_POOL2D_BACKWARD = 26,
+  /* Batch norm over channel dim 1 of in[0] x [N,C,...] (rank >= 2; the
+   * statistics run over N and every dim after C). in[1] gamma [C], in[2]
+   * beta [C]. out[0] y (x's dims), out[1] running_mean F32 [C] and out[2]
+   * running_var F32 [C] (read and, when training, updated in place:
+   * r = (1 - momentum) * r + momentum * batch value, the variance unbiased,
+   * as torch), out[3] saved_mean F32 [C] and out[4] saved_invstd F32 [C]
+   * (training: the batch mean and 1/sqrt(biased var + epsilon), for the
+   * backward; optional when not training). Training normalises with the
+   * batch statistics, inference with the running ones. Statistics are fp32
+   * (accumulated in fp64) in every precision. Params: MNT_BatchNormParams. */
+  MNT_OP_BATCHNORM_FORWARD = 27,
+  /* Backward of a training-mode forward. in[0] dy, in[1] x, in[2] gamma [C],
+   * in[3] saved_mean F32 [C], in[4] saved_invstd F32 [C]; out[0] dx
+   * (overwritten), out[1] dgamma [C], out[2] dbeta [C] (added to when
+   * accumulate). Params: MNT_BatchNormParams. */
+  MNT_OP_BATCHNORM_BACKWARD = 28,
+  /* --- Since 1.4: dynamic loss scaling and clipping on the device, so an
+   * fp16 step needs no host round trip. --- */
+  /* torch's _amp_update_scale_ (GradScaler.update()). in[0] found_inf F32
+   * [1]; out[0] scale F32 [1] and out[1] growth_tracker I32 [1], read and
+   * updated in place; out[2] inv_scale F32 [1] = (float)(1.0 / (double)new
+   * scale), for the next NONFINITE_CHECK_UNSCALE. found_inf non-zero: scale
+   * *= backoff_factor, tracker = 0. Otherwise tracker + 1; when it reaches
+   * growth_interval, scale *= growth_factor unless that would overflow fp32
+   * (the scale never becomes inf) and tracker = 0. Products are taken in
+   * double and rounded to fp32 once. A single scalar: backends may run it
+   * as one thread. Params: MNT_AmpUpdateScaleParams.
+   * Since 1.5 the whole dynamic recipe of mnt_precision.h
+   * (MNT_LossScaler_GetRecipe; formula in plugins/sdk/loss_scale_math.h):
+   * the params gain hysteresis, min_scale and max_scale, and an optional
+   * out[3] hysteresis_tracker I32 [1] (overflows in a row that did not back
+   * off), read and updated in place. found_inf non-zero: tracker = 0, and
+   * when hysteresis_tracker + 1 < hysteresis it is incremented and the
+   * scale kept; otherwise scale = max(scale * backoff_factor, min_scale).
+   * Clean: hysteresis_tracker = 0, and a growth is capped at max_scale when
+   * max_scale > 0. out[3] is required when hysteresis > 1. A 1.4 caller's
+   * params (struct_size 20) mean hysteresis 1, no floor, no ceiling. */
+  MNT_OP_AMP_UPDATE_SCALE = 29,
+  /* The clip_grad_norm_ multiplier from a squared global norm, on the device.
+   * in[0] norm_squared F32 [1] (GLOBAL_NORM_SQUARED's output); optional in[1]
+   * found_inf F32 [1]. out[0] multiplier F32 [1] = (float)(max_norm /
+   * (sqrt(n) + 1e-6)) when sqrt(n) > max_norm, else 1 (computed in double);
+   * 1 when max_norm <= 0 or found_inf is non-zero (that step is skipped
+   * anyway). Feed it to the optimizer ops' in[2]. Params:
+   * MNT_ClipCoefficientParams. */
+  MNT_OP_CLIP_COEFFICIENT = 30,
+  /* --- Since 1.6: fused GEMM epilogues and a fused classifier (cuBLASLt's
+   * epilogues, llm.c's fused_classifier), so a transformer step makes fewer
+   * passes over its activations. Each equals the unfused sequence named in
+   * its comment, up to where that sequence rounds intermediates. --- */
+  /* GEMM + bias + tanh-GELU, saving the pre-activation (cuBLASLt's
+   * EPILOGUE_GELU_AUX_BIAS). in[0] A, in[1] B as MNT_OP_GEMM, in[2] bias [N]
+   * (required); out[0] y [M,N] = gelu_tanh(pre), out[1] pre [M,N] =
+   * alpha * op(A) op(B) + bias, both overwritten. y is the GELU of the fp32
+   * pre-activation (before it is rounded into out[1]'s dtype). Equals GEMM
+   * (with bias) then ACTIVATION_FORWARD(GELU_TANH). Params: MNT_GemmParams
+   * (beta must be 0). */
+  MNT_OP_GEMM_BIAS_GELU = 31,
+  /* GEMM whose result is a GELU output's gradient, times GELU's derivative
+   * at the saved pre-activation (cuBLASLt's EPILOGUE_DGELU, with the bias
+   * gradient EPILOGUE_DGELU_BGRAD). in[0] A, in[1] B as MNT_OP_GEMM, in[2]
+   * pre [M,N] (GEMM_BIAS_GELU's out[1]); out[0] dpre [M,N] =
+   * gelu_tanh'(pre) * alpha * op(A) op(B) (overwritten; must not alias
+   * pre); optional out[1] dbias [N] = sum over the M rows of dpre (the fp32
+   * values, before rounding into out[0]), overwritten or, with
+   * accumulate_bias_grad, added to. Equals GEMM, ACTIVATION_BACKWARD
+   * (GELU_TANH) then BIAS_GRAD. Params: MNT_GemmEpilogueParams (beta must
+   * be 0). */
+  MNT_OP_GEMM_DGELU = 32,
+  /* A weight-gradient GEMM with the bias gradient of its A operand
+   * (cuBLASLt's EPILOGUE_BGRADB; cuBLAS is column-major, so the ABI's
+   * row-major A is cuBLAS's B). in[0] A, in[1] B as MNT_OP_GEMM; out[0]
+   * C [M,N] = alpha * op(A) op(B) + beta * C; out[1] dbias [M] = sum over
+   * the K columns of op(A) (for dW = dYᵀ·X with A = dY, trans_a: db = the
+   * row sums of dY), overwritten or, with accumulate_bias_grad, added to.
+   * Equals GEMM then BIAS_GRAD(dY). Params: MNT_GemmEpilogueParams. */
+  MNT_OP_GEMM_BIAS_GRAD = 33,
+  /* Softmax + cross-entropy + dlogits in one pass over the logits, written
+   * in place (llm.c's fused_classifier): probabilities are never stored.
+   * in[0] targets I32 [B] (a negative target is ignored: loss 0, gradient
+   * 0); optional in[1] loss multiplier F32 [1] on the device, multiplying
+   * the gradient as grad_scale does (a device loss scale, read by no host).
+   * out[0] logits [B,V], read, then overwritten with dlogits = (softmax -
+   * onehot) * grad_scale (* in[1]); columns >= num_classes are padding:
+   * probability 0, gradient 0. out[1] losses F32 [B] (unscaled, as
+   * MNT_OP_CROSS_ENTROPY's); optional out[2] F32 [1] = the mean of out[1]
+   * over the B rows (as MNT_OP_REDUCE MEAN). Equals CROSS_ENTROPY with
+   * out[1] dlogits over the logits' own memory. Params:
+   * MNT_CrossEntropyParams. */
+  MNT_OP_FUSED_CLASSIFIER = 34,
+  /* --- Also since 1.6: fused residual add + layer norm and multi-tensor
+   * optimizer steps. --- */
+  /* Residual add + layer norm in one pass (llm.c's fused_residual_forward).
+   * in[0] x [N,C], in[1] r [N,C], in[2] weight [C], in[3] bias [C];
+   * out[0] sum [N,C] = x + r rounded to its dtype (may alias in[0] or in[1]);
+   * out[1] y [N,C] = layer norm of the rounded sum, out[2] mean F32 [N],
+   * out[3] rstd F32 [N], exactly as ADD then LAYERNORM_FORWARD would give
+   * (within the rounding of the sum). Params: MNT_LayerNormParams. */
+  MNT_OP_RESIDUAL_LAYERNORM_FORWARD = 35,
+  /* The backward of a layer norm whose input feeds a residual stream.
+   * in[0] dy [N,C], in[1] sum [N,C] (the layer norm's input), in[2] weight
+   * [C], in[3] mean F32 [N], in[4] rstd F32 [N], optional in[5] dsum [N,C]
+   * (the gradient reaching the sum from its other consumers). out[0] dx
+   * [N,C] = dsum + LAYERNORM_BACKWARD's dx, rounded once: the gradient of
+   * both addends x and r (may alias in[5]); out[1] dweight [C], out[2]
+   * dbias [C] (accumulated when params->accumulate).
+   * Params: MNT_LayerNormParams. */
+  MNT_OP_RESIDUAL_LAYERNORM_BACKWARD = 36,
+  /* ADAMW_STEP over a table of n parameter tensors in one launch; per
+   * element the same bits as n ADAMW_STEP calls. in[0] optional found_inf
+   * F32 [1] (non-zero: the whole op is a no-op), in[1] optional grad
+   * multiplier F32 [1]; for tensor i: in[2+2i] grad (any float dtype),
+   * in[3+2i] step counter I32 [1] (optional, as ADAMW_STEP's in[3]; given
+   * for every tensor or for none). out[4i] master F32, out[4i+1] m F32,
+   * out[4i+2] v F32 (updated in place), out[4i+3] optional working copy.
+   * Exactly 2 + 2n inputs and 4n outputs (absent ones with data NULL).
+   * Params: MNT_MultiAdamWParams (per-tensor lr scale and weight decay).
+   * Since 1.7: optionally one more input, in[2+2n], the learning rate F32
+   * [1] on the device, replacing params->lr (lr_i = in[2+2n][0] *
+   * lr_scales[i]); as ADAMW_STEP's in[4], for ABI >= 1.7 backends only. */
+  MNT_OP_MULTI_ADAMW_STEP = 37,
+  /* SGD_STEP over a table of n parameter tensors in one launch; per element
+   * the same bits as n SGD_STEP calls. in[0] optional found_inf, in[1]
+   * optional grad multiplier (as SGD_STEP); in[2+i] grad of tensor i.
+   * out[3i] master F32, out[3i+1] momentum F32 (required when momentum !=
+   * 0), out[3i+2] optional working copy. Exactly 2 + n inputs and 3n
+   * outputs. Params: MNT_MultiSgdParams. Since 1.7: optionally one more
+   * input, in[2+n], the learning rate F32 [1] on the device, as
+   * MULTI_ADAMW_STEP's in[2+2n]. */
+  MNT_OP_MULTI_SGD_STEP = 38,
+} MNT_Op;
+
+typedef struct MNT_FillParams {
+  size_t struct_size;
+  double value;
+} MNT_FillParams;
+#define MNT_FillParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_FillParams, value)
+
+typedef struct MNT_GemmParams {
+  size_t struct_size;
+  int32_t trans_a;
+  int32_t trans_b;
+  float alpha;
+  float beta;
+  MNT_ComputeMode compute;
+} MNT_GemmParams;
+#define MNT_GemmParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_GemmParams, compute)
+
+typedef struct MNT_AccumulateParams {
+  size_t struct_size;
+  int32_t accumulate; /* 0: overwrite the output, 1: add to it */
+} MNT_AccumulateParams;
+#define MNT_AccumulateParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AccumulateParams, accumulate)
+
+typedef enum MNT_Activation {
+  MNT_ACTIVATION_INVALID = 0,
+  MNT_ACTIVATION_IDENTITY = 1,
+  MNT_ACTIVATION_RELU = 2,
+  MNT_ACTIVATION_GELU_TANH = 3, /* GPT-2's tanh approximation */
+} MNT_Activation;
+
+typedef struct MNT_ActivationParams {
+  size_t struct_size;
+  MNT_Activation activation;
+} MNT_ActivationParams;
+#define MNT_ActivationParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_ActivationParams, activation)
+
+typedef struct MNT_AddParams {
+  size_t struct_size;
+  float alpha;
+  float beta;
+} MNT_AddParams;
+#define MNT_AddParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_AddParams, beta)
+
+typedef struct MNT_CrossEntropyParams {
+  size_t struct_size;
+  float grad_scale;    /* multiplies dlogits, e.g. loss_scale / batch */
+  int64_t num_classes; /* columns >= this are padding; 0 = all columns */
+} MNT_CrossEntropyParams;
+#define MNT_CrossEntropyParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_CrossEntropyParams, num_classes)
+
+typedef struct MNT_LayerNormParams {
+  size_t struct_size;
+  float epsilon;
+  int32_t accumulate; /* backward: add to dweight/dbias */
+} MNT_LayerNormParams;
+#define MNT_LayerNormParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_LayerNormParams, accumulate)
+
+typedef enum MNT_ReduceKind {
+  MNT_REDUCE_INVALID = 0,
+  MNT_REDUCE_SUM = 1,
+  MNT_REDUCE_MEAN = 2,
+  MNT_REDUCE_MAX = 3,
+} MNT_ReduceKind;
+
+typedef struct MNT_ReduceParams {
+  size_t struct_size;
+  MNT_ReduceKind kind;
+} MNT_ReduceParams;
+#define MNT_ReduceParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_ReduceParams, kind)
+
+/* Since 1.7: how an optimizer step rounds the working copy it writes
+ * (SGD_STEP, ADAMW_STEP and their multi-tensor forms). */
+typedef enum MNT_Rounding {
+  MNT_ROUNDING_NEAREST_EVEN = 0, /* the default, and a 1.6 caller's params */
+  /* bf16 working copies only (any other working dtype is refused): 16
+   * random bits are added below bf16's cut and the sum truncated, so the
+   * copy rounds up with probability (dropped bits) / 2^16 (llm.c's
+   * stochastic rounding; unbiased). The bits are a counter-based hash of
+   * (rounding_seed, step, tensor index, element index): the same on every
+   * backend and thread count. NaN, +-inf and magnitudes above the largest
+   * finite bf16 round to nearest even as before. */
+  MNT_ROUNDING_STOCHASTIC = 1,
+} MNT_Rounding;
+
+typedef struct MNT_SgdParams {
+  size_t struct_size;
+  float lr;
+  float momentum;
+  float weight_decay; /* coupled L2, added to the gradient as torch.optim.SGD */
+  int32_t nesterov;
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even). */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;  /* stochastic rounding's seed */
+  int64_t rounding_tensor; /* the tensor index the random bits use */
+  int64_t rounding_step;   /* the step they use (SGD keeps no step count) */
+} MNT_SgdParams;
+#define MNT_SgdParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_SgdParams, rounding_step)
+#define MNT_SgdParams_STRUCT_SIZE_1_6 MNT_STRUCT_SIZE(MNT_SgdParams, nesterov)
+
+typedef struct MNT_AdamWParams {
+  size_t struct_size;
+  float lr;
+  float beta1;
+  float beta2;
+  float epsilon;
+  float weight_decay; /* decoupled: w -= lr * wd * w */
+  int64_t step;       /* 1-based, for bias correction */
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even). The
+   * random bits use the step of the bias correction (the step counter + 1
+   * when one is given, else step). */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;
+  int64_t rounding_tensor; /* the tensor index the random bits use */
+} MNT_AdamWParams;
+#define MNT_AdamWParams_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_AdamWParams, rounding_tensor)
+#define MNT_AdamWParams_STRUCT_SIZE_1_6 MNT_STRUCT_SIZE(MNT_AdamWParams, step)
+
+/* Since 1.2: MNT_OP_ATTENTION_FORWARD/BACKWARD. */
+typedef struct MNT_AttentionParams {
+  size_t struct_size;
+  int32_t num_heads; /* H; C = in[0].dims[2] / 3 must divide by it */
+  int32_t causal;    /* 1: position t attends to positions <= t only */
+  float scale;       /* multiplies q.k; 0 means 1/sqrt(D) */
+} MNT_AttentionParams;
+#define MNT_AttentionParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AttentionParams, scale)
+
+/* Since 1.3: MNT_OP_CONV2D_FORWARD/BACKWARD_DATA/BACKWARD_FILTER. */
+typedef struct MNT_Conv2dParams {
+  size_t struct_size;
+  int32_t pad_h; /* zero padding on each side */
+  int32_t pad_w;
+  int32_t stride_h; /* >= 1 */
+  int32_t stride_w;
+  int32_t dilation_h; /* >= 1; 1 is a dense filter */
+  int32_t dilation_w;
+  int32_t groups; /* >= 1; C and K divide by it */
+  MNT_ComputeMode compute;
+  int32_t accumulate; /* backward ops: add to the outputs */
+} MNT_Conv2dParams;
+#define MNT_Conv2dParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Conv2dParams, accumulate)
+
+/* Since 1.3: MNT_OP_POOL2D_FORWARD/BACKWARD. */
+typedef enum MNT_PoolKind {
+  MNT_POOL_INVALID = 0,
+  MNT_POOL_MAX = 1,
+  MNT_POOL_AVG = 2,
+} MNT_PoolKind;
+
+typedef struct MNT_Pool2dParams {
+  size_t struct_size;
+  MNT_PoolKind kind;
+  int32_t window_h; /* >= 1 */
+  int32_t window_w;
+  int32_t stride_h; /* >= 1 */
+  int32_t stride_w;
+  int32_t pad_h; /* < the window size */
+  int32_t pad_w;
+  int32_t count_include_pad; /* average: 1 divides by window_h*window_w */
+} MNT_Pool2dParams;
+#define MNT_Pool2dParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Pool2dParams, count_include_pad)
+
+/* Since 1.3: MNT_OP_BATCHNORM_FORWARD/BACKWARD. */
+typedef struct MNT_BatchNormParams {
+  size_t struct_size;
+  int32_t training; /* 1: batch statistics, update the running ones */
+  float momentum;   /* running-statistics update weight, torch's 0.1 */
+  float epsilon;
+  int32_t accumulate; /* backward: add to dgamma/dbeta */
+} MNT_BatchNormParams;
+#define MNT_BatchNormParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_BatchNormParams, accumulate)
+
+/* Since 1.4: MNT_OP_AMP_UPDATE_SCALE. GradScaler's defaults are 2, 0.5,
+ * 2000 (and, since 1.5, hysteresis 1, no floor, no ceiling). */
+typedef struct MNT_AmpUpdateScaleParams {
+  size_t struct_size;
+  float growth_factor;     /* > 1 */
+  float backoff_factor;    /* in (0, 1) */
+  int32_t growth_interval; /* >= 1 clean steps before growing */
+  /* Since 1.5 (absent in a 1.4 caller's struct: 1, 0, 0). */
+  int32_t hysteresis; /* overflows in a row before a backoff; 0 means 1 */
+  float min_scale;    /* >= 0, finite: backoffs stop here (0: no floor) */
+  float max_scale;    /* 0: no ceiling; else finite and >= min_scale */
+} MNT_AmpUpdateScaleParams;
+#define MNT_AmpUpdateScaleParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AmpUpdateScaleParams, max_scale)
+#define MNT_AmpUpdateScaleParams_STRUCT_SIZE_1_4 \
+  MNT_STRUCT_SIZE(MNT_AmpUpdateScaleParams, growth_interval)
+
+/* Since 1.4: MNT_OP_CLIP_COEFFICIENT. */
+typedef struct MNT_ClipCoefficientParams {
+  size_t struct_size;
+  float max_norm; /* <= 0: no clipping (multiplier 1) */
+} MNT_ClipCoefficientParams;
+#define MNT_ClipCoefficientParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_ClipCoefficientParams, max_norm)
+
+/* Since 1.6: MNT_OP_GEMM_DGELU and MNT_OP_GEMM_BIAS_GRAD (MNT_GemmParams
+ * plus what happens to the bias gradient). */
+typedef struct MNT_GemmEpilogueParams {
+  size_t struct_size;
+  int32_t trans_a;
+  int32_t trans_b;
+  float alpha;
+  float beta;
+  MNT_ComputeMode compute;
+  int32_t accumulate_bias_grad; /* 0: overwrite the bias gradient, 1: add */
+} MNT_GemmEpilogueParams;
+#define MNT_GemmEpilogueParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_GemmEpilogueParams, accumulate_bias_grad)
+/* Since 1.6: MNT_OP_MULTI_ADAMW_STEP. Tensor i steps as ADAMW_STEP with
+ * lr_i = lr * lr_scales[i] (an fp32 product; lr itself when lr_scales is
+ * NULL) and weight_decay_i = weight_decays[i] (weight_decay when NULL). The
+ * arrays are borrowed for the call and hold num_tensors values. */
+typedef struct MNT_MultiAdamWParams {
+  size_t struct_size;
+  float lr;
+  float beta1;
+  float beta2;
+  float epsilon;
+  float weight_decay;           /* every tensor's, unless weight_decays */
+  int64_t step;                 /* 1-based; ignored with step counters */
+  int64_t num_tensors;          /* n >= 1 */
+  const float* lr_scales;       /* optional [n] */
+  const float* weight_decays;   /* optional [n] */
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even).
+   * Tensor i's random bits use tensor index rounding_tensor + i and its
+   * bias-correction step, as ADAMW_STEP's. */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;
+  int64_t rounding_tensor;
+} MNT_MultiAdamWParams;
+#define MNT_MultiAdamWParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, rounding_tensor)
+#define MNT_MultiAdamWParams_STRUCT_SIZE_1_6 \
+  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, weight_decays)
+
+/* Since 1.6: MNT_OP_MULTI_SGD_STEP; lr_scales and weight_decays as in
+ * MNT_MultiAdamWParams. */
+typedef struct MNT_MultiSgdParams {
+  size_t struct_size;
+  float lr;
+  float momentum;
+  float weight_decay; /* coupled L2, every tensor's unless weight_decays */
+  int32_t nesterov;
+  int64_t num_tensors;        /* n >= 1 */
+  const float* lr_scales;     /* optional [n] */
+  const float* weight_decays; /* optional [n] */
+  /* Since 1.7 (absent in a 1.6 caller's struct: round to nearest even).
+   * Tensor i's random bits use tensor index rounding_tensor + i and
+   * rounding_step, as SGD_STEP's. */
+  MNT_Rounding rounding;
+  uint64_t rounding_seed;
+  int64_t rounding_tensor;
+  int64_t rounding_step;
+} MNT_MultiSgdParams;
+#define MNT_MultiSgdParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_MultiSgdParams, rounding_step)
+#define MNT_MultiSgdParams_STRUCT_SIZE_1_6 \
+  MNT_STRUCT_SIZE(MNT_MultiSgdParams, weight_decays)
+
+/* ------------------------------------------------------------------------ */
+/* Calls. Every call takes one Args struct (struct_size and extension chain  */
+/* first, inputs, then outputs marked "out") and returns NULL or an error    */
+/* the caller frees with the plugin's Error_Destroy.                         */
+/* ------------------------------------------------------------------------ */
+typedef struct MNT_Backend_Create_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  /* "key=value,key=value"; NULL or "" for defaults. Copied; unknown keys
+   * are an error. */
+  const char* options;
+  int32_t device_ordinal;
+  MNT_Backend* backend; /* out; caller owns, frees with Backend_Destroy */
+} MNT_Backend_Create_Args;
+#define MNT_Backend_Create_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_Create_Args, backend)
+typedef MNT_Error* MNT_Backend_Create(MNT_Backend_Create_Args* args);
+
+/* Frees every allocation still held by the instance. Accepts NULL backend. */
+typedef struct MNT_Backend_Destroy_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+} MNT_Backend_Destroy_Args;
+#define MNT_Backend_Destroy_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_Destroy_Args, backend)
+typedef MNT_Error* MNT_Backend_Destroy(MNT_Backend_Destroy_Args* args);
+
+typedef struct MNT_Backend_GetInfo_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  const char* device_name;      /* out; owned by backend, lives as long */
+  int64_t total_memory_bytes;   /* out; 0 if unknown */
+  int32_t host_addressable;     /* out; 1 if device pointers are host memory */
+} MNT_Backend_GetInfo_Args;
+#define MNT_Backend_GetInfo_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_GetInfo_Args, host_addressable)
+typedef MNT_Error* MNT_Backend_GetInfo(MNT_Backend_GetInfo_Args* args);
+
+/* Device memory, at least 256-byte aligned. size_bytes 0 gives NULL. The
+ * caller owns the memory and frees it with Memory_Free on the same instance
+ * (or lets Backend_Destroy free it). Contents are unspecified. */
+typedef struct MNT_Memory_Allocate_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  size_t size_bytes;
+  MNT_MemoryCategory category;
+  void* data; /* out */
+} MNT_Memory_Allocate_Args;
+#define MNT_Memory_Allocate_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Memory_Allocate_Args, data)
+typedef MNT_Error* MNT_Memory_Allocate(MNT_Memory_Allocate_Args* args);
+
+/* Accepts NULL data. Freeing memory the instance did not allocate is an
+ * error. */
+typedef struct MNT_Memory_Free_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  void* data;
+} MNT_Memory_Free_Args;
+#define MNT_Memory_Free_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Memory_Free_Args, data)
+typedef MNT_Error* MNT_Memory_Free(MNT_Memory_Free_Args* args);
+
+/* Ordered on the instance's stream. A DEVICE_TO_HOST copy has completed when
+ * the call returns; a HOST_TO_DEVICE copy has read `src` by then, so the
+ * host buffer may be reused at once. Pointers are borrowed. */
+typedef struct MNT_Memory_Copy_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  void* dst;
+  const void* src;
+  size_t size_bytes;
+  MNT_CopyKind kind;
+} MNT_Memory_Copy_Args;
+#define MNT_Memory_Copy_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Memory_Copy_Args, kind)
+typedef MNT_Error* MNT_Memory_Copy(MNT_Memory_Copy_Args* args);
+
+/* Bytes currently allocated and the peak since creation or the last
+ * Memory_ResetPeak, for one category or MNT_MEMORY_ALL. */
+typedef struct MNT_Memory_GetStats_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_MemoryCategory category;
+  int64_t current_bytes; /* out */
+  int64_t peak_bytes;    /* out */
+} MNT_Memory_GetStats_Args;
+#define MNT_Memory_GetStats_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Memory_GetStats_Args, peak_bytes)
+typedef MNT_Error* MNT_Memory_GetStats(MNT_Memory_GetStats_Args* args);
+
+/* Sets every category's peak to its current value. */
+typedef struct MNT_Memory_ResetPeak_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+} MNT_Memory_ResetPeak_Args;
+#define MNT_Memory_ResetPeak_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Memory_ResetPeak_Args, backend)
+typedef MNT_Error* MNT_Memory_ResetPeak(MNT_Memory_ResetPeak_Args* args);
+
+/* Waits until everything issued on the instance has finished. Errors of
+ * asynchronous work surface here at the latest. */
+typedef struct MNT_Backend_Synchronize_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+} MNT_Backend_Synchronize_Args;
+#define MNT_Backend_Synchronize_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_Synchronize_Args, backend)
+typedef MNT_Error* MNT_Backend_Synchronize(MNT_Backend_Synchronize_Args* args);
+
+typedef struct MNT_Backend_GetOpSupport_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Op op;
+  int32_t supported; /* out */
+} MNT_Backend_GetOpSupport_Args;
+#define MNT_Backend_GetOpSupport_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_GetOpSupport_Args, supported)
+typedef MNT_Error* MNT_Backend_GetOpSupport(MNT_Backend_GetOpSupport_Args* args);
+
+/* Issues one kernel on the instance's stream. The tensor arrays and params
+ * are borrowed for the duration of the call only; the memory they point to
+ * must stay valid until the work completes (Synchronize). */
+typedef struct MNT_Backend_Run_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Op op;
+  const MNT_Tensor* inputs;
+  size_t num_inputs;
+  const MNT_Tensor* outputs;
+  size_t num_outputs;
+  const void* params; /* op-specific struct starting with struct_size, or NULL */
+} MNT_Backend_Run_Args;
+#define MNT_Backend_Run_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Backend_Run_Args, params)
+typedef MNT_Error* MNT_Backend_Run(MNT_Backend_Run_Args* args);
+
+/* --- Since 1.1: events for timing work on the stream. ------------------- */
+typedef struct MNT_Event_Create_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Event* event; /* out; caller owns, frees with Event_Destroy */
+} MNT_Event_Create_Args;
+#define MNT_Event_Create_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Event_Create_Args, event)
+typedef MNT_Error* MNT_Event_Create(MNT_Event_Create_Args* args);
+
+/* Records the point in the stream reached by the work issued so far. */
+typedef struct MNT_Event_Record_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Event* event;
+} MNT_Event_Record_Args;
+#define MNT_Event_Record_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Event_Record_Args, event)
+typedef MNT_Error* MNT_Event_Record(MNT_Event_Record_Args* args);
+
+/* Waits for `end` and gives the milliseconds between two recorded events. */
+typedef struct MNT_Event_ElapsedTime_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Event* start;
+  MNT_Event* end;
+  double milliseconds; /* out */
+} MNT_Event_ElapsedTime_Args;
+#define MNT_Event_ElapsedTime_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Event_ElapsedTime_Args, milliseconds)
+typedef MNT_Error* MNT_Event_ElapsedTime(MNT_Event_ElapsedTime_Args* args);
+
+/* Accepts NULL event. */
+typedef struct MNT_Event_Destroy_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  MNT_Event* event;
+} MNT_Event_Destroy_Args;
+#define MNT_Event_Destroy_Args_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Event_Destroy_Args, event)
+typedef MNT_Error* MNT_Event_Destroy(MNT_Event_Destroy_Args* args);
+
+/* --- Since 1.7: step markers, so a backend may capture the ops of a
+ * training step once (e.g. into a CUDA graph) and replay them. Optional: a
+ * backend sets both or neither; NULL (or absent, in a backend built against
+ * 1.6 or older) means no markers, and the host then does not call them.
+ *
+ * Backend_StepBegin opens a step on the instance; the ops issued until the
+ * matching Backend_StepEnd form it. Between the two, Backend_Run checks each
+ * op's operands and params before returning (a bad call fails at once, as
+ * outside a step) but the backend may defer the work until StepEnd, copying
+ * what the call borrows (the tensor arrays, the params struct and the arrays
+ * it points to): the caller's pointers stay borrowed for the call only. At
+ * StepEnd the backend issues the step's ops in order, eagerly or as a replay
+ * of an earlier step that issued the same ops with the same operands
+ * (pointers, dtypes, shapes) and the same params bytes. Errors of deferred
+ * work are reported by StepEnd, by the call that made the backend issue it
+ * (below), or by Backend_Synchronize, like any asynchronous work.
+ *
+ * Results never depend on whether the backend defers: a Memory_Copy to or
+ * from the host, Memory_Free, Backend_Synchronize, Event_Record or
+ * Event_ElapsedTime inside a step first issues the ops deferred so far (the
+ * rest of that step then runs as issued), so every copy sees the work
+ * issued before it; a DEVICE_TO_DEVICE Memory_Copy is stream work and is
+ * deferred in its place among the ops
+ * (host-addressable memory read directly, not through Memory_Copy, is read
+ * after StepEnd). Device memory an op uses must stay valid until its work
+ * completes, as always. A step is issued as a replay only when it equals
+ * the captured one op for op: operand pointers, dtypes and shapes, params
+ * bytes (padding excepted) and the arrays params point to; a host float
+ * that changes (a scheduled learning rate) makes the step run as issued.
+ * StepBegin inside an open step and StepEnd outside one are
+ * FAILED_PRECONDITION; Backend_Destroy with a step open drops its deferred
+ * ops. A backend that never defers may implement both as no-ops. */
+typedef struct MNT_Backend_StepBegin_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+} MNT_Backend_StepBegin_Args;
+#define MNT_Backend_StepBegin_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_StepBegin_Args, backend)
+typedef MNT_Error* MNT_Backend_StepBegin(MNT_Backend_StepBegin_Args* args);
+
+typedef struct MNT_Backend_StepEnd_Args {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  MNT_Backend* backend;
+  /* out: 1 when this step's work was issued as a replay of a captured
+   * earlier step (one graph launch), else 0. */
+  int32_t replayed;
+} MNT_Backend_StepEnd_Args;
+#define MNT_Backend_StepEnd_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Backend_StepEnd_Args, replayed)
+typedef MNT_Error* MNT_Backend_StepEnd(MNT_Backend_StepEnd_Args* args);
+
+typedef struct MNT_Backend_Api {
+  size_t struct_size;
+  MNT_Extension_Base* extension_start;
+  /* 1.0 */
+  MNT_Backend_Create* Backend_Create;
+  MNT_Backend_Destroy* Backend_Destroy;
+  MNT_Backend_GetInfo* Backend_GetInfo;
+  MNT_Memory_Allocate* Memory_Allocate;
+  MNT_Memory_Free* Memory_Free;
+  MNT_Memory_Copy* Memory_Copy;
+  MNT_Memory_GetStats* Memory_GetStats;
+  MNT_Memory_ResetPeak* Memory_ResetPeak;
+  MNT_Backend_Synchronize* Backend_Synchronize;
+  MNT_Backend_GetOpSupport* Backend_GetOpSupport;
+  MNT_Backend_Run* Backend_Run;
+  /* 1.1: NULL, or absent in a 1.0 plugin, means no events. */
+  MNT_Event_Create* Event_Create;
+  MNT_Event_Record* Event_Record;
+  MNT_Event_ElapsedTime* Event_ElapsedTime;
+  MNT_Event_Destroy* Event_Destroy;
+  /* 1.7: NULL, or absent in an older plugin, means no step markers; both
+   * set or both NULL. */
+  MNT_Backend_StepBegin* Backend_StepBegin;
+  MNT_Backend_StepEnd* Backend_StepEnd;
+} MNT_Backend_Api;
+#define MNT_Backend_Api_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_Backend_Api, Backend_StepEnd)
+/* What a 1.1-1.6 plugin stores in struct_size. */
+#define MNT_Backend_Api_STRUCT_SIZE_1_6 \
+  MNT_STRUCT_SIZE(MNT_Backend_Api, Event_Destroy)
+/* What a 1.0 plugin stores in struct_size. */
+#define MNT_Backend_Api_STRUCT_SIZE_1_0 \
+  MNT_STRUCT_SIZE(MNT_Backend_Api, Backend_Run)
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MANTISSA_PLUGINS_ABI_MNT_BACKEND_H_ */
