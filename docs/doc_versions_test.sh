@@ -6,7 +6,7 @@ set -euo pipefail
 root="${TEST_SRCDIR:-.}/mantissa"
 header="$root/plugins/abi/mnt_common.h"
 major="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' "$header")"
-minor="$(sed -n 's/^#define MNT_ABI_MINOR \([0-9]*\).*/\1/p' "$header")"
+minor="$(sed -n 's/^#define MNT_ABI_HEADER_MINOR \([0-9]*\).*/\1/p' "$header")"
 version="$major.$minor"
 fail=0
 title="$(head -1 "$root/docs/abi.md")"

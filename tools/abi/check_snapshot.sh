@@ -13,7 +13,7 @@ snapshot="$1" version_file="$2" current="$3" header="$4" classify="$5"
 shift 5
 
 major="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' "$header")"
-minor="$(sed -n 's/^#define MNT_ABI_MINOR \([0-9]*\).*/\1/p' "$header")"
+minor="$(sed -n 's/^#define MNT_ABI_HEADER_MINOR \([0-9]*\).*/\1/p' "$header")"
 read -r snap_version < "$version_file"
 snap_major="${snap_version%%.*}"
 

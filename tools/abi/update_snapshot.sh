@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 tools/bazel build //tools/abi:current_abixml
 new="$(tools/bazel info bazel-bin 2>/dev/null)/tools/abi/current_mantissa_abi.abixml"
 major="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' plugins/abi/mnt_common.h)"
-minor="$(sed -n 's/^#define MNT_ABI_MINOR \([0-9]*\).*/\1/p' plugins/abi/mnt_common.h)"
+minor="$(sed -n 's/^#define MNT_ABI_HEADER_MINOR \([0-9]*\).*/\1/p' plugins/abi/mnt_common.h)"
 if [[ -f tools/abi/mantissa_abi.abixml ]]; then
   echo "changes since ABI $(tr '\n' ' ' < tools/abi/SNAPSHOT_VERSION):"
   python3 tools/abi/classify_abi_change.py tools/abi/mantissa_abi.abixml "$new" || true

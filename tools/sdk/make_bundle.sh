@@ -43,7 +43,7 @@ chmod -R u+w,a+rX "$root"
 chmod a+x "$root"/bin/* "$root"/lib/mantissa/plugins/*
 
 major="$(sed -n 's/^#define MNT_ABI_MAJOR \([0-9]*\).*/\1/p' "$version_header")"
-minor="$(sed -n 's/^#define MNT_ABI_MINOR \([0-9]*\).*/\1/p' "$version_header")"
+minor="$(sed -n 's/^#define MNT_ABI_HEADER_MINOR \([0-9]*\).*/\1/p' "$version_header")"
 if [[ -z "$major" || -z "$minor" ]]; then
   echo "make_bundle.sh: no MNT_ABI_MAJOR/MINOR in $version_header" >&2
   exit 1
