@@ -18,6 +18,7 @@
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/model_client.h"
 #include "plugins/sdk/tensor.h"
+#include "trainer/parallel/gradient_buffers.h"
 #include "trainer/parallel/shard_layout.h"
 
 namespace mnt::trainer {
@@ -51,7 +52,7 @@ struct Param {
 // nothing), 256-byte aligned as separate allocations were, at the same
 // element offset in every kind. Checkpoints read and write each tensor by
 // itself, so their bytes are the same.
-class ParameterStore {
+class ParameterStore : public GradientBuffers {
  public:
   // Allocates and initialises every parameter `model` declares, in its spec
   // order, in the dtypes of `policy`, with `optimizer_state_slots` (1 or 2)
@@ -65,7 +66,7 @@ class ParameterStore {
   // rank's share only; the working weights of the other shares are what
   // their ranks gathered last (the trainer gathers after every update).
   bool sharded() const { return shard_.zero1 && shard_.world > 1; }
-  const ShardLayout& layout() const { return layout_; }
+  const ShardLayout& layout() const override { return layout_; }
 
   // What this rank's optimizer steps, in flat order: every parameter whole,
   // or (ZeRO-1) the pieces of its share.
@@ -112,12 +113,12 @@ class ParameterStore {
   // (elements [begin, end), default all), the alignment padding between
   // them included (never read as a parameter's): what data parallelism
   // averages or reduce-scatters, bucket by bucket.
-  MNT_Tensor FlatOptimizerGrads(int64_t begin = 0, int64_t end = -1) const;
+  MNT_Tensor FlatOptimizerGrads(int64_t begin = 0, int64_t end = -1) const override;
   // ZeRO-1: `n` elements of this rank's averaged gradient share from
   // element `at` (where a bucket's reduce-scatter writes).
-  MNT_Tensor ShardGrads(int64_t at, int64_t n) const;
+  MNT_Tensor ShardGrads(int64_t at, int64_t n) const override;
   // The working weights' flat elements [begin, end) (ZeRO-1's all-gather).
-  MNT_Tensor FlatWorkingWeights(int64_t begin, int64_t end) const;
+  MNT_Tensor FlatWorkingWeights(int64_t begin, int64_t end) const override;
   MNT_Tensor WorkingWeights(const Param& p) const;
   // The fp32 weights a checkpoint saves: the master, or the working weights
   // (mixed precision off). Whole parameters only: not under ZeRO-1 with
@@ -129,12 +130,12 @@ class ParameterStore {
   // Mixed precision: micro-batch `micro`'s 16-bit gradients into the fp32
   // master gradients (CAST on the first, ADD after), so accumulation loses
   // no bits. Without a master copy gradients accumulate in place: no-op.
-  absl::Status AccumulateMasterGradients(int64_t micro);
+  absl::Status AccumulateMasterGradients(int64_t micro) override;
 
   // The same for elements [first, first + count) of parameter `param` only
   // (a slice a model handed over while its backward goes on).
   absl::Status AccumulateMasterGradients(int64_t micro, int64_t param, int64_t first,
-                                         int64_t count);
+                                         int64_t count) override;
 
   // Mixed precision: rounds the fp32 masters of this rank's pieces into the
   // working weights.

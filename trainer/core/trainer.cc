@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -17,7 +16,6 @@
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/checkpoint/run_config_file.h"
-#include "trainer/parallel/bucket_readiness.h"
 #include "trainer/core/device_batch.h"
 #include "trainer/core/device_scalars.h"
 #include "trainer/core/eval_policy.h"
@@ -37,9 +35,12 @@
 #include "trainer/core/throughput.h"
 #include "trainer/core/training_checkpoint.h"
 #include "trainer/data/sampler.h"
+#include "trainer/core/fault_observer.h"
+#include "trainer/core/fp8_observer.h"
+#include "trainer/core/overflow_names.h"
+#include "trainer/core/tracer_observer.h"
 #include "trainer/debug/op_tracer.h"
-#include "trainer/parallel/data_parallel.h"
-#include "trainer/parallel/fault_injection.h"
+#include "trainer/parallel/gradient_sync.h"
 #include "trainer/parallel/host_comm.h"
 #include "trainer/parallel/rank_agreement.h"
 
@@ -78,6 +79,82 @@ absl::Status WithMemoryAdvice(const absl::Status& s, const mantissa::TrainConfig
                                    plugins->total_memory_bytes});
 }
 
+
+// The step's loss multiplier: scale * (1/micro-batches), as one fp32
+// product on either side. With the scale on the device and a model that
+// takes it there (ABI 1.6), nothing is read back unless the step is
+// reported.
+struct LossMultiplier {
+  float scale = 1.0f;
+  float value = 1.0f;
+  std::optional<MNT_Tensor> device;
+};
+
+absl::StatusOr<LossMultiplier> StepLossMultiplier(LossScaling& scaling, bool on_device,
+                                                  bool report, int64_t micro_batches) {
+  LossMultiplier m;
+  if (on_device) {
+    auto d = scaling.DeviceLossMultiplier();
+    if (!d.ok()) return d.status();
+    m.device = *d;
+  }
+  if (!m.device.has_value() || report) {
+    auto s = scaling.StepScale();
+    if (!s.ok()) return s.status();
+    m.scale = *s;
+  }
+  m.value = m.scale * (1.0f / static_cast<float>(micro_batches));
+  return m;
+}
+
+// `body` timed into phase `name` of `phases` (nullptr: not timed).
+template <typename Body>
+absl::Status Timed(PhaseTimes* phases, const char* name, Body body) {
+  Stopwatch clock;
+  absl::Status s = body();
+  if (name != nullptr) phases->Add(name, clock.Seconds());
+  return s;
+}
+
+// What the ranks compare to check they hold one training state.
+std::string StateFingerprint(const CheckpointData& ckpt) {
+  uint64_t hash = kFnv1aOffset;
+  for (const TensorData& t : ckpt.tensors()) hash = Fnv1a(t.data(), Fnv1a(t.name(), hash));
+  return absl::StrCat(absl::Hex(hash, absl::kZeroPad16), " scale ", ckpt.loss_scale(),
+                      " skipped ", ckpt.loss_scale_skipped_steps());
+}
+
+// A step opened with Backend_StepBegin (ABI 1.7), closed on every way out of
+// TrainStep: an error return keeps its own message (the step failed
+// already; StepEnd then only issues or drops what was deferred).
+class MarkedStep {
+ public:
+  MarkedStep(const sdk::BackendClient& backend, bool enabled)
+      : backend_(backend), enabled_(enabled && backend.HasStepMarkers()) {}
+  MarkedStep(const MarkedStep&) = delete;
+  MarkedStep& operator=(const MarkedStep&) = delete;
+  ~MarkedStep() {
+    if (open_) (void)backend_.StepEnd();
+  }
+  absl::Status Begin() {
+    if (!enabled_) return absl::OkStatus();
+    if (auto s = sdk::ToAbsl(backend_.StepBegin()); !s.ok()) return s;
+    open_ = true;
+    return absl::OkStatus();
+  }
+  absl::Status End(bool* replayed) {
+    *replayed = false;
+    if (!open_) return absl::OkStatus();
+    open_ = false;
+    return sdk::ToAbsl(backend_.StepEnd(replayed));
+  }
+
+ private:
+  const sdk::BackendClient& backend_;
+  const bool enabled_;
+  bool open_ = false;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
@@ -111,23 +188,18 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   if (!plugins.ok()) return plugins.status();
   plugins_ = std::move(*plugins);
   const sdk::BackendClient& client = plugins_->backend->client();
-  if (ranks_ != nullptr) {
-    auto dp = DataParallel::Create(ranks_, client);
-    if (!dp.ok()) return dp.status();
-    data_parallel_ = std::move(*dp);
-  }
   loss_scaling_active_ =
       LossScalingActive(config_.loss_scale(), plugins_->policy.loss_scaling);
 
-  ParamShard shard;
-  if (ranks_ != nullptr) {
-    shard = {ranks_->rank(), ranks_->world_size(), config_.zero_stage() == 1,
-             static_cast<int64_t>(config_.bucket_mb() * (1 << 20))};
-  }
+  const GradientSync::Setup sync{&config_, ranks_, &client, plugins_->device_name};
   auto params = ParameterStore::Create(plugins_->model, client, plugins_->policy,
-                                       state_slots, config_.seed(), shard);
+                                       state_slots, config_.seed(), GradientSync::ShardOf(sync));
   if (!params.ok()) return params.status();
   params_ = std::move(*params);
+  auto synced = GradientSync::Create(sync, params_.get(), &plugins_->model);
+  if (!synced.ok()) return synced.status();
+  sync_ = std::move(*synced);
+  sync_->set_before_exchange([this] { return observers_.BeforeExchange(context_); });
   if (plugins_->scaling_recipe.recipe != MNT_SCALING_RECIPE_NONE) {
     std::vector<Fp8Scaling::ParamShape> shapes;
     for (const Param& p : params_->params()) shapes.push_back({p.name, p.dims});
@@ -136,15 +208,24 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
     fp8_ = std::move(*fp8);
     plugins_->model.UseFp8Tensors(fp8_->tensors());
   }
-  // Exchange in backward (ABI 1.11): with a model that hands over finished
-  // gradients, each bucket goes as soon as backward has finished it.
-  if (data_parallel_ != nullptr && config_.exchange_in_backward() != "off" &&
-      plugins_->model.HandsOverGradients()) {
-    readiness_ = std::make_unique<BucketReadiness>(params_->layout());
-    plugins_->model.UseGradientReady(&Trainer::OnGradientReady, this);
-  }
   // ZeRO-1: the other shares start from their ranks' rounding.
-  if (auto s = GatherWorkingWeights(); !s.ok()) return s;
+  if (auto s = sync_->AfterOptimizer(); !s.ok()) return s;
+  AddObservers();
+  auto batch = DeviceBatch::Create(client, *train_data_, config_.batch_size());
+  if (!batch.ok()) return batch.status();
+  batch_ = std::move(*batch);
+  scalars_ = std::make_unique<StepScalars>();
+  if (auto s = scalars_->Allocate(client); !s.ok()) return s;
+  sampler_ = std::make_unique<BatchSampler>(train_data_->size(), config_.seed());
+  return InitStep();
+}
+
+void Trainer::AddObservers() {
+  if (fp8_ != nullptr) {
+    observers_.Add(std::make_unique<Fp8Observer>(
+        fp8_.get(), &plugins_->model, config_.log_every(), config_.steps(),
+        [this](const MNT_Tensor& t) { return sync_->MaxOverRanks(t); }));
+  }
   if (OpTracer* tracer = plugins_->tracer.get()) {
     for (const Param& p : params_->params()) {
       tracer->Name(p.weights.data(), p.weights.size(), p.name);
@@ -152,14 +233,20 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
       tracer->Name(p.master.data(), p.master.size(), "master of " + p.name);
       tracer->Name(p.master_grads.data(), p.master_grads.size(), "grad of " + p.name);
     }
+    observers_.Add(std::make_unique<TracerObserver>(tracer));
   }
-  auto batch = DeviceBatch::Create(client, *train_data_, config_.batch_size());
-  if (!batch.ok()) return batch.status();
-  batch_ = std::move(*batch);
-  scalars_ = std::make_unique<StepScalars>();
-  if (auto s = scalars_->Allocate(client); !s.ok()) return s;
-  sampler_ = std::make_unique<BatchSampler>(train_data_->size(), config_.seed());
+  if (FaultObserver::Requested()) {
+    observers_.Add(std::make_unique<FaultObserver>(&plugins_->backend->client(), params_.get(),
+                                                   ranks_ != nullptr ? ranks_->rank() : 0));
+  }
+  // Data parallel: no markers. A collective is no Backend_Run op, so a
+  // backend that defers a marked step's ops would issue it out of order.
+  // --debug_overflow: none either (every op is read back as it runs).
+  step_markers_ = ranks_ == nullptr && plugins_->tracer == nullptr;
+}
 
+absl::Status Trainer::InitStep() {
+  const sdk::BackendClient& client = plugins_->backend->client();
   // Where loss scaling runs is decided here, once.
   auto plan = PlanLossScaling(config_, *plugins_->backend, plugins_->device_name,
                               plugins_->scaler, plugins_->precision_name,
@@ -192,12 +279,8 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   context.max_grad_norm = static_cast<float>(config_.clip_grad_norm());
   context.micro_batches = MicroBatches(config_);
   context.precision_name = plugins_->precision_name;
-  if (params_->sharded()) {  // each rank checked its share for inf/NaN
-    context.max_over_ranks = [this](const MNT_Tensor& t) { return data_parallel_->MaxInPlace(t); };
-  }
-  if (params_->norm_is_partial()) {  // each rank adds its share's norm
-    context.sum_over_ranks = [this](const MNT_Tensor& t) { return data_parallel_->SumInPlace(t); };
-  }
+  context.max_over_ranks = sync_->found_inf_reduction();
+  context.sum_over_ranks = sync_->norm_reduction();
   auto scaling = MakeLossScaling(*plan, context, loss_scaling_active_,
                                  optimizer_.get(), plugins_->device_name);
   if (!scaling.ok()) return scaling.status();
@@ -224,286 +307,122 @@ absl::Status Trainer::Init(std::unique_ptr<BatchSource> train_data,
   parts.fp8 = fp8_.get();
   parts.eval_policy = eval_policy_.get();
   if (params_->sharded()) {
-    parts.gather_working_weights = [this] { return GatherWorkingWeights(); };
-    parts.all_gather = [this](const std::string& mine) { return ranks_->AllGather(mine); };
+    parts.gather_working_weights = [this] { return sync_->AfterOptimizer(); };
+    parts.all_gather = sync_->all_gather();
   }
   checkpoint_ = std::make_unique<TrainingCheckpoint>(parts);
   return absl::OkStatus();
 }
 
-namespace {
-
-// A step opened with Backend_StepBegin (ABI 1.7), closed on every way out of
-// TrainStep: an error return keeps its own message (the step failed
-// already; StepEnd then only issues or drops what was deferred).
-class MarkedStep {
- public:
-  explicit MarkedStep(const sdk::BackendClient& backend) : backend_(backend) {}
-  MarkedStep(const MarkedStep&) = delete;
-  MarkedStep& operator=(const MarkedStep&) = delete;
-  ~MarkedStep() {
-    if (open_) (void)backend_.StepEnd();
-  }
-  // Data parallel: no markers. A collective is no Backend_Run op, so a
-  // backend that defers a marked step's ops would issue it out of order.
-  // --debug_overflow: none either (every op is read back as it runs).
-  absl::Status Begin(bool data_parallel) {
-    if (data_parallel || !backend_.HasStepMarkers()) return absl::OkStatus();
-    if (auto s = sdk::ToAbsl(backend_.StepBegin()); !s.ok()) return s;
-    open_ = true;
-    return absl::OkStatus();
-  }
-  absl::Status End(bool* replayed) {
-    *replayed = false;
-    if (!open_) return absl::OkStatus();
-    open_ = false;
-    return sdk::ToAbsl(backend_.StepEnd(replayed));
-  }
-
- private:
-  const sdk::BackendClient& backend_;
-  bool open_ = false;
-};
-
-}  // namespace
-
 absl::Status Trainer::TrainStep(bool report, StepMetrics* metrics) {
-  const int64_t accum = MicroBatches(config_);
-  const int64_t batch = config_.batch_size();
-  const sdk::ModelClient& model = plugins_->model;
+  StepContext& c = context_;
+  c = StepContext{};
+  c.step = step_ + 1;
+  c.micro_batches = MicroBatches(config_);
   // The scheduled lr goes to the device before the step's first op (one
   // host -> device copy), so the step's ops are the same every step.
   metrics->lr = LearningRateAt(config_, step_);
   if (auto s = optimizer_->SetLearningRate(metrics->lr); !s.ok()) return s;
-  // The loss multiplier: scale * (1/accum), as one fp32 product on either
-  // side. With the scale on the device and a model that takes it there (ABI
-  // 1.6), nothing is read back unless this step is reported.
-  float scale = 1.0f;
-  std::optional<MNT_Tensor> device_multiplier;
-  if (device_loss_multiplier_) {
-    auto m = scaling_->DeviceLossMultiplier();
-    if (!m.ok()) return m.status();
-    device_multiplier = *m;
-  }
-  if (!device_multiplier.has_value() || report) {
-    auto s = scaling_->StepScale();
-    if (!s.ok()) return s.status();
-    scale = *s;
-  }
-  metrics->loss_scale = scale;
-  const float multiplier = scale * (1.0f / static_cast<float>(accum));
-
+  auto multiplier =
+      StepLossMultiplier(*scaling_, device_loss_multiplier_, report, c.micro_batches);
+  if (!multiplier.ok()) return multiplier.status();
+  metrics->loss_scale = multiplier->scale;
+  c.loss_multiplier = multiplier->value;
+  c.device_loss_multiplier = multiplier->device.has_value() ? &*multiplier->device : nullptr;
   const std::vector<MNT_Tensor> weights = params_->WeightTensors();
   const std::vector<MNT_Tensor> grads = params_->GradTensors();
-  const MNT_DataSpec spec = train_data_->spec();
-  const MNT_Tensor inputs = batch_->Inputs(spec, batch);
-  const MNT_Tensor targets = batch_->Targets(spec, batch);
-  double loss_sum = 0;
+  c.weights = &weights;
+  c.grads = &grads;
+  c.inputs = batch_->Inputs(train_data_->spec(), config_.batch_size());
+  c.targets = batch_->Targets(train_data_->spec(), config_.batch_size());
+  if (auto s = observers_.OnStepBegin(c); !s.ok()) return s;
   // The step's work between the backend's step markers, so a backend may
   // capture it and replay it (CUDA graphs): the first batch is uploaded
   // before the step begins. Later micro-batches upload inside it, and reads
   // (the host loss-scaling path's loss and found_inf) happen inside it: the
   // backend then runs that step as issued, with the same results.
-  if (auto s = MaybeFillWeights(); !s.ok()) return s;
-  MarkedStep marked(plugins_->backend->client());
-  for (int64_t micro = 0; micro < accum; ++micro) {
-    Stopwatch phase;
-    if (auto s = batch_->Upload(*train_data_, NextLocalBatch()); !s.ok()) return s;
-    phases_.Add("data", phase.Seconds());
-    if (micro == 0 && step_ == 0 && fp8_ != nullptr && fp8_->delayed() &&
-        fp8_->recipe().calibrate != 0) {
-      if (auto s = CalibrateFp8(inputs, targets, multiplier,
-                                device_multiplier.has_value() ? &*device_multiplier : nullptr);
-          !s.ok())
-        return s;
-    }
-    if (micro == 0) {
-      if (auto s = marked.Begin(data_parallel_ != nullptr || plugins_->tracer != nullptr);
-          !s.ok())
-        return s;
-    }
-
-    phase.Restart();
-    if (plugins_->tracer) plugins_->tracer->BeginPhase(step_ + 1, "forward");
-    if (auto s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true,
-                                            scaling_->LossOutput(micro)));
+  MarkedStep marked(plugins_->backend->client(), step_markers_);
+  const auto draw = [this](int64_t n) { return sampler_->NextBatch(n); };
+  double loss_sum = 0;
+  for (c.micro = 0; c.micro < c.micro_batches; ++c.micro) {
+    if (auto s = Timed(&phases_, "data", [&] {
+          return batch_->Upload(*train_data_, sync_->LocalBatch(draw, config_.batch_size()));
+        });
         !s.ok())
-      return Prefixed(s, "model forward: ");
-    if (auto s = StopIfTraced(); !s.ok()) return s;
-    // Every rank reads (when it reads) the global batch's mean loss.
-    if (data_parallel_ != nullptr) {
-      if (auto s = data_parallel_->AverageInPlace(scaling_->LossOutput(micro)); !s.ok()) return s;
+      return s;
+    c.loss_out = scaling_->LossOutput(c.micro);
+    if (auto s = observers_.OnMicroBatchBegin(c); !s.ok()) return s;
+    if (c.micro == 0) {
+      if (auto s = marked.Begin(); !s.ok()) return s;
     }
-    auto loss = scaling_->MicroBatchLoss(micro);
+    auto loss = Forward();
     if (!loss.ok()) return loss.status();
     loss_sum += *loss;
-    phases_.Add("forward", phase.Seconds());
-
-    phase.Restart();
-    // fp32 grads accumulate in place; 16-bit grads are per micro-batch and
-    // summed into the fp32 master gradients.
-    const bool accumulate = !params_->mixed() && micro > 0;
-    if (plugins_->tracer) plugins_->tracer->BeginPhase(step_ + 1, "backward");
-    // Exchange in backward: the model hands over finished slices, which are
-    // accumulated there and (last micro-batch) exchanged bucket by bucket.
-    if (readiness_ != nullptr) {
-      readiness_->Reset();
-      handover_ = {true, micro, micro + 1 == accum, absl::OkStatus()};
-    }
-    absl::Status backward = sdk::ToAbsl(model.Backward(
-        weights, grads, multiplier,
-        device_multiplier.has_value() ? &*device_multiplier : nullptr, accumulate));
-    handover_.armed = false;
-    if (!backward.ok()) return Prefixed(backward, "model backward: ");
-    if (auto s = StopIfTraced(); !s.ok()) return s;
-    if (readiness_ != nullptr) {
-      if (auto s = FinishHandover(); !s.ok()) return s;
-    } else if (auto s = params_->AccumulateMasterGradients(micro); !s.ok()) {
-      return s;
-    }
-    // FP8: this micro-batch's amax into the history and the next pass's
-    // scales (on the device), after every forward and backward as
-    // Transformer Engine's fp8_autocast per micro-batch: with gradient
-    // accumulation every micro-batch is measured.
-    if (auto s = UpdateFp8Scales(); !s.ok()) return s;
-    phases_.Add("backward", phase.Seconds());
+    if (auto s = Backward(); !s.ok()) return s;
   }
-  metrics->loss = loss_sum / static_cast<double>(accum);
-
-  // Data parallel: injected before bucket 0's exchange (ExchangeBucket).
-  if (data_parallel_ == nullptr) {
-    if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
-  }
-  Stopwatch phase;
+  metrics->loss = loss_sum / static_cast<double>(c.micro_batches);
   // The global batch's gradient on every rank (ZeRO-1: of its share): from
   // here on every rank unscales, finds inf/NaN, clips, skips and steps on
   // the same bits.
-  if (data_parallel_ != nullptr) {
-    Stopwatch exchange;
-    if (auto s = ExchangeGradients(); !s.ok()) return s;
-    phases_.Add("gradient exchange", exchange.Seconds());
-    phase.Restart();
-  }
+  if (auto s = Timed(&phases_, ranks_ != nullptr ? "gradient exchange" : nullptr,
+                     [&] { return sync_->FinishExchange(); });
+      !s.ok())
+    return s;
+  Stopwatch phase;
   auto gate = scaling_->UnscaleUpdateAndClip(
-      scale, {params_->UnscaledGradTensors(), params_->NormGradTensors()}, metrics);
+      metrics->loss_scale, {params_->UnscaledGradTensors(), params_->NormGradTensors()},
+      metrics);
   if (!gate.ok()) return gate.status();
   if (gate->run_optimizer) {
-    if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier, step_ + 1);
+    if (auto s = optimizer_->Step(metrics->lr, gate->found_inf, gate->multiplier, c.step);
         !s.ok())
       return s;
-    if (params_->sharded()) {
-      Stopwatch gather;
-      if (auto s = GatherWorkingWeights(); !s.ok()) return s;
-      phases_.Add("weight gather", gather.Seconds());
-    }
+    if (auto s = Timed(&phases_, params_->sharded() ? "weight gather" : nullptr,
+                       [&] { return sync_->AfterOptimizer(); });
+        !s.ok())
+      return s;
   }
   bool replayed = false;
   if (auto s = marked.End(&replayed); !s.ok()) return s;
-  if (replayed) ++replayed_steps_;
+  replayed_steps_ += replayed ? 1 : 0;
   phases_.Add("optimizer", phase.Seconds());
   ++step_;
   return absl::OkStatus();
 }
 
-std::string Trainer::Fp8Description() const {
-  const MNT_Precision_GetScalingRecipe_Args& r = fp8_->recipe();
-  const std::string formats = absl::StrCat(sdk::DTypeName(r.forward_dtype), " forward, ",
-                                           sdk::DTypeName(r.backward_dtype), " gradients");
-  std::string recipe;
-  if (fp8_->delayed()) {
-    recipe = absl::StrCat("delayed scaling, amax history ", r.history_length, " (",
-                          r.amax_algo == MNT_AMAX_ALGO_MAX ? "max" : "most recent", ")",
-                          r.calibrate != 0 ? ", calibrated on the first batch" : "");
-  } else {
-    recipe = "current scaling";
-  }
-  return absl::StrCat("FP8 GEMMs: ", formats, ", ", recipe, ", margin ", r.margin,
-                      r.fast_accumulation_forward != 0 ? ", fast accumulation forward" : "",
-                      "; scaling state ", absl::StrFormat("%.1f KiB", fp8_->device_bytes() / 1024.0),
-                      " on the device (", 3 * fp8_->slots(), " tensor slots)");
-}
-
-absl::Status Trainer::UpdateFp8Scales() {
-  if (fp8_ == nullptr || !fp8_->delayed()) return absl::OkStatus();
-  // Data parallel: every rank scales with the same amax, so the ranks' FP8
-  // operands are quantized alike.
-  if (data_parallel_ != nullptr) {
-    if (auto s = data_parallel_->MaxInPlace(fp8_->flat_amax()); !s.ok()) return s;
-  }
-  return fp8_->Update();
-}
-
-absl::Status Trainer::CalibrateFp8(const MNT_Tensor& inputs, const MNT_Tensor& targets,
-                                   float multiplier, const MNT_Tensor* device_multiplier) {
-  // The gradients it writes are overwritten by the step's first backward.
-  const sdk::ModelClient& model = plugins_->model;
-  const std::vector<MNT_Tensor> weights = params_->WeightTensors();
-  if (auto s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true,
-                                          scaling_->LossOutput(0)));
+absl::StatusOr<double> Trainer::Forward() {
+  const StepContext& c = context_;
+  Stopwatch phase;
+  if (auto s = observers_.BeforePass(c, Pass::kForward); !s.ok()) return s;
+  if (auto s = sdk::ToAbsl(plugins_->model.Forward(*c.weights, c.inputs, c.targets,
+                                                    /*training=*/true, c.loss_out));
       !s.ok())
-    return Prefixed(s, "FP8 calibration forward: ");
-  if (auto s = sdk::ToAbsl(model.Backward(weights, params_->GradTensors(), multiplier,
-                                           device_multiplier, /*accumulate=*/false));
+    return Prefixed(s, "model forward: ");
+  if (auto s = observers_.AfterPass(c, Pass::kForward); !s.ok()) return s;
+  if (auto s = sync_->AverageLoss(c.loss_out); !s.ok()) return s;
+  auto loss = scaling_->MicroBatchLoss(c.micro);
+  phases_.Add("forward", phase.Seconds());
+  return loss;
+}
+
+absl::Status Trainer::Backward() {
+  const StepContext& c = context_;
+  Stopwatch phase;
+  // fp32 grads accumulate in place; 16-bit grads are per micro-batch and
+  // summed into the fp32 master gradients (by the synchronisation, which
+  // under data parallelism also exchanges them as backward finishes them).
+  const bool accumulate = !params_->mixed() && c.micro > 0;
+  if (auto s = observers_.BeforePass(c, Pass::kBackward); !s.ok()) return s;
+  sync_->BeforeBackward(c.micro, c.micro_batches);
+  if (auto s = sdk::ToAbsl(plugins_->model.Backward(*c.weights, *c.grads, c.loss_multiplier,
+                                                     c.device_loss_multiplier, accumulate));
       !s.ok())
-    return Prefixed(s, "FP8 calibration backward: ");
-  return UpdateFp8Scales();
-}
-
-absl::Status Trainer::MaybeFillWeights() {
-  const auto& fault = FillWeightsFault();
-  if (!fault.has_value() || fault->step != step_ + 1) return absl::OkStatus();
-  for (const Param& p : params_->params()) {
-    if (p.name != fault->param) continue;
-    const MNT_FillParams fill{MNT_FillParams_STRUCT_SIZE, fault->value};
-    return sdk::ToAbsl(
-        plugins_->backend->client().Run(MNT_OP_FILL, {}, {params_->WorkingWeights(p)}, &fill));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("MANTISSA_FAULT_FILL_WEIGHTS: the model has no parameter '", fault->param, "'"));
-}
-
-absl::StatusOr<std::vector<std::string>> Trainer::NonFiniteGradientParams() {
-  // The skipped step's gradients are not used again (the next backward
-  // overwrites them), so the check may scale them in place: per piece,
-  // NONFINITE_CHECK_UNSCALE into the zeroed `correct` scalar, read back.
-  const sdk::BackendClient& client = plugins_->backend->client();
-  const MNT_FillParams zero{MNT_FillParams_STRUCT_SIZE, 0.0};
-  std::set<int64_t> flagged;  // parameter indices
-  for (const ParamPiece& piece : params_->steps()) {
-    if (flagged.count(piece.param) != 0) continue;
-    const MNT_Tensor flag = F32Scalar(scalars_->correct);
-    const MNT_Tensor grad = params_->PieceGrad(piece);
-    if (auto s = sdk::ToAbsl(client.Run(MNT_OP_FILL, {}, {flag}, &zero)); !s.ok()) return s;
-    if (auto s = sdk::ToAbsl(client.Run(MNT_OP_NONFINITE_CHECK_UNSCALE,
-                                        {F32Scalar(scalars_->inv_scale), grad}, {flag, grad}));
-        !s.ok())
-      return s;
-    auto found = ReadScalar<float>(client, scalars_->correct.data());
-    if (!found.ok()) return found.status();
-    if (*found != 0) flagged.insert(piece.param);
-  }
-  // ZeRO-1: each rank holds the averaged gradient of its share only; the
-  // ranks' findings are joined (every rank calls this, see TrainUntil).
-  if (params_->sharded()) {
-    auto all = ranks_->AllGather(absl::StrJoin(flagged, ","));
-    if (!all.ok()) return all.status();
-    for (const std::string& part : *all) {
-      for (absl::string_view index : absl::StrSplit(part, ',', absl::SkipEmpty())) {
-        int64_t i = 0;
-        if (!absl::SimpleAtoi(index, &i) || i < 0 ||
-            i >= static_cast<int64_t>(params_->params().size())) {
-          return absl::InternalError(absl::StrCat("a rank sent parameter index '", index, "'"));
-        }
-        flagged.insert(i);
-      }
-    }
-  }
-  // In the order backward reaches them: the model's last first.
-  std::vector<std::string> names;
-  for (auto i = flagged.rbegin(); i != flagged.rend(); ++i) {
-    names.push_back(params_->params()[*i].name);
-  }
-  return names;
+    return Prefixed(s, "model backward: ");
+  if (auto s = observers_.AfterPass(c, Pass::kBackward); !s.ok()) return s;
+  if (auto s = sync_->AfterBackward(c.micro); !s.ok()) return s;
+  if (auto s = observers_.OnMicroBatchEnd(c); !s.ok()) return s;
+  phases_.Add("backward", phase.Seconds());
+  return absl::OkStatus();
 }
 
 std::string Trainer::debug_overflow_report() const {
@@ -511,164 +430,9 @@ std::string Trainer::debug_overflow_report() const {
   return tracer != nullptr && tracer->tripped() ? tracer->Report() : "";
 }
 
-absl::Status Trainer::StopIfTraced() {
-  const OpTracer* tracer = plugins_->tracer.get();
-  if (tracer == nullptr || !tracer->tripped()) return absl::OkStatus();
-  return absl::AbortedError(tracer->Summary());
-}
-
-absl::Status Trainer::ExchangeGradients() {
-  // The buckets backward did not complete (all of them without the
-  // hand-over), in order.
-  std::vector<int64_t> buckets;
-  if (readiness_ != nullptr) {
-    buckets = readiness_->Unfinished();
-  } else {
-    for (size_t b = 0; b < params_->layout().buckets().size(); ++b) {
-      buckets.push_back(static_cast<int64_t>(b));
-    }
-  }
-  for (int64_t b : buckets) {
-    if (auto s = ExchangeBucket(b); !s.ok()) return s;
-  }
-  // The exchanges started in backward and above, finished: what is left of
-  // them now is the exchange backward could not hide.
-  return data_parallel_->Join();
-}
-
-absl::Status Trainer::ExchangeBucket(int64_t b) {
-  if (b == 0) {  // the fault test's inf goes into flat element 0
-    if (auto s = MaybeInjectInfGradient(); !s.ok()) return s;
-  }
-  ++buckets_exchanged_;
-  const ShardLayout& layout = params_->layout();
-  const auto [begin, end] = layout.buckets()[b];
-  // Started: it runs while backward computes the buckets still to come (a
-  // finished bucket's gradients are written no more) and is joined in
-  // ExchangeGradients.
-  if (!params_->sharded()) {
-    return data_parallel_->StartAverage(params_->FlatOptimizerGrads(begin, end));
-  }
-  // ZeRO-1: the bucket reduce-scattered, so a rank receives the average of
-  // its chunk only, into its share's gradient buffer.
-  const MNT_Tensor mine = params_->ShardGrads(layout.ShardOffset(b), (end - begin) / layout.world());
-  return data_parallel_->StartAverageScattered(params_->FlatOptimizerGrads(begin, end), mine);
-}
-
-void Trainer::OnGradientReady(void* trainer, int64_t param, int64_t first, int64_t count) {
-  Trainer* t = static_cast<Trainer*>(trainer);
-  if (!t->handover_.armed || !t->handover_.error.ok()) return;
-  t->handover_.error = t->HandleGradientReady(param, first, count);
-}
-
-absl::Status Trainer::HandleGradientReady(int64_t param, int64_t first, int64_t count) {
-  std::vector<int64_t> completed;
-  if (auto s = readiness_->Mark(param, first, count, &completed); !s.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model plugin '", config_.model(), "' broke the gradient hand-over (capability "
-        "MODEL_GRADIENT_READY): ", s.message(), "; --exchange_in_backward=off works around it"));
-  }
-  if (auto s = params_->AccumulateMasterGradients(handover_.micro, param, first, count);
-      !s.ok())
-    return s;
-  if (!handover_.last_micro) return absl::OkStatus();
-  for (int64_t b : completed) {
-    if (auto s = ExchangeBucket(b); !s.ok()) return s;
-    ++buckets_in_backward_;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::FinishHandover() {
-  if (!handover_.error.ok()) return handover_.error;
-  if (readiness_->finished_elements() != readiness_->total_elements()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "model plugin '", config_.model(), "' handed over ",
-        readiness_->finished_elements(), " of its ", readiness_->total_elements(),
-        " gradient elements in a backward (capability MODEL_GRADIENT_READY); "
-        "--exchange_in_backward=off works around it"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::GatherWorkingWeights() {
-  if (!params_->sharded()) return absl::OkStatus();
-  // Every rank's updated chunk of each bucket to every rank, in place: bytes
-  // copied, so every rank holds the bits its share's rank rounded.
-  for (const auto& [begin, end] : params_->layout().buckets()) {
-    if (auto s = data_parallel_->GatherInPlace(params_->FlatWorkingWeights(begin, end)); !s.ok())
-      return s;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Trainer::MaybeInjectInfGradient() {
-  const auto& fault = InfGradientFault();
-  const int rank = ranks_ != nullptr ? ranks_->rank() : 0;
-  if (!fault.has_value() || fault->rank != rank || fault->step != step_ + 1) {
-    return absl::OkStatus();
-  }
-  const MNT_Tensor flat = params_->FlatOptimizerGrads();
-  if (flat.dtype != MNT_DTYPE_F32) {
-    return absl::FailedPreconditionError(
-        "MANTISSA_FAULT_INF_GRADIENT: the exchanged gradient is not fp32");
-  }
-  const float inf = std::numeric_limits<float>::infinity();
-  return sdk::ToAbsl(plugins_->backend->client().ToDevice(flat.data, &inf, sizeof inf));
-}
-
-std::vector<int64_t> Trainer::NextLocalBatch() {
-  const int64_t b = config_.batch_size();
-  if (ranks_ == nullptr) return sampler_->NextBatch(b);
-  const std::vector<int64_t> global = sampler_->NextBatch(b * ranks_->world_size());
-  const auto first = global.begin() + ranks_->rank() * b;
-  return std::vector<int64_t>(first, first + b);
-}
-
-absl::StatusOr<int> Trainer::AgreedStopSignal() {
-  int sig = stop_check_ != nullptr ? stop_check_() : 0;
-  if (ranks_ == nullptr) return sig;
-  // mpirun hands a Ctrl-C to every rank, not at the same step: the ranks
-  // agree at every step boundary, so all stop at the same one.
-  auto any = ranks_->SumInRankOrder({static_cast<double>(sig)});
-  if (!any.ok()) return any.status();
-  if ((*any)[0] == 0) return 0;
-  return sig != 0 ? sig : 2;  // a rank not signalled stops as for SIGINT
-}
-
-std::string Trainer::data_parallel_description() const {
-  if (data_parallel_ == nullptr) return "";
-  const std::string buckets =
-      params_->sharded()
-          ? absl::StrCat(params_->layout().buckets().size(), " bucket(s)")
-          : (config_.bucket_mb() > 0 ? absl::StrCat(config_.bucket_mb(), " MiB buckets")
-                                     : std::string("one bucket"));
-  return absl::StrCat(
-      "data parallel: rank ", ranks_->rank(), " of ", ranks_->world_size(), ", global batch ",
-      ranks_->world_size() * config_.batch_size(), " (", config_.batch_size(),
-      " per rank); gradients ", params_->sharded() ? "reduce-scattered" : "averaged", " in ",
-      buckets, " through the ", plugins_->device_name, " backend's collectives extension",
-      readiness_ != nullptr ? ", each issued as soon as backward has finished it" : "",
-      data_parallel_->starts_collectives()
-          ? (readiness_ != nullptr ? " and running while backward goes on"
-                                   : ", started together after backward")
-          : (readiness_ != nullptr ? " (run at once: the extension's version 1 starts none)"
-                                   : ""),
-      params_->sharded()
-          ? absl::StrCat("; ZeRO-1: this rank keeps the master weights, optimizer state and "
-                         "averaged gradient of 1/", ranks_->world_size(), " of the parameters' ",
-                         "elements (", params_->layout().share(), "), and the ranks all-gather "
-                         "the working weights after each update")
-          : std::string());
-}
-
-double Trainer::collective_seconds() const {
-  return data_parallel_ != nullptr ? data_parallel_->collective_seconds() : 0;
-}
-
-int64_t Trainer::collective_calls() const {
-  return data_parallel_ != nullptr ? data_parallel_->collective_calls() : 0;
-}
+std::string Trainer::data_parallel_description() const { return sync_->Description(); }
+double Trainer::collective_seconds() const { return sync_->Stats().collective_seconds; }
+int64_t Trainer::collective_calls() const { return sync_->Stats().collective_calls; }
 
 absl::Status Trainer::Train(MetricsSink* sink) {
   return WithMemoryAdvice(TrainUntil(config_.steps(), sink), config_, train_data_.get(),
@@ -697,65 +461,18 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
                               batch_->Targets(spec, config_.batch_size()), MicroBatches(config_)})
         .Advise(failing);
   });
-  const sdk::BackendClient& client = plugins_->backend->client();
-  if (fp8_ != nullptr && sink != nullptr && !fp8_announced_) {
-    fp8_announced_ = true;
-    sink->OnMessage(Fp8Description());
+  if (sink != nullptr && !announced_) {
+    announced_ = true;
+    for (const std::string& line : observers_.Announcements()) sink->OnMessage(line);
   }
+  const sdk::BackendClient& client = plugins_->backend->client();
   while (step_ < last_step && !eval_policy_->stop()) {
     StepMetrics m;
     const int64_t reads_before = client.device_to_host_copies();
     const bool will_report = sink != nullptr && sink->NeedsStepMetrics(step_ + 1, total);
     if (auto s = TrainStep(will_report, &m); !s.ok()) return AtStep(s, step_ + 1);
-    m.step = step_;
-    m.total_steps = total;
-    meter.OnStep(&m);
-    const bool wanted = sink != nullptr && sink->NeedsStepMetrics(step_, total);
-    auto report = scaling_->CompleteStepMetrics(wanted, &m);
-    if (!report.ok()) return AtStep(report.status(), step_);
-    if (!wanted) unreported_step_reads_ += client.device_to_host_copies() - reads_before;
-    bool name_overflow = *report && m.skipped && sink != nullptr;
-    if (params_->sharded()) {
-      // ZeRO-1: the ranks look at their shares together, when rank 0 (which
-      // reports) asks; the others do not read every step's metrics.
-      auto asked = ranks_->SumInRankOrder({ranks_->rank() == 0 && name_overflow ? 1.0 : 0.0});
-      if (!asked.ok()) return AtStep(asked.status(), step_);
-      name_overflow = (*asked)[0] != 0;
-    }
-    if (name_overflow) {
-      // Where the overflow is: one flag read per parameter, skipped steps only.
-      auto names = NonFiniteGradientParams();
-      if (!names.ok()) return AtStep(names.status(), step_);
-      m.nonfinite_params = std::move(*names);
-      if (!m.nonfinite_params.empty()) {
-        sink->OnMessage(absl::StrCat(
-            "step ", step_, " skipped: inf/NaN in the gradient of ", m.nonfinite_params[0],
-            m.nonfinite_params.size() > 1
-                ? absl::StrCat(" (first reached by backward) and ", m.nonfinite_params.size() - 1,
-                               " more (", absl::StrJoin(m.nonfinite_params.begin() + 1,
-                                                         m.nonfinite_params.begin() +
-                                                             std::min<size_t>(4, m.nonfinite_params.size()),
-                                                         ", "),
-                               m.nonfinite_params.size() > 4 ? ", ..." : "", ")")
-                : std::string(),
-            "; --debug_overflow traces the op that made it"));
-      }
-    }
-    // FP8 scales at --log_every (one device read each), like the console.
-    const bool fp8_due = step_ == 1 || step_ == total ||
-                         (config_.log_every() > 0 && step_ % config_.log_every() == 0);
-    if (*report && sink != nullptr && fp8_ != nullptr && fp8_due) {
-      auto entries = fp8_->Read();
-      if (!entries.ok()) return AtStep(entries.status(), step_);
-      for (const Fp8Scaling::Entry& e : *entries) m.fp8_scales.push_back({e.name, e.scale, e.amax});
-    }
-    if (*report && sink != nullptr) sink->OnStep(m);
-    if (*report && loss_scaling_active_) {
-      // fp16 that skips step after step learns nothing: say so now.
-      auto warning = guard.Observe(m);
-      if (!warning.ok()) return AtStep(warning.status(), step_);
-      if (!warning->empty() && sink != nullptr) sink->OnMessage(*warning);
-    }
+    if (auto s = ReportStep(sink, total, reads_before, &guard, &meter, &m); !s.ok())
+      return AtStep(s, step_);
     double side_seconds = 0;
     if (auto s = EvaluateAndCheckpointIfDue(step_ == last_step, sink, &side_seconds); !s.ok())
       return AtStep(s, step_);
@@ -766,7 +483,7 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
     }
     // Ctrl-C / SIGTERM: stop here, with this step's work saved.
     if ((stop_check_ != nullptr || ranks_ != nullptr) && step_ < last_step) {
-      auto agreed = AgreedStopSignal();
+      auto agreed = sync_->AgreeStopSignal(stop_check_ != nullptr ? stop_check_() : 0);
       if (!agreed.ok()) return AtStep(agreed.status(), step_);
       if (const int sig = *agreed; sig != 0) {
         stopped_by_signal_ = sig;
@@ -784,6 +501,37 @@ absl::Status Trainer::TrainUntil(int64_t last_step, MetricsSink* sink) {
   samples_per_second_ = train_seconds_ > 0 ? meter.samples() / train_seconds_ : 0;
   // The plugin's scaler is the truth for the report and later checkpoints.
   return AtStep(scaling_->SyncToPlugin(step_), step_);
+}
+
+absl::Status Trainer::ReportStep(MetricsSink* sink, int64_t total, int64_t reads_before,
+                                 SkipGuard* guard, ThroughputMeter* meter, StepMetrics* m) {
+  const sdk::BackendClient& client = plugins_->backend->client();
+  m->step = step_;
+  m->total_steps = total;
+  meter->OnStep(m);
+  const bool wanted = sink != nullptr && sink->NeedsStepMetrics(step_, total);
+  auto report = scaling_->CompleteStepMetrics(wanted, m);
+  if (!report.ok()) return report.status();
+  if (!wanted) unreported_step_reads_ += client.device_to_host_copies() - reads_before;
+  // Where the overflow is, on skipped steps a sink reports (under ZeRO-1
+  // every rank takes part when rank 0 asks).
+  auto name_overflow = sync_->RanksAgreeToAsk(*report && m->skipped && sink != nullptr);
+  if (!name_overflow.ok()) return name_overflow.status();
+  if (*name_overflow) {
+    auto names = NonFiniteGradientParams(client, *params_, *scalars_, *sync_);
+    if (!names.ok()) return names.status();
+    m->nonfinite_params = std::move(*names);
+    if (!m->nonfinite_params.empty()) sink->OnMessage(SkippedStepLine(step_, m->nonfinite_params));
+  }
+  if (!*report || sink == nullptr) return absl::OkStatus();
+  if (auto s = observers_.OnStepReported(context_, m); !s.ok()) return s;
+  sink->OnStep(*m);
+  if (!loss_scaling_active_) return absl::OkStatus();
+  // fp16 that skips step after step learns nothing: say so now.
+  auto warning = guard->Observe(*m);
+  if (!warning.ok()) return warning.status();
+  if (!warning->empty()) sink->OnMessage(*warning);
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink,
@@ -816,13 +564,12 @@ absl::Status Trainer::SaveStepCheckpoint(MetricsSink* sink) {
   // Every rank holds the same whole state (it checks so here: a rank whose
   // state drifted would otherwise go unnoticed); rank 0 writes it.
   if (ranks_ != nullptr) {
-    if (!params_->sharded()) {
-      if (auto s = CheckRanksHoldOneState(*ckpt); !s.ok()) return s;
-    }
-    if (ranks_->rank() != 0) {
-      last_checkpoint_step_ = step_;
-      return absl::OkStatus();
-    }
+    if (auto s = sync_->CheckRanksHoldOneState(StateFingerprint(*ckpt), step_); !s.ok())
+      return s;
+  }
+  if (!sync_->writes()) {
+    last_checkpoint_step_ = step_;
+    return absl::OkStatus();
   }
   const std::string& dir = config_.checkpoint_dir();
   const std::string path = StepCheckpointPath(dir, step_);
@@ -862,25 +609,6 @@ absl::StatusOr<EvalMetrics> Trainer::Evaluate() {
   return m;
 }
 
-absl::Status Trainer::CheckRanksHoldOneState(const CheckpointData& ckpt) {
-  uint64_t hash = kFnv1aOffset;
-  for (const TensorData& t : ckpt.tensors()) hash = Fnv1a(t.data(), Fnv1a(t.name(), hash));
-  const std::string mine = absl::StrCat(absl::Hex(hash, absl::kZeroPad16), " scale ",
-                                        ckpt.loss_scale(), " skipped ",
-                                        ckpt.loss_scale_skipped_steps());
-  auto all = ranks_->AllGather(mine);
-  if (!all.ok()) return all.status();
-  for (size_t r = 1; r < all->size(); ++r) {
-    if ((*all)[r] == (*all)[0]) continue;
-    return absl::InternalError(absl::StrCat(
-        "data parallel: rank ", r, "'s training state differs from rank 0's at step ", step_,
-        " (", (*all)[r], " vs ", (*all)[0],
-        "); the ranks must step on the same averaged gradient: does the backend's "
-        "all-reduce give every rank the same bits?"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Trainer::SaveCheckpoint(const std::string& path) {
   return checkpoint_->Save(path, step_);
 }
@@ -908,13 +636,13 @@ FinalReport Trainer::Report() const {
   r.steps = step_;
   r.replayed_steps = replayed_steps_;
   if (ranks_ != nullptr) {
-    r.ranks = ranks_->world_size();
-    r.collective_seconds = collective_seconds();
-    r.collective_calls = collective_calls();
-    r.buckets_exchanged = buckets_exchanged_;
-    r.buckets_in_backward = buckets_in_backward_;
-    r.buckets_started =
-        data_parallel_ != nullptr && data_parallel_->starts_collectives() ? buckets_exchanged_ : 0;
+    const SyncStats sync = sync_->Stats();
+    r.ranks = sync.ranks;
+    r.collective_seconds = sync.collective_seconds;
+    r.collective_calls = sync.collective_calls;
+    r.buckets_exchanged = sync.buckets_exchanged;
+    r.buckets_in_backward = sync.buckets_in_backward;
+    r.buckets_started = sync.buckets_started;
   }
   r.stopped_by_signal = stopped_by_signal_;
   r.stopped_early = eval_policy_->stop();

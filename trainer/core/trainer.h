@@ -9,6 +9,9 @@
 //                          start in loss_scaling_choice.h)
 //   evaluator.h            evaluation
 //   training_checkpoint.h  what a checkpoint holds
+//   trainer/parallel/gradient_sync.h  how the ranks' gradients become one
+//   step_observer.h        per-step features (FP8 scaling, the overflow
+//                          tracer, fault injection)
 #ifndef MANTISSA_TRAINER_CORE_TRAINER_H_
 #define MANTISSA_TRAINER_CORE_TRAINER_H_
 
@@ -25,21 +28,23 @@
 #include "trainer/core/device_choice.h"
 #include "trainer/core/metrics.h"
 #include "trainer/core/phase_times.h"
+#include "trainer/core/step_observer.h"
 #include "trainer/loader/plugin_registry.h"
 
 namespace mnt::trainer {
 
 class BatchSampler;
-class BucketReadiness;
-class DataParallel;
 class DeviceBatch;
-class HostComm;
 class EvalPolicy;
 class Evaluator;
 class Fp8Scaling;
+class GradientSync;
+class HostComm;
 class LossScaling;
 class Optimizer;
 class ParameterStore;
+class SkipGuard;
+class ThroughputMeter;
 class TrainingCheckpoint;
 struct RunPlugins;
 struct StepScalars;
@@ -119,53 +124,22 @@ class Trainer {
 
   absl::Status Init(std::unique_ptr<BatchSource> train_data,
                     std::unique_ptr<BatchSource> eval_data);
+  // Loss scaling, the optimizer, evaluation and checkpoints, once the
+  // parameters and the synchronisation exist.
+  absl::Status InitStep();
+  // The per-step features the run asks for (step_observer.h).
+  void AddObservers();
   // `report`: a sink will get this step's metrics (so reading the device
   // loss scale is allowed).
   absl::Status TrainStep(bool report, StepMetrics* metrics);
-  // This rank's part of the sampler's next global batch (all of it for one
-  // rank): the sampler only ever sees global batches, so N ranks train on
-  // exactly the examples one rank with N times the batch would.
-  std::vector<int64_t> NextLocalBatch();
-  // Data parallel: the overflow a test asks this rank to see
-  // (trainer/parallel/fault_injection.h); nothing otherwise.
-  absl::Status MaybeInjectInfGradient();
-  // --debug_overflow: the tracer's one line once an op made an inf/NaN.
-  absl::Status StopIfTraced();
-  // After a skipped step: the parameters whose gradients hold inf/NaN, in
-  // the order backward reaches them (the model's last first). Under ZeRO-1
-  // a collective: each rank checks its share and the ranks' finds are joined.
-  absl::StatusOr<std::vector<std::string>> NonFiniteGradientParams();
-  // The weights a test asks to fill before this step (fault_injection.h).
-  absl::Status MaybeFillWeights();
-  // Data parallel: the micro-batches' gradients averaged over ranks, in
-  // buckets: all-reduced (ZeRO-0) or reduce-scattered into each rank's
-  // share (ZeRO-1).
-  absl::Status ExchangeGradients();
-  // One bucket of it (b: ShardLayout's bucket index).
-  absl::Status ExchangeBucket(int64_t b);
-  // The model's hand-over of finished gradient slices (ABI 1.11): a C
-  // callback, so errors wait in handover_ until Backward returns.
-  static void OnGradientReady(void* trainer, int64_t param, int64_t first, int64_t count);
-  absl::Status HandleGradientReady(int64_t param, int64_t first, int64_t count);
-  // After Backward: the hand-over's error, or every element handed over.
-  absl::Status FinishHandover();
-  // ZeRO-1: every share's working weights to every rank (no-op unsharded).
-  absl::Status GatherWorkingWeights();
-  // Data parallel: every rank's captured state is the same (fingerprints
-  // compared across ranks), or an error naming the first rank that differs.
-  absl::Status CheckRanksHoldOneState(const CheckpointData& ckpt);
-  // The stop signal, agreed by every rank (any rank's counts).
-  absl::StatusOr<int> AgreedStopSignal();
-  // FP8 delayed scaling: every rank's amax maxed, then the recipe's update
-  // of histories and scales.
-  absl::Status UpdateFp8Scales();
-  // The recipe in one line, printed once when training starts.
-  std::string Fp8Description() const;
-  // Before the first step of a fresh run with a calibrating recipe: one
-  // forward and backward of the uploaded batch that only records amax, and
-  // the update, so step 1 is already scaled.
-  absl::Status CalibrateFp8(const MNT_Tensor& inputs, const MNT_Tensor& targets, float multiplier,
-                            const MNT_Tensor* device_multiplier);
+  // One micro-batch's passes (context_.micro): the forward's loss (the
+  // global batch's mean), and the backward's gradients accumulated.
+  absl::StatusOr<double> Forward();
+  absl::Status Backward();
+  // After a step: its metrics completed, skipped steps named, the
+  // observers' additions, the sinks told, SkipGuard asked.
+  absl::Status ReportStep(MetricsSink* sink, int64_t total, int64_t reads_before,
+                          SkipGuard* guard, ThroughputMeter* meter, StepMetrics* m);
   // Evaluates and checkpoints when step_ is due (or `last`); adds the time
   // it took to *seconds.
   absl::Status EvaluateAndCheckpointIfDue(bool last, MetricsSink* sink, double* seconds);
@@ -186,20 +160,15 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaling> scaling_;
   std::unique_ptr<Evaluator> evaluator_;
-  std::unique_ptr<EvalPolicy> eval_policy_;  // when to evaluate; best; early stop
+  std::unique_ptr<EvalPolicy> eval_policy_;
   std::unique_ptr<TrainingCheckpoint> checkpoint_;
   HostComm* ranks_ = nullptr;
-  std::unique_ptr<DataParallel> data_parallel_;  // before plugins_ goes
-  // Exchange in backward: the buckets backward has finished, and the state
-  // the model's callback sees during one Backward.
-  std::unique_ptr<BucketReadiness> readiness_;
-  struct Handover {
-    bool armed = false;
-    int64_t micro = 0;
-    bool last_micro = false;
-    absl::Status error;
-  } handover_;
-  int64_t buckets_exchanged_ = 0, buckets_in_backward_ = 0;
+  // How the ranks' gradients become one (one rank: nothing to do); before
+  // plugins_ goes (its communicator lives on the backend).
+  std::unique_ptr<GradientSync> sync_;
+  StepObservers observers_;
+  StepContext context_;  // the step in flight, as observers see it
+  bool step_markers_ = true;  // open Backend_StepBegin/StepEnd around steps
   bool loss_scaling_active_ = false;  // the run scales its loss at all
   // The scale is on the device and the model takes it there (ABI 1.6).
   bool device_loss_multiplier_ = false;
@@ -213,7 +182,7 @@ class Trainer {
   int stopped_by_signal_ = 0;
   int64_t last_checkpoint_step_ = -1;  // the step SaveStepCheckpoint last saved
   bool wrote_run_config_ = false;       // <checkpoint_dir>/train_config.txtpb
-  bool fp8_announced_ = false;          // Fp8Description printed
+  bool announced_ = false;              // the observers' announcements said
   PhaseTimes phases_;
   double samples_per_second_ = 0;
   double train_seconds_ = 0;
