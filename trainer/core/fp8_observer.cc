@@ -40,12 +40,12 @@ absl::Status Fp8Observer::OnMicroBatchBegin(const StepContext& c) {
   if (c.step != 1 || c.micro != 0 || !fp8_->delayed() || fp8_->recipe().calibrate == 0) {
     return absl::OkStatus();
   }
-  if (auto s = sdk::ToAbsl(model_->Forward(*c.weights, c.inputs, c.targets, /*training=*/true,
+  if (auto s = sdk::ToAbsl(model_->Forward(c.weights, c.inputs, c.targets, /*training=*/true,
                                             c.loss_out));
       !s.ok())
     return Prefixed(s, "FP8 calibration forward: ");
-  if (auto s = sdk::ToAbsl(model_->Backward(*c.weights, *c.grads, c.loss_multiplier,
-                                             c.device_loss_multiplier, /*accumulate=*/false));
+  if (auto s = sdk::ToAbsl(model_->Backward(c.weights, c.grads, c.loss_multiplier,
+                                             c.DeviceLossMultiplier(), /*accumulate=*/false));
       !s.ok())
     return Prefixed(s, "FP8 calibration backward: ");
   return Update();

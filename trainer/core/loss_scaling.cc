@@ -33,4 +33,21 @@ absl::Status GlobalNormSquared(const LossScalingContext& c, const std::vector<MN
   return c.sum_over_ranks ? c.sum_over_ranks(norm_sq) : absl::OkStatus();
 }
 
+absl::StatusOr<LossMultiplier> StepLossMultiplier(LossScaling& scaling, bool on_device,
+                                                  bool report, int64_t micro_batches) {
+  LossMultiplier m;
+  if (on_device) {
+    auto d = scaling.DeviceLossMultiplier();
+    if (!d.ok()) return d.status();
+    m.device = *d;
+  }
+  if (!m.device.has_value() || report) {
+    auto s = scaling.StepScale();
+    if (!s.ok()) return s.status();
+    m.scale = *s;
+  }
+  m.value = m.scale * (1.0f / static_cast<float>(micro_batches));
+  return m;
+}
+
 }  // namespace mnt::trainer

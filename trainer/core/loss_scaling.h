@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,18 @@ class LossScaling {
   // the scaling runs.
   virtual absl::Status SyncFromPlugin() = 0;
 };
+
+// A step's loss multiplier: scale * (1/micro-batches), as one fp32 product
+// on either side. `on_device`: the scale is on the device and the model
+// takes it there (ABI 1.6), so nothing is read back unless the step is
+// `report`ed (then `scale` is the host copy; else 1).
+struct LossMultiplier {
+  float scale = 1.0f;
+  float value = 1.0f;
+  std::optional<MNT_Tensor> device;
+};
+absl::StatusOr<LossMultiplier> StepLossMultiplier(LossScaling& scaling, bool on_device,
+                                                  bool report, int64_t micro_batches);
 
 }  // namespace mnt::trainer
 

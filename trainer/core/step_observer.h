@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,16 @@ struct StepContext {
   int64_t step = 0;           // the step being taken, from 1
   int64_t micro = 0;          // the micro-batch, from 0
   int64_t micro_batches = 1;  // per step
-  const std::vector<MNT_Tensor>* weights = nullptr;  // as the model reads them
-  const std::vector<MNT_Tensor>* grads = nullptr;    // as backward writes them
-  MNT_Tensor inputs{}, targets{};                    // this micro-batch
-  MNT_Tensor loss_out{};                             // where its forward writes the loss
-  float loss_multiplier = 1;                         // scale / micro-batches
-  const MNT_Tensor* device_loss_multiplier = nullptr;  // the same on the device, or NULL
+  std::vector<MNT_Tensor> weights;  // as the model reads them
+  std::vector<MNT_Tensor> grads;    // as backward writes them
+  MNT_Tensor inputs{}, targets{};   // this micro-batch
+  MNT_Tensor loss_out{};            // where its forward writes the loss
+  float loss_multiplier = 1;        // scale / micro-batches
+  // The same on the device (ABI 1.6), when the model takes it there.
+  std::optional<MNT_Tensor> device_loss_multiplier;
+  const MNT_Tensor* DeviceLossMultiplier() const {
+    return device_loss_multiplier.has_value() ? &*device_loss_multiplier : nullptr;
+  }
 };
 
 // A pass of the model over a micro-batch.

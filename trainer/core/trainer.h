@@ -28,26 +28,14 @@
 #include "trainer/core/device_choice.h"
 #include "trainer/core/metrics.h"
 #include "trainer/core/phase_times.h"
+#include "trainer/core/run_parts.h"
 #include "trainer/core/step_observer.h"
 #include "trainer/loader/plugin_registry.h"
 
 namespace mnt::trainer {
 
-class BatchSampler;
-class DeviceBatch;
-class EvalPolicy;
-class Evaluator;
-class Fp8Scaling;
-class GradientSync;
-class HostComm;
-class LossScaling;
-class Optimizer;
-class ParameterStore;
 class SkipGuard;
 class ThroughputMeter;
-class TrainingCheckpoint;
-struct RunPlugins;
-struct StepScalars;
 
 class Trainer {
  public:
@@ -122,16 +110,17 @@ class Trainer {
  private:
   Trainer() = default;
 
-  absl::Status Init(std::unique_ptr<BatchSource> train_data,
-                    std::unique_ptr<BatchSource> eval_data);
-  // Loss scaling, the optimizer, evaluation and checkpoints, once the
-  // parameters and the synchronisation exist.
-  absl::Status InitStep();
-  // The per-step features the run asks for (step_observer.h).
-  void AddObservers();
   // `report`: a sink will get this step's metrics (so reading the device
   // loss scale is allowed).
   absl::Status TrainStep(bool report, StepMetrics* metrics);
+  // The step's lr and loss multiplier, its tensors, the observers told.
+  absl::Status BeginStep(bool report, StepMetrics* metrics);
+  // Micro-batch context_.micro on the device (this rank's part of the
+  // global batch), the observers told.
+  absl::Status LoadMicroBatch();
+  // Unscale, check, clip; then skip the step or take it (and, under ZeRO-1,
+  // gather the updated shares).
+  absl::Status OptimizerStep(StepMetrics* metrics);
   // One micro-batch's passes (context_.micro): the forward's loss (the
   // global batch's mean), and the backward's gradients accumulated.
   absl::StatusOr<double> Forward();
@@ -148,32 +137,9 @@ class Trainer {
 
   mantissa::TrainConfig config_;
   PluginRegistry* registry_ = nullptr;
-  // Declared first, destroyed last: every buffer below lives on its backend.
-  std::unique_ptr<RunPlugins> plugins_;
-  std::unique_ptr<BatchSource> train_data_, eval_data_;
-  std::unique_ptr<ParameterStore> params_;
-  // FP8 GEMMs (ABI 1.10): the scales the model reads; NULL otherwise.
-  std::unique_ptr<Fp8Scaling> fp8_;
-  std::unique_ptr<DeviceBatch> batch_;
-  std::unique_ptr<StepScalars> scalars_;
-  std::unique_ptr<BatchSampler> sampler_;
-  std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<LossScaling> scaling_;
-  std::unique_ptr<Evaluator> evaluator_;
-  std::unique_ptr<EvalPolicy> eval_policy_;
-  std::unique_ptr<TrainingCheckpoint> checkpoint_;
   HostComm* ranks_ = nullptr;
-  // How the ranks' gradients become one (one rank: nothing to do); before
-  // plugins_ goes (its communicator lives on the backend).
-  std::unique_ptr<GradientSync> sync_;
-  StepObservers observers_;
+  RunParts p_;           // what the run is made of (run_parts.h)
   StepContext context_;  // the step in flight, as observers see it
-  bool step_markers_ = true;  // open Backend_StepBegin/StepEnd around steps
-  bool loss_scaling_active_ = false;  // the run scales its loss at all
-  // The scale is on the device and the model takes it there (ABI 1.6).
-  bool device_loss_multiplier_ = false;
-  std::string loss_scaling_description_;
-  double loss_scale_floor_ = 0;  // the recipe's min_scale, for SkipGuard
 
   int64_t step_ = 0;  // optimizer steps taken (applied or skipped)
   int64_t unreported_step_reads_ = 0;

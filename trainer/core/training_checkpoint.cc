@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/parallel/rank_agreement.h"
 #include "plugins/sdk/absl/status.h"
 
 namespace mnt::trainer {
@@ -453,6 +454,13 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   // Scale, tracker and Adam's step counters follow the restored state to
   // where the scaling runs.
   return p_.scaling->SyncFromPlugin();
+}
+
+std::string TrainingCheckpoint::Fingerprint(const CheckpointData& ckpt) {
+  uint64_t hash = kFnv1aOffset;
+  for (const TensorData& t : ckpt.tensors()) hash = Fnv1a(t.data(), Fnv1a(t.name(), hash));
+  return absl::StrCat(absl::Hex(hash, absl::kZeroPad16), " scale ", ckpt.loss_scale(),
+                      " skipped ", ckpt.loss_scale_skipped_steps());
 }
 
 }  // namespace mnt::trainer

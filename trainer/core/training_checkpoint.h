@@ -65,6 +65,11 @@ class TrainingCheckpoint {
   // Writes a captured state to `path` atomically.
   static absl::Status Write(const std::string& path, const CheckpointData& ckpt);
 
+  // A line that is equal for equal training states (a hash of every
+  // tensor, the loss scale, the skipped steps): what data-parallel ranks
+  // compare to check they hold one state.
+  static std::string Fingerprint(const CheckpointData& ckpt);
+
   // Capture, then Write.
   absl::Status Save(const std::string& path, int64_t step);
 
