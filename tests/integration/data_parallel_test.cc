@@ -320,6 +320,31 @@ TEST(DataParallel, TwoIdenticalRunsGiveTheSameBits) {
   ExpectSameBits(a.checkpoint, b.checkpoint);
 }
 
+TEST(DataParallel, RecordedStepsGiveTheBitsOfStepsRunAsIssued) {
+  // Step markers compose with data parallelism: with record_steps=on the
+  // CPU backend defers a marked step's ops (as the CUDA backend does for
+  // CUDA graphs) and must issue them before each collective reads what they
+  // wrote; the rest of the step runs as issued, and the backend says why
+  // once. A backend that let a collective pass its deferred ops would
+  // average stale gradients: other bits, or a diverging run.
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    const std::string flags = CommonFlags(precision, 8, 12) + " --grad_accum_steps=2";
+    const JobResult off = Train(2, TempDir() + "/record_off_" + precision,
+                                flags + " --backend_options=record_steps=off");
+    const JobResult on = Train(2, TempDir() + "/record_on_" + precision,
+                               flags + " --backend_options=record_steps=on");
+    ASSERT_EQ(off.exit_code, 0) << off.output;
+    ASSERT_EQ(on.exit_code, 0) << on.output;
+    ASSERT_EQ(on.losses.size(), 12u);
+    EXPECT_EQ(on.losses, off.losses);
+    ExpectSameBits(on.checkpoint, off.checkpoint);
+    // The markers were open and the collective issued the deferred ops.
+    EXPECT_NE(on.output.find("a step runs eagerly: Collectives_"), std::string::npos)
+        << on.output;
+  }
+}
+
 TEST(DataParallel, AnOverflowOnOneRankSkipsTheStepOnAll) {
   constexpr int kSteps = 12, kFaultStep = 5;
   const std::string flags = CommonFlags("fp16", 16, kSteps);

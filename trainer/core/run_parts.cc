@@ -35,10 +35,16 @@ void AddObservers(const mantissa::TrainConfig& config, HostComm* ranks, RunParts
     p.observers.Add(std::make_unique<FaultObserver>(&p.plugins->backend->client(), p.params.get(),
                                                    ranks != nullptr ? ranks->rank() : 0));
   }
-  // Data parallel: no markers. A collective is no Backend_Run op, so a
-  // backend that defers a marked step's ops would issue it out of order.
-  // --debug_overflow: none either (every op is read back as it runs).
-  p.step_markers = ranks == nullptr && p.plugins->tracer == nullptr;
+  // Every step is marked, whatever else the run does: a backend issues the
+  // ops a marked step deferred before anything that observes them (a read
+  // to the host, as --debug_overflow makes after every op, or a collective
+  // of its extension, as data parallelism issues), and runs the rest of
+  // that step as issued, saying so once (common/step_session.h). Such steps
+  // are not captured for replay (CUDA graphs): a capture would have to
+  // stop at each collective and resume after it, and the ranks' exchanges
+  // would then sit between captured segments the backend cannot replay on
+  // its own.
+  p.step_markers = true;
 }
 
 // Loss scaling, the optimizer, evaluation and checkpoints, once the

@@ -412,7 +412,9 @@ class BackendPlugin {
   static Status ResolveForExtension(const char* call, MNT_Backend* handle, B** out) {
     Instance* in = nullptr;
     MNT_RETURN_IF_ERROR(Resolve(call, handle, &in));
-    MNT_RETURN_IF_ERROR(in->step.Flush(*in->device, call));
+    MNT_RETURN_IF_ERROR(in->step.Flush(
+        *in->device,
+        sdk::Format("%s (the extension's work is no op a step records)", call).c_str()));
     *out = in->device.get();
     return Status::Ok();
   }

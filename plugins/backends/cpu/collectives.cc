@@ -13,7 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "plugins/backends/common/backend_plugin.h"
 #include "plugins/backends/common/collective_call.h"
+#include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/collective_math.h"
 #include "plugins/backends/cpu/collective_worker.h"
 #include "plugins/sdk/args.h"
@@ -340,11 +342,20 @@ uint64_t Issue(MNT_Communicator* c, const Plan& plan, bool started, Status* ran)
       [comm, plan, started] { return Execute(*comm, plan, /*polite=*/started); });
 }
 
+// A marked step's deferred ops (record_steps=on) are issued before a
+// collective, so it reads what they wrote: a collective is not an op the
+// step can record, and the rest of such a step runs as issued.
+Status IssueDeferredOps(const char* call, MNT_Backend* backend) {
+  CpuBackend* device = nullptr;
+  return backend::BackendPlugin<CpuBackend>::ResolveForExtension(call, backend, &device);
+}
+
 MNT_Error* CollectivesRun(MNT_Collectives_Run_Args* args) {
   return sdk::Guard("Collectives_Run", [&]() -> Status {
     MNT_CHECK_ARGS(MNT_Collectives_Run_Args, args);
     Plan plan;
     MNT_RETURN_IF_ERROR(PlanCollective("Collectives_Run", *args, &plan));
+    MNT_RETURN_IF_ERROR(IssueDeferredOps("Collectives_Run", args->backend));
     // Synchronous, as every CPU op: behind the started ones, then waited.
     Status ran;
     const uint64_t ticket = Issue(args->communicator, plan, /*started=*/false, &ran);
@@ -358,6 +369,7 @@ MNT_Error* CollectivesStart(MNT_Collectives_Start_Args* args) {
     args->work = nullptr;
     Plan plan;
     MNT_RETURN_IF_ERROR(PlanCollective("Collectives_Start", *args, &plan));
+    MNT_RETURN_IF_ERROR(IssueDeferredOps("Collectives_Start", args->backend));
     auto work = std::make_unique<MNT_CollectiveWork>();
     work->ticket = Issue(args->communicator, plan, /*started=*/true, &work->status);
     args->communicator->outstanding.insert(work.get());
