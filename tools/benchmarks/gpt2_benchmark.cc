@@ -50,7 +50,7 @@
 #include "models/gpt2/gpt2_options.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/tensor.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/config/config.h"
 #include "trainer/core/metrics.h"

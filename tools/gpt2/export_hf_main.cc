@@ -27,7 +27,7 @@
 #include "tools/gpt2/run_input.h"
 #include "tools/gpt2/safetensors.h"
 #include "tools/gpt2/sentencepiece_model.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/checkpoint/run_config_file.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/config/user_path.h"

@@ -16,7 +16,7 @@
 #include "models/gpt2/llmc_format.h"
 #include "tools/gpt2/llmc_convert.h"
 #include "tools/gpt2/run_input.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/config/user_path.h"

@@ -13,7 +13,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/gpt2/sentencepiece_model.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/sinks/json.h"
 
 namespace mnt::gpt2 {

@@ -28,7 +28,7 @@
 #include "tools/gpt2/import_tool.h"
 #include "tools/gpt2/llmc_convert.h"
 #include "tools/gpt2/safetensors.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/config/user_path.h"

@@ -7,7 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/checkpoint/run_config_file.h"
 #include "trainer/checkpoint/run_folder.h"

@@ -19,7 +19,7 @@
 #include "absl/flags/usage.h"
 #include "tools/gpt2/run_input.h"
 #include "tools/gpt2/sampler.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/data/sentencepiece_text.h"

@@ -1,7 +1,7 @@
 #include "tools/gpt2/sentencepiece_model.h"
 
 #include "absl/strings/str_cat.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 
 namespace mnt::gpt2 {
 

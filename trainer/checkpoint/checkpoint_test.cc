@@ -9,7 +9,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "plugins/abi/mnt_common.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 
 namespace mnt {
 namespace trainer {

@@ -43,7 +43,7 @@
 #include "trainer/config/flags.h"
 #include "trainer/core/console_reporter.h"
 #include "trainer/core/device_choice.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/checkpoint/checkpoint_history.h"
 #include "trainer/checkpoint/run_config_file.h"

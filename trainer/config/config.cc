@@ -17,7 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/config/user_path.h"
 #include "trainer/text/nearest_name.h"
 

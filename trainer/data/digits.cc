@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/data/idx.h"
 
 namespace mnt {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 #include "trainer/data/token_shards.h"
 
 namespace mnt {

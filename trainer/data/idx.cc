@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 
 namespace mnt {
 namespace trainer {

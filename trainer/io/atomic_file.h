@@ -1,6 +1,6 @@
 // Durable, all-or-nothing file writes (used for checkpoints and dataset caches).
-#ifndef MANTISSA_TRAINER_CHECKPOINT_ATOMIC_FILE_H_
-#define MANTISSA_TRAINER_CHECKPOINT_ATOMIC_FILE_H_
+#ifndef MANTISSA_TRAINER_IO_ATOMIC_FILE_H_
+#define MANTISSA_TRAINER_IO_ATOMIC_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -42,4 +42,4 @@ std::vector<std::string> RemoveStaleTempFiles(const std::string& dir);
 }  // namespace trainer
 }  // namespace mnt
 
-#endif  // MANTISSA_TRAINER_CHECKPOINT_ATOMIC_FILE_H_
+#endif  // MANTISSA_TRAINER_IO_ATOMIC_FILE_H_

@@ -13,7 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "plugins/backends/cuda/testing/gpu_test_support.h"
-#include "plugins/backends/cuda/testing/training_harness.h"
+#include "tests/gpu/training_harness.h"
 #include "trainer/cli/load_datasets.h"
 #include "trainer/config/config.h"
 #include "trainer/core/metrics.h"

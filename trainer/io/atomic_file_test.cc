@@ -1,4 +1,4 @@
-#include "trainer/checkpoint/atomic_file.h"
+#include "trainer/io/atomic_file.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

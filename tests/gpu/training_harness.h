@@ -1,8 +1,8 @@
 // What the GPU tests that train through the real trainer share: where the
 // runfiles and the test's temp dir are, a sink that keeps every step's loss,
 // and a small deterministic word corpus for byte-level GPT-2.
-#ifndef MANTISSA_PLUGINS_BACKENDS_CUDA_TESTING_TRAINING_HARNESS_H_
-#define MANTISSA_PLUGINS_BACKENDS_CUDA_TESTING_TRAINING_HARNESS_H_
+#ifndef MANTISSA_TESTS_GPU_TRAINING_HARNESS_H_
+#define MANTISSA_TESTS_GPU_TRAINING_HARNESS_H_
 
 #include <cstdint>
 #include <cstdlib>
@@ -48,4 +48,4 @@ inline std::string WriteWordCorpus(const std::string& file_name,
 
 }  // namespace mnt::trainer::gpu_testing
 
-#endif  // MANTISSA_PLUGINS_BACKENDS_CUDA_TESTING_TRAINING_HARNESS_H_
+#endif  // MANTISSA_TESTS_GPU_TRAINING_HARNESS_H_
