@@ -9,15 +9,15 @@
 //   - wte has the real vocabulary's rows, not llm.c's padded ones;
 //   - config.json: gelu_new (GELU's tanh form, what the model computes),
 //     layer_norm_epsilon 1e-5, no dropout, tied embeddings.
-#ifndef MANTISSA_TOOLS_GPT2_HF_GPT2_H_
-#define MANTISSA_TOOLS_GPT2_HF_GPT2_H_
+#ifndef MANTISSA_MODELS_GPT2_HF_GPT2_H_
+#define MANTISSA_MODELS_GPT2_HF_GPT2_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "models/gpt2/llmc_format.h"
-#include "tools/gpt2/safetensors.h"
+#include "models/gpt2/safetensors.h"
 
 namespace mnt::gpt2 {
 
@@ -40,4 +40,4 @@ absl::StatusOr<LlmcModel> LlmcFromHf(const std::string& config_json,
 
 }  // namespace mnt::gpt2
 
-#endif  // MANTISSA_TOOLS_GPT2_HF_GPT2_H_
+#endif  // MANTISSA_MODELS_GPT2_HF_GPT2_H_

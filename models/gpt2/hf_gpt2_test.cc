@@ -9,8 +9,8 @@
 
 #include "gtest/gtest.h"
 #include "plugins/backends/common/float_convert.h"
-#include "tools/gpt2/hf_gpt2.h"
-#include "tools/gpt2/safetensors.h"
+#include "models/gpt2/hf_gpt2.h"
+#include "models/gpt2/safetensors.h"
 
 namespace mnt::gpt2 {
 namespace {

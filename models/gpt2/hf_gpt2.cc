@@ -1,4 +1,4 @@
-#include "tools/gpt2/hf_gpt2.h"
+#include "models/gpt2/hf_gpt2.h"
 
 #include <cmath>
 #include <cstring>

@@ -6,8 +6,8 @@
 // to a multiple of 8 bytes, as the reference implementation does; reading
 // checks every offset, size and the coverage of the data (no gaps, no
 // overlap, nothing after the last tensor).
-#ifndef MANTISSA_TOOLS_GPT2_SAFETENSORS_H_
-#define MANTISSA_TOOLS_GPT2_SAFETENSORS_H_
+#ifndef MANTISSA_MODELS_GPT2_SAFETENSORS_H_
+#define MANTISSA_MODELS_GPT2_SAFETENSORS_H_
 
 #include <cstdint>
 #include <map>
@@ -41,4 +41,4 @@ absl::StatusOr<std::vector<SafeTensor>> ParseSafetensors(const std::string& file
 
 }  // namespace mnt::gpt2
 
-#endif  // MANTISSA_TOOLS_GPT2_SAFETENSORS_H_
+#endif  // MANTISSA_MODELS_GPT2_SAFETENSORS_H_

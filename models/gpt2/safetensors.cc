@@ -1,4 +1,4 @@
-#include "tools/gpt2/safetensors.h"
+#include "models/gpt2/safetensors.h"
 
 #include <algorithm>
 #include <cmath>
