@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/plugin_conformance/conformance.h"
-#include "tools/plugin_conformance/host_exchange.h"
+#include "plugins/conformance/conformance.h"
+#include "plugins/conformance/host_exchange.h"
 #include "tools/plugin_info/plugin_probe.h"
 #include "trainer/loader/plugin_registry.h"
 

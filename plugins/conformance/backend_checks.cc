@@ -18,7 +18,7 @@
 #include "plugins/sdk/op_list.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
-#include "tools/plugin_conformance/conformance.h"
+#include "plugins/conformance/conformance.h"
 
 namespace mnt::conformance {
 namespace {

@@ -77,7 +77,7 @@
 #include "plugins/sdk/extension_chain.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
-#include "tools/plugin_conformance/conformance.h"
+#include "plugins/conformance/conformance.h"
 
 namespace mnt::conformance {
 namespace {

@@ -11,8 +11,8 @@
 // is a duplicate), so the two never mix. Every rank must make the same calls
 // in the same order. A failing exchange cannot be recovered from (the other
 // ranks wait in it): it prints why and ends the job (MPI_Abort).
-#ifndef MANTISSA_TOOLS_PLUGIN_CONFORMANCE_HOST_EXCHANGE_H_
-#define MANTISSA_TOOLS_PLUGIN_CONFORMANCE_HOST_EXCHANGE_H_
+#ifndef MANTISSA_PLUGINS_CONFORMANCE_HOST_EXCHANGE_H_
+#define MANTISSA_PLUGINS_CONFORMANCE_HOST_EXCHANGE_H_
 
 #include <cstdint>
 #include <functional>
@@ -78,4 +78,4 @@ class HostExchange {
 
 }  // namespace mnt::conformance
 
-#endif  // MANTISSA_TOOLS_PLUGIN_CONFORMANCE_HOST_EXCHANGE_H_
+#endif  // MANTISSA_PLUGINS_CONFORMANCE_HOST_EXCHANGE_H_

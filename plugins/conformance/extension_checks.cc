@@ -11,7 +11,7 @@
 #include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/extension_chain.h"
 #include "plugins/sdk/status.h"
-#include "tools/plugin_conformance/conformance.h"
+#include "plugins/conformance/conformance.h"
 
 namespace mnt::conformance {
 

@@ -23,7 +23,7 @@
 #include "plugins/sdk/plugin_error.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
-#include "tools/plugin_conformance/conformance.h"
+#include "plugins/conformance/conformance.h"
 
 namespace mnt::conformance {
 namespace {

@@ -35,8 +35,8 @@
 //            accumulate semantics, and a save/load round trip (params read
 //            back through the backend into a fresh model give the identical
 //            loss).
-#ifndef MANTISSA_TOOLS_PLUGIN_CONFORMANCE_CONFORMANCE_H_
-#define MANTISSA_TOOLS_PLUGIN_CONFORMANCE_CONFORMANCE_H_
+#ifndef MANTISSA_PLUGINS_CONFORMANCE_CONFORMANCE_H_
+#define MANTISSA_PLUGINS_CONFORMANCE_CONFORMANCE_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -44,7 +44,7 @@
 #include <utility>
 
 #include "plugins/abi/mantissa.h"
-#include "tools/plugin_conformance/host_exchange.h"
+#include "plugins/conformance/host_exchange.h"
 
 namespace mnt::conformance {
 
@@ -122,4 +122,4 @@ void RunConformance(const MNT_Plugin_Api* plugin, const std::string& options,
 
 }  // namespace mnt::conformance
 
-#endif  // MANTISSA_TOOLS_PLUGIN_CONFORMANCE_CONFORMANCE_H_
+#endif  // MANTISSA_PLUGINS_CONFORMANCE_CONFORMANCE_H_

@@ -1,4 +1,4 @@
-#include "tools/plugin_conformance/host_exchange.h"
+#include "plugins/conformance/host_exchange.h"
 
 #include <cerrno>
 #include <chrono>

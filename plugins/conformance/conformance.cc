@@ -1,4 +1,4 @@
-#include "tools/plugin_conformance/conformance.h"
+#include "plugins/conformance/conformance.h"
 
 namespace mnt::conformance {
 
