@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -139,6 +140,26 @@ TEST(RunFolderTest, AFailedStartLeavesNoFolder) {
   ExpectOneLineError(Train("--run_name=typo --text_path=" + TempDir() + "/no_such.txt"),
                      "no_such.txt");
   EXPECT_FALSE(fs::exists(Runs() + "/typo"));
+}
+
+TEST(RunFolderTest, ADryRunSaysWhatTheRunTakesAndWritesNothing) {
+  fs::remove_all(Runs());
+  const std::string run = std::string(kMlp) + "--batch_size=32 --steps=2 ";
+  Result dry = Train(run + "--dry_run");
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_FALSE(fs::exists(Runs())) << "a dry run made a run folder";
+  Result real = Train(run + "--checkpoint_dir=none");
+  ASSERT_EQ(real.exit_code, 0) << real.err;
+  // The dry run's total is the run's measured peak (the report's "total"
+  // row: current, then peak), as both print it.
+  std::smatch dry_total, run_total;
+  ASSERT_TRUE(std::regex_search(dry.out, dry_total,
+                                std::regex("\\n  total +([0-9.]+ [KMG]?i?B)\\n")))
+      << dry.out;
+  ASSERT_TRUE(std::regex_search(real.out, run_total,
+                                std::regex("\\ntotal +[0-9.]+ [KMG]?i?B +([0-9.]+ [KMG]?i?B)\\n")))
+      << real.out;
+  EXPECT_EQ(dry_total[1].str(), run_total[1].str());
 }
 
 TEST(RunFolderTest, OneWriterAtATime) {

@@ -1,6 +1,6 @@
 // estimate: "Will it fit?" Device memory by category per precision and
 // batch size, before the run, from the plugins' own plans; nothing large is
-// allocated (tools/memory/memory_estimate.h says where each figure comes
+// allocated (trainer/dryrun/memory_estimate.h says where each figure comes
 // from).
 //
 //   tools/bazel run //tools/memory:estimate -- --model=gpt2
@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "models/gpt2/gpt2_options.h"
-#include "tools/memory/memory_estimate.h"
+#include "trainer/dryrun/memory_estimate.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/loader/plugin_registry.h"
 

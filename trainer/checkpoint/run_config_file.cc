@@ -54,13 +54,15 @@ std::string RunConfigText(const TrainConfig& config) {
   saved.clear_resume_from();
   saved.clear_eval_only();
   saved.clear_overwrite_output_dir();
+  saved.clear_dry_run();
   // Every field, zeros included: read back on top of the defaults, an
   // explicit 0 (--eval_every=0) must stay 0. The invocation's own fields
   // are left out (they read back as their defaults).
   std::string text;
   for (absl::string_view line : absl::StrSplit(ConfigToText(saved), '\n', absl::SkipEmpty())) {
     if (absl::StartsWith(line, "resume") || absl::StartsWith(line, "eval_only:") ||
-        absl::StartsWith(line, "overwrite_output_dir:")) {
+        absl::StartsWith(line, "overwrite_output_dir:") ||
+        absl::StartsWith(line, "dry_run:")) {
       continue;
     }
     absl::StrAppend(&text, line, "\n");

@@ -52,7 +52,7 @@ const std::vector<Topic>& Topics() {
         "metrics_jsonl", "tensorboard_dir", "checkpoint_dir", "output_dir", "checkpoint_every",
         "save_steps", "save_total_limit",
         "run_name", "resume", "resume_if_exists", "resume_from", "resume_from_checkpoint",
-        "eval_only"}},
+        "eval_only", "dry_run"}},
       {"Data parallel (mpirun -np N bazel-bin/trainer/cli/train ...)",
        {"data_parallel", "bucket_mb", "zero_stage", "exchange_in_backward"}},
       {"Files", {"config", "plugin_path", "verbose"}},

@@ -27,6 +27,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "trainer/cli/data_flags.h"
+#include "trainer/cli/dry_run.h"
 #include "trainer/cli/eval_only.h"
 #include "trainer/cli/help.h"
 #include "trainer/cli/precision_probe.h"
@@ -274,7 +275,7 @@ int Run(int original_argc, char** original_argv) {
   // The folder this run writes: rank 0 claims it (a fresh default name, or
   // the one given, refused when it holds another run's work) and holds its
   // lock; every rank learns it.
-  if (config->eval_only()) {
+  if (config->eval_only() || config->dry_run()) {
     config->set_checkpoint_dir("");
   } else {
     std::string dir;
@@ -311,6 +312,13 @@ int Run(int original_argc, char** original_argv) {
   // A subword model goes with the run's checkpoints (run_config_file.h).
   if (!data->tokenizer_model.empty()) {
     config->mutable_data()->set_tokenizer_model(data->tokenizer_model);
+  }
+
+  // --dry_run: what the run would take, and nothing else.
+  if (config->dry_run()) {
+    if (auto s = PrintDryRun(*config, &registry, world, data->train->spec(), stdout); !s.ok())
+      return Fail(s);
+    return 0;
   }
 
   // --precision=auto: a resumed run keeps its checkpoint's precision; a new

@@ -130,6 +130,11 @@ ABSL_FLAG(int64_t, checkpoint_every, 0, "Checkpoint every N steps; 0 = only at t
 ABSL_FLAG(bool, resume, false, "Resume from <checkpoint_dir>/latest (the run's own folder by default); an error when there is none, unless --resume=if_exists");
 ABSL_FLAG(bool, resume_if_exists, false, "With --resume: start fresh when there is no checkpoint (--resume=if_exists sets both)");
 ABSL_FLAG(std::string, resume_from, "", "Resume from this checkpoint file, or a checkpoint directory's latest");
+ABSL_FLAG(bool, dry_run, false,
+          "Print the device memory this run would take, by category (weights, master weights, "
+          "gradients, optimizer state, activations, workspace, data), and exit without training "
+          "or making a run folder; //tools/memory:estimate tables other batch sizes and "
+          "precisions");
 ABSL_FLAG(bool, eval_only, false,
           "Evaluate the checkpoint of --resume_from (or --resume) on the validation data: loss, "
           "perplexity, accuracy; then exit, training nothing");
@@ -277,6 +282,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(overwrite_output_dir, c->set_overwrite_output_dir(v)),
       MNT_BIND(resume_if_exists, c->set_resume_if_exists(v)),
       MNT_BIND(eval_only, c->set_eval_only(v)),
+      MNT_BIND(dry_run, c->set_dry_run(v)),
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
       MNT_BIND(zero_stage, c->set_zero_stage(v)),

@@ -34,8 +34,8 @@
 //
 // The trainer's report counts master gradients under "gradients"; here
 // they are a row of their own.
-#ifndef MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
-#define MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
+#ifndef MANTISSA_TRAINER_DRYRUN_MEMORY_ESTIMATE_H_
+#define MANTISSA_TRAINER_DRYRUN_MEMORY_ESTIMATE_H_
 
 #include <cstdint>
 #include <memory>
@@ -120,6 +120,9 @@ class MemoryEstimator {
                                        int64_t limit);
 
   const EstimateSetup& setup() const { return setup_; }
+  // The backend's device memory (Backend_GetInfo's total), 0 when it does
+  // not say.
+  int64_t device_memory_bytes() const;
 
  private:
   MemoryEstimator(EstimateSetup setup, trainer::PluginRegistry* registry)
@@ -134,4 +137,4 @@ class MemoryEstimator {
 
 }  // namespace mnt::memory
 
-#endif  // MANTISSA_TOOLS_MEMORY_MEMORY_ESTIMATE_H_
+#endif  // MANTISSA_TRAINER_DRYRUN_MEMORY_ESTIMATE_H_

@@ -1,4 +1,4 @@
-#include "tools/memory/counting_backend.h"
+#include "trainer/dryrun/counting_backend.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

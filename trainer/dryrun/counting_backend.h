@@ -10,8 +10,8 @@
 //
 // One CountingBackend at a time per process (the plugin table's functions
 // carry no state of their own); not thread-safe, as a backend instance.
-#ifndef MANTISSA_TOOLS_MEMORY_COUNTING_BACKEND_H_
-#define MANTISSA_TOOLS_MEMORY_COUNTING_BACKEND_H_
+#ifndef MANTISSA_TRAINER_DRYRUN_COUNTING_BACKEND_H_
+#define MANTISSA_TRAINER_DRYRUN_COUNTING_BACKEND_H_
 
 #include <cstdint>
 #include <map>
@@ -83,4 +83,4 @@ class CountingBackend {
 
 }  // namespace mnt::memory
 
-#endif  // MANTISSA_TOOLS_MEMORY_COUNTING_BACKEND_H_
+#endif  // MANTISSA_TRAINER_DRYRUN_COUNTING_BACKEND_H_

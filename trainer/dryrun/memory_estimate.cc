@@ -1,4 +1,4 @@
-#include "tools/memory/memory_estimate.h"
+#include "trainer/dryrun/memory_estimate.h"
 
 #include <algorithm>
 #include <tuple>
@@ -12,7 +12,7 @@
 #include "plugins/sdk/op_list.h"
 #include "plugins/sdk/precision_client.h"
 #include "plugins/sdk/tensor.h"
-#include "tools/memory/counting_backend.h"
+#include "trainer/dryrun/counting_backend.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/optimizer.h"
 #include "trainer/core/parameters.h"
@@ -359,6 +359,12 @@ absl::StatusOr<int64_t> MemoryEstimator::LargestBatch(const std::string& precisi
     (*at ? lo : hi) = mid;
   }
   return lo;
+}
+
+int64_t MemoryEstimator::device_memory_bytes() const {
+  MNT_Backend_GetInfo_Args info;
+  if (!backend_->GetInfo(&info).ok()) return 0;
+  return info.total_memory_bytes;
 }
 
 }  // namespace mnt::memory

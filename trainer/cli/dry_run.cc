@@ -1,0 +1,78 @@
+#include "trainer/cli/dry_run.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "trainer/dryrun/memory_estimate.h"
+
+namespace mnt::trainer {
+namespace {
+
+std::string Bytes(int64_t b) {
+  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", b / 1073741824.0);
+  if (b >= (int64_t{1} << 20)) return absl::StrFormat("%.2f MiB", b / 1048576.0);
+  if (b >= 1024) return absl::StrFormat("%.1f KiB", b / 1024.0);
+  return absl::StrFormat("%d B", b);
+}
+
+}  // namespace
+
+absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, int64_t ranks,
+                         const MNT_DataSpec& spec, FILE* out) {
+  memory::EstimateSetup setup;
+  setup.device = config.device();
+  setup.backend_options = config.backend_options();
+  setup.model = config.model();
+  setup.model_options = config.model_options();
+  setup.data_spec = spec;
+  setup.optimizer = config.optimizer().name();
+  setup.precision_options = config.precision_options();
+  setup.ranks = static_cast<int>(ranks);
+  setup.zero_stage = static_cast<int>(config.zero_stage());
+  setup.bucket_mb = config.bucket_mb();
+  auto estimator = memory::MemoryEstimator::Create(setup, registry);
+  if (!estimator.ok()) return estimator.status();
+  // --precision=auto chooses among these by measuring; fp8 only when asked.
+  const std::vector<std::string> precisions =
+      config.precision() == "auto" ? std::vector<std::string>{"fp32", "tf32", "bf16", "fp16"}
+                                   : std::vector<std::string>{config.precision()};
+  std::vector<memory::MemoryEstimate> estimates;
+  for (const std::string& p : precisions) {
+    auto e = (*estimator)->Estimate(p, config.batch_size());
+    if (!e.ok()) return e.status();
+    estimates.push_back(*e);
+  }
+  const int64_t device = (*estimator)->device_memory_bytes();
+  std::fprintf(out, "dry run: %s%s on the %s backend, batch size %lld%s, %lld parameters\n",
+               config.model().c_str(),
+               config.model_options().empty() ? ""
+                                              : (" (" + config.model_options() + ")").c_str(),
+               config.device().c_str(), static_cast<long long>(config.batch_size()),
+               ranks > 1 ? absl::StrCat(" per rank, one rank of ", ranks).c_str() : "",
+               static_cast<long long>(estimates[0].num_parameters));
+  std::string header = absl::StrFormat("  %-18s", "memory");
+  for (const memory::MemoryEstimate& e : estimates) absl::StrAppendFormat(&header, "%14s", e.precision);
+  std::fprintf(out, "%s\n", header.c_str());
+  for (size_t r = 0; r < estimates[0].Rows().size(); ++r) {
+    std::string line = absl::StrFormat("  %-18s", estimates[0].Rows()[r].first);
+    for (const memory::MemoryEstimate& e : estimates) {
+      absl::StrAppendFormat(&line, "%14s", Bytes(e.Rows()[r].second));
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+  if (device > 0) {
+    std::string line = absl::StrFormat("  %-18s", absl::StrCat("of ", Bytes(device)));
+    for (const memory::MemoryEstimate& e : estimates) {
+      absl::StrAppendFormat(&line, "%14s", e.total() <= device ? "fits" : "does not fit");
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+  std::fprintf(out,
+               "nothing was trained or written (--dry_run); other batch sizes and precisions: "
+               "tools/bazel run //tools/memory:estimate\n");
+  return absl::OkStatus();
+}
+
+}  // namespace mnt::trainer
