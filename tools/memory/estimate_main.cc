@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/text/byte_size.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "models/gpt2/gpt2_options.h"
@@ -67,12 +68,6 @@ constexpr const char* kUsage =
 // Mixed precision is compared with fp32 up to this batch size.
 constexpr int64_t kBreakEvenLimit = 4096;
 
-std::string Bytes(int64_t b) {
-  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", b / 1073741824.0);
-  if (b >= (int64_t{1} << 20)) return absl::StrFormat("%.2f MiB", b / 1048576.0);
-  if (b >= 1024) return absl::StrFormat("%.1f KiB", b / 1024.0);
-  return absl::StrFormat("%d B", b);
-}
 
 absl::StatusOr<std::vector<int64_t>> ParseInts(const std::string& flag, const std::string& text,
                                                int64_t min) {
@@ -232,7 +227,7 @@ absl::Status Run(const std::string& argv0) {
       for (size_t r = 0; r < rows; ++r) {
         absl::StrAppendFormat(&out, "  %-18s", row[0].Rows()[r].first);
         for (const MemoryEstimate& e : row) {
-          absl::StrAppendFormat(&out, "%19s", Bytes(e.Rows()[r].second));
+          absl::StrAppendFormat(&out, "%19s", mnt::trainer::FormatBytes(e.Rows()[r].second));
         }
         out += "\n";
       }
@@ -253,9 +248,9 @@ absl::Status Run(const std::string& argv0) {
             "  (%s: optimizer_state holds %s of FP8 scales and amax, %d slot%s x 3 roles, "
             "history %d; activations %s of FP8 GEMM inputs kept for the backward; workspace %s "
             "of FP8 GEMM operand copies%s)\n",
-            e.precision, Bytes(e.fp8_scaling_state), e.fp8_slots, e.fp8_slots == 1 ? "" : "s",
-            e.fp8_history, Bytes(e.fp8_kept_inputs),
-            Bytes(e.fp8_scratch),
+            e.precision, mnt::trainer::FormatBytes(e.fp8_scaling_state), e.fp8_slots, e.fp8_slots == 1 ? "" : "s",
+            e.fp8_history, mnt::trainer::FormatBytes(e.fp8_kept_inputs),
+            mnt::trainer::FormatBytes(e.fp8_scratch),
             e.fp8_forward_only ? ", an evaluation's: the model does not train at this batch size"
                                : "");
       }

@@ -5,19 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/text/byte_size.h"
 #include "trainer/dryrun/memory_estimate.h"
 
 namespace mnt::trainer {
-namespace {
-
-std::string Bytes(int64_t b) {
-  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", b / 1073741824.0);
-  if (b >= (int64_t{1} << 20)) return absl::StrFormat("%.2f MiB", b / 1048576.0);
-  if (b >= 1024) return absl::StrFormat("%.1f KiB", b / 1024.0);
-  return absl::StrFormat("%d B", b);
-}
-
-}  // namespace
 
 absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, int64_t ranks,
                          const MNT_DataSpec& spec, FILE* out) {
@@ -58,12 +49,12 @@ absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, in
   for (size_t r = 0; r < estimates[0].Rows().size(); ++r) {
     std::string line = absl::StrFormat("  %-18s", estimates[0].Rows()[r].first);
     for (const memory::MemoryEstimate& e : estimates) {
-      absl::StrAppendFormat(&line, "%14s", Bytes(e.Rows()[r].second));
+      absl::StrAppendFormat(&line, "%14s", FormatBytes(e.Rows()[r].second));
     }
     std::fprintf(out, "%s\n", line.c_str());
   }
   if (device > 0) {
-    std::string line = absl::StrFormat("  %-18s", absl::StrCat("of ", Bytes(device)));
+    std::string line = absl::StrFormat("  %-18s", absl::StrCat("of ", FormatBytes(device)));
     for (const memory::MemoryEstimate& e : estimates) {
       absl::StrAppendFormat(&line, "%14s", e.total() <= device ? "fits" : "does not fit");
     }

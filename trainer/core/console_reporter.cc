@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "trainer/text/byte_size.h"
 #include "trainer/parallel/launch.h"
 
 namespace mnt::trainer {
@@ -220,14 +221,6 @@ void ConsoleReporter::OnEval(const EvalMetrics& m) {
 // how far it is.
 void ConsoleReporter::OnMessage(const std::string& line) { PrintAboveBar(line); }
 
-namespace {
-std::string Bytes(int64_t b) {
-  if (b >= (int64_t{1} << 30)) return absl::StrFormat("%.2f GiB", b / 1073741824.0);
-  if (b >= (int64_t{1} << 20)) return absl::StrFormat("%.2f MiB", b / 1048576.0);
-  if (b >= 1024) return absl::StrFormat("%.1f KiB", b / 1024.0);
-  return absl::StrFormat("%d B", b);
-}
-}  // namespace
 
 std::string FormatFinalReport(const FinalReport& r) {
   std::string s;
@@ -265,8 +258,8 @@ std::string FormatFinalReport(const FinalReport& r) {
           r.bytes_optimizer_state);
   absl::StrAppendFormat(&s, "\n%-16s %12s %12s\n", "memory", "current", "peak");
   for (const MemoryLine& m : r.memory) {
-    absl::StrAppendFormat(&s, "%-16s %12s %12s\n", m.category, Bytes(m.current_bytes),
-                          Bytes(m.peak_bytes));
+    absl::StrAppendFormat(&s, "%-16s %12s %12s\n", m.category, FormatBytes(m.current_bytes),
+                          FormatBytes(m.peak_bytes));
   }
   if (!r.slow_paths.empty()) {
     absl::StrAppend(&s, "\nslow paths the backend took (calls x kind: shape)\n");
