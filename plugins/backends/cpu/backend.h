@@ -70,7 +70,8 @@ class CpuBackend {
   // samples the other processes' runnable threads.
   void OnStepBegin();
   void OnStepEnd();
-  // ABI 1.8 slow paths (Backend_GetInfo): steps run below the pool.
+  // ABI 1.8 slow paths (Backend_GetInfo): 16-bit convolutions run in fp32
+  // (onednn_conv.h) and steps run below the pool.
   std::string SlowPathReport() const;
 
  private:
