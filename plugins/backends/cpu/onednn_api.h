@@ -24,7 +24,6 @@ namespace mnt::cpu::onednn {
   X(dnnl_memory_desc_init_by_tag)           \
   X(dnnl_memory_create)                     \
   X(dnnl_memory_set_data_handle)            \
-  X(dnnl_memory_get_data_handle)            \
   X(dnnl_memory_destroy)                    \
   X(dnnl_matmul_desc_init)                  \
   X(dnnl_dilated_convolution_forward_desc_init) \

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "plugins/backends/cpu/channel_transpose.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/sdk/tensor.h"
@@ -112,23 +111,6 @@ Status OneDnnConv::BindArg(dnnl_primitive_desc_t pd, dnnl_query_t query, int dnn
   if (api_->dnnl_memory_desc_equal(md, &user_md)) return Status::Ok();
   MNT_DNNL_(api_->dnnl_memory_create(&a.inner, md, engine_, DNNL_MEMORY_ALLOCATE),
             "layout memory");
-  if (user_md.ndims == 4 && dnnl_arg != DNNL_ARG_WEIGHTS && dnnl_arg != DNNL_ARG_DIFF_WEIGHTS) {
-    dnnl_memory_desc_t nhwc;
-    MNT_DNNL_(api_->dnnl_memory_desc_init_by_tag(&nhwc, 4, user_md.dims, user_md.data_type,
-                                                 dnnl_nhwc),
-              "NHWC descriptor");
-    const size_t element_size = user_md.data_type == dnnl_f32 ? 4 : 2;
-    if (api_->dnnl_memory_desc_equal(md, &nhwc) &&
-        (user_md.data_type == dnnl_f32 || user_md.data_type == dnnl_bf16 ||
-         user_md.data_type == dnnl_f16)) {
-      a.nhwc = true;
-      a.n = user_md.dims[0];
-      a.channels = user_md.dims[1];
-      a.pixels = user_md.dims[2] * user_md.dims[3];
-      a.element_size = element_size;
-      return Check(api_->dnnl_memory_get_data_handle(a.inner, &a.inner_data), "layout memory");
-    }
-  }
   dnnl_primitive_desc_t rpd = nullptr;
   MNT_DNNL_(api_->dnnl_reorder_primitive_desc_create(&rpd, output ? md : &user_md, engine_,
                                                      output ? &user_md : md, engine_, nullptr),
@@ -273,9 +255,7 @@ Status OneDnnConv::Execute(Primitive* p, const std::vector<void*>& data) {
     Arg& a = p->args[i];
     MNT_DNNL_(api_->dnnl_memory_set_data_handle(a.user, data[i]), "memory handle");
     args.push_back({a.dnnl_arg, a.inner != nullptr ? a.inner : a.user});
-    if (!a.output && a.nhwc) {
-      NchwToNhwc(data[i], a.inner_data, a.n, a.channels, a.pixels, a.element_size);
-    } else if (!a.output && a.reorder != nullptr) {
+    if (!a.output && a.reorder != nullptr) {
       dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a.user}, {DNNL_ARG_TO, a.inner}};
       MNT_DNNL_(api_->dnnl_primitive_execute(a.reorder, stream_, 2, r), "input reorder");
     }
@@ -283,11 +263,8 @@ Status OneDnnConv::Execute(Primitive* p, const std::vector<void*>& data) {
   MNT_DNNL_(api_->dnnl_primitive_execute(p->primitive, stream_, static_cast<int>(args.size()),
                                          args.data()),
             "convolution");
-  for (size_t i = 0; i < p->args.size(); ++i) {
-    Arg& a = p->args[i];
-    if (a.output && a.nhwc) {
-      NhwcToNchw(a.inner_data, data[i], a.n, a.channels, a.pixels, a.element_size);
-    } else if (a.output && a.reorder != nullptr) {
+  for (Arg& a : p->args) {
+    if (a.output && a.reorder != nullptr) {
       dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, a.inner}, {DNNL_ARG_TO, a.user}};
       MNT_DNNL_(api_->dnnl_primitive_execute(a.reorder, stream_, 2, r), "output reorder");
     }

@@ -76,12 +76,6 @@ class OneDnnConv {
     dnnl_memory_t user = nullptr;
     dnnl_memory_t inner = nullptr;    // null: the primitive reads `user`
     dnnl_primitive_t reorder = nullptr;
-    // An activation oneDNN wants as NHWC: moved by channel_transpose.h
-    // instead of `reorder` (null then); `inner` holds [n, pixels, channels].
-    bool nhwc = false;
-    int64_t n = 0, channels = 0, pixels = 0;
-    size_t element_size = 0;
-    void* inner_data = nullptr;
   };
   struct Primitive {
     bool supported = false;
