@@ -3,7 +3,7 @@
 #include <cmath>
 #include <utility>
 
-#include "models/common/views.h"
+#include "plugins/sdk/model/views.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::gpt2 {

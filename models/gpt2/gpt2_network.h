@@ -1,5 +1,5 @@
 // Mantissa GPT-2 model: the network (parameter specs, forward, backward),
-// written against the op facade (models/common/ops.h), so it runs on any
+// written against the op facade (plugins/sdk/model/ops.h), so it runs on any
 // backend with the ABI 1.2 attention ops, and uses the ABI 1.6 fused ops
 // (GELU/dGELU/bias-gradient GEMM epilogues, the in-place classifier) where
 // the backend supports them (option fused=0 turns them off).
@@ -21,11 +21,11 @@
 #include <memory>
 #include <vector>
 
-#include "models/common/create_args.h"
-#include "models/common/device_arena.h"
-#include "models/common/model_io.h"
-#include "models/common/ops.h"
-#include "models/common/param_spec.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/device_arena.h"
+#include "plugins/sdk/model/model_io.h"
+#include "plugins/sdk/model/ops.h"
+#include "plugins/sdk/model/param_spec.h"
 #include "models/gpt2/gpt2_options.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/status.h"

@@ -1,5 +1,5 @@
 // Mantissa MLP model: the network itself (parameter specs, forward,
-// backward), written against the op facade (models/common/ops.h) so it runs
+// backward), written against the op facade (plugins/sdk/model/ops.h) so it runs
 // on any backend.
 //
 // Layer k computes z_k = x_k @ W_k + b_k with W_k stored [in, out] (so no
@@ -13,11 +13,11 @@
 #include <memory>
 #include <vector>
 
-#include "models/common/create_args.h"
-#include "models/common/device_arena.h"
-#include "models/common/model_io.h"
-#include "models/common/ops.h"
-#include "models/common/param_spec.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/device_arena.h"
+#include "plugins/sdk/model/model_io.h"
+#include "plugins/sdk/model/ops.h"
+#include "plugins/sdk/model/param_spec.h"
 #include "models/mlp/mlp_options.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/status.h"

@@ -9,18 +9,18 @@
 //   const ModelSetup& setup() const;                      // create_args.h
 // and a plugin exposes ModelApi<Network, kName>::Get() and ::Extensions() in
 // its MNT_Plugin_Api.
-#ifndef MANTISSA_MODELS_COMMON_MODEL_API_H_
-#define MANTISSA_MODELS_COMMON_MODEL_API_H_
+#ifndef MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
+#define MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "models/common/create_args.h"
-#include "models/common/model_io.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/model_io.h"
 #include "plugins/sdk/status.h"
 
 // The opaque model handle, defined once for every in-tree model so that
@@ -221,4 +221,4 @@ class ModelApi {
 
 }  // namespace mnt::models
 
-#endif  // MANTISSA_MODELS_COMMON_MODEL_API_H_
+#endif  // MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
