@@ -36,6 +36,10 @@ using models::ParamSpec;
 
 class CnnNetwork {
  public:
+  // What it trains on (ABI 1.12; the trainer refuses other data): images
+  // [H, W] or [C, H, W].
+  static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_IMAGES};
+
   static sdk::Status Create(const MNT_Model_Create_Args& args,
                             std::unique_ptr<CnnNetwork>* out);
 

@@ -26,6 +26,7 @@
 #include "plugins/sdk/model/model_io.h"
 #include "plugins/sdk/model/ops.h"
 #include "plugins/sdk/model/param_spec.h"
+#include "plugins/sdk/model/recompute.h"
 #include "models/gpt2/gpt2_options.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/status.h"
@@ -46,6 +47,10 @@ std::vector<ParamSpec> Gpt2ParamSpecs(const Gpt2Config& config,
 
 class Gpt2Network {
  public:
+  // What it trains on (ABI 1.12; the trainer refuses other data): token
+  // sequences.
+  static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_TOKENS};
+
   static sdk::Status Create(const MNT_Model_Create_Args& args,
                             std::unique_ptr<Gpt2Network>* out);
 
@@ -134,7 +139,8 @@ class Gpt2Network {
   int64_t t_ = 0;  // the data's sequence length (<= config.seq_len)
 
   models::DeviceArena activations_;
-  std::vector<BlockSlots> blocks_;  // L, or 1 with checkpointing
+  models::Recompute recompute_;     // checkpointing: blocks recomputed in Backward
+  std::vector<BlockSlots> blocks_;  // recompute_.sets(): L, or 1 with checkpointing
   std::vector<Slot> residual_;      // L + 1 block inputs/outputs
   Slot lnf_, meanf_, rstdf_, logits_;
   // Gradient scratch (dlogits_ only without the fused classifier).

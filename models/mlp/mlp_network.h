@@ -28,6 +28,10 @@ using models::ParamSpec;
 
 class MlpNetwork {
  public:
+  // What it trains on (ABI 1.12; the trainer refuses other data): feature
+  // vectors, and images (flattened).
+  static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_FEATURES, MNT_DATA_KIND_IMAGES};
+
   // Validates `args` (options, data spec, precision, backend) and allocates
   // the activations for args.max_batch_size.
   static sdk::Status Create(const MNT_Model_Create_Args& args,

@@ -1,5 +1,6 @@
-// The C entry points of MNT_Model_Api for an in-tree model, written once:
-// argument checks, then the model's Network class.
+// The C entry points of MNT_Model_Api, written once for a model built on
+// the SDK's model layer: argument checks, the FP8 pass around each call,
+// then the model's Network class.
 //
 // A Network provides
 //   static sdk::Status Create(const MNT_Model_Create_Args&, std::unique_ptr<Network>*);
@@ -7,8 +8,19 @@
 //   sdk::Status Forward(const ForwardCall&);              // model_io.h
 //   sdk::Status Backward(const BackwardCall&);
 //   const ModelSetup& setup() const;                      // create_args.h
-// and a plugin exposes ModelApi<Network, kName>::Get() and ::Extensions() in
-// its MNT_Plugin_Api.
+//   static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_..., ...};
+// (kDataKinds: the kinds of data it trains on, ABI 1.12) and a plugin
+// exposes ModelApi<Network, kName>::Get() and ::Extensions() in its
+// MNT_Plugin_Api:
+//
+//   constexpr char kName[] = "resmlp";
+//   using Api = mnt::models::ModelApi<ResMlp, kName>;
+//   const MNT_Plugin_Api* ResMlpPluginApi() {
+//     static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
+//         MNT_PLUGIN_KIND_MODEL, kName, "a residual MLP", nullptr, nullptr,
+//         Api::Get(), nullptr, Api::Extensions());
+//     return &api;
+//   }
 #ifndef MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
 #define MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
 
@@ -23,8 +35,8 @@
 #include "plugins/sdk/model/model_io.h"
 #include "plugins/sdk/status.h"
 
-// The opaque model handle, defined once for every in-tree model so that
-// several models can be linked into one binary (tests, tools).
+// The opaque model handle, defined once for every model built on this layer
+// so that several models can be linked into one binary (tests, tools).
 struct MNT_Model {
   virtual ~MNT_Model() = default;
 };
@@ -48,16 +60,19 @@ class ModelApi {
   }
 
   // The plugin's extension chain for MNT_Plugin_Api (sdk::MakePluginApi's
-  // last argument): the capabilities every in-tree model offers, here in
-  // Backward (ABI 1.6's loss_multiplier_device), FP8 GEMMs (1.10) and the
-  // gradient hand-over (1.11: every Network's Backward calls
-  // BackwardCall::Ready for each gradient region after its last write).
+  // last argument): the capabilities every model on this layer offers,
+  // here in Backward (ABI 1.6's loss_multiplier_device), FP8 GEMMs (1.10:
+  // every Linear of the facade) and the gradient hand-over (1.11: the
+  // Network's Backward calls BackwardCall::Ready for each gradient region
+  // after its last write), then the kinds of data it takes (1.12, the
+  // Network's kDataKinds).
   static MNT_Extension_Base* Extensions() {
+    static MNT_ModelData_Extension data = sdk::MakeModelDataExtension(Network::kDataKinds);
     static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER,
                                                 MNT_CAPABILITY_MODEL_FP8_GEMMS,
                                                 MNT_CAPABILITY_MODEL_GRADIENT_READY};
     static MNT_Capabilities_Extension capabilities =
-        sdk::MakeCapabilitiesExtension(kCapabilities);
+        sdk::MakeCapabilitiesExtension(kCapabilities, &data.header.base);
     return &capabilities.header.base;
   }
 
