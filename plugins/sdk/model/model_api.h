@@ -52,10 +52,8 @@ template <typename Network, const char* kName>
 class ModelApi {
  public:
   static const MNT_Model_Api* Get() {
-    static const MNT_Model_Api api = {
-        MNT_Model_Api_STRUCT_SIZE, nullptr,       &Create,  &Destroy,
-        &GetParamCount,            &GetParamSpec, &Forward, &Backward,
-    };
+    static const MNT_Model_Api api = sdk::MakeModelApi(&Create, &Destroy, &GetParamCount,
+                                                       &GetParamSpec, &Forward, &Backward);
     return &api;
   }
 
