@@ -170,10 +170,10 @@ class ModelApi {
   }
 
   static MNT_Error* Forward(MNT_Model_Forward_Args* args) {
-    const std::string call = Call("Model_Forward");
-    return sdk::Guard(call.c_str(), [&]() -> Status {
+    const std::string name = Call("Model_Forward");
+    return sdk::Guard(name.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_Forward_Args, args);
-      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      MNT_RETURN_IF_ERROR(CheckModel(name, args->model));
       ForwardCall call;
       call.params = args->params;
       call.num_params = args->num_params;
@@ -196,14 +196,14 @@ class ModelApi {
   }
 
   static MNT_Error* Backward(MNT_Model_Backward_Args* args) {
-    const std::string call = Call("Model_Backward");
-    return sdk::Guard(call.c_str(), [&]() -> Status {
+    const std::string name = Call("Model_Backward");
+    return sdk::Guard(name.c_str(), [&]() -> Status {
       // A 1.0-1.5 host passes no device loss multiplier (the shorter struct).
       if (args == nullptr) return sdk::InvalidArgument("MNT_Model_Backward_Args: args is NULL");
       MNT_RETURN_IF_ERROR(sdk::CheckStructSize("MNT_Model_Backward_Args",
                                                MNT_Model_Backward_Args_STRUCT_SIZE_1_5,
                                                args->struct_size));
-      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      MNT_RETURN_IF_ERROR(CheckModel(name, args->model));
       BackwardCall call;
       call.params = args->params;
       call.num_params = args->num_params;
