@@ -769,6 +769,17 @@ static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96);
 static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104);
 static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
 
+// 1.12: a model declares the data it takes
+static_assert(sizeof(MNT_ModelData_Extension) == 56);
+static_assert(offsetof(MNT_ModelData_Extension, header) == 0);
+static_assert(offsetof(MNT_ModelData_Extension, kinds) == 40);
+static_assert(offsetof(MNT_ModelData_Extension, num_kinds) == 48);
+static_assert(MNT_EXTENSION_TYPE_MODEL_DATA == 3, "MNT_EXTENSION_TYPE_MODEL_DATA");
+static_assert(MNT_DATA_KIND_INVALID == 0, "MNT_DATA_KIND_INVALID");
+static_assert(MNT_DATA_KIND_FEATURES == 1, "MNT_DATA_KIND_FEATURES");
+static_assert(MNT_DATA_KIND_IMAGES == 2, "MNT_DATA_KIND_IMAGES");
+static_assert(MNT_DATA_KIND_TOKENS == 3, "MNT_DATA_KIND_TOKENS");
+
 TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
   const ExpectedSize kSizes[] = {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
@@ -776,6 +787,7 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Plugin_Api_STRUCT_SIZE, 120),
       MNT_EXPECT_SIZE(MNT_Extension_Header_STRUCT_SIZE, 36),
       MNT_EXPECT_SIZE(MNT_Capabilities_Extension_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_ModelData_Extension_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE, 288),
       MNT_EXPECT_SIZE(MNT_Communicator_Create_Args_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Communicator_Destroy_Args_STRUCT_SIZE, 32),
@@ -895,9 +907,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs111) {
+TEST(AbiLayoutTest, VersionIs112) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 11);
+  EXPECT_EQ(MNT_ABI_MINOR, 12);
 }
 
 TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {
@@ -942,6 +954,7 @@ TEST(AbiLayoutTest, ExtensionsStartWithTheHeader) {
   // Every 1.9 extension is read through MNT_Extension_Header first.
   EXPECT_EQ(offsetof(MNT_Capabilities_Extension, header), 0u);
   EXPECT_EQ(offsetof(MNT_Collectives_Extension, header), 0u);
+  EXPECT_EQ(offsetof(MNT_ModelData_Extension, header), 0u);
   EXPECT_EQ(offsetof(MNT_Extension_Header, base), 0u);
   EXPECT_EQ(MNT_Extension_Header_STRUCT_SIZE,
             offsetof(MNT_Extension_Header, version) + sizeof(int32_t));

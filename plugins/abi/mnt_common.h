@@ -27,9 +27,9 @@ extern "C" {
  * answered the 1.N binary: the same optional features, whatever these
  * headers add (docs/abi.md section 1, "Sources"). Hosts never define it. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_HEADER_MINOR 11
+#define MNT_ABI_HEADER_MINOR 12
 #if !defined(MNT_ABI_SOURCE_MINOR)
-#define MNT_ABI_MINOR 11
+#define MNT_ABI_MINOR 12
 #elif MNT_ABI_SOURCE_MINOR < 0 || MNT_ABI_SOURCE_MINOR > MNT_ABI_HEADER_MINOR
 #  error "MNT_ABI_SOURCE_MINOR: the minor your source was written against, 0 to MNT_ABI_HEADER_MINOR"
 #else
@@ -59,6 +59,11 @@ typedef enum MNT_ExtensionType {
   /* MNT_Collectives_Extension (mnt_collectives.h): communicators and
    * collective operations on a backend's stream. Backends only. */
   MNT_EXTENSION_TYPE_COLLECTIVES = 2,
+  /* --- Since 1.12. --- */
+  /* MNT_ModelData_Extension (mnt_model.h): the kinds of data a model
+   * trains on, so a host refuses other data before Model_Create, naming
+   * them. Models only. */
+  MNT_EXTENSION_TYPE_MODEL_DATA = 3,
 } MNT_ExtensionType;
 
 typedef struct MNT_Extension_Base {
