@@ -43,8 +43,10 @@ constexpr const char* kAbiVersion =
 // 1.9-sized table is as valid as a 1.10 one: the required set stays the
 // 1.0 table, and hosts read the new slot only through MNT_HAS_FIELD, as
 // sdk::PrecisionClient::GetScalingRecipe does); 1.11 appended fields to the
-// optimizer params structs and a capability (no API table changed).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 11,
+// optimizer params structs and a capability (no API table changed); 1.12
+// appended the optional optimizer ops ADAMW8BIT_STEP and ADAFACTOR_STEP
+// and MNT_AdafactorParams (no API table changed).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 12,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

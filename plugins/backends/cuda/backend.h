@@ -67,7 +67,9 @@ struct CudaBackend {
   // (Backend_GetOpSupport asks it), and ScaledGemm refuses in one line below
   // sm_89. SCALED_CAST and FP8_SCALE_UPDATE run on every GPU, as does
   // 1.10 TENSOR_STATS (tensor_stats.cu).
-  static constexpr bool Supports(MNT_Op) { return true; }
+  static constexpr bool Supports(MNT_Op op) {
+    return op != MNT_OP_ADAMW8BIT_STEP && op != MNT_OP_ADAFACTOR_STEP;
+  }
   bool DeviceSupports(MNT_Op op) const {
     return op != MNT_OP_SCALED_GEMM || sm >= kMinFp8GemmSm;
   }
