@@ -95,7 +95,9 @@ MNT_HOST_DEVICE inline double LogAtLeastOne(double x) {
   const double s = DivRn(AddRn(x, -1.0), AddRn(x, 1.0));
   const double s2 = MulRn(s, s);
   double series = DivRn(1.0, 27.0);
-  for (int i = 12; i >= 0; --i) series = AddRn(DivRn(1.0, 2.0 * i + 1.0), MulRn(series, s2));
+  for (int i = 12; i >= 0; --i) {
+    series = AddRn(DivRn(1.0, static_cast<double>(2 * i + 1)), MulRn(series, s2));
+  }
   return AddRn(MulRn(static_cast<double>(k), kLn2), MulRn(2.0, MulRn(s, series)));
 }
 
@@ -250,9 +252,9 @@ MNT_HOST_DEVICE inline float MeanOf(double sum, int64_t count) {
 struct FactoredShape {
   bool factored = false;
   int64_t batches = 1, rows = 1, cols = 1;
-  int64_t numel() const { return batches * rows * cols; }
-  int64_t row_count() const { return batches * rows; }  // rows of cols elements
-  int64_t col_states() const { return batches * cols; }
+  MNT_HOST_DEVICE int64_t numel() const { return batches * rows * cols; }
+  MNT_HOST_DEVICE int64_t row_count() const { return batches * rows; }  // rows of cols elements
+  MNT_HOST_DEVICE int64_t col_states() const { return batches * cols; }
 };
 
 // The view of a tensor with these dims (what ADAFACTOR_STEP's operands
