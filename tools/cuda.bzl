@@ -49,6 +49,29 @@ def _nvcc_inputs(ctx):
 def _stem(src):
     return src.basename[:-len(src.extension) - 1]
 
+def _reproducible_flags(src):
+    """nvcc flags that make an object depend on its source's workspace path
+    alone, not on where the workspace or the sandbox is.
+
+    cudafe++ names each anonymous namespace _GLOBAL__N__<hash>_<file>_<hash>,
+    the first hash taken from --orig_src_path_name, which nvcc sets to the
+    source's absolute real path (see `nvcc -dryrun`): two clones, or two
+    sandboxes holding copies, gave every kernel in an anonymous namespace a
+    different name. -Xcudafe reaches cudafe++ and every cicc pass alike
+    (nvcc -dryrun shows both), so host stubs and device code keep agreeing
+    on the names; the last --orig_src_path_name given wins. -frandom-seed is
+    nvcc's documented option for deterministic PTX and objects (it replaces
+    the random numbers nvcc uses in generated names and is passed on to the
+    host gcc), one seed per file as its documentation asks. Temporary file
+    names need nothing here: with --keep-dir the intermediates are named
+    after the source's stem (gemm.compute_90.cudafe1.cpp), never tmpxft_<pid>_...
+    """
+    return [
+        "-frandom-seed=" + src.short_path,
+        "-Xcudafe",
+        "--orig_src_path_name=" + src.short_path,
+    ]
+
 def _cuda_objects_impl(ctx):
     flags, headers = _nvcc_inputs(ctx)
     objs, ptxs, reports = [], [], []
@@ -67,12 +90,22 @@ def _cuda_objects_impl(ctx):
         # ptxas's resource report (registers, stack, spills per kernel and
         # architecture) to stderr: both kept for the static checks in
         # //tools/cuda_static, at no extra compile.
+        # relocate_sources: nvcc reads a copy of the source made inside the
+        # action's own folder (another absolute path, the same workspace
+        # path), so //plugins/backends/cuda:reproducible_build_test compares
+        # the plugin with one whose every object came from elsewhere.
         ctx.actions.run_shell(
             inputs = depset([src], transitive = [headers]),
             outputs = [obj, ptx, report],
             command = """set -e
-tmp="$1.tmp"; ptx="$2"; report="$3"; stem="$4"; shift 4
+tmp="$1.tmp"; ptx="$2"; report="$3"; stem="$4"; relocate="$5"; shift 5
 rm -rf "$tmp"; mkdir -p "$tmp"
+if [ "$relocate" = 1 ]; then
+  src="${@: -3:1}"
+  mkdir -p "$tmp/relocated"
+  cp "$src" "$tmp/relocated/"
+  set -- "${@:1:$#-3}" "$tmp/relocated/$(basename "$src")" "${@: -2}"
+fi
 if ! TMPDIR="$tmp" "$@" --keep --keep-dir "$tmp" -Xptxas -v 2> "$report"; then
   grep -v '^ptxas info\\|^    [0-9]* bytes stack frame' "$report" >&2
   exit 1
@@ -81,9 +114,10 @@ grep -v '^ptxas info\\|^    [0-9]* bytes stack frame' "$report" >&2 || true
 cp "$tmp/$stem.%s.ptx" "$ptx"
 rm -rf "$tmp"
 """ % PTX_ARCH,
-            arguments = [obj.path, ptx.path, report.path, _stem(src), ctx.attr.nvcc] +
+            arguments = [obj.path, ptx.path, report.path, _stem(src),
+                         "1" if ctx.attr.relocate_sources else "0", ctx.attr.nvcc] +
                         ["-c", "-O3", "-std=c++17", "-Xcompiler", "-fPIC"] + CUDA_GENCODE +
-                        flags + [src.path, "-o", obj.path],
+                        _reproducible_flags(src) + flags + [src.path, "-o", obj.path],
             mnemonic = "NvccCompile",
             progress_message = "nvcc %s" % src.short_path,
             use_default_shell_env = True,
@@ -101,11 +135,12 @@ _cuda_objects = rule(
         "deps": attr.label_list(providers = [CcInfo]),
         "copts": attr.string_list(),
         "nvcc": attr.string(),
+        "relocate_sources": attr.bool(default = False),
     },
     output_to_genfiles = False,
 )
 
-def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], visibility = None, tags = [], **kwargs):
+def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], visibility = None, tags = [], relocate_sources = False, **kwargs):
     """cc_library `name` built from .cu srcs by nvcc.
 
     Args:
@@ -114,6 +149,8 @@ def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], visibility =
       hdrs: public headers (also nvcc inputs).
       deps: cc_library deps; their headers/includes/defines reach nvcc and the link.
       copts: extra nvcc flags (use -Xcompiler for host-compiler flags).
+      relocate_sources: compile copies of srcs made elsewhere (for the
+        reproducibility test: the objects must not change).
       **kwargs: passed to the cc_library (e.g. linkopts, testonly).
 
     Without a CUDA toolkit the targets are tagged "manual" so `//...` skips
@@ -144,6 +181,7 @@ def cuda_library(name, srcs = [], hdrs = [], deps = [], copts = [], visibility =
         deps = deps + ["@cuda//:headers"],
         copts = copts,
         nvcc = NVCC,
+        relocate_sources = relocate_sources,
         tags = tags,
         testonly = kwargs.get("testonly", False),
     )

@@ -1,8 +1,8 @@
 // The C entry points of MNT_Model_Api for the cnn model: the shared
-// argument checks (models/common/model_api.h), then CnnNetwork.
+// argument checks (plugins/sdk/model/model_api.h), then CnnNetwork.
 #include "models/cnn/cnn_model.h"
 
-#include "models/common/model_api.h"
+#include "plugins/sdk/model/model_api.h"
 #include "models/cnn/cnn_network.h"
 #include "plugins/sdk/export.h"
 

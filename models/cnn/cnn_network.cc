@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "models/common/views.h"
+#include "plugins/sdk/model/views.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::cnn {

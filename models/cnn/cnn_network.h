@@ -1,5 +1,5 @@
 // Mantissa CNN model: a small ResNet (parameter specs, forward, backward),
-// written against the op facade (models/common/ops.h), so it runs on any
+// written against the op facade (plugins/sdk/model/ops.h), so it runs on any
 // backend with the ABI 1.3 ops.
 //
 // Input F32 [B, C, H, W], or [B, H, W] read as one channel (the digits are
@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "models/cnn/cnn_options.h"
-#include "models/common/create_args.h"
-#include "models/common/device_arena.h"
-#include "models/common/model_io.h"
-#include "models/common/ops.h"
-#include "models/common/param_spec.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/device_arena.h"
+#include "plugins/sdk/model/model_io.h"
+#include "plugins/sdk/model/ops.h"
+#include "plugins/sdk/model/param_spec.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/status.h"
 
@@ -36,6 +36,10 @@ using models::ParamSpec;
 
 class CnnNetwork {
  public:
+  // What it trains on (ABI 1.12; the trainer refuses other data): images
+  // [H, W] or [C, H, W].
+  static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_IMAGES};
+
   static sdk::Status Create(const MNT_Model_Create_Args& args,
                             std::unique_ptr<CnnNetwork>* out);
 

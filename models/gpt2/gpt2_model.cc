@@ -1,8 +1,8 @@
 // The C entry points of MNT_Model_Api for the gpt2 model: the shared
-// argument checks (models/common/model_api.h), then Gpt2Network.
+// argument checks (plugins/sdk/model/model_api.h), then Gpt2Network.
 #include "models/gpt2/gpt2_model.h"
 
-#include "models/common/model_api.h"
+#include "plugins/sdk/model/model_api.h"
 #include "models/gpt2/gpt2_network.h"
 #include "plugins/sdk/export.h"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <utility>
 
-#include "models/common/views.h"
+#include "plugins/sdk/model/views.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::gpt2 {
@@ -116,6 +116,7 @@ Status Gpt2Network::Init(const MNT_Model_Create_Args& args) {
                         example, setup_.precision.weight_dtype,
                         setup_.precision.gradient_dtype, setup_.max_batch);
 
+  recompute_ = models::Recompute(config_.checkpointing, static_cast<int>(config_.n_layer));
   PlanActivations();
   MNT_RETURN_IF_ERROR(models::AllocateActivations(setup_, &activations_));
   const int64_t n = setup_.max_batch * t_;
@@ -149,8 +150,7 @@ void Gpt2Network::PlanActivations() {
   auto input = [&](double elements) {
     return transient_inputs ? gemm_inputs : a.Reserve(act, elements);
   };
-  const int num_blocks = config_.checkpointing ? 1 : int(config_.n_layer);
-  for (int i = 0; i < num_blocks; ++i) {
+  for (int i = 0; i < recompute_.sets(); ++i) {
     BlockSlots b;
     b.ln1 = input(n * C);
     b.mean1 = a.Reserve(f32, n);
@@ -194,7 +194,7 @@ Gpt2Network::BlockParams Gpt2Network::LayerOf(const MNT_Tensor* p, int l) {
 
 Gpt2Network::BlockActivations Gpt2Network::BlockViews(int l,
                                                       int64_t batch) const {
-  const BlockSlots& s = blocks_[config_.checkpointing ? 0 : l];
+  const BlockSlots& s = blocks_[recompute_.SetOf(l)];
   const int64_t n = batch * t_, C = config_.d_model;
   const auto& a = activations_;
   return {{Rows(s.ln1, n, C), a.View(s.mean1, {n}), a.View(s.rstd1, {n})},
@@ -418,10 +418,10 @@ Status Gpt2Network::Backward(const models::BackwardCall& call) {
   for (int l = static_cast<int>(config_.n_layer) - 1; l >= 0; --l) {
     const BlockParams w = LayerOf(p, l);
     const BlockActivations a = BlockViews(l, batch);
-    if (config_.checkpointing) {
+    MNT_RETURN_IF_ERROR(recompute_.Restore(l, [&]() -> Status {
       MNT_RETURN_IF_ERROR(ops.LayerNorm(Residual(l, n), w.ln1w, w.ln1b, a.ln1));
-      MNT_RETURN_IF_ERROR(BlockForward(w, Residual(l, n), a, batch, nullptr));
-    }
+      return BlockForward(w, Residual(l, n), a, batch, nullptr);
+    }));
     MNT_RETURN_IF_ERROR(BlockBackward(w, LayerOf(g, l), Residual(l, n), a,
                                       batch, accumulate));
     // Layer l's slice of every stacked parameter's gradient is final (as

@@ -1,5 +1,5 @@
 // Mantissa GPT-2 model: the network (parameter specs, forward, backward),
-// written against the op facade (models/common/ops.h), so it runs on any
+// written against the op facade (plugins/sdk/model/ops.h), so it runs on any
 // backend with the ABI 1.2 attention ops, and uses the ABI 1.6 fused ops
 // (GELU/dGELU/bias-gradient GEMM epilogues, the in-place classifier) where
 // the backend supports them (option fused=0 turns them off).
@@ -21,11 +21,12 @@
 #include <memory>
 #include <vector>
 
-#include "models/common/create_args.h"
-#include "models/common/device_arena.h"
-#include "models/common/model_io.h"
-#include "models/common/ops.h"
-#include "models/common/param_spec.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/device_arena.h"
+#include "plugins/sdk/model/model_io.h"
+#include "plugins/sdk/model/ops.h"
+#include "plugins/sdk/model/param_spec.h"
+#include "plugins/sdk/model/recompute.h"
 #include "models/gpt2/gpt2_options.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/status.h"
@@ -46,6 +47,10 @@ std::vector<ParamSpec> Gpt2ParamSpecs(const Gpt2Config& config,
 
 class Gpt2Network {
  public:
+  // What it trains on (ABI 1.12; the trainer refuses other data): token
+  // sequences.
+  static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_TOKENS};
+
   static sdk::Status Create(const MNT_Model_Create_Args& args,
                             std::unique_ptr<Gpt2Network>* out);
 
@@ -134,7 +139,8 @@ class Gpt2Network {
   int64_t t_ = 0;  // the data's sequence length (<= config.seq_len)
 
   models::DeviceArena activations_;
-  std::vector<BlockSlots> blocks_;  // L, or 1 with checkpointing
+  models::Recompute recompute_;     // checkpointing: blocks recomputed in Backward
+  std::vector<BlockSlots> blocks_;  // recompute_.sets(): L, or 1 with checkpointing
   std::vector<Slot> residual_;      // L + 1 block inputs/outputs
   Slot lnf_, meanf_, rstdf_, logits_;
   // Gradient scratch (dlogits_ only without the fused classifier).

@@ -423,7 +423,7 @@ TEST_F(Gpt2Test, ReducedPrecisionsStayWithinStatedTolerances) {
   }
 }
 
-// FP8 GEMMs (ABI 1.10, models/common/fp8_gemms.h) on bf16 storage, HYBRID
+// FP8 GEMMs (ABI 1.10, plugins/sdk/model/fp8_gemms.h) on bf16 storage, HYBRID
 // formats, on the CPU backend's exact emulation. The slots are found from
 // the parameter shapes: every Linear's weight matrix (wte, and per layer
 // qkvw, attprojw, fcw, fcprojw) gets its entries written, every other slot

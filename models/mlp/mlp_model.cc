@@ -1,8 +1,8 @@
 // The C entry points of MNT_Model_Api for the mlp model: the shared
-// argument checks (models/common/model_api.h), then MlpNetwork.
+// argument checks (plugins/sdk/model/model_api.h), then MlpNetwork.
 #include "models/mlp/mlp_model.h"
 
-#include "models/common/model_api.h"
+#include "plugins/sdk/model/model_api.h"
 #include "models/mlp/mlp_network.h"
 #include "plugins/sdk/export.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "models/common/views.h"
+#include "plugins/sdk/model/views.h"
 #include "plugins/sdk/tensor.h"
 
 namespace mnt::mlp {

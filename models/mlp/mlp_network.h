@@ -1,5 +1,5 @@
 // Mantissa MLP model: the network itself (parameter specs, forward,
-// backward), written against the op facade (models/common/ops.h) so it runs
+// backward), written against the op facade (plugins/sdk/model/ops.h) so it runs
 // on any backend.
 //
 // Layer k computes z_k = x_k @ W_k + b_k with W_k stored [in, out] (so no
@@ -13,11 +13,11 @@
 #include <memory>
 #include <vector>
 
-#include "models/common/create_args.h"
-#include "models/common/device_arena.h"
-#include "models/common/model_io.h"
-#include "models/common/ops.h"
-#include "models/common/param_spec.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/device_arena.h"
+#include "plugins/sdk/model/model_io.h"
+#include "plugins/sdk/model/ops.h"
+#include "plugins/sdk/model/param_spec.h"
 #include "models/mlp/mlp_options.h"
 #include "plugins/abi/mnt_model.h"
 #include "plugins/sdk/status.h"
@@ -28,6 +28,10 @@ using models::ParamSpec;
 
 class MlpNetwork {
  public:
+  // What it trains on (ABI 1.12; the trainer refuses other data): feature
+  // vectors, and images (flattened).
+  static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_FEATURES, MNT_DATA_KIND_IMAGES};
+
   // Validates `args` (options, data spec, precision, backend) and allocates
   // the activations for args.max_batch_size.
   static sdk::Status Create(const MNT_Model_Create_Args& args,

@@ -768,6 +768,17 @@ _Static_assert(offsetof(MNT_AdafactorParams, rounding) == 56, "offsetof(MNT_Adaf
 _Static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64, "offsetof(MNT_AdafactorParams, rounding_seed)");
 _Static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72, "offsetof(MNT_AdafactorParams, rounding_tensor)");
 
+/* 1.12: a model declares the data it takes */
+_Static_assert(sizeof(MNT_ModelData_Extension) == 56, "sizeof(MNT_ModelData_Extension)");
+_Static_assert(offsetof(MNT_ModelData_Extension, header) == 0, "offsetof(MNT_ModelData_Extension, header)");
+_Static_assert(offsetof(MNT_ModelData_Extension, kinds) == 40, "offsetof(MNT_ModelData_Extension, kinds)");
+_Static_assert(offsetof(MNT_ModelData_Extension, num_kinds) == 48, "offsetof(MNT_ModelData_Extension, num_kinds)");
+_Static_assert(MNT_EXTENSION_TYPE_MODEL_DATA == 3, "MNT_EXTENSION_TYPE_MODEL_DATA");
+_Static_assert(MNT_DATA_KIND_INVALID == 0, "MNT_DATA_KIND_INVALID");
+_Static_assert(MNT_DATA_KIND_FEATURES == 1, "MNT_DATA_KIND_FEATURES");
+_Static_assert(MNT_DATA_KIND_IMAGES == 2, "MNT_DATA_KIND_IMAGES");
+_Static_assert(MNT_DATA_KIND_TOKENS == 3, "MNT_DATA_KIND_TOKENS");
+
 int main(void) {
   static const struct expected_size kSizes[] = {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
@@ -775,6 +786,7 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Plugin_Api_STRUCT_SIZE, 120),
       MNT_EXPECT_SIZE(MNT_Extension_Header_STRUCT_SIZE, 36),
       MNT_EXPECT_SIZE(MNT_Capabilities_Extension_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_ModelData_Extension_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE, 288),
       MNT_EXPECT_SIZE(MNT_Communicator_Create_Args_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Communicator_Destroy_Args_STRUCT_SIZE, 32),

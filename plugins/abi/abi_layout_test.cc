@@ -790,6 +790,17 @@ static_assert(offsetof(MNT_AdafactorParams, rounding) == 56);
 static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64);
 static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72);
 
+// 1.12: a model declares the data it takes
+static_assert(sizeof(MNT_ModelData_Extension) == 56);
+static_assert(offsetof(MNT_ModelData_Extension, header) == 0);
+static_assert(offsetof(MNT_ModelData_Extension, kinds) == 40);
+static_assert(offsetof(MNT_ModelData_Extension, num_kinds) == 48);
+static_assert(MNT_EXTENSION_TYPE_MODEL_DATA == 3, "MNT_EXTENSION_TYPE_MODEL_DATA");
+static_assert(MNT_DATA_KIND_INVALID == 0, "MNT_DATA_KIND_INVALID");
+static_assert(MNT_DATA_KIND_FEATURES == 1, "MNT_DATA_KIND_FEATURES");
+static_assert(MNT_DATA_KIND_IMAGES == 2, "MNT_DATA_KIND_IMAGES");
+static_assert(MNT_DATA_KIND_TOKENS == 3, "MNT_DATA_KIND_TOKENS");
+
 TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
   const ExpectedSize kSizes[] = {
       MNT_EXPECT_SIZE(MNT_Tensor_STRUCT_SIZE, 72),
@@ -797,6 +808,7 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Plugin_Api_STRUCT_SIZE, 120),
       MNT_EXPECT_SIZE(MNT_Extension_Header_STRUCT_SIZE, 36),
       MNT_EXPECT_SIZE(MNT_Capabilities_Extension_STRUCT_SIZE, 56),
+      MNT_EXPECT_SIZE(MNT_ModelData_Extension_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Collectives_GetUniqueId_Args_STRUCT_SIZE, 288),
       MNT_EXPECT_SIZE(MNT_Communicator_Create_Args_STRUCT_SIZE, 56),
       MNT_EXPECT_SIZE(MNT_Communicator_Destroy_Args_STRUCT_SIZE, 32),
@@ -964,6 +976,7 @@ TEST(AbiLayoutTest, ExtensionsStartWithTheHeader) {
   // Every 1.9 extension is read through MNT_Extension_Header first.
   EXPECT_EQ(offsetof(MNT_Capabilities_Extension, header), 0u);
   EXPECT_EQ(offsetof(MNT_Collectives_Extension, header), 0u);
+  EXPECT_EQ(offsetof(MNT_ModelData_Extension, header), 0u);
   EXPECT_EQ(offsetof(MNT_Extension_Header, base), 0u);
   EXPECT_EQ(MNT_Extension_Header_STRUCT_SIZE,
             offsetof(MNT_Extension_Header, version) + sizeof(int32_t));

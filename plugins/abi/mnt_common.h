@@ -59,6 +59,11 @@ typedef enum MNT_ExtensionType {
   /* MNT_Collectives_Extension (mnt_collectives.h): communicators and
    * collective operations on a backend's stream. Backends only. */
   MNT_EXTENSION_TYPE_COLLECTIVES = 2,
+  /* --- Since 1.12. --- */
+  /* MNT_ModelData_Extension (mnt_model.h): the kinds of data a model
+   * trains on, so a host refuses other data before Model_Create, naming
+   * them. Models only. */
+  MNT_EXTENSION_TYPE_MODEL_DATA = 3,
 } MNT_ExtensionType;
 
 typedef struct MNT_Extension_Base {

@@ -36,6 +36,39 @@ typedef struct MNT_DataSpec {
 } MNT_DataSpec;
 #define MNT_DataSpec_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_DataSpec, targets_per_example)
 
+/* Since 1.12: the kinds of data a host's datasets give and a model takes,
+ * each a family of MNT_DataSpecs. Values are appended only; 0 is invalid. */
+typedef enum MNT_DataKind {
+  MNT_DATA_KIND_INVALID = 0,
+  /* F32 feature vectors [F] (input_rank 1), one class each
+   * (targets_per_example 1, targets in [0, num_classes)). */
+  MNT_DATA_KIND_FEATURES = 1,
+  /* F32 images [H, W] or [C, H, W] (input_rank 2 or 3), one class each. */
+  MNT_DATA_KIND_IMAGES = 2,
+  /* I32 token ids [T] (input_rank 1, ids in [0, num_classes)) with one
+   * target per token (targets_per_example T): the next token. */
+  MNT_DATA_KIND_TOKENS = 3,
+} MNT_DataKind;
+
+/* Since 1.12: on a model plugin's MNT_Plugin_Api chain with
+ * header.base.type MNT_EXTENSION_TYPE_MODEL_DATA and header.name
+ * MNT_MODEL_DATA_EXTENSION_NAME: the kinds of data the model trains on,
+ * `num_kinds` MNT_DataKind values (as int32_t, so a host skips one it does
+ * not know) in `kinds`, static storage of the plugin, at least one. A host
+ * refuses data of any other kind before Model_Create, naming these; a model
+ * without the extension (or one built against ABI < 1.12) declares nothing
+ * and is asked at Model_Create, which may refuse. Model_Create still checks
+ * the data spec it is handed (dims, classes): a kind is a family, not a
+ * promise to take every member. At most one per chain. */
+#define MNT_MODEL_DATA_EXTENSION_NAME "model_data"
+#define MNT_MODEL_DATA_EXTENSION_VERSION 1
+typedef struct MNT_ModelData_Extension {
+  MNT_Extension_Header header;
+  const int32_t* kinds;
+  size_t num_kinds;
+} MNT_ModelData_Extension;
+#define MNT_ModelData_Extension_STRUCT_SIZE MNT_STRUCT_SIZE(MNT_ModelData_Extension, num_kinds)
+
 /* Storage and compute formats the model must use, resolved by the trainer
  * from the precision plugin. */
 typedef struct MNT_ModelPrecision {

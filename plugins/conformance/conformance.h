@@ -34,7 +34,11 @@
 //            differences (CPU reference backend, fp32), loss_multiplier and
 //            accumulate semantics, and a save/load round trip (params read
 //            back through the backend into a fresh model give the identical
-//            loss).
+//            loss); then the model in every storage dtype a precision gives
+//            it (bf16, fp16; FP8 GEMMs where it offers them) against its own
+//            fp32 run, with its activations in that dtype, and with
+//            checkpointing=1 where its options take it, which must give the
+//            gradients of the run without.
 #ifndef MANTISSA_PLUGINS_CONFORMANCE_CONFORMANCE_H_
 #define MANTISSA_PLUGINS_CONFORMANCE_CONFORMANCE_H_
 

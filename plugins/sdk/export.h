@@ -57,6 +57,27 @@ MNT_Capabilities_Extension MakeCapabilitiesExtension(const int32_t (&capabilitie
   return MakeCapabilitiesExtension(capabilities, N, next);
 }
 
+// A model's data extension (ABI 1.12) declaring the kinds of data it trains
+// on (`kinds`: MNT_DataKind values, static storage of the plugin), linked to
+// `next`. Keep the result in static storage too.
+inline MNT_ModelData_Extension MakeModelDataExtension(const int32_t* kinds, size_t num_kinds,
+                                                      MNT_Extension_Base* next = nullptr) {
+  MNT_ModelData_Extension e{};
+  e.header.base.struct_size = MNT_ModelData_Extension_STRUCT_SIZE;
+  e.header.base.type = MNT_EXTENSION_TYPE_MODEL_DATA;
+  e.header.base.next = next;
+  e.header.name = MNT_MODEL_DATA_EXTENSION_NAME;
+  e.header.version = MNT_MODEL_DATA_EXTENSION_VERSION;
+  e.kinds = kinds;
+  e.num_kinds = num_kinds;
+  return e;
+}
+template <size_t N>
+MNT_ModelData_Extension MakeModelDataExtension(const int32_t (&kinds)[N],
+                                               MNT_Extension_Base* next = nullptr) {
+  return MakeModelDataExtension(kinds, N, next);
+}
+
 // A backend's collectives extension (mnt_collectives.h) with its four
 // calls, linked to `next` (NULL: the chain's end). Keep it in static
 // storage.

@@ -98,14 +98,15 @@ inline const char* ExtensionName(const MNT_Extension_Header& h) {
 // the header (a name, version >= 1), and an extension of a type this SDK
 // knows is at least that type's version-1 size and appears once; the
 // capabilities extension lists only valid values (> 0) and has its array
-// when it lists any; the collectives extension has its version-1 calls
+// when it lists any; the model data extension (1.12) is a model's and
+// declares at least one kind, each > 0; the collectives extension has its version-1 calls
 // (CheckCollectivesTable, the rule CollectivesClient::Find applies too).
 // Older plugins' links (ABI 1.0-1.8 defined no types) are checked for the
 // chain's shape only.
 inline Status CheckExtensionChain(const MNT_Plugin_Api* plugin) {
   const bool headers = HasExtensionHeaders(plugin);
   const MNT_Extension_Base* link = ExtensionStart(plugin);
-  bool seen_capabilities = false, seen_collectives = false;
+  bool seen_capabilities = false, seen_collectives = false, seen_model_data = false;
   for (int i = 0; link != nullptr; ++i, link = link->next) {
     if (i == kMaxExtensionChainLength) {
       return InvalidArgument(Format(
@@ -140,6 +141,9 @@ inline Status CheckExtensionChain(const MNT_Plugin_Api* plugin) {
     } else if (type == MNT_EXTENSION_TYPE_COLLECTIVES) {
       needed = MNT_Collectives_Extension_V1_STRUCT_SIZE;
       seen = &seen_collectives;
+    } else if (type == MNT_EXTENSION_TYPE_MODEL_DATA) {
+      needed = MNT_ModelData_Extension_STRUCT_SIZE;
+      seen = &seen_model_data;
     } else {
       continue;  // a type this SDK does not know: skipped
     }
@@ -166,6 +170,24 @@ inline Status CheckExtensionChain(const MNT_Plugin_Api* plugin) {
           return InvalidArgument(Format("extension '%s': capabilities[%zu] is %d (values "
                                         "start at 1)",
                                         h.name, k, c.capabilities[k]));
+        }
+      }
+    }
+    if (type == MNT_EXTENSION_TYPE_MODEL_DATA) {
+      const auto& d = reinterpret_cast<const MNT_ModelData_Extension&>(h);
+      if (plugin->kind != MNT_PLUGIN_KIND_MODEL) {
+        return InvalidArgument(Format("extension '%s': only a model declares the data it takes",
+                                      h.name));
+      }
+      if (d.num_kinds == 0 || d.kinds == nullptr) {
+        return InvalidArgument(Format("extension '%s': declares no kind of data (num_kinds %zu, "
+                                      "kinds %s)",
+                                      h.name, d.num_kinds, d.kinds == nullptr ? "NULL" : "set"));
+      }
+      for (size_t k = 0; k < d.num_kinds; ++k) {
+        if (d.kinds[k] <= 0) {
+          return InvalidArgument(Format("extension '%s': kinds[%zu] is %d (values start at 1)",
+                                        h.name, k, d.kinds[k]));
         }
       }
     }

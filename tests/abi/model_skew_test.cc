@@ -15,7 +15,9 @@
 //    a model offering MODEL_GRADIENT_READY gets the 1.11 struct and reports
 //    every element once; a 1.10 model (its capabilities without it) gets the
 //    1.10 struct and is never called back, whatever the host set; a 1.11
-//    model called with a 1.10 host's struct never reads the callback.
+//    model called with a 1.10 host's struct never reads the callback;
+//  * ABI 1.12's declared data: only a model that declares it is refused
+//    other data before Model_Create.
 // The batch (6) and the multiplier are no powers of two, so a different
 // rounding of multiplier / batch would show in the bits.
 #include <cmath>
@@ -32,9 +34,12 @@
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
+#include "plugins/sdk/capabilities.h"
+#include "plugins/sdk/data_kinds.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/model_client.h"
 #include "plugins/sdk/tensor.h"
+#include "trainer/cli/model_defaults.h"
 
 namespace mnt {
 namespace {
@@ -488,6 +493,40 @@ TEST(ModelSkewTest, A111ModelCalledByA110HostNeverReadsTheCallback) {
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(counts.EachOnce());
   EXPECT_TRUE(SameBits(h.Download(), want));
+}
+
+
+// ABI 1.12's declared data (MNT_ModelData_Extension). The MLP as a 1.11
+// build of it is (minor 11, its chain the capabilities alone) declares
+// nothing: the trainer leaves its data to Model_Create. The 1.12 MLP
+// declares feature vectors and images: the trainer refuses tokens before
+// creating it, naming what it takes.
+TEST(ModelSkewTest, OnlyAModelThatDeclaresItsDataIsRefusedOtherDataBeforeCreate) {
+  const MNT_Plugin_Api* mlp = mlp::MlpPluginApi();
+  static MNT_Capabilities_Extension caps_1_11;
+  static MNT_Plugin_Api mlp_1_11;
+  caps_1_11 = *sdk::FindCapabilitiesExtension(mlp);
+  caps_1_11.header.base.next = nullptr;
+  mlp_1_11 = *mlp;
+  mlp_1_11.abi_version.minor_version = 11;
+  mlp_1_11.extension_start = &caps_1_11.header.base;
+  ASSERT_TRUE(sdk::CheckExtensionChain(&mlp_1_11).ok());
+  EXPECT_TRUE(sdk::DeclaredDataKinds(&mlp_1_11).empty());
+  EXPECT_EQ(sdk::DeclaredDataKinds(mlp),
+            (std::vector<MNT_DataKind>{MNT_DATA_KIND_FEATURES, MNT_DATA_KIND_IMAGES}));
+
+  trainer::TrainConfig c = trainer::DefaultTrainConfig();
+  c.set_model("mlp");
+  c.mutable_data()->set_dataset("fortunes");
+  const auto as = [](const MNT_Plugin_Api* plugin) {
+    return [plugin](const std::string&) { return sdk::DeclaredDataKinds(plugin); };
+  };
+  EXPECT_TRUE(trainer::CheckModelTakesDataset(c, as(&mlp_1_11), {"mlp"}).ok());
+  EXPECT_EQ(trainer::CheckModelTakesDataset(c, as(mlp), {"mlp"}).message(),
+            "--model=mlp does not train on --dataset=fortunes: mlp takes labelled feature vectors "
+            "or labelled images (--dataset=digits|idx)");
+  c.mutable_data()->set_dataset("digits");
+  EXPECT_TRUE(trainer::CheckModelTakesDataset(c, as(mlp), {"mlp"}).ok());
 }
 
 }  // namespace

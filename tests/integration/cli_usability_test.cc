@@ -202,7 +202,8 @@ TEST(DefaultsTest, AConfigWithOnlyTheModelGetsTheModelsDefaults) {
 TEST(DefaultsTest, ModelAndDatasetMismatchNamesWhatTheModelTakes) {
   ExpectOneLineError(Train("--model=mlp --dataset=fortunes"),
                      "--model=mlp does not train on --dataset=fortunes: mlp takes labelled "
-                     "images (--dataset=digits|idx)");
+                     "feature vectors or labelled images (--dataset=digits|idx); for fortunes "
+                     "use --model=gpt2");
   ExpectOneLineError(Train("--model=gpt2 --dataset=digits"), "--dataset=fortunes|shards|text");
 }
 

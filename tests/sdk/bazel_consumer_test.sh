@@ -5,7 +5,9 @@
 # check that the plugin it builds exports only MNT_GetPluginApi, passes the
 # bundle's plugin_conformance, and trains 50 steps through the bundle's
 # bin/train. The workspace's own conformance test must pass, and must fail on
-# a copy of the plugin with a policy bug injected.
+# a copy of the plugin with a policy bug injected. The model layer is in the
+# consumer's @mantissa_sdk too: the bundle's resmlp example builds there with
+# -Werror and passes its conformance test.
 set -euo pipefail
 bundle="$1"
 
@@ -47,7 +49,19 @@ mantissa_plugin_conformance_test(
     name = "broken_conformance_test",
     plugin = ":mnt_precision_broken.so",
 )
+
+mantissa_plugin(
+    name = "mnt_model_resmlp",
+    srcs = ["resmlp.cc"],
+    copts = ["-Wall", "-Wextra", "-Werror"],
+)
+
+mantissa_plugin_conformance_test(
+    name = "resmlp_conformance_test",
+    plugin = ":mnt_model_resmlp.so",
+)
 BUILD
+cp "$sdk/share/mantissa/examples/resmlp_model/resmlp.cc" "$ws/"
 
 # A clean environment: the nested Bazel must not see this test's TEST_*
 # variables, nor a wrapper's BAZEL_REAL; its output root lives in TEST_TMPDIR.
@@ -64,9 +78,11 @@ cat "$log"
 [[ $rc == 3 ]] || fail "nested bazel test exited $rc (want 3: build ok, broken plugin's test failed)"
 grep -Eq '^//:conformance_test +PASSED' "$log" || fail "the workspace's conformance_test did not pass"
 grep -Eq '^//:broken_conformance_test +FAILED' "$log" || fail "the broken plugin's conformance_test did not fail"
+grep -Eq '^//:resmlp_conformance_test +PASSED' "$log" \
+  || fail "resmlp, on the model layer from @mantissa_sdk, did not build or pass conformance"
 grep -q '^\[FAIL\] precision/policy: .*f16 gradients without loss scaling' "$log" \
   || fail "the broken plugin's failure does not name the policy bug"
-echo "ok: nested bazel built both plugins; conformance_test passed, broken_conformance_test failed"
+echo "ok: nested bazel built the three plugins; conformance_test and resmlp_conformance_test passed, broken_conformance_test failed"
 
 plugins="$work/plugins"
 mkdir -p "$plugins"

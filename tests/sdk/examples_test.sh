@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The newcomer's path from docs/plugins.md, end to end and without Bazel:
-# unpack the SDK bundle, build both example plugins with g++ and pkg-config,
+# unpack the SDK bundle, build the example plugins with g++ and pkg-config,
 # check them with the bundle's plugin_info and plugin_conformance, and train
-# with them through the bundle's unmodified bin/train. Also proves the
-# conformance suite catches real bugs: a backoff that does not back off and a
-# gradient off by a factor must both fail it.
+# with them through the bundle's unmodified bin/train: the raw-ABI linear
+# model of the first tutorial unchanged (and under --precision=fp8, where its
+# GEMMs run in bf16), and resmlp, written on the SDK's model layer, in all
+# five precisions, with checkpointing, the bundle's memory estimate and
+# precision report, --debug_overflow and its declared data. Also proves the
+# conformance suite catches real bugs: a backoff that does not back off, a
+# gradient off by a factor, a model that ignores the activation dtype and one
+# that forgets to recompute under checkpointing must all fail it.
 set -euo pipefail
 bundle="$1"
 here="$(dirname "$0")"
@@ -21,7 +26,7 @@ echo "pkg-config: mantissa $(pkg-config --modversion mantissa), cflags $(pkg-con
 # Build the examples exactly as their READMEs say (copies, as a user would):
 # their Makefiles use the documented flags, -Wall -Wextra -Werror.
 cp -r "$sdk/share/mantissa/examples" "$work/src"
-for example in precision_plugin model_plugin; do
+for example in precision_plugin model_plugin resmlp_model; do
   make -C "$work/src/$example" | tee "$work/make_$example.log"
   grep -q -- '-Wall -Wextra -Werror' "$work/make_$example.log" \
     || fail "$example: its Makefile does not build with -Wall -Wextra -Werror"
@@ -38,7 +43,7 @@ sed -i 's|^\(  MNT_Model_Backward\* Model_Backward;\)$|\1 void* appended_later;|
   "$grown/plugins/abi/mnt_model.h"
 [[ "$(cat "$grown"/plugins/abi/mnt_{precision,model}.h | grep -c appended_later)" == 2 ]] \
   || fail "sed did not grow the precision and model tables"
-for src in precision_plugin/fp16_floor model_plugin/linear_model; do
+for src in precision_plugin/fp16_floor model_plugin/linear_model resmlp_model/resmlp; do
   g++ -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC -I"$grown" "$work/src/$src.cc" \
     -o "$work/grown_$(basename "$src").so" $(pkg-config --variable=plugin_ldflags mantissa) \
     || fail "$src.cc is not -Werror clean once its table grows"
@@ -47,7 +52,8 @@ echo "ok: the examples build with -Wall -Wextra -Werror, also against grown tabl
 plugins="$work/plugins"
 mkdir -p "$plugins"
 cp "$work/src/precision_plugin/mnt_precision_fp16_floor.so" \
-   "$work/src/model_plugin/mnt_model_linear.so" "$plugins/"
+   "$work/src/model_plugin/mnt_model_linear.so" "$work/src/resmlp_model/mnt_model_resmlp.so" \
+   "$plugins/"
 
 # Both tools take a bare file name in the current directory (not a library
 # search through dlopen's path).
@@ -65,6 +71,15 @@ for so in "$plugins"/*.so; do
     || fail "$so does not pass plugin_conformance"
   grep -q '^conformance: [1-9][0-9]* passed, 0 failed' "$work/conformance.txt" || fail "no checks ran"
 done
+# The model layer's model gets the stronger checks: 16-bit storage, FP8
+# GEMMs and checkpointing, against its own fp32 run.
+"$sdk/bin/plugin_conformance" "$plugins/mnt_model_resmlp.so" > "$work/resmlp_conformance.txt"
+for check in features/storage/bf16 features/storage/f16 features/fp8_gemms features/checkpointing/f32 \
+             features/checkpointing/bf16 images/checkpointing/f16; do
+  grep -q "^\[PASS\] model/$check" "$work/resmlp_conformance.txt" \
+    || { cat "$work/resmlp_conformance.txt"; fail "resmlp: no passing $check check"; }
+done
+echo "ok: resmlp passes conformance in bf16, fp16, FP8 GEMMs and with checkpointing"
 
 # The bundle's bin/train finds the bundle's own plugins without
 # --plugin_path (bin/../lib/mantissa/plugins), from any directory, and its
@@ -98,6 +113,101 @@ train() {
 train linear fp16_floor 200 70
 train mlp fp16_floor 200 70
 train linear bf16 200 70
+for precision in fp32 tf32 bf16 fp16 fp8; do
+  train resmlp "$precision" 200 90
+done
+grep -q '^FP8 GEMMs: f8_e4m3 forward, f8_e5m2 gradients' "$work/train_resmlp_fp8.log" \
+  || fail "resmlp's fp8 run does not run its GEMMs in FP8"
+
+# A model of the first tutorial (raw ops, no FP8 GEMMs) under fp8: its GEMMs
+# run in bf16, said once, and the run is the bf16 run, loss for loss.
+for precision in bf16 fp8; do
+  "$sdk/bin/train" --plugin_path="$plugins" --dataset=digits --model=linear --precision="$precision" \
+    --steps=30 --progress=none --cache_dir="$work/cache" --checkpoint_dir=none \
+    --metrics_jsonl="$work/linear_$precision.jsonl" > "$work/linear_$precision.log" 2>&1 \
+    || { cat "$work/linear_$precision.log"; fail "linear with $precision failed"; }
+done
+[[ "$(grep -c "^FP8 GEMMs: model 'linear' has none" "$work/linear_fp8.log")" == 1 ]] \
+  || { cat "$work/linear_fp8.log"; fail "the fp8 run does not say once that linear's GEMMs run in bf16"; }
+python3 - "$work/linear_bf16.jsonl" "$work/linear_fp8.jsonl" <<'PY' || fail "linear's fp8 run is not its bf16 run"
+import json, sys
+runs = [[(r["step"], r["loss"]) for r in map(json.loads, open(p)) if r["type"] == "train"]
+        for p in sys.argv[1:]]
+assert len(runs[0]) == 30 and runs[0] == runs[1], runs
+PY
+echo "ok: linear under --precision=fp8 runs its GEMMs in bf16 and says so once"
+
+# Checkpointing: --gradient_checkpointing reaches resmlp as checkpointing=1;
+# the same run, in less activation memory.
+resmlp_run() {
+  "$sdk/bin/train" --plugin_path="$plugins" --dataset=digits --model=resmlp --progress=none \
+    --cache_dir="$work/cache" --checkpoint_dir=none --batch_size=64 "$@"
+}
+for ckpt in "" --gradient_checkpointing; do
+  resmlp_run --precision=bf16 --steps=30 --model_options=blocks=4 $ckpt \
+    --metrics_jsonl="$work/ckpt${ckpt:+_on}.jsonl" > "$work/ckpt${ckpt:+_on}.log" 2>&1 \
+    || { cat "$work/ckpt${ckpt:+_on}.log"; fail "resmlp ${ckpt:-without checkpointing} failed"; }
+done
+python3 - "$work/ckpt.jsonl" "$work/ckpt_on.jsonl" <<'PY' || fail "checkpointing changed resmlp's run"
+import json, sys
+runs = [[(r["step"], r["loss"]) for r in map(json.loads, open(p)) if r["type"] == "train"]
+        for p in sys.argv[1:]]
+assert len(runs[0]) == 30 and runs[0] == runs[1], runs
+PY
+act() { awk '$1 == "activations" { print $4, $5 }' "$1"; }
+kib() { awk -v v="$1" -v u="$2" 'BEGIN { print v * (u == "MiB" ? 1024 : 1) }'; }
+plain="$(kib $(act "$work/ckpt.log"))" on="$(kib $(act "$work/ckpt_on.log"))"
+awk -v a="$plain" -v b="$on" 'BEGIN { exit !(b > 0 && b < 0.75 * a) }' \
+  || fail "checkpointing kept ${on} KiB of activations, without ${plain} KiB"
+echo "ok: resmlp with checkpointing: the same losses, activations ${on} KiB instead of ${plain} KiB"
+
+# The memory report: the bundle's estimate is what the run measures, as for
+# a built-in model.
+for precision in fp32 fp8; do
+  resmlp_run --precision="$precision" --steps=2 > "$work/mem_$precision.log" 2>&1 \
+    || { cat "$work/mem_$precision.log"; fail "resmlp $precision for the memory report failed"; }
+  measured="$(awk '$1 == "total" && NF == 5 { print $4, $5 }' "$work/mem_$precision.log")"
+  "$sdk/bin/memory_estimate" --plugin_path="$plugins" --model=resmlp --batch_sizes=64 \
+    --precisions="$precision" > "$work/estimate_$precision.txt" \
+    || { cat "$work/estimate_$precision.txt"; fail "memory_estimate refused resmlp"; }
+  estimated="$(awk '$1 == "total" { print $2, $3 }' "$work/estimate_$precision.txt")"
+  [[ -n "$measured" && "$measured" == "$estimated" ]] \
+    || fail "resmlp $precision: the run's peak is '$measured', the estimate '$estimated'"
+  echo "ok: resmlp $precision: memory_estimate says $estimated, the run peaks at $measured"
+done
+
+# --debug_overflow names resmlp's layers as it names the built-in MLP's: a
+# loss scale of 2^40 overflows fp16 in the first backward op, the loss's,
+# which reads the head's logits.
+for model in mlp:layer2 resmlp:head; do
+  "$sdk/bin/train" --plugin_path="$plugins" --dataset=digits --model="${model%%:*}" --precision=fp16 \
+    --steps=2 --progress=none --cache_dir="$work/cache" --checkpoint_dir=none --debug_overflow \
+    --init_scale=1099511627776 > "$work/overflow_${model%%:*}.log" 2>&1 && fail "${model%%:*}: no overflow"
+  grep -q "^mantissa: error: step 1: --debug_overflow: in backward, op #[0-9]* CROSS_ENTROPY in layer '${model#*:}'" \
+    "$work/overflow_${model%%:*}.log" || { cat "$work/overflow_${model%%:*}.log"; fail "${model%%:*}: the overflow is not named"; }
+  grep -q "^      in\[1\] targets " "$work/overflow_${model%%:*}.log" \
+    || { cat "$work/overflow_${model%%:*}.log"; fail "${model%%:*}: the targets are not named"; }
+done
+echo "ok: --debug_overflow names the layer of a backward op in resmlp as in the mlp"
+
+# Its declared data: without --dataset (the default, GPT-2's text) the run is
+# refused in one line naming what it takes.
+if "$sdk/bin/train" --plugin_path="$plugins" --model=resmlp --steps=1 --cache_dir="$work/cache" \
+     > "$work/no_dataset.log" 2>&1; then
+  fail "resmlp trained on the default dataset"
+fi
+grep -q "^mantissa: error: --model=resmlp does not train on --dataset=fortunes: resmlp takes labelled feature vectors or labelled images (--dataset=digits|idx)" \
+  "$work/no_dataset.log" || { cat "$work/no_dataset.log"; fail "the refusal does not name resmlp's data"; }
+
+# The bundle's precision report on resmlp (python3 with matplotlib).
+"$sdk/bin/precision_report" --out="$work/report" --plugin_path="$plugins" --model=resmlp \
+  --dataset=digits --steps=40 --timing_repeats=1 --timing_steps=10 --cache_dir="$work/cache" \
+  > "$work/report.log" 2>&1 || { cat "$work/report.log"; fail "bin/precision_report failed"; }
+for f in report.md loss.png memory.png summary.csv; do
+  [[ -s "$work/report/$f" ]] || fail "the precision report wrote no $f"
+done
+grep -q 'resmlp' "$work/report/report.md" || fail "the report does not name resmlp"
+echo "ok: the bundle's memory estimate, precision report and overflow report work on resmlp"
 
 # ABI 1.5, the precision plugin's side: its own options (--precision_options),
 # the path its declaration picks (the run says which), its own options
@@ -222,7 +332,16 @@ sed 's|1.0f / static_cast<float>(batch);|1.0f / static_cast<float>(batch + 1);|'
   "$work/src/model_plugin/linear_model.cc" > "$work/broken/linear_model.cc"
 ! cmp -s "$work/broken/fp16_floor.cc" "$work/src/precision_plugin/fp16_floor.cc" || fail "sed did not inject the scaler bug"
 ! cmp -s "$work/broken/linear_model.cc" "$work/src/model_plugin/linear_model.cc" || fail "sed did not inject the gradient bug"
-for src in fp16_floor linear_model; do
+# resmlp keeping its activations in fp32 whatever the precision says, and
+# resmlp forgetting to recompute a block under checkpointing.
+sed 's/const MNT_DType act = setup_.precision.activation_dtype;/const MNT_DType act = MNT_DTYPE_F32;/' \
+  "$work/src/resmlp_model/resmlp.cc" > "$work/broken/resmlp_dtype.cc"
+sed 's/recompute_.Restore(k, \[&\] { return BlockForward(p, k, B, \/\*to_next=\*\/false); })/recompute_.Restore(k, [] { return Status::Ok(); })/' \
+  "$work/src/resmlp_model/resmlp.cc" > "$work/broken/resmlp_recompute.cc"
+for bug in dtype recompute; do
+  ! cmp -s "$work/broken/resmlp_$bug.cc" "$work/src/resmlp_model/resmlp.cc" || fail "sed did not inject the $bug bug"
+done
+for src in fp16_floor linear_model resmlp_dtype resmlp_recompute; do
   g++ -std=c++17 -O2 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags mantissa) "$work/broken/$src.cc" \
     -o "$work/broken/$src.so" $(pkg-config --variable=plugin_ldflags mantissa)
   if "$sdk/bin/plugin_conformance" "$work/broken/$src.so" > "$work/broken/$src.txt"; then
@@ -232,4 +351,8 @@ for src in fp16_floor linear_model; do
 done
 grep -q '^\[FAIL\] precision/scaler_recipe_replay' "$work/broken/fp16_floor.txt" || fail "backoff bug not named"
 grep -q '^\[FAIL\] model/[a-z_]*/backward_vs_finite_differences' "$work/broken/linear_model.txt" || fail "gradient bug not named"
+grep -q '^\[FAIL\] model/features/storage/bf16 .*activations take' "$work/broken/resmlp_dtype.txt" \
+  || fail "the fp32 activations are not named"
+grep -q '^\[FAIL\] model/features/checkpointing/f32 .*from those without checkpointing' \
+  "$work/broken/resmlp_recompute.txt" || fail "the missing recompute is not named"
 echo PASS

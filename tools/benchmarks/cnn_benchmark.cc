@@ -16,6 +16,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "plugins/sdk/backend_client.h"
@@ -32,6 +33,8 @@ ABSL_FLAG(int, bench_conv_iters, 0, "timed calls per layer; 0 = 2 on cpu, 20 oth
 ABSL_FLAG(std::string, bench_precisions, "fp32,tf32,bf16,fp16", "comma-separated");
 ABSL_FLAG(int64_t, bench_steps, 100, "CNN training steps per precision");
 ABSL_FLAG(std::string, bench_model_options, "depth=2,width=32", "CNN options");
+ABSL_FLAG(std::string, bench_tables, "conv,training",
+          "which tables: conv (the layer passes), training (the CNN), or both");
 
 namespace mnt::trainer {
 namespace {
@@ -187,6 +190,14 @@ int Run(int argc, char** argv) {
     }
     precs.push_back(p);
   }
+  const std::string tables = absl::GetFlag(FLAGS_bench_tables);
+  const bool conv_table = absl::StrContains(tables, "conv");
+  const bool training_table = absl::StrContains(tables, "training");
+  if (!conv_table && !training_table) {
+    std::fprintf(stderr, "cnn_benchmark: error: --bench_tables=%s names neither conv nor "
+                 "training\n", tables.c_str());
+    return 1;
+  }
   PluginRegistry registry(PluginRegistry::DefaultSearchPath("", argv[0]));
   auto plugin = registry.Get(MNT_PLUGIN_KIND_BACKEND, device);
   if (!plugin.ok()) {
@@ -203,8 +214,8 @@ int Run(int argc, char** argv) {
     api->Error_Destroy(e);
     return 0;
   }
-  int rc;
-  {
+  int rc = 0;
+  if (conv_table) {
     const sdk::BackendClient client(api, ca.backend);
     const bool cpu = device == "cpu";
     int64_t n = absl::GetFlag(FLAGS_bench_conv_batch);
@@ -217,7 +228,7 @@ int Run(int argc, char** argv) {
   da.struct_size = MNT_Backend_Destroy_Args_STRUCT_SIZE;
   da.backend = ca.backend;
   if (MNT_Error* e = api->backend->Backend_Destroy(&da)) api->Error_Destroy(e);
-  if (rc != 0) return rc;
+  if (rc != 0 || !training_table) return rc;
   return TrainingTable(&registry, precs);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""MLP training throughput in PyTorch eager on the CPU, side by side with
+"""MLP training throughput in PyTorch on the CPU (eager, or --compile=on), side by side with
 Mantissa's //tools/benchmarks:precision_benchmark: the same model (64 inputs,
 hidden 1024:1024 with ReLU, 10 classes, mean softmax cross-entropy), the same
 batch, AdamW (lr 1e-3, weight decay 0.01), gradient clipping at global norm
@@ -29,6 +29,8 @@ def parse_args(argv):
     p.add_argument("--precisions", default="fp32,tf32,bf16,fp16")
     p.add_argument("--steps", type=int, default=100, help="timed steps per precision")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps before them")
+    p.add_argument("--compile", default="off", choices=["on", "off"],
+                   help="on: the model under torch.compile (Inductor), compiled in the warm-up")
     p.add_argument("--csv", default="")
     return p.parse_args(argv)
 
@@ -60,6 +62,7 @@ def main(argv):
             if i + 2 < len(widths):
                 layers.append(torch.nn.ReLU())
         model = torch.nn.Sequential(*layers)
+        forward = torch.compile(model) if args.compile == "on" else model
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
         scaler = torch.amp.GradScaler("cpu", enabled=prec == "fp16")
         dtype = autocast.get(prec)
@@ -68,7 +71,7 @@ def main(argv):
 
         def step():
             with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
-                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss = torch.nn.functional.cross_entropy(forward(x), y)
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(opt)

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""The device check cut mid-stage, as the device tool's time limit cuts it:
-a fake bundle (no GPU needed) whose stage 1 holds a fast test and a test
-that hangs; the check's whole process group is killed while the slow test
-runs. Everything written before the cut must be in the results folder:
-environment.txt, results.tsv with the fast test's PASS row and the slow
-test's STARTED row, both tests' output lines in stage1.log (the hanging
-test's first line included), and a summary.md that shows the slow test as
-RUNNING. Then --rerun-failed with that results.tsv runs only the slow test
-(the fast one's row is copied in) and ends with a whole summary.
+"""The device check cut, on a fake bundle (no GPU needed):
 
-And a stage whose budget runs out: of GPT-2's training rows (each a fake
-`train` taking 3 s, one at a time) the fp8 row, the pass's last, is the one
-left NOT-RUN, the four others ran."""
+- killed from outside mid-part, as the device tool's time limit kills it:
+  everything written before the kill is in the results folder
+  (environment.txt, results.tsv with the fast test's PASS row and the slow
+  test's STARTED row, both tests' output lines in check.log, a summary.md
+  that shows the slow test as RUNNING); then --rerun-failed with that
+  results.tsv and its own --budget runs only the slow test (the fast one's
+  row is copied in) and ends with a whole summary;
+- a part whose budget runs out: the item still running reads CUT (not a
+  failure: exit status 3), as does the one that could not start; the
+  running one's process group and the child it started in a session of
+  its own are gone; an item that outruns its own limit reads TIMEOUT (a
+  failure: exit status 1);
+- GPT-2's training rows (each a fake `train` taking 4 s, one at a time)
+  in a part too short for all five: the fp8 row, the part's last, is the
+  one CUT, the four others ran."""
 import os
 import shutil
 import signal
@@ -37,11 +41,15 @@ echo "[ RUN      ] Fast.One"
 echo "fast test output line"
 echo "[       OK ] Fast.One (1 ms)"
 """
-# Hangs after its first line unless FAKE_SLOW_DONE exists beside it.
+# Hangs after its first line unless FAKE_SLOW_DONE exists beside it; first
+# starts a child in a session of its own (setsid) that would outlive it.
 SLOW = """#!/bin/sh
 echo "[ RUN      ] Slow.One"
+here="$(dirname "$0")"
+setsid sleep 600 < /dev/null > /dev/null 2>&1 &
+echo $! > "$here/$(basename "$0").child"
 echo "slow test first line"
-if [ -e "$(dirname "$0")/FAKE_SLOW_DONE" ]; then
+if [ -e "$here/FAKE_SLOW_DONE" ]; then
   echo "[       OK ] Slow.One (1 ms)"
   exit 0
 fi
@@ -52,7 +60,7 @@ echo "mantissa: error: cuda backend: no CUDA device available (fake bundle)" >&2
 exit 1
 """
 SLOW_TRAIN = """#!/bin/sh
-sleep 3
+sleep 4
 echo "mantissa: error: cuda backend: no CUDA device available (fake bundle)" >&2
 exit 1
 """
@@ -70,93 +78,150 @@ def read(path):
         return f.read()
 
 
+def alive(pid):
+    """Running (a zombie, killed and not yet reaped, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 class CutTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         self.bundle = os.path.join(self.tmp, "bundle")
-        write(os.path.join(self.bundle, "scripts", "device_check.py"),
-              read(runfile("tools/gpu/device_check.py")))
+        for script in ("device_check.py", "device_env.py"):
+            write(os.path.join(self.bundle, "scripts", script),
+                  read(runfile("tools/gpu/" + script)))
         write(os.path.join(self.bundle, "scripts", "make_token_shard.py"),
               read(runfile("tools/benchmarks/make_token_shard.py")))
         write(os.path.join(self.bundle, "bin", "cuda_fast_test"), FAST)
         write(os.path.join(self.bundle, "bin", "cuda_slow_test"), SLOW)
+        write(os.path.join(self.bundle, "bin", "cuda_slower_test"), SLOW)
         write(os.path.join(self.bundle, "bin", "train"), TRAIN)
-        os.makedirs(os.path.join(self.bundle, "lib"))
+        # Stand-ins for cuBLAS, so the environment part finds what it requires.
+        for lib in ("libcublasLt.so.13", "libcublas.so.13"):
+            write(os.path.join(self.bundle, "lib", lib), "", mode=0o644)
+        # Nothing to find: the environment part takes a moment.
+        self.roots = os.path.join(self.tmp, "no_roots")
+        os.makedirs(self.roots)
 
     def tearDown(self):
+        for name in ("cuda_slow_test", "cuda_slower_test"):
+            child = os.path.join(self.bundle, "bin", name + ".child")
+            if os.path.exists(child):
+                try:
+                    os.kill(int(read(child)), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def check(self, results, *extra, cut_after=None, only="fast|slow|train mlp fp32",
-              budget=120, workers=2):
+    def check(self, results, *extra, kill_after=None, only="fast|slow_test|^train mlp fp32",
+              parts="test,train", workers=2):
         cmd = [sys.executable, os.path.join(self.bundle, "scripts", "device_check.py"),
-               f"--results={results}", "--stage=1", f"--stage1_budget={budget}",
-               f"--workers={workers}", "--only=" + only] + list(extra)
+               f"--results={results}", f"--parts={parts}", f"--workers={workers}",
+               f"--train_workers={workers}", "--only=" + only, "--search_roots=" + self.roots,
+               "--part_budget=env=2"] + list(extra)
         # PATH without nvidia-smi or compute-sanitizer: a machine with no GPU.
         env = dict(os.environ, PATH="/usr/bin:/bin")
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)
-        if cut_after is None:
+        if kill_after is None:
             out = p.communicate(timeout=120)[0].decode()
             return p.returncode, out
-        # Cut once the slow test is running (its first line is in the log).
-        log = os.path.join(results, "stage1.log")
+        # Kill once the slow test is running (its first line is in the log).
+        log = os.path.join(results, "check.log")
         deadline = time.time() + 60
         while time.time() < deadline:
             if os.path.exists(log) and "slow test first line" in read(log):
                 break
             time.sleep(0.2)
-        time.sleep(cut_after)
+        time.sleep(kill_after)
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
         return None, ""
 
-    def test_a_cut_run_keeps_everything_written_before_the_cut(self):
+    def test_a_killed_run_keeps_everything_written_before_the_kill(self):
         first = os.path.join(self.tmp, "first")
-        self.check(first, cut_after=1.0)
+        self.check(first, kill_after=1.0)
         files = sorted(os.listdir(first))
         self.assertLessEqual(len(files), 8, files)
-        for name in ("environment.txt", "results.tsv", "stage1.log", "summary.md"):
+        for name in ("environment.txt", "results.tsv", "check.log", "summary.md"):
             self.assertIn(name, files)
         tsv = read(os.path.join(first, "results.tsv"))
-        self.assertRegex(tsv, r"\t1\ttest\tcuda_fast_test\tPASS\t")
-        self.assertRegex(tsv, r"\t1\ttest\tcuda_slow_test\tSTARTED\t")
-        self.assertNotRegex(tsv, r"cuda_slow_test\t(PASS|FAIL|TIMEOUT)")
-        self.assertRegex(tsv, r"\t1\ttrain\ttrain mlp fp32\tSKIPPED\tno CUDA device|"
-                              r"train mlp fp32\tSKIPPED\t\d+\tno CUDA device")
-        log = read(os.path.join(first, "stage1.log"))
+        self.assertRegex(tsv, r"\ttest\tcuda_fast_test\tPASS\t")
+        self.assertRegex(tsv, r"\ttest\tcuda_slow_test\tSTARTED\t")
+        self.assertNotRegex(tsv, r"cuda_slow_test\t(PASS|FAIL|TIMEOUT|CUT)")
+        log = read(os.path.join(first, "check.log"))
         self.assertIn("[cuda_fast_test] fast test output line", log)
         self.assertIn("[cuda_slow_test] slow test first line", log)
         summary = read(os.path.join(first, "summary.md"))
         self.assertRegex(summary, r"\| cuda_fast_test \| PASS \|")
         self.assertRegex(summary, r"\| cuda_slow_test \| RUNNING \|")
 
-        # The rerun: only the slow test runs (it now finishes); the fast
-        # test's row comes from the first run.
+        # The rerun, with a budget of its own: only the slow test runs (it
+        # now finishes); the fast test's row comes from the first run.
         write(os.path.join(self.bundle, "bin", "FAKE_SLOW_DONE"), "")
         second = os.path.join(self.tmp, "second")
-        rc, out = self.check(second, "--rerun-failed=" + os.path.join(first, "results.tsv"))
+        rc, out = self.check(second, "--rerun-failed=" + os.path.join(first, "results.tsv"),
+                             "--budget=60")
         self.assertEqual(rc, 0, out)
-        log = read(os.path.join(second, "stage1.log"))
+        log = read(os.path.join(second, "check.log"))
         self.assertIn("[cuda_slow_test] slow test first line", log)
         self.assertNotIn("[cuda_fast_test]", log)
         summary = read(os.path.join(second, "summary.md"))
         self.assertRegex(summary, r"\| cuda_fast_test \| PASS \| \d+ s \| earlier run: ")
         self.assertRegex(summary, r"\| cuda_slow_test \| PASS \|")
+        self.assertIn("budget 60 s", summary)
         self.assertNotIn("RUNNING", summary)
 
-    def test_a_stage_out_of_time_loses_the_fp8_row_first(self):
-        # Rows start at about 0, 3, 6, 9 and 12 s; none starts within 5 s of
-        # the 15.5 s budget, so the fifth (fp8) is NOT-RUN (1.5 s of margin
-        # either way).
+    def test_an_item_at_its_parts_deadline_reads_cut_and_everything_it_started_dies(self):
+        results = os.path.join(self.tmp, "cut")
+        # One worker: slow runs until the test part's deadline (2 + 6 s),
+        # slower never starts; neither is a failure.
+        rc, out = self.check(results, "--part_budget=test=6", only="slow", parts="test",
+                             workers=1)
+        self.assertEqual(rc, 3, out)
+        tsv = read(os.path.join(results, "results.tsv"))
+        self.assertRegex(tsv, r"\ttest\tcuda_slower_test\tCUT\t0\tnot started: the test part's "
+                              r"budget was spent")
+        self.assertRegex(tsv, r"\ttest\tcuda_slow_test\tCUT\t\d+\tstopped after \d+ s: the test "
+                              r"part's budget ran out")
+        summary = read(os.path.join(results, "summary.md"))
+        self.assertRegex(summary, r"Items: 2 CUT, 1 PASS, 2 SKIPPED")
+        self.assertIn("CUT = stopped at, or not started before, its part's deadline: not a "
+                      "failure", summary)
+        self.assertRegex(summary, r"\| cuda_slow_test \| CUT \|")
+        self.assertIn("killed after", read(os.path.join(results, "check.log")))
+        child = int(read(os.path.join(self.bundle, "bin", "cuda_slow_test.child")))
+        self.assertFalse(alive(child), f"the slow test's setsid child {child} outlived the cut")
+
+    def test_an_item_past_its_own_limit_is_a_timeout_and_a_failure(self):
+        results = os.path.join(self.tmp, "timeout")
+        rc, out = self.check(results, "--test_timeout=2", only="slow_test", parts="test",
+                             workers=1)
+        self.assertEqual(rc, 1, out)
+        tsv = read(os.path.join(results, "results.tsv"))
+        self.assertRegex(tsv, r"\ttest\tcuda_slow_test\tTIMEOUT\t\d+\tkilled at its own limit, 2 s")
+        child = int(read(os.path.join(self.bundle, "bin", "cuda_slow_test.child")))
+        self.assertFalse(alive(child), f"the slow test's setsid child {child} outlived its kill")
+
+    def test_a_part_out_of_time_loses_the_fp8_row_first(self):
+        # Rows start about 4 s apart from the environment's end (s0, well
+        # under 2 s); none starts within 5 s of the train part's deadline,
+        # 2 + 18 = 20 s, so the fifth (fp8, at s0 + 16) is CUT and the
+        # fourth (s0 + 12) is not, for any s0 in 0..2 s.
         write(os.path.join(self.bundle, "bin", "train"), SLOW_TRAIN)
         results = os.path.join(self.tmp, "short")
-        rc, out = self.check(results, only="^train gpt2 ", budget=15.5, workers=1)
-        self.assertEqual(rc, 0, out)
+        rc, out = self.check(results, "--part_budget=train=18", only="^train gpt2 ",
+                             parts="train", workers=1)
+        self.assertEqual(rc, 3, out)
         tsv = read(os.path.join(results, "results.tsv"))
         for prec in ("fp32", "tf32", "bf16", "fp16"):
             self.assertRegex(tsv, r"\ttrain gpt2 %s\tSKIPPED\t\d+\tno CUDA device" % prec)
-        self.assertRegex(tsv, r"\ttrain gpt2 fp8\tNOT-RUN\t0\tno time left in stage 1")
-        started = [l.split("\t")[3] for l in tsv.splitlines() if "\tSTARTED\t" in l]
+        self.assertRegex(tsv, r"\ttrain gpt2 fp8\tCUT\t0\tnot started: the train part's budget")
+        started = [l.split("\t")[2] for l in tsv.splitlines() if "\tSTARTED\t" in l]
         self.assertEqual(started, ["train gpt2 fp32", "train gpt2 tf32", "train gpt2 bf16",
                                    "train gpt2 fp16"])
 

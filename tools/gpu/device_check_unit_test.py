@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""device_check.py's CUDA library discovery on fake directory trees (a
-toolkit of the wrong major, a PyTorch venv in a hidden directory, cuDNN in
-another wheel's folder, a tree deeper than the search goes), its
-Mantissa/PyTorch table, and the order items run in (fp8 last, so a cut
-loses it first)."""
+"""The device check's pieces: the CUDA library discovery (device_env.py) on
+fake directory trees (a toolkit of the wrong major, a PyTorch venv in a
+hidden directory, cuDNN in another wheel's folder, a tree deeper than the
+search goes); the interpreter's (fake interpreters on PATH and in venvs,
+CUDA 13 preferred, a hanging one); the plan (its total within the device
+tool's 540 s, a rerun's own budget); the Mantissa/PyTorch table, the goals,
+and the order items run in (fp8 last, so a cut loses it first)."""
+import json
 import os
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import device_check as dc  # noqa: E402
+import device_env as de  # noqa: E402
 
 
 def touch(path):
@@ -21,15 +26,14 @@ def touch(path):
 class DiscoveryTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
-        self.saved = (dc.BUNDLE, dc.toolkit_dirs, dc.python_lib_dirs)
-        dc.python_lib_dirs = lambda: []
-        dc.BUNDLE = os.path.join(self.tmp, "bundle")
-        touch(os.path.join(dc.BUNDLE, "lib", "libcudart.so.13"))
+        self.saved = de.toolkit_dirs
+        self.bundle = os.path.join(self.tmp, "bundle")
+        touch(os.path.join(self.bundle, "lib", "libcudart.so.13"))
         self.toolkit = os.path.join(self.tmp, "usr/local/cuda-12.8/lib64")
-        dc.toolkit_dirs = lambda: [self.toolkit]
+        de.toolkit_dirs = lambda roots: [self.toolkit]
 
     def tearDown(self):
-        dc.BUNDLE, dc.toolkit_dirs, dc.python_lib_dirs = self.saved
+        de.toolkit_dirs = self.saved
 
     def test_finds_a_venv_in_a_hidden_directory_and_skips_the_wrong_major(self):
         touch(os.path.join(self.toolkit, "libcublasLt.so.12"))  # CUDA 12: not ours
@@ -39,8 +43,8 @@ class DiscoveryTest(unittest.TestCase):
         touch(os.path.join(site, "cu13/lib/libnvrtc.so.13"))
         touch(os.path.join(site, "cudnn/lib/libcudnn.so.9"))
         lines = []
-        dirs, libs = dc.discover(lines, roots=[os.path.join(self.tmp, "opt")])
-        self.assertEqual(dirs, [os.path.join(dc.BUNDLE, "lib"), os.path.join(site, "cu13/lib"),
+        dirs, libs = de.discover(lines, self.bundle, None, roots=[os.path.join(self.tmp, "opt")])
+        self.assertEqual(dirs, [os.path.join(self.bundle, "lib"), os.path.join(site, "cu13/lib"),
                                 os.path.join(site, "cudnn/lib")])
         self.assertEqual(libs["libcudnn.so.9"], os.path.join(site, "cudnn/lib/libcudnn.so.9"))
         self.assertTrue(any(l.startswith("libcublasLt.so.13: " + site) for l in lines), lines)
@@ -51,33 +55,28 @@ class DiscoveryTest(unittest.TestCase):
             touch(os.path.join(self.toolkit, n))
         touch(os.path.join(self.tmp, "home/u/.venv/nvidia/cu13/lib/libcublasLt.so.13"))
         lines = []
-        dirs, _ = dc.discover(lines, roots=[os.path.join(self.tmp, "home")])
-        self.assertEqual(dirs, [os.path.join(dc.BUNDLE, "lib"), self.toolkit])
+        dirs, _ = de.discover(lines, self.bundle, None, roots=[os.path.join(self.tmp, "home")])
+        self.assertEqual(dirs, [os.path.join(self.bundle, "lib"), self.toolkit])
         self.assertFalse(any(l.startswith("searched") for l in lines), "searched needlessly")
 
-    def test_the_interpreters_own_nvidia_wheels_need_no_search(self):
+    def test_the_chosen_interpreters_nvidia_wheels_need_no_search(self):
         site = os.path.join(self.tmp, "venv/lib/python3.12/site-packages")
         for n in ("libcublasLt.so.13", "libcublas.so.13", "libnvrtc.so.13"):
             touch(os.path.join(site, "nvidia/cu13/lib", n))
         touch(os.path.join(site, "nvidia/cudnn/lib/libcudnn.so.9"))
-        touch(os.path.join(site, "nvidia/nccl/lib/libnccl.so.2"))
-        saved_path = sys.path[:]
-        sys.path.append(site)
-        try:
-            dc.python_lib_dirs = self.saved[2]
-            lines = []
-            dirs, _ = dc.discover(lines, roots=[os.path.join(self.tmp, "nowhere")])
-        finally:
-            sys.path[:] = saved_path
+        touch(os.path.join(site, "torch/lib/libnccl.so.2"))
+        python = {"site": [site], "torch_lib": os.path.join(site, "torch/lib")}
+        lines = []
+        dirs, _ = de.discover(lines, self.bundle, python, roots=[os.path.join(self.tmp, "nowhere")])
         self.assertEqual(dirs[1:], [os.path.join(site, "nvidia/cu13/lib"),
                                     os.path.join(site, "nvidia/cudnn/lib"),
-                                    os.path.join(site, "nvidia/nccl/lib")])
+                                    os.path.join(site, "torch/lib")])
         self.assertFalse(any(l.startswith("searched") for l in lines), lines)
 
     def test_missing_required_library_is_reported(self):
         lines = []
-        dirs, libs = dc.discover(lines, roots=[self.tmp])
-        self.assertEqual(dirs, [os.path.join(dc.BUNDLE, "lib")])
+        dirs, libs = de.discover(lines, self.bundle, None, roots=[self.tmp])
+        self.assertEqual(dirs, [os.path.join(self.bundle, "lib")])
         self.assertNotIn("libcublasLt.so.13", libs)
         self.assertIn("libcublasLt.so.13: NOT FOUND (required)", lines)
         self.assertIn("libcudnn.so.9: NOT FOUND", lines)
@@ -88,9 +87,101 @@ class DiscoveryTest(unittest.TestCase):
         touch(deep)
         touch(os.path.join(self.tmp, "r/.cache/x/libcudnn.so.9"))
         touch(os.path.join(self.tmp, "r/ok/libcudnn.so.9"))
-        found, cut = dc.search(["libcudnn.so.9"], roots=[os.path.join(self.tmp, "r")], depth=10)
+        found, cut = de.search(["libcudnn.so.9"], roots=[os.path.join(self.tmp, "r")], depth=10)
         self.assertFalse(cut)
         self.assertEqual(found["libcudnn.so.9"], [os.path.join(self.tmp, "r/ok")])
+
+
+def fake_python(path, torch="", cuda="", mark=""):
+    """An executable that answers the probe as an interpreter with that
+    torch (none when torch is ''); `mark`: a file it creates when run."""
+    info = {"executable": path, "version": "3.12.3", "prefix": os.path.dirname(os.path.dirname(path)),
+            "site": [os.path.dirname(os.path.dirname(path)) + "/lib/python3.12/site-packages"]}
+    if torch:
+        info.update(torch=torch, torch_cuda=cuda, torch_lib="/x/torch/lib")
+    else:
+        info["error"] = "ModuleNotFoundError: No module named 'torch'"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + (f"touch '{mark}'\n" if mark else "") +
+                f"echo 'MANTISSA_PROBE {json.dumps(info)}'\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+class InterpreterTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def test_candidates_path_first_then_venvs_without_duplicates(self):
+        bin_dir = os.path.join(self.tmp, "usr/bin")
+        fake_python(os.path.join(bin_dir, "python3"))
+        os.symlink("python3", os.path.join(bin_dir, "python"))  # one interpreter, two names
+        venv = fake_python(os.path.join(self.tmp, "opt/torch/.venv/bin/python3"), "2.11.0", "13.0")
+        conda = fake_python(os.path.join(self.tmp, "opt/conda/envs/t/bin/python3"), "2.4", "12.4")
+        roots = [os.path.join(self.tmp, "opt")]
+        got = de.python_candidates(roots, path=bin_dir + ":" + os.path.join(self.tmp, "nothing"),
+                                   environ={})
+        self.assertEqual(got, [os.path.join(bin_dir, "python3"), venv, conda])
+
+    def test_chooses_the_cuda_13_torch_and_stops_there(self):
+        bin_dir = os.path.join(self.tmp, "bin")
+        fake_python(os.path.join(bin_dir, "python3"), "2.11.0+cpu", "")
+        cu12 = fake_python(os.path.join(self.tmp, "opt/a/.venv/bin/python3"), "2.5.0+cu124", "12.4")
+        cu13 = fake_python(os.path.join(self.tmp, "opt/b/.venv/bin/python3"), "2.11.0+cu130", "13.0")
+        after = os.path.join(self.tmp, "probed")
+        fake_python(os.path.join(self.tmp, "opt/c/.venv/bin/python3"), "2.11.0+cu130", "13.0",
+                    mark=after)
+        lines = []
+        got = de.choose_python(lines, [os.path.join(self.tmp, "opt")], path=bin_dir, environ={})
+        self.assertEqual(got["executable"], cu13)
+        self.assertEqual(got["torch_cuda"], "13.0")
+        self.assertFalse(os.path.exists(after), "probed past the first CUDA 13 torch")
+        self.assertEqual([l.split(":")[0].strip() for l in lines],
+                         [os.path.join(bin_dir, "python3"), cu12, cu13])
+        self.assertIn("torch 2.5.0+cu124, torch's CUDA 12.4", lines[1])
+
+    def test_without_cuda_13_the_best_other_and_none_without_torch(self):
+        bin_dir = os.path.join(self.tmp, "bin")
+        fake_python(os.path.join(bin_dir, "python3"), "2.11.0+cpu", "")
+        cu12 = fake_python(os.path.join(self.tmp, "opt/a/.venv/bin/python3"), "2.5.0", "12.4")
+        got = de.choose_python([], [os.path.join(self.tmp, "opt")], path=bin_dir, environ={})
+        self.assertEqual(got["executable"], cu12)
+        empty = os.path.join(self.tmp, "empty")
+        fake_python(os.path.join(empty, "python3"))
+        lines = []
+        self.assertIsNone(de.choose_python(lines, [os.path.join(self.tmp, "none")], path=empty,
+                                           environ={}))
+        self.assertIn("no torch (ModuleNotFoundError", lines[0])
+
+    def test_a_venv_deep_under_a_root_is_found_by_its_pyvenv_cfg(self):
+        deep = os.path.join(self.tmp, "opt/x/y/envs/torch")
+        touch(os.path.join(deep, "pyvenv.cfg"))
+        py = fake_python(os.path.join(deep, "bin/python3"), "2.11.0+cu130", "13.0")
+        lines = []
+        got = de.choose_python(lines, [os.path.join(self.tmp, "opt")],
+                               path=os.path.join(self.tmp, "nothing"), environ={})
+        self.assertEqual(got["executable"], py)
+        self.assertTrue(any("for pyvenv.cfg" in l and "1 found" in l for l in lines), lines)
+
+    def test_a_hanging_interpreter_costs_at_most_the_time_given(self):
+        hang = os.path.join(self.tmp, "bin/python3")
+        os.makedirs(os.path.dirname(hang))
+        with open(hang, "w") as f:
+            f.write("#!/bin/sh\nexec sleep 30\n")
+        os.chmod(hang, 0o755)
+        lines = []
+        t = time.time()
+        got = de.choose_python(lines, [os.path.join(self.tmp, "none")], seconds=2,
+                               path=os.path.dirname(hang), environ={})
+        self.assertIsNone(got)
+        self.assertLess(time.time() - t, 10)
+        self.assertIn("no answer in", lines[0])
+
+    def test_the_real_interpreter_answers_the_probe(self):
+        info, why = de.probe(sys.executable)
+        self.assertIsNotNone(info, why)
+        self.assertEqual(info["version"], sys.version.split()[0])
 
 
 class TableTest(unittest.TestCase):
@@ -128,15 +219,15 @@ class TableTest(unittest.TestCase):
 
 class LibraryProblemsTest(unittest.TestCase):
     def test_cudnn_without_nvrtc_is_a_problem(self):
-        libs = {n: "/x/" + n for n in dc.REQUIRED + ["libcudnn.so.9"]}
-        self.assertEqual(len(dc.library_problems(libs)), 1)
-        self.assertIn("libnvrtc.so.13", dc.library_problems(libs)[0])
+        libs = {n: "/x/" + n for n in de.REQUIRED + ["libcudnn.so.9"]}
+        self.assertEqual(len(de.library_problems(libs)), 1)
+        self.assertIn("libnvrtc.so.13", de.library_problems(libs)[0])
         libs["libnvrtc.so.13"] = "/x/libnvrtc.so.13"
-        self.assertEqual(dc.library_problems(libs), [])
+        self.assertEqual(de.library_problems(libs), [])
         # Without cuDNN, NVRTC is not needed; without cuBLASLt nothing runs.
-        self.assertEqual(dc.library_problems({n: "/x/" + n for n in dc.REQUIRED}), [])
+        self.assertEqual(de.library_problems({n: "/x/" + n for n in de.REQUIRED}), [])
         self.assertIn("libcublasLt.so.13 not found (required)",
-                      dc.library_problems({"libcublas.so.13": "/x"}))
+                      de.library_problems({"libcublas.so.13": "/x"}))
 
 
 GTEST_SKIPPED = """[ RUN      ] CudaKernelsTest.Add
@@ -210,48 +301,125 @@ class ClassifierTest(unittest.TestCase):
 
 class OrderTest(unittest.TestCase):
     """fp8 runs after everything else it competes with for time: the last
-    item of stage 1's tests-and-training pass, the last of Mantissa's
-    benchmark rows in stage 2, and no PyTorch row."""
+    item of the train part, the last of Mantissa's benchmark rows, and no
+    PyTorch row."""
 
-    def test_stage1_trains_gpt2_fp8_last(self):
-        tmp = tempfile.mkdtemp()
-        ctx = dc.Ctx()
-        ctx.args = dc.parse_args([])
-        ctx.gpu, ctx.gpu_name, ctx.libs, ctx.work = "", "", {}, tmp
-        ctx.shard = os.path.join(tmp, "tokens.bin")
-        items, _ = dc.stage1_items(ctx)
-        names = [i.name for i in items if i.part != "memcheck"]
-        train = [n for n in names if n.startswith("train ")]
-        self.assertEqual(len(train), 13, train)
+    def test_train_part_trains_gpt2_fp8_last(self):
+        ctx = dc.plan_ctx(dc.parse_args([]))
+        items = dc.train_items(ctx)
+        names = [i.name for i in items]
+        self.assertEqual(len(names), 13, names)
         self.assertEqual(names[-1], "train gpt2 fp8")
         self.assertLess(names.index("train gpt2 bf16"), names.index("train gpt2 fp8"))
         self.assertNotIn("train mlp fp8", names)
-        fp8 = items[[i.name for i in items].index("train gpt2 fp8")]
-        bf16 = items[[i.name for i in items].index("train gpt2 bf16")]
+        fp8, bf16 = items[-1], items[names.index("train gpt2 bf16")]
         # The same job as the bf16 row but for the precision.
         self.assertEqual([a for a in fp8.cmd if not a.startswith("--precision=")],
                          [a for a in bf16.cmd if not a.startswith("--precision=")])
         self.assertIn("--precision=fp8", fp8.cmd)
         self.assertIn("--model_options=preset=gpt2-124m", fp8.cmd)
 
-    def test_stage2_benchmarks_fp8_last_and_pytorch_never(self):
+    def test_bench_part_runs_fp8_last_and_pytorch_never(self):
         args = dc.parse_args([])
         rows = dc.bench_rows(args)
         self.assertEqual(rows[0], ("bf16", "16", "off"))
         self.assertEqual(rows[-1], ("fp8", "16", "off"))
         self.assertEqual(len(rows), 6)
         self.assertNotIn("fp8", dc.TORCH_PRECISIONS)
-        self.assertNotIn("fp8", args.torch_precisions.split(","))
+        self.assertEqual([r[0] for r in dc.torch_rows(args)], ["bf16", "fp16", "tf32", "fp32"])
+
+
+class PlanTest(unittest.TestCase):
+    """The one-call plan: parts in priority order within the budget, which
+    fits the device tool's timeout_s of 540; a rerun's own budget."""
+
+    def plan(self, *argv):
+        args = dc.parse_args(list(argv))
+        wanted, _ = dc.make_wanted(args)
+        items = dc.plan_items(dc.plan_ctx(args))
+        # Stand-ins for the bundle's GPU tests (none beside this source file).
+        items["test"] = [(f"cuda_{i}_test", "<= 120 s") for i in range(17)]
+        return args, wanted, items, dc.schedule(args, wanted, items)
+
+    def test_default_plan_is_in_priority_order_and_fits_540_s(self):
+        args, wanted, items, sched = self.plan()
+        self.assertEqual([p for p, _, _, _ in sched], dc.PART_NAMES)
+        self.assertEqual(dc.PART_NAMES, ["env", "test", "train", "bench", "torch", "rest"])
+        self.assertEqual(sum(b for _, b, _, _ in sched), dc.BUDGET)
+        self.assertLessEqual(sched[-1][3], dc.TOOL_TIMEOUT - 10)
+        for (_, _, _, end), (_, _, start, _) in zip(sched, sched[1:]):
+            self.assertEqual(end, start)
+        text = dc.plan_text(args, wanted, items)
+        self.assertIn("total: 525 s (budget 525 s; device tool timeout_s 540)", text)
+        self.assertIn("cuda_16_test", text)
+        self.assertIn("train gpt2 fp8  (<= 60 s)", text)
+
+    def test_a_short_budget_cuts_the_least_important_parts(self):
+        _, _, _, sched = self.plan("--budget=200")
+        ends = {p: end for p, _, _, end in sched}
+        self.assertEqual(ends["env"], 40)
+        self.assertEqual(ends["test"], 160)
+        self.assertEqual(ends["train"], 200)
+        self.assertEqual(ends["rest"], 200)
+
+    def test_a_rerun_plans_only_the_parts_it_runs(self):
+        tmp = tempfile.mkdtemp()
+        tsv = os.path.join(tmp, "results.tsv")
+        with open(tsv, "w") as f:
+            f.write("\t".join(dc.TSV_HEADER) + "\n")
+            for part, names in (("test", [f"cuda_{i}_test" for i in range(17)]),
+                                ("train", [i.name for i in dc.train_items(dc.plan_ctx(dc.parse_args([])))])):
+                for n in names:
+                    f.write(f"1\t{part}\t{n}\tPASS\t1\tok\n")
+            f.write("300\ttorch\tpytorch bf16 B=16 ckpt=off\tCUT\t0\tstopped\n")
+        args, wanted, items, sched = self.plan("--rerun-failed=" + tsv, "--budget=150",
+                                               "--parts=test,train,bench,torch")
+        self.assertEqual([(p, s, e) for p, _, s, e in sched],
+                         [("env", 0, 40), ("bench", 40, 150), ("torch", 150, 150)])
+        _, _, _, sched = self.plan("--rerun-failed=" + tsv, "--budget=200", "--parts=torch",
+                                   "--part_budget=env=20")
+        self.assertEqual([(p, s, e) for p, _, s, e in sched], [("env", 0, 20), ("torch", 20, 140)])
+        text = dc.plan_text(*self.plan("--rerun-failed=" + tsv, "--parts=torch")[:3])
+        self.assertIn("pytorch bf16 B=16 ckpt=off", text)
+        self.assertNotIn("pytorch fp16 B=16", text.split("total")[0].split("torch:")[0])
+
+    def test_bad_part_names_are_refused(self):
+        with self.assertRaises(SystemExit):
+            dc.parse_args(["--parts=tests"])
+        args = dc.parse_args(["--part_budget=gpu=3"])
+        with self.assertRaises(SystemExit):
+            dc.part_budgets(args)
 
 
 class RerunTest(unittest.TestCase):
     def test_last_row_wins(self):
-        rows = [dict(stage="1", part="test", name="a", status="STARTED"),
-                dict(stage="1", part="test", name="b", status="STARTED"),
-                dict(stage="1", part="test", name="a", status="PASS")]
+        rows = [dict(part="test", name="a", status="STARTED"),
+                dict(part="test", name="b", status="STARTED"),
+                dict(part="test", name="a", status="PASS")]
         last = dc.last_rows(rows)
-        self.assertEqual(last[("1", "test", "a")]["status"], "PASS")
-        self.assertEqual(last[("1", "test", "b")]["status"], "STARTED")
+        self.assertEqual(last[("test", "a")]["status"], "PASS")
+        self.assertEqual(last[("test", "b")]["status"], "STARTED")
+
+    def test_cut_rows_run_again(self):
+        self.assertNotIn(dc.CUT, dc.DONE)
+        self.assertNotIn(dc.CUT, dc.BAD)
+
+
+class StatusTest(unittest.TestCase):
+    def test_pytorch_rows_skipped_for_time_are_cut(self):
+        self.assertEqual(dc.csv_status({"status": "skipped", "note": "time budget (torch.compile)"}),
+                         dc.CUT)
+        self.assertEqual(dc.csv_status({"status": "skipped", "note": "torch has no CUDA device"}),
+                         "SKIPPED")
+        self.assertEqual(dc.csv_status({"status": "ok", "note": ""}), "PASS")
+        self.assertEqual(dc.csv_status({"status": "error", "note": "x"}), "FAIL")
+
+    def test_measured_lines_reach_the_results(self):
+        out = ("[ RUN      ] A.B\nmeasured: B SCALED_GEMM max |D - ref| / sum|a*b| = 3.10e-05 "
+               "(fast accumulation off), - (on); 1% of the bound\n[       OK ] A.B\n")
+        self.assertEqual(dc.measured_lines(out),
+                         ["B SCALED_GEMM max |D - ref| / sum|a*b| = 3.10e-05 (fast accumulation "
+                          "off), - (on); 1% of the bound"])
 
 
 def row(fw, prec, ckpt, tps, ms, mfu, gemm, peak, batch="16", status="ok", note=""):

@@ -3,6 +3,7 @@
 #
 #   tools/gpu/run_gpu_checks.sh           # on the build machine
 #   device_bundle/run.sh [RESULTS_DIR]    # on the GPU machine: the device check
+#   device_bundle/run.sh RESULTS_DIR --plan   # anywhere: what it runs, when
 #
 # The bundle (//tools/gpu:device_bundle, packed by tools/gpu/pack_bundle.sh)
 # holds the GPU tests, train, the benchmarks, every plugin and every shared
@@ -24,8 +25,10 @@ bundle_bytes="$(du -sb device_bundle | cut -f1)"
 repo_bytes="$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)"
 echo "run_gpu_checks: device_bundle/ holds $bundle_bytes bytes (limit $((48 * 1024 * 1024)));" \
      "with the repository $((bundle_bytes + repo_bytes)) bytes travel (device tool limit $((64 * 1024 * 1024)))"
-echo "run_gpu_checks: on the GPU machine: device_bundle/run.sh RESULTS_DIR [--stage=1|2|all]"
-echo "  device tool, first call:  command 'device_bundle/run.sh \"\$OUT\" --stage=all', carry [\"device_bundle\"], timeout_s 540"
-echo "  a rerun of what failed:   copy the returned results.tsv to device_bundle/last_results.tsv, then"
-echo "                            command 'device_bundle/run.sh \"\$OUT\" --rerun-failed=device_bundle/last_results.tsv', same carry, timeout_s 540"
-echo "  (docs/performance.md: how the 15 device minutes are spent)"
+echo "run_gpu_checks: on the GPU machine: device_bundle/run.sh RESULTS_DIR (--plan: what runs when, without running it)"
+echo "  device tool, the call:    command 'device_bundle/run.sh \"\$OUT\"', carry [\"device_bundle\"], timeout_s 540"
+echo "  a rerun on the warm machine (at once, within its 30 s idle): copy the returned results.tsv to"
+echo "                            device_bundle/last_results.tsv, then command"
+echo "                            'device_bundle/run.sh \"\$OUT\" --rerun-failed=device_bundle/last_results.tsv --budget=150',"
+echo "                            same carry, timeout_s 165"
+echo "  (docs/performance.md: the one-call plan minute by minute)"

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "models/gpt2/gpt2_options.h"
+#include "plugins/sdk/data_kinds.h"
 #include "trainer/dryrun/memory_estimate.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/loader/plugin_registry.h"
@@ -38,7 +39,8 @@ ABSL_FLAG(std::string, device, "cpu",
 ABSL_FLAG(std::string, backend_options, "", "the backend's options");
 ABSL_FLAG(std::string, data, "auto",
           "what one example is: images (f32 --input_dims, --num_classes) or tokens "
-          "(--seq_len i32 ids); auto: tokens for gpt2, images otherwise");
+          "(--seq_len i32 ids); auto: what the model declares it takes (tokens for a model "
+          "that takes token sequences only), else tokens for gpt2, images otherwise");
 ABSL_FLAG(std::string, input_dims, "8,8", "images: dims of one example (digits: 8,8)");
 ABSL_FLAG(int64_t, num_classes, 10, "images: number of classes");
 ABSL_FLAG(int64_t, seq_len, 0, "tokens: tokens per sequence; 0 = the model's context");
@@ -84,12 +86,17 @@ absl::StatusOr<std::vector<int64_t>> ParseInts(const std::string& flag, const st
   return out;
 }
 
-// The example the trainer's dataset would hand the model.
-absl::StatusOr<MNT_DataSpec> DataSpecFromFlags(std::string* description) {
+// The example the trainer's dataset would hand the model; `declared`: the
+// kinds of data the model declares (ABI 1.12), empty for none.
+absl::StatusOr<MNT_DataSpec> DataSpecFromFlags(const std::vector<MNT_DataKind>& declared,
+                                               std::string* description) {
   MNT_DataSpec d{};
   d.struct_size = MNT_DataSpec_STRUCT_SIZE;
   const std::string model = absl::GetFlag(FLAGS_model);
   std::string kind = absl::GetFlag(FLAGS_data);
+  if (kind == "auto" && !declared.empty()) {
+    kind = declared == std::vector<MNT_DataKind>{MNT_DATA_KIND_TOKENS} ? "tokens" : "images";
+  }
   if (kind == "auto") kind = model == "gpt2" ? "tokens" : "images";
   if (kind == "images") {
     auto dims = ParseInts("input_dims", absl::GetFlag(FLAGS_input_dims), 1);
@@ -167,12 +174,15 @@ absl::Status Run(const std::string& argv0) {
         absl::StrCat("--zero_stage=", zero_stage, ": expected 0 or 1"));
   }
   if (!(bucket_mb >= 0)) return absl::InvalidArgumentError("--bucket_mb must be 0 or positive");
-  std::string data_description;
-  auto spec = DataSpecFromFlags(&data_description);
-  if (!spec.ok()) return spec.status();
-
   trainer::PluginRegistry registry(
       trainer::PluginRegistry::DefaultSearchPath(absl::GetFlag(FLAGS_plugin_path), argv0));
+  std::vector<MNT_DataKind> declared;
+  if (auto model = registry.Get(MNT_PLUGIN_KIND_MODEL, absl::GetFlag(FLAGS_model)); model.ok()) {
+    declared = sdk::DeclaredDataKinds((*model)->api);
+  }
+  std::string data_description;
+  auto spec = DataSpecFromFlags(declared, &data_description);
+  if (!spec.ok()) return spec.status();
   EstimateSetup setup;
   setup.device = absl::GetFlag(FLAGS_device);
   setup.backend_options = absl::GetFlag(FLAGS_backend_options);

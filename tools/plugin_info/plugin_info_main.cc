@@ -5,7 +5,8 @@
 // Prints name, kind, ABI version, description, the extensions on its chain
 // (name and version), its capabilities (ABI 1.9: the ones it advertises;
 // an older plugin's from its minor), a backend's device and supported ops,
-// a precision's policy, and the exported symbols.
+// a precision's policy, the kinds of data a model declares (ABI 1.12), and
+// the exported symbols.
 // The plugin is loaded in a child process first, so a file that is not a
 // Mantissa plugin, or one that crashes while loading, is reported in one line
 // ("plugin_info: error: ...") with exit status 1.
@@ -19,6 +20,7 @@
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
 #include "plugins/sdk/capabilities.h"
+#include "plugins/sdk/data_kinds.h"
 #include "plugins/sdk/extension_chain.h"
 #include "plugins/sdk/precision_client.h"
 #include "plugins/sdk/tensor.h"
@@ -91,6 +93,15 @@ void PrintCapabilities(const MNT_Plugin_Api* api) {
   std::printf("capabilities: %s (implied by ABI %d.%d: no capabilities extension)\n",
               names.empty() ? "none" : absl::StrJoin(names, " ").c_str(),
               api->abi_version.major_version, api->abi_version.minor_version);
+}
+
+// ABI 1.12: the kinds of data a model declares it trains on.
+void PrintModel(const MNT_Plugin_Api* api) {
+  std::vector<std::string> names;
+  for (MNT_DataKind k : sdk::DeclaredDataKinds(api)) names.push_back(sdk::DataKindName(k));
+  std::printf("data:         %s\n",
+              names.empty() ? "not declared (Model_Create decides)"
+                            : absl::StrJoin(names, " ").c_str());
 }
 
 void PrintBackend(const MNT_Plugin_Api* api) {
@@ -167,7 +178,8 @@ int Main(int argc, char** argv) {
   switch (api->kind) {
     case MNT_PLUGIN_KIND_BACKEND: PrintBackend(api); break;
     case MNT_PLUGIN_KIND_PRECISION: PrintPrecision(api); break;
-    default: break;  // a model needs a backend: see plugin_conformance
+    case MNT_PLUGIN_KIND_MODEL: PrintModel(api); break;  // its passes: plugin_conformance
+    default: break;
   }
   std::printf("exports:      %s\n", absl::StrJoin(symbols, " ").c_str());
   return 0;

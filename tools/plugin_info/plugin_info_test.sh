@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# plugin_info on real plugins, on a file without the entry symbol, on a plugin
+# plugin_info on real plugins (a backend, a precision, a model), on a file without the entry symbol, on a plugin
 # whose initialiser crashes, and on one of another ABI major.
 set -euo pipefail
-info="$1" cpu="$2" fp16="$3" nosymbol="$4" crashes="$5" major2="$6"
+info="$1" cpu="$2" fp16="$3" nosymbol="$4" crashes="$5" major2="$6" cnn="$7"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -27,6 +27,11 @@ out="$("$info" "$fp16")" || fail "plugin_info on fp16 exited $?"
 grep -q '^policy: .*weights f16, master weights f32.*loss scaling dynamic$' <<<"$out" \
   || fail "fp16 policy line: $out"
 grep -q '^capabilities: *PRECISION_OPTIONS$' <<<"$out" || fail "fp16 capabilities line: $out"
+
+# ABI 1.12: the kinds of data a model declares, its extension on the chain.
+out="$("$info" "$cnn")" || fail "plugin_info on the cnn exited $?"
+grep -q '^data: *images$' <<<"$out" || fail "cnn data line: $out"
+grep -Eq '^extensions: .*model_data v1' <<<"$out" || fail "no model_data extension listed: $out"
 
 # Refusals: exit 1, exactly one line on stderr, naming the reason.
 expect_refusal() {

@@ -25,6 +25,10 @@ def runfiles_root():
 
 
 def train_binary():
+    """$MANTISSA_TRAIN (the SDK bundle's bin/precision_report sets it to its
+    bin/train), else the runfiles' trainer."""
+    if os.environ.get("MANTISSA_TRAIN"):
+        return os.environ["MANTISSA_TRAIN"]
     return os.path.join(runfiles_root(), "mantissa", "trainer", "cli", "train")
 
 

@@ -4,6 +4,7 @@
 # KIND is where FILE goes inside mantissa_sdk/:
 #   abi, sdk -> include/mantissa/plugins/{abi,sdk}/   (so "plugins/abi/mantissa.h"
 #               resolves with -I include/mantissa)
+#   sdk/model -> include/mantissa/plugins/sdk/model/
 #   bin      -> bin/          plugin -> lib/mantissa/plugins/
 #   share    -> share/mantissa/   doc -> share/doc/mantissa/
 #   example/<dir> -> share/mantissa/examples/<dir>/
@@ -26,6 +27,7 @@ for item in "$@"; do
   case "$kind" in
     abi) dest="include/mantissa/plugins/abi" ;;
     sdk) dest="include/mantissa/plugins/sdk" ;;
+    sdk/model) dest="include/mantissa/plugins/sdk/model" ;;
     bin) dest="bin" ;;
     plugin) dest="lib/mantissa/plugins" ;;
     share) dest="share/mantissa" ;;

@@ -1,9 +1,11 @@
 #include "trainer/cli/model_defaults.h"
 
-#include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "plugins/sdk/data_kinds.h"
 
 namespace mnt::trainer {
 
@@ -54,35 +56,77 @@ std::vector<std::string> ApplyModelDefaults(
   return changes;
 }
 
-absl::Status CheckModelTakesDataset(const TrainConfig& c) {
-  struct Accepts {
-    std::vector<std::string> datasets;
-    const char* what;
+namespace {
+
+// The datasets in the order messages list them, with the kinds of data each
+// gives (idx: whatever its file holds, images or feature vectors).
+struct DatasetKinds {
+  const char* dataset;
+  std::vector<MNT_DataKind> kinds;
+};
+const std::vector<DatasetKinds>& Datasets() {
+  static const auto* const datasets = new std::vector<DatasetKinds>{
+      {"digits", {MNT_DATA_KIND_IMAGES}},
+      {"idx", {MNT_DATA_KIND_IMAGES, MNT_DATA_KIND_FEATURES}},
+      {"fortunes", {MNT_DATA_KIND_TOKENS}},
+      {"shards", {MNT_DATA_KIND_TOKENS}},
+      {"text", {MNT_DATA_KIND_TOKENS}},
   };
-  static const auto* const table = new std::map<std::string, Accepts>{
-      {"mlp", {{"digits", "idx"}, "labelled images"}},
-      {"cnn", {{"digits", "idx"}, "labelled images"}},
-      {"gpt2", {{"fortunes", "shards", "text"}, "token sequences"}},
-  };
-  auto it = table->find(c.model());
-  if (it == table->end()) return absl::OkStatus();
-  const Accepts& accepts = it->second;
-  for (const std::string& d : accepts.datasets) {
-    if (d == c.data().dataset()) return absl::OkStatus();
+  return *datasets;
+}
+
+bool TakesAny(const std::vector<MNT_DataKind>& model, const std::vector<MNT_DataKind>& data) {
+  for (MNT_DataKind k : data) {
+    if (sdk::Takes(model, k)) return true;
   }
-  // Which in-tree models would take this dataset instead.
+  return false;
+}
+
+// "labelled images", as the run's messages say it.
+const char* KindPhrase(MNT_DataKind kind) {
+  switch (kind) {
+    case MNT_DATA_KIND_FEATURES: return "labelled feature vectors";
+    case MNT_DATA_KIND_IMAGES: return "labelled images";
+    case MNT_DATA_KIND_TOKENS: return "token sequences";
+    default: return "data of an unknown kind";
+  }
+}
+
+}  // namespace
+
+absl::Status CheckModelTakesDataset(const TrainConfig& c, const DeclaredDataKinds& declared,
+                                    const std::vector<std::string>& models) {
+  const std::vector<MNT_DataKind> takes = declared(c.model());
+  if (takes.empty()) return absl::OkStatus();  // only its Model_Create can say
+  const std::string& dataset = c.data().dataset();
+  const std::vector<MNT_DataKind>* gives = nullptr;
+  for (const DatasetKinds& d : Datasets()) {
+    if (d.dataset == dataset) gives = &d.kinds;
+  }
+  if (gives == nullptr || TakesAny(takes, *gives)) return absl::OkStatus();
+  std::vector<std::string> phrases, datasets;
+  for (MNT_DataKind k : takes) phrases.push_back(KindPhrase(k));
+  for (const DatasetKinds& d : Datasets()) {
+    if (TakesAny(takes, d.kinds)) datasets.push_back(d.dataset);
+  }
+  // Which other models would take this dataset instead.
   std::vector<std::string> others;
-  for (const auto& [model, a] : *table) {
-    for (const std::string& d : a.datasets) {
-      if (d == c.data().dataset()) others.push_back("--model=" + model);
-    }
+  for (const std::string& m : models) {
+    if (m != c.model() && TakesAny(declared(m), *gives)) others.push_back("--model=" + m);
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--model=", c.model(), " does not train on --dataset=", c.data().dataset(),
-      ": ", c.model(), " takes ", accepts.what, " (--dataset=",
-      absl::StrJoin(accepts.datasets, "|"), ")",
-      others.empty() ? "" : absl::StrCat("; for ", c.data().dataset(), " use ",
-                                         absl::StrJoin(others, " or "))));
+      "--model=", c.model(), " does not train on --dataset=", dataset, ": ", c.model(),
+      " takes ", absl::StrJoin(phrases, " or "),
+      datasets.empty() ? "" : absl::StrCat(" (--dataset=", absl::StrJoin(datasets, "|"), ")"),
+      others.empty() ? "" : absl::StrCat("; for ", dataset, " use ", absl::StrJoin(others, " or "))));
+}
+
+absl::Status CheckModelTakesDataset(const TrainConfig& c, PluginRegistry* registry) {
+  const DeclaredDataKinds declared = [registry](const std::string& model) {
+    auto plugin = registry->Get(MNT_PLUGIN_KIND_MODEL, model);
+    return plugin.ok() ? sdk::DeclaredDataKinds((*plugin)->api) : std::vector<MNT_DataKind>{};
+  };
+  return CheckModelTakesDataset(c, declared, registry->Available(MNT_PLUGIN_KIND_MODEL));
 }
 
 }  // namespace mnt::trainer

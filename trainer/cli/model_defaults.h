@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "plugins/abi/mantissa.h"
 #include "trainer/config/config.h"
+#include "trainer/loader/plugin_registry.h"
 
 namespace mnt::trainer {
 
@@ -21,11 +23,21 @@ std::vector<std::string> ApplyModelDefaults(
     const std::string& device, const std::function<bool(const std::string&)>& given,
     TrainConfig* config);
 
-// The in-tree models train on different kinds of data: mlp and cnn on
-// labelled images (digits, idx), gpt2 on token sequences (fortunes, shards,
-// text). A mismatch is refused naming what the model accepts; a model this
-// table does not know (a third-party plugin) is left to its Model_Create.
-absl::Status CheckModelTakesDataset(const TrainConfig& config);
+// The kinds of data model `name` declares it trains on (ABI 1.12,
+// MNT_ModelData_Extension); empty when it declares none (or cannot be
+// loaded: the run reports that later, in its own words).
+using DeclaredDataKinds = std::function<std::vector<MNT_DataKind>(const std::string& model)>;
+
+// The model's declaration against the dataset's kind (digits: images; idx:
+// images or feature vectors, as its file says; fortunes, shards, text:
+// token sequences). A mismatch is refused naming what the model takes and
+// the datasets of those kinds, and which of `models` (the ones available,
+// sorted) would take this dataset; a model that declares nothing is left
+// to its Model_Create.
+absl::Status CheckModelTakesDataset(const TrainConfig& config, const DeclaredDataKinds& declared,
+                                    const std::vector<std::string>& models);
+// The same with the models of `registry` (their declarations, loaded now).
+absl::Status CheckModelTakesDataset(const TrainConfig& config, PluginRegistry* registry);
 
 }  // namespace mnt::trainer
 

@@ -232,7 +232,7 @@ int Run(int original_argc, char** original_argv) {
   }
   if (auto s = ValidateTrainConfig(*config); !s.ok()) return Fail(s);
   if (auto s = CheckDataFlagsFitDataset(*config); !s.ok()) return Fail(s);
-  if (auto s = CheckModelTakesDataset(*config); !s.ok()) return Fail(s);
+  if (auto s = CheckModelTakesDataset(*config, &registry); !s.ok()) return Fail(s);
   // The global batch: kept from the saved run on any number of ranks.
   std::vector<std::string> plan_lines;
   if (saved.has_value()) {

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/sdk/tensor.h"
 #include "trainer/core/fault_observer.h"
 #include "trainer/core/fp8_observer.h"
 #include "trainer/core/loss_scale_config.h"
@@ -14,9 +15,20 @@
 namespace mnt::trainer {
 namespace {
 
+// A line said once before the first step, and nothing else.
+class Note : public StepObserver {
+ public:
+  explicit Note(std::string line) : line_(std::move(line)) {}
+  std::string Announcement() const override { return line_; }
+
+ private:
+  std::string line_;
+};
+
 // The per-step features the run asks for (step_observer.h).
 void AddObservers(const mantissa::TrainConfig& config, HostComm* ranks, RunParts* out) {
   RunParts& p = *out;
+  if (!p.plugins->fp8_note.empty()) p.observers.Add(std::make_unique<Note>(p.plugins->fp8_note));
   if (p.fp8 != nullptr) {
     p.observers.Add(std::make_unique<Fp8Observer>(
         p.fp8.get(), &p.plugins->model, config.log_every(), config.steps(),
@@ -165,6 +177,14 @@ absl::Status AssembleRun(const mantissa::TrainConfig& config, PluginRegistry* re
   auto batch = DeviceBatch::Create(client, *p.train_data, config.batch_size());
   if (!batch.ok()) return batch.status();
   p.batch = std::move(*batch);
+  if (OpTracer* tracer = p.plugins->tracer.get()) {
+    // --debug_overflow names the batch, not "activation" and "indices".
+    const MNT_DataSpec spec = p.train_data->spec();
+    const MNT_Tensor in = p.batch->Inputs(spec, config.batch_size());
+    const MNT_Tensor targets = p.batch->Targets(spec, config.batch_size());
+    tracer->NameData(in.data, sdk::SizeBytes(in), "inputs");
+    tracer->NameData(targets.data, sdk::SizeBytes(targets), "targets");
+  }
   p.scalars = std::make_unique<StepScalars>();
   if (auto s = p.scalars->Allocate(client); !s.ok()) return s;
   p.sampler = std::make_unique<BatchSampler>(p.train_data->size(), config.seed());

@@ -39,6 +39,19 @@ absl::Status ModelCreateError(const absl::Status& s, const MemoryAdviceFacts& fa
   return WithOutOfMemoryAdvice(s, facts);
 }
 
+// What a run with FP8 GEMMs says once when its model has none.
+std::string Fp8FallbackNote(const std::string& model, const MNT_Precision_GetPolicy_Args& policy) {
+  const char* compute = policy.matmul_compute == MNT_COMPUTE_BF16  ? "bf16"
+                        : policy.matmul_compute == MNT_COMPUTE_F16 ? "fp16"
+                        : policy.matmul_compute == MNT_COMPUTE_TF32 ? "tf32"
+                                                                    : "fp32";
+  return absl::StrCat(
+      "FP8 GEMMs: model '", model, "' has none (it does not offer capability MODEL_FP8_GEMMS), so ",
+      "its GEMMs run in ", compute, " on ", sdk::DTypeName(policy.activation_dtype),
+      " activations, as Transformer Engine runs what its FP8 layers do not cover; a model "
+      "written on the SDK's model layer gets FP8 GEMMs (docs/plugins.md, \"FP8 GEMMs\")");
+}
+
 }  // namespace
 
 namespace {
@@ -133,7 +146,7 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   }
   p->scaling_recipe = {};
   p->scaling_recipe.recipe = MNT_SCALING_RECIPE_NONE;
-  const bool fp8_gemms = sdk::IsFp8(matmul.compute_dtype);
+  bool fp8_gemms = sdk::IsFp8(matmul.compute_dtype);
   if (fp8_gemms) {
     if (sdk::Status s = p->precision.GetScalingRecipe(config.precision_options(),
                                                       &p->scaling_recipe);
@@ -148,7 +161,17 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
           "precision '", p->precision_name, "' computes GEMMs in ",
           sdk::DTypeName(matmul.compute_dtype), " but declares no scaling recipe"));
     }
+    if (!sdk::HasCapability((*model)->api, MNT_CAPABILITY_MODEL_FP8_GEMMS)) {
+      // As Transformer Engine runs what its FP8 layers do not cover in
+      // higher precision: the model's GEMMs run in the precision's compute
+      // mode on its storage (fp8's: bf16), said once, instead of a refusal.
+      p->fp8_note = Fp8FallbackNote(config.model(), p->policy);
+      p->scaling_recipe = {};
+      p->scaling_recipe.recipe = MNT_SCALING_RECIPE_NONE;
+      fp8_gemms = false;
+    }
     for (MNT_Op op : {MNT_OP_SCALED_CAST, MNT_OP_SCALED_GEMM, MNT_OP_FP8_SCALE_UPDATE}) {
+      if (!fp8_gemms) break;
       if (!p->backend->Supports(op)) {
         return absl::FailedPreconditionError(absl::StrCat(
             "precision '", p->precision_name, "' runs GEMMs in FP8, but backend '",

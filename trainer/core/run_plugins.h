@@ -43,6 +43,10 @@ struct RunPlugins {
   // computes in FP8 (then the model runs its GEMMs in FP8); recipe NONE
   // otherwise.
   MNT_Precision_GetScalingRecipe_Args scaling_recipe{};
+  // A precision with FP8 GEMMs and a model without them (no capability
+  // MODEL_FP8_GEMMS): the line the run says once; its GEMMs then run in the
+  // policy's compute mode (recipe NONE). "" otherwise.
+  std::string fp8_note;
   // --debug_overflow: the backend as the model sees it (declared before the
   // model, which borrows its table, so it outlives the model); else null.
   std::unique_ptr<OpTracer> tracer;

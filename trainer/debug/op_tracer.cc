@@ -13,7 +13,7 @@ namespace mnt::trainer {
 namespace {
 
 // "layer1.weight" -> "layer1"; "grad of layer1.weight" -> "layer1".
-std::string LayerOf(const std::string& name) {
+std::string LayerOfParameter(const std::string& name) {
   std::string n = name;
   for (const char* prefix : {"grad of ", "master of "}) {
     if (n.rfind(prefix, 0) == 0) n = n.substr(std::strlen(prefix));
@@ -22,12 +22,13 @@ std::string LayerOf(const std::string& name) {
   return dot == std::string::npos ? n : n.substr(0, dot);
 }
 
-bool IsParameter(const std::string& name) { return name != "activation" && !name.empty(); }
+bool IsFloat(MNT_DType t) {
+  return t == MNT_DTYPE_F32 || t == MNT_DTYPE_F16 || t == MNT_DTYPE_BF16;
+}
 
 // What --debug_overflow measures: a float tensor with elements.
 bool Measurable(const MNT_Tensor& t) {
-  return t.data != nullptr && sdk::NumElements(t) > 0 &&
-         (t.dtype == MNT_DTYPE_F32 || t.dtype == MNT_DTYPE_F16 || t.dtype == MNT_DTYPE_BF16);
+  return t.data != nullptr && sdk::NumElements(t) > 0 && IsFloat(t.dtype);
 }
 
 // TENSOR_STATS's outputs per operand: range F32 [2], then counts I32 [2].
@@ -46,6 +47,7 @@ OpTracer::OpTracer(const sdk::BackendClient& real, int history)
   std::memcpy(&api_, plugin->backend,
               std::min(plugin->backend->struct_size, sizeof(MNT_Backend_Api)));
   api_.Backend_Run = &Run;
+  api_.Memory_Copy = &Copy;
   plugin_ = *plugin;
   plugin_.backend = &api_;
   client_ = sdk::BackendClient(&plugin_, real.backend());
@@ -80,25 +82,73 @@ void OpTracer::Name(const void* data, size_t bytes, const std::string& name) {
   names_[reinterpret_cast<uintptr_t>(data)] = {bytes, name};
 }
 
+void OpTracer::NameData(const void* data, size_t bytes, const std::string& name) {
+  if (data == nullptr || bytes == 0) return;
+  data_names_[reinterpret_cast<uintptr_t>(data)] = {bytes, name};
+}
+
 void OpTracer::BeginPhase(int64_t step, const std::string& phase) {
   step_ = step;
   phase_ = phase;
   last_layer_.clear();  // "after <layer>" only within one pass
 }
 
-std::string OpTracer::NameOf(const void* data) const {
+const OpTracer::Range* OpTracer::Find(const std::map<uintptr_t, Range>& ranges,
+                                      const void* data) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(data);
-  auto it = names_.upper_bound(p);
-  if (it == names_.begin()) return "activation";
+  auto it = ranges.upper_bound(p);
+  if (it == ranges.begin()) return nullptr;
   --it;
-  return p < it->first + it->second.first ? it->second.second : "activation";
+  return p < it->first + it->second.bytes ? &it->second : nullptr;
 }
 
 OpTracer::Operand OpTracer::Describe(const MNT_Tensor& t) const {
   Operand o;
   o.dtype = t.dtype;
-  o.name = t.data == nullptr ? "(absent)" : NameOf(t.data);
+  if (t.data == nullptr) {
+    o.name = "(absent)";
+  } else if (const Range* r = Find(names_, t.data)) {
+    o.name = r->name;
+    o.parameter = true;
+  } else if (const Range* d = Find(data_names_, t.data)) {
+    o.name = d->name;
+  } else {
+    o.name = IsFloat(t.dtype) ? "activation" : "indices";
+  }
   return o;
+}
+
+std::string OpTracer::LayerOf(const OpRecord& r, const std::vector<const void*>& inputs) const {
+  for (const auto* side : {&r.inputs, &r.outputs}) {
+    for (const Operand& o : *side) {
+      if (o.parameter) return LayerOfParameter(o.name);
+    }
+  }
+  // No parameter: the layer whose output it works on, the newest one it
+  // reads (a residual add belongs to the branch it adds, not to the stream).
+  const Range* newest = nullptr;
+  for (const void* in : inputs) {
+    const Range* w = in != nullptr ? Find(writers_, in) : nullptr;
+    if (w != nullptr && (newest == nullptr || w->writer > newest->writer)) newest = w;
+  }
+  if (newest != nullptr) return newest->name;
+  return last_layer_.empty() ? "" : "after " + last_layer_;
+}
+
+MNT_Error* OpTracer::Copy(MNT_Memory_Copy_Args* args) {
+  OpTracer* self = active_;
+  // A device copy of named data (the model keeping the targets) or of a
+  // layer's output is named as its source.
+  if (!self->tripped_ && args != nullptr && args->kind == MNT_COPY_DEVICE_TO_DEVICE &&
+      args->size_bytes > 0) {
+    const uintptr_t dst = reinterpret_cast<uintptr_t>(args->dst);
+    if (const Range* d = Find(self->data_names_, args->src)) {
+      self->data_names_[dst] = {args->size_bytes, d->name};
+    } else if (const Range* w = Find(self->writers_, args->src)) {
+      self->writers_[dst] = {args->size_bytes, w->name, w->writer};
+    }
+  }
+  return self->real_.api()->Memory_Copy(args);
 }
 
 bool OpTracer::EnsureSlots(size_t slots) {
@@ -164,30 +214,41 @@ MNT_Error* OpTracer::Run(MNT_Backend_Run_Args* args) {
   const bool on_device =
       self->device_stats_ && self->EnsureSlots(args->num_inputs + args->num_outputs);
   std::vector<Pending>* device_pending = on_device ? &pending : nullptr;
+  std::vector<const void*> inputs;
   for (size_t i = 0; i < args->num_inputs; ++i) {
     r.inputs[i] = self->Describe(args->inputs[i]);
+    inputs.push_back(args->inputs[i].data);
     self->Measure(args->inputs[i], &r.inputs[i], device_pending);
   }
   MNT_Error* error = real->Backend_Run(args);
   if (error != nullptr) return error;
+  std::vector<std::pair<const void*, size_t>> outputs;
   for (size_t i = 0; i < args->num_outputs; ++i) {
     r.outputs[i] = self->Describe(args->outputs[i]);
+    if (!r.outputs[i].parameter && args->outputs[i].data != nullptr) {
+      outputs.emplace_back(args->outputs[i].data, sdk::SizeBytes(args->outputs[i]));
+    }
     self->Measure(args->outputs[i], &r.outputs[i], device_pending);
   }
   self->ReadPending(pending);
-  self->Record(std::move(r));
+  self->Record(std::move(r), inputs, outputs);
   return nullptr;
 }
 
-void OpTracer::Record(OpRecord r) {
-  for (const auto* side : {&r.inputs, &r.outputs}) {
-    for (const Operand& o : *side) {
-      if (r.layer.empty() && IsParameter(o.name) && o.name != "(absent)") r.layer = LayerOf(o.name);
+void OpTracer::Record(OpRecord r, const std::vector<const void*>& inputs,
+                      const std::vector<std::pair<const void*, size_t>>& outputs) {
+  r.layer = LayerOf(r, inputs);
+  const bool parameters =
+      std::any_of(r.inputs.begin(), r.inputs.end(), [](const Operand& o) { return o.parameter; }) ||
+      std::any_of(r.outputs.begin(), r.outputs.end(), [](const Operand& o) { return o.parameter; });
+  if (parameters) last_layer_ = r.layer;
+  // What this op wrote is its layer's, for the ops that read it later.
+  if (!r.layer.empty() && r.layer.rfind("after ", 0) != 0) {
+    for (const auto& [data, bytes] : outputs) {
+      writers_[reinterpret_cast<uintptr_t>(data)] = {bytes, r.layer, r.index};
     }
   }
-  if (!r.layer.empty()) last_layer_ = r.layer;
   for (const Operand& o : r.outputs) tripped_ = tripped_ || o.stats.nonfinite > 0;
-  if (r.layer.empty() && !last_layer_.empty()) r.layer = "after " + last_layer_;
   last_.push_back(std::move(r));
   while (static_cast<int>(last_.size()) > history_) last_.pop_front();
 }
@@ -204,9 +265,7 @@ std::string OpTracer::Summary() const {
   }
   for (size_t i = 0; i < r.inputs.size(); ++i) {
     const Operand& o = r.inputs[i];
-    if (IsParameter(o.name) && o.name != "(absent)") {
-      absl::StrAppend(&params, params.empty() ? "" : ", ", o.name);
-    }
+    if (o.parameter) absl::StrAppend(&params, params.empty() ? "" : ", ", o.name);
     if (o.stats.nonfinite > 0) {
       absl::StrAppend(&already, already.empty() ? "" : ", ", "in[", i, "] (", o.name, ")");
     }

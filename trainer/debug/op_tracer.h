@@ -13,7 +13,15 @@
 // with each operand's abs-min/abs-max; the first op with an inf/NaN output
 // trips the tracer, after which ops run untraced. Operands are named by the
 // parameter buffers they lie in ("layer1.weight", "grad of layer1.weight"),
-// else "activation"; a layer is a parameter's name without its last part.
+// by the data buffers named to it ("inputs", "targets", and the model's
+// device copies of them), else "activation" (a float tensor) or "indices"
+// (an integer one). An op's layer is a parameter's name without its last
+// part ("layer1.weight" -> "layer1"), of the first parameter among its
+// operands; an op without parameters (an activation, a residual add, a
+// loss, a backward through an activation) belongs to the layer of the op
+// that wrote the most recently written of its inputs (in this pass or the
+// forward before; a device copy keeps its source's); else it is "after"
+// the last layer of the pass.
 //
 // One OpTracer at a time per process (the table's entry points carry no
 // state); not thread-safe, as a backend instance.
@@ -47,8 +55,12 @@ class OpTracer {
   // What the model is created with instead of the real backend.
   const sdk::BackendClient& client() const { return client_; }
 
-  // Names a device range [data, data + bytes) for the report.
+  // Names a parameter's device range [data, data + bytes) for the report
+  // ("layer1.weight", "grad of layer1.weight").
   void Name(const void* data, size_t bytes, const std::string& name);
+  // Names a data range that is no parameter ("inputs", "targets"); a device
+  // copy of it takes the name too.
+  void NameData(const void* data, size_t bytes, const std::string& name);
   // Ops from now on belong to `phase` ("forward", "backward") of `step`.
   void BeginPhase(int64_t step, const std::string& phase);
 
@@ -66,8 +78,15 @@ class OpTracer {
  private:
   struct Operand {
     std::string name;
+    bool parameter = false;  // in a range named with Name()
     MNT_DType dtype = MNT_DTYPE_INVALID;
     TensorStats stats;
+  };
+  // A named device range.
+  struct Range {
+    size_t bytes;
+    std::string name;
+    int64_t writer = 0;  // writers_: the op that wrote it (traced_ then)
   };
   struct OpRecord {
     int64_t index = 0;  // ops traced so far, from 1
@@ -87,9 +106,13 @@ class OpTracer {
 
   OpTracer(const sdk::BackendClient& real, int history);
   static MNT_Error* Run(MNT_Backend_Run_Args* args);
-  std::string NameOf(const void* data) const;
+  static MNT_Error* Copy(MNT_Memory_Copy_Args* args);
+  // The range of `ranges` that holds `data`, or NULL.
+  static const Range* Find(const std::map<uintptr_t, Range>& ranges, const void* data);
   // Name and dtype; stats still unmeasured.
   Operand Describe(const MNT_Tensor& t) const;
+  // The layer of `r` (see the file comment); "" when it has none.
+  std::string LayerOf(const OpRecord& r, const std::vector<const void*>& inputs) const;
   // Measures `t` into `o`: with `pending` (the device path) TENSOR_STATS
   // into the next slot of stats_, read by ReadPending; without it, or when
   // the op fails, from a host copy.
@@ -99,7 +122,8 @@ class OpTracer {
   void ReadPending(const std::vector<Pending>& pending);
   // stats_ holds at least `slots` slots of 16 bytes.
   bool EnsureSlots(size_t slots);
-  void Record(OpRecord record);
+  void Record(OpRecord record, const std::vector<const void*>& inputs,
+              const std::vector<std::pair<const void*, size_t>>& outputs);
 
   static OpTracer* active_;
 
@@ -108,7 +132,9 @@ class OpTracer {
   MNT_Plugin_Api plugin_{};
   sdk::BackendClient client_;
   const int history_;
-  std::map<uintptr_t, std::pair<size_t, std::string>> names_;  // by start address
+  // By start address: parameters, data, and the layer that last wrote
+  // each activation range.
+  std::map<uintptr_t, Range> names_, data_names_, writers_;
   std::deque<OpRecord> last_;
   int64_t step_ = 0;
   std::string phase_;

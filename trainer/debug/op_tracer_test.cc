@@ -191,5 +191,81 @@ TEST(OpTracerTest, DeviceStatsAreTheHostMeasurementsOfTheSameBytes) {
   }
 }
 
+// Layer names where an op has no parameter (docs/plugins.md, "Layer
+// names"): a forward GEMM of layer1, its ReLU, a copy of the targets the
+// model keeps, then in backward a cross-entropy over layer1's output that
+// overflows fp16. The ReLU and the backward op are layer1's (they read its
+// output), the I32 targets and their device copy are "targets", an unnamed
+// I32 tensor is "indices", never "activation".
+TEST(OpTracerTest, OpsWithoutParametersTakeTheLayerOfWhatTheyRead) {
+  std::unique_ptr<sdk::BackendInstance> backend;
+  ASSERT_TRUE(sdk::BackendInstance::Create(cpu::CpuBackendPluginApi(), "", &backend).ok());
+  const sdk::BackendClient& real = backend->client();
+  sdk::DeviceBuffer xb, wb, yb, rb, tb, kept, ids, lb, db;
+  ASSERT_TRUE(real.Allocate(8 * 2, MNT_MEMORY_ACTIVATIONS, &xb).ok());
+  ASSERT_TRUE(real.Allocate(12 * 2, MNT_MEMORY_WEIGHTS, &wb).ok());
+  ASSERT_TRUE(real.Allocate(6 * 2, MNT_MEMORY_ACTIVATIONS, &yb).ok());
+  ASSERT_TRUE(real.Allocate(6 * 2, MNT_MEMORY_ACTIVATIONS, &rb).ok());
+  ASSERT_TRUE(real.Allocate(2 * 4, MNT_MEMORY_DATA, &tb).ok());
+  ASSERT_TRUE(real.Allocate(2 * 4, MNT_MEMORY_WORKSPACE, &kept).ok());
+  ASSERT_TRUE(real.Allocate(2 * 4, MNT_MEMORY_WORKSPACE, &ids).ok());
+  ASSERT_TRUE(real.Allocate(2 * 4, MNT_MEMORY_WORKSPACE, &lb).ok());
+  ASSERT_TRUE(real.Allocate(6 * 2, MNT_MEMORY_ACTIVATIONS, &db).ok());
+  const std::vector<uint16_t> x(8, Half(1.0f)), w(12, Half(0.5f));
+  const int32_t targets[2] = {0, 2};
+  ASSERT_TRUE(real.ToDevice(xb.data(), x.data(), x.size() * 2).ok());
+  ASSERT_TRUE(real.ToDevice(wb.data(), w.data(), w.size() * 2).ok());
+  ASSERT_TRUE(real.ToDevice(tb.data(), targets, sizeof(targets)).ok());
+  ASSERT_TRUE(real.ToDevice(ids.data(), targets, sizeof(targets)).ok());
+  auto tracer = OpTracer::Create(real);
+  ASSERT_TRUE(tracer.ok()) << tracer.status();
+  OpTracer& tr = **tracer;
+  tr.Name(wb.data(), wb.size(), "layer1.weight");
+  tr.NameData(tb.data(), tb.size(), "targets");
+  const sdk::BackendClient& c = tr.client();
+  const MNT_Tensor tx = sdk::MakeTensor(xb.data(), MNT_DTYPE_F16, {2, 4});
+  const MNT_Tensor tw = sdk::MakeTensor(wb.data(), MNT_DTYPE_F16, {4, 3});
+  const MNT_Tensor ty = sdk::MakeTensor(yb.data(), MNT_DTYPE_F16, {2, 3});
+  const MNT_Tensor relu_out = sdk::MakeTensor(rb.data(), MNT_DTYPE_F16, {2, 3});
+  const MNT_Tensor tkept = sdk::MakeTensor(kept.data(), MNT_DTYPE_I32, {2});
+  const MNT_Tensor tids = sdk::MakeTensor(ids.data(), MNT_DTYPE_I32, {2});
+  const MNT_Tensor losses = sdk::MakeTensor(lb.data(), MNT_DTYPE_F32, {2});
+  const MNT_Tensor dlogits = sdk::MakeTensor(db.data(), MNT_DTYPE_F16, {2, 3});
+  tr.BeginPhase(1, "forward");
+  const MNT_GemmParams gemm{MNT_GemmParams_STRUCT_SIZE, 0, 0, 1.0f, 0.0f, MNT_COMPUTE_F32};
+  ASSERT_TRUE(c.Run(MNT_OP_GEMM, {tx, tw}, {ty}, &gemm).ok());
+  const MNT_ActivationParams relu{MNT_ActivationParams_STRUCT_SIZE, MNT_ACTIVATION_RELU};
+  ASSERT_TRUE(c.Run(MNT_OP_ACTIVATION_FORWARD, {ty}, {relu_out}, &relu).ok());
+  ASSERT_TRUE(c.Copy(kept.data(), tb.data(), tb.size(), MNT_COPY_DEVICE_TO_DEVICE).ok());
+  tr.BeginPhase(1, "backward");
+  // dlogits = (softmax - onehot) * 1e9: beyond fp16.
+  MNT_CrossEntropyParams ce{};
+  ce.struct_size = MNT_CrossEntropyParams_STRUCT_SIZE;
+  ce.grad_scale = 1e9f;
+  ce.num_classes = 3;
+  ASSERT_TRUE(c.Run(MNT_OP_CROSS_ENTROPY, {ty, tkept}, {losses, dlogits}, &ce).ok());
+  ASSERT_TRUE(tr.tripped());
+  const std::string report = tr.Report();
+  EXPECT_NE(report.find("forward ACTIVATION_FORWARD  [layer1]\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("backward CROSS_ENTROPY  [layer1]\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("in[1] targets "), std::string::npos) << report;
+  EXPECT_EQ(tr.Summary(),
+            "--debug_overflow: in backward, op #3 CROSS_ENTROPY in layer 'layer1' made inf/NaN: "
+            "out[1] (activation: 6 inf/NaN of 6)");
+  // An I32 tensor nobody named is no activation.
+  auto fresh = OpTracer::Create(real);
+  ASSERT_FALSE(fresh.ok());  // one at a time
+  tracer->reset();
+  auto second = OpTracer::Create(real);
+  ASSERT_TRUE(second.ok()) << second.status();
+  (*second)->BeginPhase(1, "forward");
+  const MNT_Tensor big = sdk::MakeTensor(yb.data(), MNT_DTYPE_F16, {2, 3});
+  const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1e9f, 0.0f};
+  ASSERT_TRUE((*second)->client().Run(MNT_OP_CROSS_ENTROPY, {ty, tids}, {losses}, &ce).ok());
+  ASSERT_TRUE((*second)->client().Run(MNT_OP_ADD, {big}, {big}, &add).ok());
+  EXPECT_NE((*second)->Report().find("in[1] indices "), std::string::npos) << (*second)->Report();
+  EXPECT_EQ((*second)->Report().find("in[1] activation"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mnt::trainer

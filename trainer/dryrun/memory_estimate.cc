@@ -166,7 +166,10 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     return Prefixed(s, absl::StrCat("precision '", precision, "': "));
   }
   MNT_Precision_GetScalingRecipe_Args recipe{};
-  est.fp8 = sdk::IsFp8(matmul.compute_dtype);
+  // A model without FP8 GEMMs runs its GEMMs in the policy's compute mode
+  // instead (trainer/core/run_plugins.cc): no FP8 state.
+  est.fp8 = sdk::IsFp8(matmul.compute_dtype) &&
+            sdk::HasCapability(model_plugin_, MNT_CAPABILITY_MODEL_FP8_GEMMS);
   if (est.fp8) {
     if (auto s = sdk::ToAbsl(plugin.GetScalingRecipe(setup_.precision_options, &recipe));
         !s.ok()) {

@@ -21,7 +21,7 @@
 //     and role (input, weight, output gradient) a scale, its inverse and the
 //     last amax, plus the delayed recipe's amax history of
 //     --precision_options' history length: 4 * (9 S + 3 S H) bytes;
-//   workspace: the FP8 copies of the GEMM operands (models/common/fp8_gemms.cc:
+//   workspace: the FP8 copies of the GEMM operands (plugins/sdk/model/fp8_gemms.h:
 //     two scratch buffers, one byte per element of the largest A and the
 //     largest B operand, and 8 bytes of constants under current scaling),
 //     found by running one training forward and backward of the model on the
@@ -84,7 +84,7 @@ struct MemoryEstimate {
   bool fp8 = false;
   int64_t fp8_slots = 0, fp8_history = 0, fp8_scaling_state = 0, fp8_scratch = 0;
   // FP8: the GEMM inputs a training forward keeps (quantized) for the
-  // backward, in activations (models/common/fp8_gemms.h).
+  // backward, in activations (plugins/sdk/model/fp8_gemms.h).
   int64_t fp8_kept_inputs = 0;
   // The model trains at no such batch size (the CNN below 2): the scratch
   // is an evaluation forward's.

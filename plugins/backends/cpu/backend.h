@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/common/backend_plugin.h"
@@ -70,7 +72,8 @@ class CpuBackend {
   // samples the other processes' runnable threads.
   void OnStepBegin();
   void OnStepEnd();
-  // ABI 1.8 slow paths (Backend_GetInfo): steps run below the pool.
+  // ABI 1.8 slow paths (Backend_GetInfo): 16-bit convolutions run in fp32
+  // (onednn_conv.h) and steps run below the pool.
   std::string SlowPathReport() const;
 
  private:
@@ -98,6 +101,9 @@ class CpuBackend {
   std::unique_ptr<OneDnnGemm> onednn_gemm_;  // null: the reference GEMM
   // oneDNN's convolutions, with onednn_gemm_ (null: im2col + Sgemm).
   std::unique_ptr<OneDnnConv> onednn_conv_;
+  // The fused GELU epilogues' fp32 product when their output is 16-bit.
+  std::mutex epilogue_mu_;
+  std::vector<float> epilogue_product_;
 };
 
 }  // namespace mnt::cpu

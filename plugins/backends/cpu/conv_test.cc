@@ -3,6 +3,7 @@
 // storage dtype and compute mode), accumulate, finite differences of the
 // float64 forward, and one-line operand errors.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -189,6 +190,186 @@ TEST_F(ConvTest, SixteenBitForwardWithBiasRoundsOnce) {
       ASSERT_TRUE(Run(MNT_OP_CAST, {y32}, {rounded}).ok());
       EXPECT_EQ(Bytes(y16), Bytes(rounded));
       for (double v : Download(y32)) ASSERT_FALSE(std::isnan(v));
+    }
+  }
+}
+
+// Geometries of ResNet-50's layers (channels in multiples of 16, where
+// oneDNN's AMX / AVX512_BF16 kernels take bf16 and its NHWC / blocked
+// layouts and the channel transposes run), small batches.
+const std::vector<Geometry>& ResNetGeometries() {
+  static const std::vector<Geometry> g = {
+      // n c h w  k r s  pad   stride  dil   groups
+      {2, 3, 32, 32, 64, 7, 7, 3, 3, 2, 2, 1, 1, 1},      // conv1 7x7/2
+      {2, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1},     // 3x3
+      {2, 64, 14, 14, 256, 1, 1, 0, 0, 1, 1, 1, 1, 1},    // 1x1 up
+      {2, 128, 14, 14, 64, 1, 1, 0, 0, 2, 2, 1, 1, 1},    // 1x1/2 down
+      {3, 32, 9, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1},      // odd sizes
+  };
+  return g;
+}
+
+// The float64 reference of all three passes for one geometry and inputs.
+struct Expected {
+  std::vector<double> y, y_scale, dx, dx_scale, dw, dw_scale, db, db_scale;
+};
+Expected Reference(const Geometry& g, const std::vector<double>& x,
+                   const std::vector<double>& w, const std::vector<double>& b,
+                   const std::vector<double>& dy) {
+  Expected e;
+  e.y = ReferenceForward(g, x, w, b, &e.y_scale);
+  e.dx.assign(x.size(), 0.0);
+  e.dx_scale.assign(x.size(), 1e-3);
+  e.dw.assign(w.size(), 0.0);
+  e.dw_scale.assign(w.size(), 1e-3);
+  ForEachProduct(g, [&](int64_t yi, int64_t xi, int64_t wi) {
+    e.dx[xi] += dy[yi] * w[wi];
+    e.dx_scale[xi] += std::fabs(dy[yi] * w[wi]);
+    e.dw[wi] += dy[yi] * x[xi];
+    e.dw_scale[wi] += std::fabs(dy[yi] * x[xi]);
+  });
+  const int64_t pq = g.p() * g.q();
+  e.db.assign(g.k, 0.0);
+  e.db_scale.assign(g.k, 1e-3);
+  for (size_t i = 0; i < dy.size(); ++i) {
+    e.db[(i / pq) % g.k] += dy[i];
+    e.db_scale[(i / pq) % g.k] += std::fabs(dy[i]);
+  }
+  return e;
+}
+
+// bf16 and fp16 at ResNet-50's shapes, all three passes: 16-bit storage and
+// compute, outputs in 16 bits and in fp32 (an fp32 weight gradient: the
+// primitive's fp32 accumulation kept), the weight gradient added to one
+// already there; fresh random inputs each call of a cached primitive.
+// Tolerance 1e-2 of the sum of |terms| (bf16 rounds the output to 8 bits).
+TEST_F(ConvTest, SixteenBitAtResNetShapesMatchFloat64) {
+  const double tol = 1e-2;
+  for (MNT_DType dtype : {MNT_DTYPE_BF16, MNT_DTYPE_F16}) {
+    const MNT_ComputeMode compute =
+        dtype == MNT_DTYPE_BF16 ? MNT_COMPUTE_BF16 : MNT_COMPUTE_F16;
+    for (const Geometry& g : ResNetGeometries()) {
+      for (MNT_DType out : {dtype, MNT_DTYPE_F32}) {
+        for (int call = 0; call < 2; ++call) {
+          SCOPED_TRACE(::testing::Message()
+                       << sdk::DTypeName(dtype) << " out " << sdk::DTypeName(out)
+                       << " c=" << g.c << " k=" << g.k << " r=" << g.r
+                       << " stride=" << g.stride_h << " call " << call);
+          const int64_t P = g.p(), Q = g.q();
+          const auto x = Stored(Random(g.n * g.c * g.h * g.w), dtype);
+          const auto w = Stored(Random(g.k * g.cg() * g.r * g.s), dtype);
+          const auto b = Stored(Random(g.k), dtype);
+          const auto dy = Stored(Random(g.n * g.k * P * Q), dtype);
+          const Expected e = Reference(g, x, w, b, dy);
+          const MNT_Tensor tx = Upload(x, dtype, {g.n, g.c, g.h, g.w});
+          const MNT_Tensor tw = Upload(w, dtype, {g.k, g.cg(), g.r, g.s});
+          const MNT_Tensor tb = Upload(b, dtype, {g.k});
+          const MNT_Tensor tdy = Upload(dy, dtype, {g.n, g.k, P, Q});
+          const MNT_Conv2dParams prm = g.Params(compute);
+
+          const MNT_Tensor ty = Empty(out, {g.n, g.k, P, Q});
+          ASSERT_TRUE(Run(MNT_OP_CONV2D_FORWARD, {tx, tw, tb}, {ty}, &prm).ok());
+          EXPECT_TRUE(AllClose(Download(ty), e.y, e.y_scale, tol)) << "forward";
+          const MNT_Tensor tdx = Empty(out, {g.n, g.c, g.h, g.w});
+          ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_DATA, {tdy, tw}, {tdx}, &prm).ok());
+          EXPECT_TRUE(AllClose(Download(tdx), e.dx, e.dx_scale, tol)) << "backward data";
+          const MNT_Tensor tdw = Empty(out, {g.k, g.cg(), g.r, g.s});
+          const MNT_Tensor tdb = Empty(out, {g.k});
+          ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_FILTER, {tdy, tx}, {tdw, tdb}, &prm).ok());
+          EXPECT_TRUE(AllClose(Download(tdw), e.dw, e.dw_scale, tol)) << "backward filter";
+          EXPECT_TRUE(AllClose(Download(tdb), e.db, e.db_scale, tol)) << "bias gradient";
+
+          // Accumulate: dw (+)= the same gradient again, dx likewise.
+          const MNT_Conv2dParams acc = g.Params(compute, 1);
+          ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_FILTER, {tdy, tx}, {tdw, tdb}, &acc).ok());
+          ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_DATA, {tdy, tw}, {tdx}, &acc).ok());
+          auto twice = [](std::vector<double> v) {
+            for (double& x : v) x *= 2;
+            return v;
+          };
+          EXPECT_TRUE(AllClose(Download(tdw), twice(e.dw), twice(e.dw_scale), tol))
+              << "accumulated weight gradient";
+          EXPECT_TRUE(AllClose(Download(tdb), twice(e.db), twice(e.db_scale), tol))
+              << "accumulated bias gradient";
+          EXPECT_TRUE(AllClose(Download(tdx), twice(e.dx), twice(e.dx_scale), tol))
+              << "accumulated data gradient";
+        }
+      }
+    }
+  }
+}
+
+// A NaN in an operand reaches the outputs of all three 16-bit passes.
+TEST_F(ConvTest, SixteenBitNanPropagates) {
+  const Geometry& g = ResNetGeometries()[1];
+  const int64_t P = g.p(), Q = g.q();
+  auto x = Random(g.n * g.c * g.h * g.w);
+  x[5] = std::nan("");
+  auto dy = Random(g.n * g.k * P * Q);
+  dy[7] = std::nan("");
+  const MNT_Tensor tx = Upload(x, MNT_DTYPE_BF16, {g.n, g.c, g.h, g.w});
+  const MNT_Tensor tw = Upload(Random(g.k * g.c * 9), MNT_DTYPE_BF16, {g.k, g.c, 3, 3});
+  const MNT_Tensor tdy = Upload(dy, MNT_DTYPE_BF16, {g.n, g.k, P, Q});
+  const MNT_Conv2dParams prm = g.Params(MNT_COMPUTE_BF16);
+  const MNT_Tensor ty = Empty(MNT_DTYPE_BF16, {g.n, g.k, P, Q});
+  const MNT_Tensor tdx = Empty(MNT_DTYPE_BF16, {g.n, g.c, g.h, g.w});
+  const MNT_Tensor tdw = Empty(MNT_DTYPE_BF16, {g.k, g.c, 3, 3});
+  ASSERT_TRUE(Run(MNT_OP_CONV2D_FORWARD, {tx, tw}, {ty}, &prm).ok());
+  ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_DATA, {tdy, tw}, {tdx}, &prm).ok());
+  ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_FILTER, {tdy, tx}, {tdw}, &prm).ok());
+  auto nans = [&](const MNT_Tensor& t) {
+    int64_t count = 0;
+    for (double v : Download(t)) count += std::isnan(v);
+    return count;
+  };
+  EXPECT_GT(nans(ty), 0);
+  EXPECT_GT(nans(tdx), 0);
+  EXPECT_GT(nans(tdw), 0);
+}
+
+// Where oneDNN has 16-bit primitives on this CPU, 16-bit convolutions run on
+// them; one that runs in fp32 instead is a reported slow path (ABI 1.8).
+TEST_F(ConvTest, SixteenBitConvolutionsRunNativelyOrAreReported) {
+  MNT_Backend_GetInfo_Args info{};
+  info.struct_size = MNT_Backend_GetInfo_Args_STRUCT_SIZE;
+  info.backend = backend();
+  ASSERT_EQ(api()->Backend_GetInfo(&info), nullptr);
+  const std::string device = info.device_name;
+  const bool onednn = device.find("oneDNN") != std::string::npos;
+  const bool bf16_native = device.find("bf16 native") != std::string::npos;
+  const Geometry& g = ResNetGeometries()[1];
+  const int64_t P = g.p(), Q = g.q();
+  for (MNT_DType dtype : {MNT_DTYPE_BF16, MNT_DTYPE_F16}) {
+    const MNT_ComputeMode compute =
+        dtype == MNT_DTYPE_BF16 ? MNT_COMPUTE_BF16 : MNT_COMPUTE_F16;
+    const MNT_Conv2dParams prm = g.Params(compute);
+    const MNT_Tensor x = Upload(Random(g.n * g.c * g.h * g.w), dtype, {g.n, g.c, g.h, g.w});
+    const MNT_Tensor w = Upload(Random(g.k * g.c * 9), dtype, {g.k, g.c, 3, 3});
+    const MNT_Tensor dy = Upload(Random(g.n * g.k * P * Q), dtype, {g.n, g.k, P, Q});
+    const MNT_Tensor y = Empty(dtype, {g.n, g.k, P, Q});
+    const MNT_Tensor dx = Empty(dtype, {g.n, g.c, g.h, g.w});
+    const MNT_Tensor dw = Empty(dtype, {g.k, g.c, 3, 3});
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(Run(MNT_OP_CONV2D_FORWARD, {x, w}, {y}, &prm).ok());
+      ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_DATA, {dy, w}, {dx}, &prm).ok());
+      ASSERT_TRUE(Run(MNT_OP_CONV2D_BACKWARD_FILTER, {dy, x}, {dw}, &prm).ok());
+    }
+  }
+  ASSERT_EQ(api()->Backend_GetInfo(&info), nullptr);
+  const std::string slow = info.slow_paths != nullptr ? info.slow_paths : "";
+  SCOPED_TRACE(device + "\nslow paths:\n" + slow);
+  if (bf16_native) {
+    EXPECT_EQ(slow.find("bf16 convolution"), std::string::npos);
+  }
+  if (!onednn) {
+    EXPECT_EQ(slow.find("convolution"), std::string::npos);  // the reference is fp32
+  } else if (__builtin_cpu_supports("avx512fp16") &&
+             slow.find("fp16 convolution") != std::string::npos) {
+    // Reported, once per pass, with the calls counted.
+    for (const char* pass : {"forward", "backward data", "backward filter"}) {
+      EXPECT_NE(slow.find(std::string("3 x fp16 convolution ") + pass + " in fp32: oneDNN "),
+                std::string::npos)
+          << pass;
     }
   }
 }

@@ -117,16 +117,42 @@ void FloatToHalfArray(const float* src, int64_t n, uint16_t* dst) {
   internal::FloatToHalfArrayPortable(src, n, dst);
 }
 
+namespace {
+
+// The bf16 loops written once and compiled twice, for AVX2 (16 elements per
+// iteration instead of baseline x86-64's SSE2 4-8; the conversions were 13%
+// of the 8-layer GPT's bf16 step) and for the baseline; same bits.
+#define MNT_BF16_LOOPS_(attr, name)                                                     \
+  attr void Bf16ToFloat##name(const uint16_t* src, int64_t n, float* dst) {            \
+    AliasedBits* out = reinterpret_cast<AliasedBits*>(dst);                            \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) out[i] =                       \
+        static_cast<uint32_t>(src[i]) << 16;                                            \
+  }                                                                                     \
+  attr void FloatToBf16##name(const float* src, int64_t n, uint16_t* dst) {            \
+    const AliasedBits* in = reinterpret_cast<const AliasedBits*>(src);                 \
+    _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) dst[i] =                       \
+        static_cast<uint16_t>(Bf16BitsBranchFree(in[i]));                               \
+  }
+
+MNT_BF16_LOOPS_(__attribute__((target("avx2"))), Avx2)
+MNT_BF16_LOOPS_(, Baseline)
+#undef MNT_BF16_LOOPS_
+
+bool UsesAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+}  // namespace
+
 void Bf16ToFloatArray(const uint16_t* src, int64_t n, float* dst) {
-  AliasedBits* out = reinterpret_cast<AliasedBits*>(dst);
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint32_t>(src[i]) << 16;
+  if (UsesAvx2()) return Bf16ToFloatAvx2(src, n, dst);
+  Bf16ToFloatBaseline(src, n, dst);
 }
 
 void FloatToBf16Array(const float* src, int64_t n, uint16_t* dst) {
-  const AliasedBits* in = reinterpret_cast<const AliasedBits*>(src);
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<uint16_t>(Bf16BitsBranchFree(in[i]));
+  if (UsesAvx2()) return FloatToBf16Avx2(src, n, dst);
+  FloatToBf16Baseline(src, n, dst);
 }
 
 void RoundArrayToCompute(float* x, int64_t n, MNT_ComputeMode mode) {

@@ -150,7 +150,8 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
   MNT_RETURN_IF_ERROR(ChooseGemm(options, pool, &backend->onednn_gemm_, &gemm_name));
   if (backend->onednn_gemm_ != nullptr) {
     MNT_RETURN_IF_ERROR(
-        OneDnnConv::Create(backend->onednn_gemm_->api(), pool, &backend->onednn_conv_));
+        OneDnnConv::Create(backend->onednn_gemm_->api(), pool,
+                           backend->onednn_gemm_->native_bf16(), &backend->onednn_conv_));
   }
   backend->pool_ = backend->onednn_gemm_ != nullptr ? pool : 1;
   omp_set_num_threads(backend->pool_);
@@ -185,9 +186,10 @@ void CpuBackend::OnStepEnd() {
 // Plugins do not print (docs/plugins.md): steps the governor ran below the
 // pool are reported as a slow path, in the run's final report and JSONL.
 std::string CpuBackend::SlowPathReport() const {
+  const std::string conv = onednn_conv_ != nullptr ? onednn_conv_->SlowPathReport() : "";
   const int64_t fewer = governor_->StepsBelowPool();
-  if (fewer == 0) return "";
-  return sdk::Format(
+  if (fewer == 0) return conv;
+  return conv + sdk::Format(
       "%lld x steps on fewer threads than the pool of %d: other processes kept up to %.1f "
       "cores busy (steps per team size %s; --backend_options=threads=N fixes the count)\n",
       static_cast<long long>(fewer), pool_, governor_->BusiestCores(),

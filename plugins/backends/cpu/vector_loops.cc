@@ -14,21 +14,24 @@ namespace {
 #define MNT_INLINE_LOOP_ inline __attribute__((always_inline))
 
 MNT_INLINE_LOOP_ void GeluBody(const float* x, float* y, int64_t n) {
+  const ExpBounds b = OpaqueExpBounds();
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = GeluTanhVector(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = GeluTanhVector(x[i], b);
 }
 
 MNT_INLINE_LOOP_ void GeluBackwardBody(const float* x, const float* dy, float* dx, int64_t n) {
+  const ExpBounds b = OpaqueExpBounds();
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) dx[i] = GeluTanhBackwardVector(x[i], dy[i]);
+  for (int64_t i = 0; i < n; ++i) dx[i] = GeluTanhBackwardVector(x[i], dy[i], b);
 }
 
 MNT_INLINE_LOOP_ double ExpShiftedBody(const float* x, float* e, int64_t n, float scale,
                                        float shift) {
   double sum = 0.0;
+  const ExpBounds b = OpaqueExpBounds();
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i) {
-    e[i] = ExpClamped(scale * x[i] - shift);
+    e[i] = ExpClamped(scale * x[i] - shift, b);
     sum += e[i];
   }
   return sum;

@@ -1,7 +1,7 @@
 // Mantissa models: one parameter tensor as a model declares it (what
 // Model_GetParamSpec reports).
-#ifndef MANTISSA_MODELS_COMMON_PARAM_SPEC_H_
-#define MANTISSA_MODELS_COMMON_PARAM_SPEC_H_
+#ifndef MANTISSA_PLUGINS_SDK_MODEL_PARAM_SPEC_H_
+#define MANTISSA_PLUGINS_SDK_MODEL_PARAM_SPEC_H_
 
 #include <cstdint>
 #include <string>
@@ -21,4 +21,4 @@ struct ParamSpec {
 
 }  // namespace mnt::models
 
-#endif  // MANTISSA_MODELS_COMMON_PARAM_SPEC_H_
+#endif  // MANTISSA_PLUGINS_SDK_MODEL_PARAM_SPEC_H_

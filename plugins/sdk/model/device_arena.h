@@ -1,8 +1,8 @@
 // Mantissa models: one backend allocation carved into aligned, typed
 // pieces, so a model's activations are a single MNT_MEMORY_ACTIVATIONS
 // block whose size is exactly the sum of its (aligned) tensors.
-#ifndef MANTISSA_MODELS_COMMON_DEVICE_ARENA_H_
-#define MANTISSA_MODELS_COMMON_DEVICE_ARENA_H_
+#ifndef MANTISSA_PLUGINS_SDK_MODEL_DEVICE_ARENA_H_
+#define MANTISSA_PLUGINS_SDK_MODEL_DEVICE_ARENA_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,9 @@
 
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/sdk/backend_client.h"
+#include "plugins/sdk/model/views.h"
 #include "plugins/sdk/status.h"
+#include "plugins/sdk/tensor.h"
 
 namespace mnt::models {
 
@@ -46,6 +48,33 @@ class DeviceArena {
   sdk::DeviceBuffer block_;
 };
 
+// Implementation (header-only: the SDK ships no library).
+
+inline DeviceArena::Slot DeviceArena::Reserve(MNT_DType dtype, double elements) {
+  const double bytes = elements * static_cast<double>(sdk::DTypeSize(dtype));
+  requested_ += bytes;
+  offsets_.push_back(planned_);
+  // A plan past what size_t holds is refused before Allocate is reached
+  // (see requested_bytes); keep the arithmetic defined meanwhile.
+  const size_t exact = bytes < 1e18 ? static_cast<size_t>(elements) *
+                                          sdk::DTypeSize(dtype)
+                                    : 0;
+  planned_ += (exact + kAlignment - 1) / kAlignment * kAlignment;
+  return Slot{offsets_.size() - 1, dtype};
+}
+
+inline sdk::Status DeviceArena::Allocate(const sdk::BackendClient& client,
+                                         MNT_MemoryCategory category) {
+  if (planned_ == 0) return sdk::Status::Ok();
+  return client.Allocate(planned_, category, &block_);
+}
+
+inline MNT_Tensor DeviceArena::View(Slot slot, const std::vector<int64_t>& dims) const {
+  // Pointer arithmetic only: device memory is never dereferenced here.
+  return models::View(static_cast<char*>(block_.data()) + offsets_[slot.index],
+                      slot.dtype, dims);
+}
+
 }  // namespace mnt::models
 
-#endif  // MANTISSA_MODELS_COMMON_DEVICE_ARENA_H_
+#endif  // MANTISSA_PLUGINS_SDK_MODEL_DEVICE_ARENA_H_

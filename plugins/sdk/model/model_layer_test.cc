@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "models/common/create_args.h"
-#include "models/common/device_arena.h"
-#include "models/common/model_io.h"
-#include "models/common/ops.h"
-#include "models/common/views.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/device_arena.h"
+#include "plugins/sdk/model/model_io.h"
+#include "plugins/sdk/model/ops.h"
+#include "plugins/sdk/model/views.h"
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/tensor.h"
@@ -30,7 +30,7 @@ std::string Take(const MNT_Plugin_Api* plugin, MNT_Error* e) {
   return m;
 }
 
-class ModelCommonTest : public ::testing::Test {
+class ModelLayerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     plugin_ = cpu::CpuBackendPluginApi();
@@ -115,7 +115,7 @@ double MaxRelative(const std::vector<double>& a, const std::vector<double>& b) {
 
 // y = x·Wᵀ + b ([out, in]) or x·W + b ([in, out]) and every gradient, in
 // fp32 on the backend, against float64 on the host (fp32 tolerance).
-TEST_F(ModelCommonTest, LinearAndItsGradientsMatchAFloat64Reference) {
+TEST_F(ModelLayerTest, LinearAndItsGradientsMatchAFloat64Reference) {
   const Ops ops = MakeOps({MNT_OP_GEMM, MNT_OP_BIAS_GRAD});
   const int64_t B = 5, in = 7, out = 3;
   for (WeightLayout layout : {WeightLayout::kOutIn, WeightLayout::kInOut}) {
@@ -160,7 +160,7 @@ TEST_F(ModelCommonTest, LinearAndItsGradientsMatchAFloat64Reference) {
   }
 }
 
-TEST_F(ModelCommonTest, SupportIsWhatCreateAsked) {
+TEST_F(ModelLayerTest, SupportIsWhatCreateAsked) {
   const Ops ops = MakeOps({MNT_OP_GEMM, MNT_OP_ATTENTION_FORWARD});
   EXPECT_TRUE(ops.Supports(MNT_OP_GEMM));
   EXPECT_TRUE(ops.Supports(MNT_OP_ATTENTION_FORWARD));
@@ -168,7 +168,7 @@ TEST_F(ModelCommonTest, SupportIsWhatCreateAsked) {
   EXPECT_FALSE(ops.Supports(static_cast<MNT_Op>(1000)));
 }
 
-TEST_F(ModelCommonTest, CopyRefusesDifferentSizes) {
+TEST_F(ModelLayerTest, CopyRefusesDifferentSizes) {
   const Ops ops = MakeOps({});
   std::vector<double> host;
   const MNT_Tensor a = Random({4}, &host), b = Alloc({4}), c = Alloc({3});
@@ -180,7 +180,7 @@ TEST_F(ModelCommonTest, CopyRefusesDifferentSizes) {
       << s.message();
 }
 
-TEST_F(ModelCommonTest, CreateArgsAreCheckedInOrderWithOneLineMessages) {
+TEST_F(ModelLayerTest, CreateArgsAreCheckedInOrderWithOneLineMessages) {
   const ModelRequirements req{"toy", {MNT_OP_GEMM}, " (ABI 1.0)"};
   bool data_checked = false;
   auto check_data = [&](const MNT_DataSpec&) {
@@ -241,7 +241,7 @@ TEST_F(ModelCommonTest, CreateArgsAreCheckedInOrderWithOneLineMessages) {
   EXPECT_EQ(s.message(), "toy: no data");
 }
 
-TEST_F(ModelCommonTest, AnAbsurdActivationPlanIsRefusedBeforeAllocating) {
+TEST_F(ModelLayerTest, AnAbsurdActivationPlanIsRefusedBeforeAllocating) {
   ModelSetup setup;
   MNT_Model_Create_Args a = CreateArgs();
   ASSERT_TRUE(CheckCreateArgs({"toy", {}, ""}, a,

@@ -1,5 +1,6 @@
-// The C entry points of MNT_Model_Api for an in-tree model, written once:
-// argument checks, then the model's Network class.
+// The C entry points of MNT_Model_Api, written once for a model built on
+// the SDK's model layer: argument checks, the FP8 pass around each call,
+// then the model's Network class.
 //
 // A Network provides
 //   static sdk::Status Create(const MNT_Model_Create_Args&, std::unique_ptr<Network>*);
@@ -7,24 +8,35 @@
 //   sdk::Status Forward(const ForwardCall&);              // model_io.h
 //   sdk::Status Backward(const BackwardCall&);
 //   const ModelSetup& setup() const;                      // create_args.h
-// and a plugin exposes ModelApi<Network, kName>::Get() and ::Extensions() in
-// its MNT_Plugin_Api.
-#ifndef MANTISSA_MODELS_COMMON_MODEL_API_H_
-#define MANTISSA_MODELS_COMMON_MODEL_API_H_
+//   static constexpr int32_t kDataKinds[] = {MNT_DATA_KIND_..., ...};
+// (kDataKinds: the kinds of data it trains on, ABI 1.12) and a plugin
+// exposes ModelApi<Network, kName>::Get() and ::Extensions() in its
+// MNT_Plugin_Api:
+//
+//   constexpr char kName[] = "resmlp";
+//   using Api = mnt::models::ModelApi<ResMlp, kName>;
+//   const MNT_Plugin_Api* ResMlpPluginApi() {
+//     static const MNT_Plugin_Api api = mnt::sdk::MakePluginApi(
+//         MNT_PLUGIN_KIND_MODEL, kName, "a residual MLP", nullptr, nullptr,
+//         Api::Get(), nullptr, Api::Extensions());
+//     return &api;
+//   }
+#ifndef MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
+#define MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "models/common/create_args.h"
-#include "models/common/model_io.h"
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
+#include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/model_io.h"
 #include "plugins/sdk/status.h"
 
-// The opaque model handle, defined once for every in-tree model so that
-// several models can be linked into one binary (tests, tools).
+// The opaque model handle, defined once for every model built on this layer
+// so that several models can be linked into one binary (tests, tools).
 struct MNT_Model {
   virtual ~MNT_Model() = default;
 };
@@ -40,24 +52,25 @@ template <typename Network, const char* kName>
 class ModelApi {
  public:
   static const MNT_Model_Api* Get() {
-    static const MNT_Model_Api api = {
-        MNT_Model_Api_STRUCT_SIZE, nullptr,       &Create,  &Destroy,
-        &GetParamCount,            &GetParamSpec, &Forward, &Backward,
-    };
+    static const MNT_Model_Api api = sdk::MakeModelApi(&Create, &Destroy, &GetParamCount,
+                                                       &GetParamSpec, &Forward, &Backward);
     return &api;
   }
 
   // The plugin's extension chain for MNT_Plugin_Api (sdk::MakePluginApi's
-  // last argument): the capabilities every in-tree model offers, here in
-  // Backward (ABI 1.6's loss_multiplier_device), FP8 GEMMs (1.10) and the
-  // gradient hand-over (1.11: every Network's Backward calls
-  // BackwardCall::Ready for each gradient region after its last write).
+  // last argument): the capabilities every model on this layer offers,
+  // here in Backward (ABI 1.6's loss_multiplier_device), FP8 GEMMs (1.10:
+  // every Linear of the facade) and the gradient hand-over (1.11: the
+  // Network's Backward calls BackwardCall::Ready for each gradient region
+  // after its last write), then the kinds of data it takes (1.12, the
+  // Network's kDataKinds).
   static MNT_Extension_Base* Extensions() {
+    static MNT_ModelData_Extension data = sdk::MakeModelDataExtension(Network::kDataKinds);
     static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER,
                                                 MNT_CAPABILITY_MODEL_FP8_GEMMS,
                                                 MNT_CAPABILITY_MODEL_GRADIENT_READY};
     static MNT_Capabilities_Extension capabilities =
-        sdk::MakeCapabilitiesExtension(kCapabilities);
+        sdk::MakeCapabilitiesExtension(kCapabilities, &data.header.base);
     return &capabilities.header.base;
   }
 
@@ -157,10 +170,10 @@ class ModelApi {
   }
 
   static MNT_Error* Forward(MNT_Model_Forward_Args* args) {
-    const std::string call = Call("Model_Forward");
-    return sdk::Guard(call.c_str(), [&]() -> Status {
+    const std::string name = Call("Model_Forward");
+    return sdk::Guard(name.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_Forward_Args, args);
-      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      MNT_RETURN_IF_ERROR(CheckModel(name, args->model));
       ForwardCall call;
       call.params = args->params;
       call.num_params = args->num_params;
@@ -183,14 +196,14 @@ class ModelApi {
   }
 
   static MNT_Error* Backward(MNT_Model_Backward_Args* args) {
-    const std::string call = Call("Model_Backward");
-    return sdk::Guard(call.c_str(), [&]() -> Status {
+    const std::string name = Call("Model_Backward");
+    return sdk::Guard(name.c_str(), [&]() -> Status {
       // A 1.0-1.5 host passes no device loss multiplier (the shorter struct).
       if (args == nullptr) return sdk::InvalidArgument("MNT_Model_Backward_Args: args is NULL");
       MNT_RETURN_IF_ERROR(sdk::CheckStructSize("MNT_Model_Backward_Args",
                                                MNT_Model_Backward_Args_STRUCT_SIZE_1_5,
                                                args->struct_size));
-      MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
+      MNT_RETURN_IF_ERROR(CheckModel(name, args->model));
       BackwardCall call;
       call.params = args->params;
       call.num_params = args->num_params;
@@ -221,4 +234,4 @@ class ModelApi {
 
 }  // namespace mnt::models
 
-#endif  // MANTISSA_MODELS_COMMON_MODEL_API_H_
+#endif  // MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
