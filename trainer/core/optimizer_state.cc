@@ -8,6 +8,7 @@ namespace mnt::trainer {
 namespace {
 
 constexpr int64_t kBlock = MNT_QUANTIZATION_BLOCK_SIZE;
+static_assert(kQuantizationBlockElements == kBlock, "ZeRO-1's pieces start on a block");
 
 int64_t Numel(const std::vector<int64_t>& dims) {
   int64_t n = 1;
