@@ -78,6 +78,10 @@ TEST_P(LightOptimizerResumeTest, ResumedRunEndsWithTheUninterruptedRunsBytes) {
       flags + " --checkpoint_dir=" + base + "_resumed --resume_from=" + base + "_full/checkpoint-3");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
 
+  // The run report names the optimizer beside its bytes per parameter.
+  EXPECT_NE(full.output.find("optimizer state "), std::string::npos) << full.output;
+  EXPECT_NE(full.output.find(" (" + optimizer + "); total "), std::string::npos) << full.output;
+  EXPECT_NE(full.jsonl.find("\"optimizer\":\"" + optimizer + "\""), std::string::npos);
   const std::vector<std::string> all = Losses(full.jsonl);
   ASSERT_EQ(all.size(), 6u) << full.jsonl;
   const std::vector<std::string> tail = Losses(resumed.jsonl);
