@@ -90,6 +90,48 @@ TEST(OptimizerSkewTest, A19BackendIsAskedForItsCapabilitiesNotItsMinor) {
   EXPECT_TRUE(trainer::Optimizer::UsesMultiTensor(config, *b19));
 }
 
+// A backend without ABI 1.12's memory-light optimizer ops (the CPU
+// backend's table, its op support hiding ADAMW8BIT_STEP and
+// ADAFACTOR_STEP, as a 1.11 backend's would): --optimizer=adamw8bit and
+// adafactor are refused in one line naming the op; the others run.
+MNT_Backend_Api g_backend_api_without_112;
+MNT_Plugin_Api g_backend_plugin_without_112;
+MNT_Error* SupportWithout112(MNT_Backend_GetOpSupport_Args* args) {
+  MNT_Error* e = cpu::CpuBackendPluginApi()->backend->Backend_GetOpSupport(args);
+  if (e == nullptr &&
+      (args->op == MNT_OP_ADAMW8BIT_STEP || args->op == MNT_OP_ADAFACTOR_STEP)) {
+    args->supported = 0;
+  }
+  return e;
+}
+const MNT_Plugin_Api* CpuAs111() {
+  g_backend_api_without_112 = *cpu::CpuBackendPluginApi()->backend;
+  g_backend_api_without_112.Backend_GetOpSupport = SupportWithout112;
+  g_backend_plugin_without_112 = *cpu::CpuBackendPluginApi();
+  g_backend_plugin_without_112.abi_version.minor_version = 11;
+  g_backend_plugin_without_112.backend = &g_backend_api_without_112;
+  return &g_backend_plugin_without_112;
+}
+
+TEST(OptimizerSkewTest, ABackendWithoutTheMemoryLightOpsIsRefusedThem) {
+  std::unique_ptr<sdk::BackendInstance> old, cpu;
+  ASSERT_TRUE(sdk::BackendInstance::Create(CpuAs111(), "threads=1", &old).ok());
+  ASSERT_TRUE(sdk::BackendInstance::Create(cpu::CpuBackendPluginApi(), "threads=1", &cpu).ok());
+  mantissa::OptimizerConfig config;
+  config.set_name("adamw8bit");
+  EXPECT_EQ(trainer::Optimizer::CheckBackend(config, *old).message(),
+            "--optimizer=adamw8bit needs the backend op ADAMW8BIT_STEP (ABI 1.12); backend cpu "
+            "(ABI 1.11) does not support it; use --optimizer=adamw");
+  EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *cpu).ok());
+  config.set_name("adafactor");
+  EXPECT_EQ(trainer::Optimizer::CheckBackend(config, *old).message(),
+            "--optimizer=adafactor needs the backend op ADAFACTOR_STEP (ABI 1.12); backend cpu "
+            "(ABI 1.11) does not support it; use --optimizer=adamw");
+  EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *cpu).ok());
+  config.set_name("adamw");
+  EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *old).ok());
+}
+
 TEST(OptimizerSkewTest, OnlyBf16WorkingWeightsAreRoundedStochastically) {
   const MNT_Plugin_Api* cpu = cpu::CpuBackendPluginApi();
   EXPECT_EQ(Check(cpu, true, true, MNT_DTYPE_F16, "fp16").message(),

@@ -286,7 +286,15 @@ INSTANTIATE_TEST_SUITE_P(
                       ZeroCase{2, "bf16", "--bucket_mb=0.004 --clip_grad_norm=0.05 "
                                           "--stochastic_rounding", "bf16_sr_buckets_2"},
                       ZeroCase{3, "fp16", "--bucket_mb=0.004 --clip_grad_norm=0.05 "
-                                          "--multi_tensor_optimizer=off", "fp16_buckets_3"}),
+                                          "--multi_tensor_optimizer=off", "fp16_buckets_3"},
+                      // adamw8bit (issue #39): shares cut on quantization
+                      // blocks, the 8-bit codes and block absmax sharded;
+                      // small tensors' fp32 moments too.
+                      ZeroCase{2, "bf16", "--optimizer=adamw8bit", "adamw8bit_2"},
+                      ZeroCase{3, "fp16", "--optimizer=adamw8bit --bucket_mb=0.004 "
+                                          "--clip_grad_norm=0.05", "adamw8bit_buckets_3"},
+                      ZeroCase{2, "bf16", "--optimizer=adamw8bit --stochastic_rounding "
+                                          "--optimizer_options=min_8bit_size=0", "adamw8bit_sr_2"}),
     [](const ::testing::TestParamInfo<ZeroCase>& info) { return info.param.name; });
 
 TEST(DataParallel, ZeroOneCheckpointsResumeUnderEitherStage) {

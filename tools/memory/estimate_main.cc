@@ -32,7 +32,12 @@ ABSL_FLAG(std::string, precisions, "fp32,tf32,bf16,fp16,fp8",
 ABSL_FLAG(std::string, precision_options, "",
           "the precision's options, as train's --precision_options (fp8: history=N sizes the "
           "amax history, recipe=current has none)");
-ABSL_FLAG(std::string, optimizer, "adamw", "adamw|adam|sgd (its state per parameter)");
+ABSL_FLAG(std::string, optimizer, "adamw",
+          "adamw|adam|sgd|adamw8bit|adafactor (its state per parameter: 8, 8, 4, about 2, "
+          "rows + columns)");
+ABSL_FLAG(std::string, optimizer_options, "",
+          "as the trainer's: adafactor's beta1=... keeps a first moment, adamw8bit's "
+          "min_8bit_size=N keeps smaller tensors in fp32");
 ABSL_FLAG(std::string, device, "cpu",
           "backend plugin the model is created on (its op support decides fused "
           "buffers); nothing is allocated on it");
@@ -190,6 +195,7 @@ absl::Status Run(const std::string& argv0) {
   setup.model_options = absl::GetFlag(FLAGS_model_options);
   setup.data_spec = *spec;
   setup.optimizer = absl::GetFlag(FLAGS_optimizer);
+  setup.optimizer_options = absl::GetFlag(FLAGS_optimizer_options);
   setup.precision_options = absl::GetFlag(FLAGS_precision_options);
   setup.ranks = static_cast<int>(ranks);
   setup.zero_stage = static_cast<int>(zero_stage);

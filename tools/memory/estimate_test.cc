@@ -297,6 +297,52 @@ TEST(EstimateTest, DataParallelRanksAgainstMeasuredPeaks) {
   }
 }
 
+// Each optimizer's state (issue #39) against a real run's, to the byte:
+// adamw 8 bytes per parameter, adamw8bit's codes and block absmax (fp32
+// moments for tensors under 4096 elements), Adafactor's rows and columns
+// (and a first moment with beta1); one rank and rank 0 of a ZeRO-1 job.
+TEST(EstimateTest, OptimizerStateOfEachOptimizerAgainstMeasuredPeaks) {
+  const std::string gpt = "--model=gpt2 --model_options=n_layer=2,n_head=4,d_model=64,seq_len=64";
+  const std::string train = gpt + " --dataset=text --text_path=" + TextFile() +
+                            " --precision=bf16 --batch_size=4 --steps=2 --eval_every=0 "
+                            "--progress=none --checkpoint_dir=none --cache_dir=" + TempDir() +
+                            "/cache";
+  std::map<std::string, int64_t> state;
+  for (const auto& [name, flags, ranks] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"adamw", "--optimizer=adamw", 1},
+           {"adamw8bit", "--optimizer=adamw8bit", 1},
+           {"adafactor", "--optimizer=adafactor", 1},
+           {"adafactor_beta1", "--optimizer=adafactor --optimizer_options=beta1=0.9", 1},
+           {"adamw8bit_zero1", "--optimizer=adamw8bit --zero_stage=1 --bucket_mb=0.01", 2}}) {
+    const std::string rank_flags = ranks > 1 ? " --ranks=2" : "";
+    const Result e = Estimate(gpt + " " + flags + rank_flags +
+                              " --format=csv --batch_sizes=4 --precisions=bf16");
+    ASSERT_EQ(e.exit_code, 0) << e.err;
+    const Table est = ParseCsv(e.out);
+    const std::string jsonl = TempDir() + "/optimizer_" + name + ".jsonl";
+    const std::string cmd = (ranks > 1 ? mnt::testing::Mpirun(ranks) + " " : std::string()) +
+                            Runfiles() + "trainer/cli/train " + train + " " + flags +
+                            " --metrics_jsonl=" + jsonl + " > " + jsonl + ".log 2>&1";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(jsonl + ".log");
+    const std::string log = Slurp(jsonl);
+    for (const char* c : {"optimizer_state", "total"}) {
+      const int64_t got = MeasuredPeak(log, c);
+      ASSERT_GT(got, 0) << log;
+      std::printf("%-16s %-15s estimate %10lld measured %10lld\n", name.c_str(), c,
+                  static_cast<long long>(est.at({"bf16", 4, c})), static_cast<long long>(got));
+      EXPECT_EQ(est.at({"bf16", 4, c}), got) << name << " " << c;
+    }
+    state[name] = MeasuredPeak(log, "optimizer_state");
+  }
+  // About 2 bytes per parameter against AdamW's 8; Adafactor's rows and
+  // columns a small part; ZeRO-1 about half of the 8-bit state.
+  EXPECT_LT(state["adamw8bit"], state["adamw"] / 3);
+  EXPECT_LT(state["adafactor"], state["adamw"] / 20);
+  EXPECT_LT(state["adamw8bit_zero1"], state["adamw8bit"] * 6 / 10);
+  EXPECT_GT(state["adafactor_beta1"], state["adafactor"]);
+}
+
 // Bad input: one line "mantissa: error: ..." and a non-zero exit.
 TEST(EstimateTest, BadInputIsOneErrorLine) {
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{

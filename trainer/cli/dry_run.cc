@@ -19,6 +19,7 @@ absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, in
   setup.model_options = config.model_options();
   setup.data_spec = spec;
   setup.optimizer = config.optimizer().name();
+  setup.optimizer_options = config.optimizer().optimizer_options();
   setup.precision_options = config.precision_options();
   setup.ranks = static_cast<int>(ranks);
   setup.zero_stage = static_cast<int>(config.zero_stage());

@@ -248,14 +248,19 @@ std::string FormatFinalReport(const FinalReport& r) {
                           r.last_eval.examples);
   }
   const int model_bytes = r.bytes_weights + r.bytes_master_weights;
+  // Whole bytes as before; adamw8bit's and Adafactor's state to 0.01.
+  auto bytes = [](double b) {
+    return b == std::floor(b) ? absl::StrFormat("%.0f", b) : absl::StrFormat("%.2f", b);
+  };
   absl::StrAppendFormat(
       &s,
       "\nbytes per parameter: weights %d + master weights %d = %d (%.2fx fp32's 4), "
-      "gradients %d + fp32 master gradients %d, optimizer state %d; total %d\n",
+      "gradients %d + fp32 master gradients %d, optimizer state %s%s; total %s\n",
       r.bytes_weights, r.bytes_master_weights, model_bytes, model_bytes / 4.0,
-      r.bytes_gradients, r.bytes_master_gradients, r.bytes_optimizer_state,
-      model_bytes + r.bytes_gradients + r.bytes_master_gradients +
-          r.bytes_optimizer_state);
+      r.bytes_gradients, r.bytes_master_gradients, bytes(r.bytes_optimizer_state),
+      r.optimizer.empty() ? "" : " (" + r.optimizer + ")",
+      bytes(model_bytes + r.bytes_gradients + r.bytes_master_gradients +
+            r.bytes_optimizer_state));
   absl::StrAppendFormat(&s, "\n%-16s %12s %12s\n", "memory", "current", "peak");
   for (const MemoryLine& m : r.memory) {
     absl::StrAppendFormat(&s, "%-16s %12s %12s\n", m.category, FormatBytes(m.current_bytes),

@@ -98,9 +98,13 @@ struct FinalReport {
   std::string precision;
   std::string model;
   int64_t num_parameters = 0;
-  // Bytes per parameter from the precision plugin's memory plan.
+  // Bytes per parameter from the precision plugin's memory plan; the
+  // optimizer state's from the optimizer's own count (optimizer_state.h:
+  // adamw8bit's is fractional).
   int32_t bytes_weights = 0, bytes_master_weights = 0, bytes_gradients = 0,
-          bytes_master_gradients = 0, bytes_optimizer_state = 0;
+          bytes_master_gradients = 0;
+  double bytes_optimizer_state = 0;
+  std::string optimizer;  // --optimizer
   std::vector<MemoryLine> memory;  // by category, then "total"
   std::vector<PhaseTime> phases;
   int64_t steps = 0;

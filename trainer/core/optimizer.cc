@@ -11,19 +11,41 @@
 namespace mnt::trainer {
 namespace {
 
+// Takes AdamW's optional inputs (step counter, device lr) and its
+// bias-correction step: adamw, adam, adamw8bit and adafactor.
 bool IsAdam(const mantissa::OptimizerConfig& config) {
-  return config.name() != "sgd";  // adamw | adam
+  return config.name() != "sgd";
+}
+
+// The op of a memory-light optimizer, MNT_OP_INVALID for the others.
+MNT_Op OwnStateOp(const mantissa::OptimizerConfig& config) {
+  if (config.name() == "adamw8bit") return MNT_OP_ADAMW8BIT_STEP;
+  if (config.name() == "adafactor") return MNT_OP_ADAFACTOR_STEP;
+  return MNT_OP_INVALID;
 }
 
 }  // namespace
 
 int Optimizer::StateSlots(const mantissa::OptimizerConfig& config) {
+  if (KeepsOwnState(config)) return 0;
   return IsAdam(config) ? 2 : 1;
+}
+
+absl::Status Optimizer::CheckBackend(const mantissa::OptimizerConfig& config,
+                                     const sdk::BackendInstance& backend) {
+  const MNT_Op op = OwnStateOp(config);
+  if (op == MNT_OP_INVALID || backend.Supports(op)) return absl::OkStatus();
+  const MNT_Api_Version& v = backend.plugin()->abi_version;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--optimizer=", config.name(), " needs the backend op ",
+      op == MNT_OP_ADAMW8BIT_STEP ? "ADAMW8BIT_STEP" : "ADAFACTOR_STEP",
+      " (ABI 1.12); backend ", backend.plugin()->name, " (ABI ", v.major_version, ".",
+      v.minor_version, ") does not support it; use --optimizer=adamw"));
 }
 
 bool Optimizer::UsesMultiTensor(const mantissa::OptimizerConfig& config,
                                 const sdk::BackendInstance& backend) {
-  if (config.multi_tensor_optimizer() == "off") return false;
+  if (config.multi_tensor_optimizer() == "off" || KeepsOwnState(config)) return false;
   // An op (ABI 1.6): Backend_GetOpSupport says, whatever the backend's minor.
   return backend.Supports(IsAdam(config) ? MNT_OP_MULTI_ADAMW_STEP : MNT_OP_MULTI_SGD_STEP);
 }
@@ -104,6 +126,13 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
   if (device_lr) {
     if (auto s = sdk::ToAbsl(client.Allocate(sizeof(float), MNT_MEMORY_DATA, &o->lr_)); !s.ok())
       return s;
+  }
+  if (KeepsOwnState(config)) {
+    std::vector<std::vector<int64_t>> dims;
+    for (const Param& p : params->params()) dims.push_back(p.dims);
+    auto state = OptimizerState::Create(config, dims, params->steps(), client);
+    if (!state.ok()) return state.status();
+    o->own_state_ = std::move(*state);
   }
   if (!o->device_step_counters_) return o;
   o->step_counters_.resize(params->steps().size());
@@ -205,6 +234,10 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
       in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
     }
     if (device_lr_) in.push_back(LrInput());  // SGD in[3], AdamW in[4] (ABI 1.7)
+    if (own_state_ != nullptr) {
+      if (auto s = OwnStateStep(i, ParamsLr(lr), std::move(in)); !s.ok()) return sdk::ToAbsl(s);
+      continue;
+    }
     std::vector<MNT_Tensor> out{params_->PieceMaster(piece), params_->PieceState(piece, 0)};
     if (adam_) out.push_back(params_->PieceState(piece, 1));
     // The rounded working copy, written in the same kernel.
@@ -243,6 +276,59 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
   // the sync) keep the count.
   if (!skips_on_device_) ++applied_steps_;
   return absl::OkStatus();
+}
+
+sdk::Status Optimizer::OwnStateStep(size_t i, float lr, std::vector<MNT_Tensor> in) {
+  const ParamPiece& piece = params_->steps()[i];
+  const Param& p = params_->params()[piece.param];
+  const OptimizerState& state = *own_state_;
+  const size_t count = state.specs(piece.param).size();
+  std::vector<MNT_Tensor> out{params_->PieceMaster(piece)};
+  for (size_t k = 0; k < count; ++k) out.push_back(state.Tensor(i, k));
+  const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  if (config_.name() == "adamw8bit") {
+    const MNT_AdamWParams a{MNT_AdamWParams_STRUCT_SIZE,
+                            lr,
+                            static_cast<float>(config_.beta1()),
+                            static_cast<float>(config_.beta2()),
+                            static_cast<float>(config_.eps()),
+                            weight_decays_[i],
+                            ParamsStep(),
+                            rounding(),
+                            rounding_seed_,
+                            piece.param,
+                            piece.first};
+    const bool quantized = Quantized(state.options(), p.numel);
+    if (params_->mixed()) out.push_back(params_->PieceWorking(piece));
+    return client_.Run(quantized ? MNT_OP_ADAMW8BIT_STEP : MNT_OP_ADAMW_STEP, in, out, &a);
+  }
+  // Adafactor: out[1] second moment (rows), out[2] columns (factored only),
+  // out[3] first moment (beta1 only), out[4] working copy: absent ones keep
+  // their places.
+  const AdafactorOptions& o = state.options().adafactor;
+  const bool factored = p.dims.size() >= 2;
+  std::vector<MNT_Tensor> ordered{out[0], out[1], factored ? out[2] : absent};
+  ordered.push_back(o.beta1 != 0.0f ? out.back() : absent);
+  if (params_->mixed()) ordered.push_back(params_->PieceWorking(piece));
+  while (!ordered.empty() && ordered.back().data == nullptr) ordered.pop_back();
+  // The grad with the parameter's dims: the op factors over its last two.
+  in[0] = params_->PieceGrad(piece);
+  const MNT_AdafactorParams a{MNT_AdafactorParams_STRUCT_SIZE,
+                              lr,
+                              o.beta1,
+                              o.decay_rate,
+                              o.eps1,
+                              o.eps2,
+                              o.clip_threshold,
+                              weight_decays_[i],
+                              o.relative_step ? 1 : 0,
+                              o.scale_parameter ? 1 : 0,
+                              o.warmup_init ? 1 : 0,
+                              ParamsStep(),
+                              rounding(),
+                              rounding_seed_,
+                              piece.param};
+  return client_.Run(MNT_OP_ADAFACTOR_STEP, in, ordered, &a);
 }
 
 absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {

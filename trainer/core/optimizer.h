@@ -9,6 +9,13 @@
 // (--stochastic_rounding) the bf16 working copy may also be rounded
 // stochastically, its random bits keyed by a seed from --seed, the step and
 // the parameter's index (the same in both forms).
+//
+// Since ABI 1.12 (issue #39) also the memory-light optimizers, one op per
+// tensor: adamw8bit (ADAMW8BIT_STEP, bitsandbytes' blockwise 8-bit moments;
+// tensors under min_8bit_size elements step with ADAMW_STEP on fp32
+// moments, as bitsandbytes keeps them) and adafactor (ADAFACTOR_STEP, HF's
+// Adafactor). Their state is OptimizerState's, not the ParameterStore's fp32
+// slots.
 #ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 #define MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 
@@ -23,14 +30,25 @@
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
 #include "trainer/config/train_config.pb.h"
+#include "trainer/core/optimizer_state.h"
 #include "trainer/core/parameters.h"
 
 namespace mnt::trainer {
 
 class Optimizer {
  public:
-  // fp32 state tensors per parameter: AdamW's m and v, SGD's momentum.
+  // fp32 state tensors per parameter in the ParameterStore: AdamW's m and
+  // v, SGD's momentum; 0 for adamw8bit and adafactor (OptimizerState).
   static int StateSlots(const mantissa::OptimizerConfig& config);
+
+  // adamw8bit and adafactor need their op (ABI 1.12) in the backend: one
+  // line naming the op and the backend's ABI otherwise.
+  static absl::Status CheckBackend(const mantissa::OptimizerConfig& config,
+                                   const sdk::BackendInstance& backend);
+
+  // The memory-light optimizers' state (null for adamw, adam, sgd): what
+  // checkpoints save besides the ParameterStore's slots.
+  const OptimizerState* own_state() const { return own_state_.get(); }
 
   // `skips_on_device`: found_inf stays on the device (device loss scaling)
   // and the optimizer kernels skip an overflow step themselves; AdamW then
@@ -112,6 +130,9 @@ class Optimizer {
   // The device lr as an op input (SGD_STEP in[3], ADAMW_STEP in[4], the
   // multi ops' last input).
   MNT_Tensor LrInput() const;
+  // Piece `i` with ADAMW8BIT_STEP (or, for a small tensor, ADAMW_STEP on
+  // fp32 moments) or ADAFACTOR_STEP; `in` holds its inputs.
+  sdk::Status OwnStateStep(size_t i, float lr, std::vector<MNT_Tensor> in);
   // The whole table in one MULTI_ADAMW_STEP / MULTI_SGD_STEP.
   sdk::Status MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                               const MNT_Tensor& multiplier, int64_t train_step);
@@ -141,6 +162,7 @@ class Optimizer {
   std::vector<int64_t> rounding_tensors_, rounding_elements_;
   // AdamW's device step counters, one per stepped tensor.
   std::vector<sdk::DeviceBuffer> step_counters_;
+  std::unique_ptr<OptimizerState> own_state_;
   int64_t applied_steps_ = 0;
   uint64_t rounding_seed_ = 0;
 };

@@ -96,8 +96,11 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
     kinds.push_back({&master_grads_flat_, &Param::master_grads, MNT_DTYPE_F32,
                      MNT_MEMORY_GRADIENTS, false});
   }
-  kinds.push_back(
-      {&state_flat_[0], &Param::state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
+  // No slots: the optimizer keeps its own state (optimizer_state.h).
+  if (optimizer_state_slots > 0) {
+    kinds.push_back(
+        {&state_flat_[0], &Param::state1, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});
+  }
   if (optimizer_state_slots > 1) {
     kinds.push_back(
         {&state_flat_[1], &Param::state2, MNT_DTYPE_F32, MNT_MEMORY_OPTIMIZER_STATE, true});

@@ -55,7 +55,7 @@ struct Param {
 class ParameterStore : public GradientBuffers {
  public:
   // Allocates and initialises every parameter `model` declares, in its spec
-  // order, in the dtypes of `policy`, with `optimizer_state_slots` (1 or 2)
+  // order, in the dtypes of `policy`, with `optimizer_state_slots` (0, 1 or 2)
   // zeroed fp32 state tensors each; `seed` draws the initial values.
   static absl::StatusOr<std::unique_ptr<ParameterStore>> Create(
       const sdk::ModelClient& model, const sdk::BackendClient& client,
@@ -90,8 +90,10 @@ class ParameterStore : public GradientBuffers {
   std::vector<MNT_Tensor> NormGradTensors() const;
   bool norm_is_partial() const { return shard_.world > 1; }
 
-  // fp32 optimizer state tensors per parameter (1 or 2).
-  int state_slots() const { return state_flat_[1].data() != nullptr ? 2 : 1; }
+  // fp32 optimizer state tensors per parameter (0, 1 or 2).
+  int state_slots() const {
+    return (state_flat_[0].data() != nullptr) + (state_flat_[1].data() != nullptr);
+  }
 
   // Separate fp32 master weights and gradients (the policy has a master
   // dtype); otherwise the working weights are the master.

@@ -80,6 +80,7 @@ absl::Status WireStep(const mantissa::TrainConfig& config, HostComm* ranks, RunP
                                                   p.params->splits_parameters());
       !s.ok())
     return s;
+  if (auto s = Optimizer::CheckBackend(config.optimizer(), *p.plugins->backend); !s.ok()) return s;
   // ABI 1.7: on the device path the lr is a device scalar too.
   auto optimizer = Optimizer::Create(
       config.optimizer(), p.params.get(), client, /*skips_on_device=*/plan->on_device,

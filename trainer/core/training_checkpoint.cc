@@ -39,9 +39,134 @@ struct SavedKind {
 };
 
 std::vector<SavedKind> SavedKinds(const ParameterStore& params) {
-  std::vector<SavedKind> kinds{{"", -1}, {kState1Prefix, 0}};
+  std::vector<SavedKind> kinds{{"", -1}};
+  if (params.state_slots() > 0) kinds.push_back({kState1Prefix, 0});
   if (params.state_slots() > 1) kinds.push_back({kState2Prefix, 1});
   return kinds;
+}
+
+// The memory-light optimizers' state (adamw8bit's codes and block absmax,
+// Adafactor's rows and columns): one tensor per parameter and state tensor,
+// in its own dtype, 1-D, appended after the parameters in (parameter,
+// state tensor) order. Under ZeRO-1 each rank holds its pieces' parts
+// (whole blocks) and every rank gathers all of them, as for the fp32 slots.
+absl::Status CaptureOwnState(const TrainingCheckpoint::Parts& parts, CheckpointData* ckpt) {
+  const OptimizerState* state = parts.optimizer->own_state();
+  if (state == nullptr) return absl::OkStatus();
+  const ParameterStore& params = *parts.params;
+  std::vector<std::vector<std::string*>> bytes(params.params().size());
+  for (size_t i = 0; i < params.params().size(); ++i) {
+    const Param& p = params.params()[i];
+    for (const StateTensorSpec& spec : state->specs(static_cast<int64_t>(i))) {
+      TensorData* t = ckpt->add_tensors();
+      t->set_name(spec.prefix + p.name);
+      t->set_dtype(spec.dtype);
+      t->add_dims(spec.count);
+      bytes[i].push_back(t->mutable_data());
+      bytes[i].back()->resize(spec.bytes());
+    }
+  }
+  const std::vector<ParamPiece>& pieces = params.steps();
+  std::string mine;
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const ParamPiece& piece = pieces[j];
+    const std::vector<StateTensorSpec>& specs = state->specs(piece.param);
+    for (size_t k = 0; k < specs.size(); ++k) {
+      const auto [offset, n] =
+          OptimizerState::ByteRange(piece, params.params()[piece.param].numel, specs[k]);
+      char* to = &(*bytes[piece.param][k])[offset];
+      if (params.sharded()) {
+        const size_t at = mine.size();
+        mine.resize(at + n);
+        to = &mine[at];
+      }
+      if (auto s = sdk::ToAbsl(parts.client->ToHost(to, state->Tensor(j, k).data, n)); !s.ok())
+        return s;
+    }
+  }
+  if (!params.sharded()) return absl::OkStatus();
+  auto all = parts.all_gather(mine);
+  if (!all.ok()) return all.status();
+  for (int r = 0; r < static_cast<int>(all->size()); ++r) {
+    const std::string& part = (*all)[r];
+    size_t at = 0;
+    for (const ParamPiece& piece : params.layout().PiecesOf(r)) {
+      const std::vector<StateTensorSpec>& specs = state->specs(piece.param);
+      for (size_t k = 0; k < specs.size(); ++k) {
+        const auto [offset, n] =
+            OptimizerState::ByteRange(piece, params.params()[piece.param].numel, specs[k]);
+        if (part.size() - at < n) {
+          return absl::DataLossError(absl::StrCat("ZeRO-1: rank ", r,
+                                                  "'s optimizer state part is short"));
+        }
+        std::memcpy(&(*bytes[piece.param][k])[offset], &part[at], n);
+        at += n;
+      }
+    }
+    if (at != part.size()) {
+      return absl::DataLossError(absl::StrCat("ZeRO-1: rank ", r, "'s optimizer state part is ",
+                                              part.size(), " bytes, expected ", at));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The saved state tensor of each (parameter, state tensor), checked against
+// what this run's optimizer keeps, before anything is written.
+absl::Status FindOwnState(const CheckpointData& ckpt, const TrainingCheckpoint::Parts& parts,
+                          const std::string& path,
+                          std::vector<std::vector<const TensorData*>>* found) {
+  const OptimizerState* state = parts.optimizer->own_state();
+  if (state == nullptr) return absl::OkStatus();
+  const ParameterStore& params = *parts.params;
+  found->resize(params.params().size());
+  for (size_t i = 0; i < params.params().size(); ++i) {
+    const Param& p = params.params()[i];
+    for (const StateTensorSpec& spec : state->specs(static_cast<int64_t>(i))) {
+      const std::string name = spec.prefix + p.name;
+      const TensorData* t = nullptr;
+      for (const TensorData& c : ckpt.tensors()) {
+        if (c.name() == name) t = &c;
+      }
+      if (t == nullptr) {
+        return absl::DataLossError(absl::StrCat(
+            path, ": checkpoint has no tensor '", name, "' (the state of --optimizer=",
+            parts.config->optimizer().name(), " with --optimizer_options='",
+            parts.config->optimizer().optimizer_options(), "')"));
+      }
+      if (t->dtype() != spec.dtype || t->dims_size() != 1 || t->dims(0) != spec.count ||
+          t->data().size() != spec.bytes()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            path, ": tensor '", name, "' is not the optimizer state this run keeps (",
+            sdk::DTypeName(spec.dtype), " [", spec.count, "]); was it written with other "
+            "--optimizer_options?"));
+      }
+      (*found)[i].push_back(t);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RestoreOwnState(const TrainingCheckpoint::Parts& parts,
+                             const std::vector<std::vector<const TensorData*>>& found) {
+  const OptimizerState* state = parts.optimizer->own_state();
+  if (state == nullptr) return absl::OkStatus();
+  const ParameterStore& params = *parts.params;
+  const std::vector<ParamPiece>& pieces = params.steps();
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const ParamPiece& piece = pieces[j];
+    const std::vector<StateTensorSpec>& specs = state->specs(piece.param);
+    for (size_t k = 0; k < specs.size(); ++k) {
+      const auto [offset, n] =
+          OptimizerState::ByteRange(piece, params.params()[piece.param].numel, specs[k]);
+      const std::string& bytes = found[piece.param][k]->data();
+      if (auto s = sdk::ToAbsl(
+              parts.client->ToDevice(state->Tensor(j, k).data, bytes.data() + offset, n));
+          !s.ok())
+        return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 // "k=v" items trimmed and sorted: the same options however they are written.
@@ -241,6 +366,7 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
   if (params.sharded()) {
     if (auto s = GatherShares(p_, kinds, tensors); !s.ok()) return s;
   }
+  if (auto s = CaptureOwnState(p_, &ckpt); !s.ok()) return s;
   return ckpt;
 }
 
@@ -345,6 +471,8 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
     restore_note_ = restore_note_.empty() ? options_note
                                           : absl::StrCat(restore_note_, "\n", options_note);
   }
+  std::vector<std::vector<const TensorData*>> own_state;
+  if (auto s = FindOwnState(ckpt, p_, path, &own_state); !s.ok()) return s;
   std::vector<std::pair<const Param*, const TensorData*>> working;
   uint64_t rounding_seed = p_.optimizer->rounding_seed();
   if (p_.optimizer->stochastic_rounding()) {
@@ -413,6 +541,7 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
         return s;
     }
   }
+  if (auto s = RestoreOwnState(p_, own_state); !s.ok()) return s;
   if (auto s = p_.params->SyncWorkingWeights(); !s.ok()) return s;
   for (const auto& [p, t] : working) {
     const std::string& bytes = t->data();

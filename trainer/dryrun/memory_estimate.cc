@@ -110,9 +110,17 @@ std::vector<std::pair<std::string, int64_t>> MemoryEstimate::Rows() const {
 absl::StatusOr<std::unique_ptr<MemoryEstimator>> MemoryEstimator::Create(
     const EstimateSetup& setup, trainer::PluginRegistry* registry) {
   std::unique_ptr<MemoryEstimator> e(new MemoryEstimator(setup, registry));
-  if (setup.optimizer != "adamw" && setup.optimizer != "adam" && setup.optimizer != "sgd") {
+  if (setup.optimizer != "adamw" && setup.optimizer != "adam" && setup.optimizer != "sgd" &&
+      setup.optimizer != "adamw8bit" && setup.optimizer != "adafactor") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--optimizer=", setup.optimizer, " is not one of adamw, adam, sgd"));
+        "--optimizer=", setup.optimizer,
+        " is not one of adamw, adam, sgd, adamw8bit, adafactor"));
+  }
+  mantissa::OptimizerConfig optimizer;
+  optimizer.set_name(setup.optimizer);
+  optimizer.set_optimizer_options(setup.optimizer_options);
+  if (auto options = trainer::ParseOptimizerOptions(optimizer); !options.ok()) {
+    return options.status();
   }
   auto backend = registry->Get(MNT_PLUGIN_KIND_BACKEND, setup.device);
   if (!backend.ok()) return backend.status();
@@ -150,6 +158,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   }
   mantissa::OptimizerConfig optimizer;
   optimizer.set_name(setup_.optimizer);
+  optimizer.set_optimizer_options(setup_.optimizer_options);
   MNT_Precision_GetMemoryPlan_Args plan{};
   if (auto s = sdk::ToAbsl(
           plugin.GetMemoryPlan(trainer::Optimizer::StateSlots(optimizer), &plan));
@@ -251,6 +260,8 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   shard.world = setup_.ranks;
   shard.zero1 = zero1;
   shard.bucket_bytes = static_cast<int64_t>(setup_.bucket_mb * (1 << 20));
+  // As GradientSync::ShardOf: one rank keeps the default alignment.
+  if (setup_.ranks > 1) shard.alignment = trainer::ShardAlignmentFor(setup_.optimizer);
   const trainer::ShardLayout layout =
       trainer::MakeShardLayout(numels, shard, std::max<int64_t>(exchanged_bytes, 1));
   const int64_t flat = layout.total();
@@ -260,6 +271,28 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   est.gradients = flat * plan.bytes_gradients + (zero1 ? layout.share() * exchanged_bytes : 0);
   est.master_gradients = flat * plan.bytes_master_gradients;
   est.optimizer_state = sharded * plan.bytes_optimizer_state;
+  if (trainer::KeepsOwnState(optimizer)) {
+    // adamw8bit's codes and block absmax, Adafactor's rows and columns
+    // (trainer/core/optimizer_state.h): rank 0's pieces' parts under ZeRO-1.
+    auto options = trainer::ParseOptimizerOptions(optimizer);
+    if (!options.ok()) return options.status();
+    const std::vector<trainer::ParamPiece> pieces =
+        zero1 ? layout.PiecesOf(0) : std::vector<trainer::ParamPiece>{};
+    for (size_t i = 0; i < param_dims.size(); ++i) {
+      for (const trainer::StateTensorSpec& spec :
+           trainer::StateTensorsOf(optimizer, *options, param_dims[i])) {
+        if (!zero1) {
+          est.optimizer_state += static_cast<int64_t>(spec.bytes());
+          continue;
+        }
+        for (const trainer::ParamPiece& piece : pieces) {
+          if (piece.param != static_cast<int64_t>(i)) continue;
+          est.optimizer_state += static_cast<int64_t>(
+              trainer::OptimizerState::ByteRange(piece, numels[i], spec).second);
+        }
+      }
+    }
+  }
   // AdamW on the device path keeps one I32 step counter per tensor it
   // steps (ZeRO-1: per piece of rank 0's share).
   const int64_t stepped = zero1 ? static_cast<int64_t>(layout.PiecesOf(0).size()) : count;

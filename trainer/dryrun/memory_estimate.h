@@ -57,7 +57,8 @@ struct EstimateSetup {
   std::string model;
   std::string model_options;
   MNT_DataSpec data_spec{};  // per example, as the dataset would give it
-  std::string optimizer = "adamw";  // adamw | adam | sgd
+  std::string optimizer = "adamw";  // adamw | adam | sgd | adamw8bit | adafactor
+  std::string optimizer_options;    // --optimizer_options (adafactor's beta1, min_8bit_size)
   // --precision_options (an FP8 precision's scaling recipe: its history
   // length sizes the amax history).
   std::string precision_options;

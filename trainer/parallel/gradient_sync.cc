@@ -19,7 +19,8 @@ bool IsDataParallel(const GradientSync::Setup& setup) {
 ParamShard GradientSync::ShardOf(const Setup& setup) {
   if (!IsDataParallel(setup)) return {};
   return {setup.ranks->rank(), setup.ranks->world_size(), setup.config->zero_stage() == 1,
-          static_cast<int64_t>(setup.config->bucket_mb() * (1 << 20))};
+          static_cast<int64_t>(setup.config->bucket_mb() * (1 << 20)),
+          ShardAlignmentFor(setup.config->optimizer().name())};
 }
 
 absl::StatusOr<std::unique_ptr<GradientSync>> GradientSync::Create(const Setup& setup,

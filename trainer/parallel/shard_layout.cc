@@ -42,10 +42,15 @@ std::vector<ParamPiece> ShardLayout::PiecesOf(int rank) const {
   return pieces;
 }
 
+int64_t ShardAlignmentFor(const std::string& optimizer) {
+  return optimizer == "adamw8bit" ? kQuantizationBlockElements : 0;
+}
+
 ShardLayout MakeShardLayout(const std::vector<int64_t>& numels, const ParamShard& shard,
                             int64_t exchanged_element_bytes) {
-  return ShardLayout(FlatOffsets(numels, kFlatAlignmentElements), numels, shard.world,
-                     shard.bucket_bytes / exchanged_element_bytes, kFlatAlignmentElements);
+  const int64_t alignment = shard.alignment > 0 ? shard.alignment : kFlatAlignmentElements;
+  return ShardLayout(FlatOffsets(numels, alignment), numels, shard.world,
+                     shard.bucket_bytes / exchanged_element_bytes, alignment);
 }
 
 std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment) {

@@ -15,6 +15,7 @@
 #define MANTISSA_TRAINER_PARALLEL_SHARD_LAYOUT_H_
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,9 @@ struct ParamShard {
   int world = 1;
   bool zero1 = false;
   int64_t bucket_bytes = 0;  // ZeRO-1's reduce-scatter buckets (0: one)
+  // Where tensors and shares may start, in elements (0: kFlatAlignmentElements).
+  // adamw8bit's quantization blocks (256) make its pieces start on a block.
+  int64_t alignment = 0;
 };
 
 // Each tensor of the flat buffers starts on a 256-byte boundary (128
@@ -89,6 +93,15 @@ inline constexpr int64_t kFlatAlignmentElements = 128;
 // each starting at a multiple of `alignment` elements; one more entry: the
 // total (a multiple of `alignment`).
 std::vector<int64_t> FlatOffsets(const std::vector<int64_t>& numels, int64_t alignment);
+
+// adamw8bit's quantization block (MNT_QUANTIZATION_BLOCK_SIZE, ABI 1.12):
+// a piece of a parameter that ZeRO-1 steps must start on one.
+inline constexpr int64_t kQuantizationBlockElements = 256;
+
+// ParamShard::alignment for --optimizer=`optimizer`: whole quantization
+// blocks for adamw8bit (under ZeRO-0 too, so both stages cut the same
+// shares and add the gradient norm alike), else the default.
+int64_t ShardAlignmentFor(const std::string& optimizer);
 
 // The trainer's flat layout of tensors of `numels` elements (FlatOffsets at
 // kFlatAlignmentElements) cut into `shard`'s ranks' shares, with buckets of

@@ -188,7 +188,8 @@ void JsonlSink::OnFinish(const FinalReport& r) {
       Field("master_weights", absl::StrCat(r.bytes_master_weights)), ",",
       Field("gradients", absl::StrCat(r.bytes_gradients)), ",",
       Field("master_gradients", absl::StrCat(r.bytes_master_gradients)), ",",
-      Field("optimizer_state", absl::StrCat(r.bytes_optimizer_state)), "}");
+      Field("optimizer_state", absl::StrCat(r.bytes_optimizer_state)), ",",
+      Field("optimizer", JsonString(r.optimizer)), "}");
   const std::string eval =
       r.has_eval
           ? absl::StrCat("{", Field("step", absl::StrCat(r.last_eval.step)), ",",

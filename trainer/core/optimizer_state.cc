@@ -1,0 +1,138 @@
+#include "trainer/core/optimizer_state.h"
+
+#include "absl/strings/str_cat.h"
+#include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/tensor.h"
+
+namespace mnt::trainer {
+namespace {
+
+constexpr int64_t kBlock = MNT_QUANTIZATION_BLOCK_SIZE;
+static_assert(kQuantizationBlockElements == kBlock, "ZeRO-1's pieces start on a block");
+
+int64_t Numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+int64_t Blocks(int64_t n) { return (n + kBlock - 1) / kBlock; }
+
+}  // namespace
+
+size_t StateTensorSpec::bytes() const {
+  return static_cast<size_t>(count) * sdk::DTypeSize(dtype);
+}
+
+bool KeepsOwnState(const mantissa::OptimizerConfig& config) {
+  return config.name() == "adamw8bit" || config.name() == "adafactor";
+}
+
+bool Quantized(const OptimizerOptions& options, int64_t numel) {
+  return numel >= options.min_8bit_size;
+}
+
+std::vector<StateTensorSpec> StateTensorsOf(const mantissa::OptimizerConfig& config,
+                                            const OptimizerOptions& options,
+                                            const std::vector<int64_t>& dims) {
+  const int64_t n = Numel(dims);
+  if (config.name() == "adamw8bit") {
+    // bitsandbytes keeps small tensors (biases, norms) in 32 bits: their
+    // state is little, and 8 bits would cost them accuracy for nothing.
+    if (!Quantized(options, n)) {
+      return {{"opt.state1/", MNT_DTYPE_F32, n, 1}, {"opt.state2/", MNT_DTYPE_F32, n, 1}};
+    }
+    return {{"opt.m8/", MNT_DTYPE_U8, n, 1},
+            {"opt.m8_absmax/", MNT_DTYPE_F32, Blocks(n), kBlock},
+            {"opt.v8/", MNT_DTYPE_U8, n, 1},
+            {"opt.v8_absmax/", MNT_DTYPE_F32, Blocks(n), kBlock}};
+  }
+  if (config.name() != "adafactor") return {};
+  std::vector<StateTensorSpec> specs;
+  const int rank = static_cast<int>(dims.size());
+  if (rank >= 2) {
+    // Factored over the last two dims, batched over the leading ones (as
+    // ADAFACTOR_STEP reads in[0]'s dims).
+    const int64_t batches = Numel(std::vector<int64_t>(dims.begin(), dims.end() - 2));
+    specs.push_back({"opt.row/", MNT_DTYPE_F32, batches * dims[rank - 2], 0});
+    specs.push_back({"opt.col/", MNT_DTYPE_F32, batches * dims[rank - 1], 0});
+  } else {
+    specs.push_back({"opt.v/", MNT_DTYPE_F32, n, 1});
+  }
+  if (options.adafactor.beta1 != 0.0f) specs.push_back({"opt.m/", MNT_DTYPE_F32, n, 1});
+  return specs;
+}
+
+int64_t OptimizerStateBytes(const mantissa::OptimizerConfig& config,
+                            const std::vector<std::vector<int64_t>>& shapes) {
+  auto options = ParseOptimizerOptions(config);
+  const OptimizerOptions o = options.ok() ? *options : OptimizerOptions{};
+  const int64_t slots = config.name() == "sgd" ? 1 : 2;
+  int64_t bytes = 0;
+  for (const std::vector<int64_t>& dims : shapes) {
+    if (!KeepsOwnState(config)) {
+      bytes += slots * Numel(dims) * static_cast<int64_t>(sizeof(float));
+      continue;
+    }
+    for (const StateTensorSpec& spec : StateTensorsOf(config, o, dims)) {
+      bytes += static_cast<int64_t>(spec.bytes());
+    }
+  }
+  return bytes;
+}
+
+std::pair<size_t, size_t> OptimizerState::ByteRange(const ParamPiece& piece,
+                                                    int64_t param_numel,
+                                                    const StateTensorSpec& spec) {
+  const size_t element = sdk::DTypeSize(spec.dtype);
+  if (spec.granularity == 0 || piece.numel == param_numel) return {0, spec.bytes()};
+  const int64_t first = piece.first / spec.granularity;
+  const int64_t count =
+      (piece.numel + spec.granularity - 1) / spec.granularity;  // the last block may be partial
+  return {static_cast<size_t>(first) * element, static_cast<size_t>(count) * element};
+}
+
+absl::StatusOr<std::unique_ptr<OptimizerState>> OptimizerState::Create(
+    const mantissa::OptimizerConfig& config, const std::vector<std::vector<int64_t>>& dims,
+    const std::vector<ParamPiece>& pieces, const sdk::BackendClient& client) {
+  auto options = ParseOptimizerOptions(config);
+  if (!options.ok()) return options.status();
+  std::unique_ptr<OptimizerState> state(new OptimizerState(*options));
+  for (const std::vector<int64_t>& d : dims) {
+    state->specs_.push_back(StateTensorsOf(config, *options, d));
+  }
+  for (const ParamPiece& piece : pieces) {
+    const int64_t numel = Numel(dims[piece.param]);
+    std::vector<sdk::DeviceBuffer> buffers;
+    std::vector<MNT_Tensor> tensors;
+    for (const StateTensorSpec& spec : state->specs_[piece.param]) {
+      if (piece.numel != numel &&
+          (spec.granularity == 0 || piece.first % spec.granularity != 0)) {
+        return absl::InternalError(absl::StrCat(
+            "--optimizer=", config.name(), ": state '", spec.prefix, "' of parameter ",
+            piece.param, " cannot be split at element ", piece.first));
+      }
+      const auto [offset, bytes] = ByteRange(piece, numel, spec);
+      sdk::DeviceBuffer buffer;
+      if (auto s = sdk::ToAbsl(client.Allocate(bytes, MNT_MEMORY_OPTIMIZER_STATE, &buffer));
+          !s.ok())
+        return s;
+      const int64_t count = static_cast<int64_t>(bytes / sdk::DTypeSize(spec.dtype));
+      const MNT_Tensor t = sdk::MakeTensor(buffer.data(), spec.dtype, {count});
+      // Zero bytes from the host: FILL takes no U8, and this runs once.
+      const std::string zeros(bytes, '\0');
+      if (auto s = sdk::ToAbsl(client.ToDevice(buffer.data(), zeros.data(), bytes)); !s.ok()) {
+        return s;
+      }
+      buffers.push_back(std::move(buffer));
+      tensors.push_back(t);
+    }
+    state->buffers_.push_back(std::move(buffers));
+    state->tensors_.push_back(std::move(tensors));
+  }
+  return state;
+}
+
+MNT_Tensor OptimizerState::Tensor(size_t i, size_t k) const { return tensors_[i][k]; }
+
+}  // namespace mnt::trainer
