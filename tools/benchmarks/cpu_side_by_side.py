@@ -161,7 +161,7 @@ def onednn_peaks(bench, size, env, log):
     peaks = {}
     for line in r.stdout.splitlines():
         f = line.split()
-        if len(f) >= 5 and f[0] == "matmul" and f[2] == "square":
+        if len(f) >= 5 and f[0] == "matmul" and f[2] == "square" and "unimplemented" not in f:
             prec = "fp32" if f[1] == "f32" else f[1]
             peaks[prec] = max(peaks.get(prec, 0.0), float(f[-1]))
     return peaks, (r.stdout.splitlines() or ["?"])[0]
