@@ -6,12 +6,15 @@
 // operation descriptors; 3.x: primitive descriptors built directly), so one
 // source measures Debian's 2.6 and PyPI's 3.2 on the same work:
 //
-//   tools/bazel run //tools/benchmarks:onednn_bench                # Debian 2.6
-//   g++ -O2 -std=c++17 -I$ONEDNN3/include tools/benchmarks/onednn_bench.cc \
-//       -L$ONEDNN3/lib -ldnnl -Wl,-rpath,$ONEDNN3/lib -o /tmp/onednn3_bench  # 3.x
+//   tools/bazel run //tools/benchmarks:onednn_bench    # Debian 2.6
+//   g++ -O2 -std=c++17 -I$ONEDNN3/include tools/benchmarks/onednn_bench.cc
+//       -L$ONEDNN3/lib -ldnnl -Wl,-rpath,$ONEDNN3/lib -o /tmp/onednn3_bench    # 3.x
+//
+// (docs/performance.md, "oneDNN 2.6 or 3.2", has the wheels and the run.)
 //
 // Threads: oneDNN's own OpenMP team (OMP_NUM_THREADS). Each number is the
-// best of at least 5 timed calls and 0.5 s after one untimed call.
+// best of at least 5 timed calls and --min_time seconds (0.5) after one
+// untimed call.
 // Output: one line per measurement, "<what> <TFLOP/s>", and the version; a
 // primitive this oneDNN lacks on this CPU (2.6 has no f16 matmul) prints
 // "<what> unimplemented (...)" instead of ending the run.
@@ -31,12 +34,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kMajor = DNNL_VERSION_MAJOR;
 
+// Timed calls last at least this long in all (--min_time): on a shared
+// machine a longer window gives the best call more chances to run alone.
+double min_time_s = 0.5;
+
 // Best seconds of one call of f.
 template <typename F>
 double BestSeconds(F f) {
   f();
   double best = 1e30, total = 0;
-  for (int i = 0; i < 5 || total < 0.5; ++i) {
+  for (int i = 0; i < 5 || total < min_time_s; ++i) {
     const auto t0 = Clock::now();
     f();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -189,15 +196,17 @@ void OrUnimplemented(const std::string& what, F f) {
 
 int main(int argc, char** argv) {
   // --what=matmul,conv (default both); --size=N for the square matmul.
-  std::string what = "matmul,conv";
+  std::string what = "matmul,conv", types = "bf16,f16,f32";
   int64_t size = 2048, batch = 8;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--what=", 7) == 0) what = argv[i] + 7;
     else if (std::strncmp(argv[i], "--size=", 7) == 0) size = std::atoll(argv[i] + 7);
     else if (std::strncmp(argv[i], "--batch=", 8) == 0) batch = std::atoll(argv[i] + 8);
+    else if (std::strncmp(argv[i], "--min_time=", 11) == 0) min_time_s = std::atof(argv[i] + 11);
+    else if (std::strncmp(argv[i], "--types=", 8) == 0) types = argv[i] + 8;
     else {
       std::fprintf(stderr, "onednn_bench: error: unknown argument '%s' (--what=matmul,conv "
-                   "--size=N --batch=N)\n", argv[i]);
+                   "--size=N --batch=N --min_time=S --types=bf16,f16,f32)\n", argv[i]);
       return 1;
     }
   }
@@ -205,10 +214,15 @@ int main(int argc, char** argv) {
   std::printf("oneDNN %d.%d.%d (API %d)\n", v->major, v->minor, v->patch, kMajor);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
-  const auto bf16 = memory::data_type::bf16, f16 = memory::data_type::f16,
-             f32 = memory::data_type::f32;
+  // The data types asked for (--types), in that order.
+  std::vector<memory::data_type> dts;
+  for (auto dt : {memory::data_type::bf16, memory::data_type::f16, memory::data_type::f32}) {
+    if (("," + types + ",").find(std::string(",") + Name(dt) + ",") != std::string::npos) {
+      dts.push_back(dt);
+    }
+  }
   if (what.find("matmul") != std::string::npos) {
-    for (auto dt : {bf16, f16, f32}) {
+    for (auto dt : dts) {
       for (bool packed : {false, true}) {
         OrUnimplemented(std::string("matmul ") + Name(dt) + " square", [&] {
           Matmul(eng, s, dt, size, size, size, packed, "square");
@@ -217,15 +231,17 @@ int main(int argc, char** argv) {
     }
     // The 8-layer GPT's products (B*T = 2048 rows, d 512): QKV, MLP up and
     // down, and the weight gradient of MLP up (K = 2048).
-    for (auto dt : {bf16, f32}) {
-      Matmul(eng, s, dt, 2048, 1536, 512, false, "gpt8-qkv");
-      Matmul(eng, s, dt, 2048, 2048, 512, false, "gpt8-mlp-up");
-      Matmul(eng, s, dt, 2048, 512, 2048, false, "gpt8-mlp-down");
-      Matmul(eng, s, dt, 512, 2048, 2048, false, "gpt8-dw-up");
+    for (auto dt : dts) {
+      OrUnimplemented(std::string("matmul ") + Name(dt) + " gpt8", [&] {
+        Matmul(eng, s, dt, 2048, 1536, 512, false, "gpt8-qkv");
+        Matmul(eng, s, dt, 2048, 2048, 512, false, "gpt8-mlp-up");
+        Matmul(eng, s, dt, 2048, 512, 2048, false, "gpt8-mlp-down");
+        Matmul(eng, s, dt, 512, 2048, 2048, false, "gpt8-dw-up");
+      });
     }
   }
   if (what.find("conv") != std::string::npos) {
-    for (auto dt : {bf16, f16, f32}) {
+    for (auto dt : dts) {
       for (const Layer& l : kLayers) {
         OrUnimplemented(std::string("conv ") + Name(dt) + " " + l.name,
                         [&] { Conv(eng, s, dt, batch, l); });
