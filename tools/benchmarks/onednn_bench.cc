@@ -1,18 +1,23 @@
-// oneDNN on its own, no Mantissa in between: the bf16 and fp32 matmul peak
-// of this CPU (the rate Mantissa's GEMM-bound training is measured against)
-// and ResNet-50's convolution layers, each pass as one primitive in the
+// oneDNN on its own, no Mantissa in between: the bf16, f16 and fp32 matmul
+// peak of this CPU (the rate Mantissa's GEMM-bound training is measured
+// against) and ResNet-50's convolution layers, each pass as one primitive in the
 // layouts oneDNN prefers (activations, weights and results reordered once,
 // outside the timing). Written against both C++ API generations (oneDNN 2.x:
 // operation descriptors; 3.x: primitive descriptors built directly), so one
 // source measures Debian's 2.6 and PyPI's 3.2 on the same work:
 //
-//   tools/bazel run //tools/benchmarks:onednn_bench                # Debian 2.6
-//   g++ -O2 -std=c++17 -I$ONEDNN3/include tools/benchmarks/onednn_bench.cc \
-//       -L$ONEDNN3/lib -ldnnl -Wl,-rpath,$ONEDNN3/lib -o /tmp/onednn3_bench  # 3.x
+//   tools/bazel run //tools/benchmarks:onednn_bench    # Debian 2.6
+//   g++ -O2 -std=c++17 -I$ONEDNN3/include tools/benchmarks/onednn_bench.cc
+//       -L$ONEDNN3/lib -ldnnl -Wl,-rpath,$ONEDNN3/lib -o /tmp/onednn3_bench    # 3.x
+//
+// (docs/performance.md, "oneDNN 2.6 or 3.2", has the wheels and the run.)
 //
 // Threads: oneDNN's own OpenMP team (OMP_NUM_THREADS). Each number is the
-// best of at least 5 timed calls and 0.5 s after one untimed call.
-// Output: one line per measurement, "<what> <TFLOP/s>", and the version.
+// best of at least 5 timed calls and --min_time seconds (0.5) after one
+// untimed call.
+// Output: one line per measurement, "<what> <TFLOP/s>", and the version; a
+// primitive this oneDNN lacks on this CPU (2.6 has no f16 matmul) prints
+// "<what> unimplemented (...)" instead of ending the run.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,12 +34,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kMajor = DNNL_VERSION_MAJOR;
 
+// Timed calls last at least this long in all (--min_time): on a shared
+// machine a longer window gives the best call more chances to run alone.
+double min_time_s = 0.5;
+
 // Best seconds of one call of f.
 template <typename F>
 double BestSeconds(F f) {
   f();
   double best = 1e30, total = 0;
-  for (int i = 0; i < 5 || total < 0.5; ++i) {
+  for (int i = 0; i < 5 || total < min_time_s; ++i) {
     const auto t0 = Clock::now();
     f();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -45,8 +54,9 @@ double BestSeconds(F f) {
 }
 
 // A memory object of `md`, filled with small values of the right type.
-memory Filled(const memory::desc& md, const dnnl::engine& eng, bool f32) {
+memory Filled(const memory::desc& md, const dnnl::engine& eng, memory::data_type dt) {
   memory m(md, eng);
+  const bool f32 = dt == memory::data_type::f32;
   const size_t bytes = md.get_size();
   auto* p = static_cast<uint8_t*>(m.get_data_handle());
   for (size_t i = 0; i + (f32 ? 4 : 2) <= bytes; i += f32 ? 4 : 2) {
@@ -55,6 +65,9 @@ memory Filled(const memory::desc& md, const dnnl::engine& eng, bool f32) {
     std::memcpy(&bits, &v, 4);
     if (f32) {
       std::memcpy(p + i, &bits, 4);
+    } else if (dt == memory::data_type::f16) {
+      const _Float16 h = static_cast<_Float16>(v);
+      std::memcpy(p + i, &h, 2);
     } else {
       const uint16_t h = static_cast<uint16_t>(bits >> 16);  // bf16
       std::memcpy(p + i, &h, 2);
@@ -64,7 +77,7 @@ memory Filled(const memory::desc& md, const dnnl::engine& eng, bool f32) {
 }
 
 const char* Name(memory::data_type dt) {
-  return dt == memory::data_type::bf16 ? "bf16" : "f32";
+  return dt == memory::data_type::bf16 ? "bf16" : dt == memory::data_type::f16 ? "f16" : "f32";
 }
 
 // C[m,n] = A[m,k] B[k,n]: A and C row-major; B row-major ("plain") or in
@@ -79,7 +92,7 @@ void Matmul(const dnnl::engine& eng, dnnl::stream& s, memory::data_type dt, int6
 #else
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), eng);
 #endif
-  memory am = Filled(a, eng, dt == memory::data_type::f32), bm = Filled(pd.weights_desc(), eng, dt == memory::data_type::f32), cm(c, eng);
+  memory am = Filled(a, eng, dt), bm = Filled(pd.weights_desc(), eng, dt), cm(c, eng);
   dnnl::matmul mm(pd);
   const double sec = BestSeconds([&] {
     mm.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
@@ -118,7 +131,6 @@ void Conv(const dnnl::engine& eng, dnnl::stream& s, memory::data_type dt, int64_
   // fp32 weight gradient for bf16 (the precision's fp32 accumulation).
   const memory::desc dwei_md(wei, memory::data_type::f32, any);
   const double flops = 2.0 * n * l.k * p * p * l.c * l.r * l.r;
-  const bool f32 = dt == memory::data_type::f32;
 #if DNNL_VERSION_MAJOR >= 3
   const dnnl::convolution_forward::primitive_desc fwd(
       eng, prop_kind::forward_training, algorithm::convolution_direct, src_md, wei_md, dst_md,
@@ -142,11 +154,11 @@ void Conv(const dnnl::engine& eng, dnnl::stream& s, memory::data_type dt, int64_
                                                dst_md, strides, pad, pad_r),
       eng, fwd);
 #endif
-  memory x = Filled(fwd.src_desc(), eng, f32), w = Filled(fwd.weights_desc(), eng, f32);
+  memory x = Filled(fwd.src_desc(), eng, dt), w = Filled(fwd.weights_desc(), eng, dt);
   memory y(fwd.dst_desc(), eng);
-  memory dy = Filled(bwd_d.diff_dst_desc(), eng, f32), wd = Filled(bwd_d.weights_desc(), eng, f32);
+  memory dy = Filled(bwd_d.diff_dst_desc(), eng, dt), wd = Filled(bwd_d.weights_desc(), eng, dt);
   memory dx(bwd_d.diff_src_desc(), eng);
-  memory xw = Filled(bwd_w.src_desc(), eng, f32), dyw = Filled(bwd_w.diff_dst_desc(), eng, f32);
+  memory xw = Filled(bwd_w.src_desc(), eng, dt), dyw = Filled(bwd_w.diff_dst_desc(), eng, dt);
   memory dw(bwd_w.diff_weights_desc(), eng);
   dnnl::convolution_forward f(fwd);
   dnnl::convolution_backward_data bd(bwd_d);
@@ -170,19 +182,31 @@ void Conv(const dnnl::engine& eng, dnnl::stream& s, memory::data_type dt, int64_
   std::fflush(stdout);
 }
 
+// Runs f, or says which primitive this oneDNN lacks on this CPU.
+template <typename F>
+void OrUnimplemented(const std::string& what, F f) {
+  try {
+    f();
+  } catch (const dnnl::error& e) {
+    std::printf("%s unimplemented (%s)\n", what.c_str(), e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // --what=matmul,conv (default both); --size=N for the square matmul.
-  std::string what = "matmul,conv";
+  std::string what = "matmul,conv", types = "bf16,f16,f32";
   int64_t size = 2048, batch = 8;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--what=", 7) == 0) what = argv[i] + 7;
     else if (std::strncmp(argv[i], "--size=", 7) == 0) size = std::atoll(argv[i] + 7);
     else if (std::strncmp(argv[i], "--batch=", 8) == 0) batch = std::atoll(argv[i] + 8);
+    else if (std::strncmp(argv[i], "--min_time=", 11) == 0) min_time_s = std::atof(argv[i] + 11);
+    else if (std::strncmp(argv[i], "--types=", 8) == 0) types = argv[i] + 8;
     else {
       std::fprintf(stderr, "onednn_bench: error: unknown argument '%s' (--what=matmul,conv "
-                   "--size=N --batch=N)\n", argv[i]);
+                   "--size=N --batch=N --min_time=S --types=bf16,f16,f32)\n", argv[i]);
       return 1;
     }
   }
@@ -190,24 +214,38 @@ int main(int argc, char** argv) {
   std::printf("oneDNN %d.%d.%d (API %d)\n", v->major, v->minor, v->patch, kMajor);
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
-  const auto bf16 = memory::data_type::bf16, f32 = memory::data_type::f32;
+  // The data types asked for (--types), in that order.
+  std::vector<memory::data_type> dts;
+  for (auto dt : {memory::data_type::bf16, memory::data_type::f16, memory::data_type::f32}) {
+    if (("," + types + ",").find(std::string(",") + Name(dt) + ",") != std::string::npos) {
+      dts.push_back(dt);
+    }
+  }
   if (what.find("matmul") != std::string::npos) {
-    for (auto dt : {bf16, f32}) {
-      Matmul(eng, s, dt, size, size, size, false, "square");
-      Matmul(eng, s, dt, size, size, size, true, "square");
+    for (auto dt : dts) {
+      for (bool packed : {false, true}) {
+        OrUnimplemented(std::string("matmul ") + Name(dt) + " square", [&] {
+          Matmul(eng, s, dt, size, size, size, packed, "square");
+        });
+      }
     }
     // The 8-layer GPT's products (B*T = 2048 rows, d 512): QKV, MLP up and
     // down, and the weight gradient of MLP up (K = 2048).
-    for (auto dt : {bf16, f32}) {
-      Matmul(eng, s, dt, 2048, 1536, 512, false, "gpt8-qkv");
-      Matmul(eng, s, dt, 2048, 2048, 512, false, "gpt8-mlp-up");
-      Matmul(eng, s, dt, 2048, 512, 2048, false, "gpt8-mlp-down");
-      Matmul(eng, s, dt, 512, 2048, 2048, false, "gpt8-dw-up");
+    for (auto dt : dts) {
+      OrUnimplemented(std::string("matmul ") + Name(dt) + " gpt8", [&] {
+        Matmul(eng, s, dt, 2048, 1536, 512, false, "gpt8-qkv");
+        Matmul(eng, s, dt, 2048, 2048, 512, false, "gpt8-mlp-up");
+        Matmul(eng, s, dt, 2048, 512, 2048, false, "gpt8-mlp-down");
+        Matmul(eng, s, dt, 512, 2048, 2048, false, "gpt8-dw-up");
+      });
     }
   }
   if (what.find("conv") != std::string::npos) {
-    for (auto dt : {bf16, f32}) {
-      for (const Layer& l : kLayers) Conv(eng, s, dt, batch, l);
+    for (auto dt : dts) {
+      for (const Layer& l : kLayers) {
+        OrUnimplemented(std::string("conv ") + Name(dt) + " " + l.name,
+                        [&] { Conv(eng, s, dt, batch, l); });
+      }
     }
   }
   return 0;
