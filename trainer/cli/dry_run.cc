@@ -10,8 +10,8 @@
 
 namespace mnt::trainer {
 
-absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, int64_t ranks,
-                         const MNT_DataSpec& spec, FILE* out) {
+memory::EstimateSetup EstimateSetupFor(const TrainConfig& config, int64_t ranks,
+                                       const MNT_DataSpec& spec) {
   memory::EstimateSetup setup;
   setup.device = config.device();
   setup.backend_options = config.backend_options();
@@ -23,7 +23,13 @@ absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, in
   setup.ranks = static_cast<int>(ranks);
   setup.zero_stage = static_cast<int>(config.zero_stage());
   setup.bucket_mb = config.bucket_mb();
-  auto estimator = memory::MemoryEstimator::Create(setup, registry);
+  return setup;
+}
+
+absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, int64_t ranks,
+                         const MNT_DataSpec& spec, FILE* out) {
+  auto estimator =
+      memory::MemoryEstimator::Create(EstimateSetupFor(config, ranks, spec), registry);
   if (!estimator.ok()) return estimator.status();
   // --precision=auto chooses among these by measuring; fp8 only when asked.
   const std::vector<std::string> precisions =

@@ -297,6 +297,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
     s = absl::InvalidArgumentError(
         absl::StrCat("--zero_stage=", c.zero_stage(), ": expected 0 or 1"));
   }
+  if (s.ok()) s = CheckRange("memory_limit_gb", c.memory_limit_gb(), 0, false, kInf, false);
   if (s.ok()) s = ValidateRunPlan(c);
   if (s.ok() && (c.run_name() == "." || c.run_name() == ".." ||
                  c.run_name().find('/') != std::string::npos)) {

@@ -61,7 +61,8 @@ ABSL_FLAG(int64_t, seq_len, 64, "Tokens per sequence (fortunes, shards, text)");
 ABSL_FLAG(std::string, cache_dir, "", "Converted datasets go here; default $XDG_CACHE_HOME/mantissa or ~/.cache/mantissa");
 ABSL_FLAG(double, validation_fraction, 0.2, "Fraction of the training set held out for validation");
 
-ABSL_FLAG(int64_t, batch_size, 64, "Examples per micro-batch");
+ABSL_FLAG(int64_t, batch_size, 64,
+          "Examples per micro-batch; auto = the largest that fits --memory_limit_gb");
 ABSL_FLAG(int64_t, grad_accum_steps, 1, "Micro-batches per optimizer step");
 ABSL_FLAG(int64_t, global_batch_size, 0,
           "Examples per optimizer step over all ranks (batch_size x grad_accum_steps x ranks); "
@@ -135,6 +136,14 @@ ABSL_FLAG(bool, dry_run, false,
           "gradients, optimizer state, activations, workspace, data), and exit without training "
           "or making a run folder; //tools/memory:estimate tables other batch sizes and "
           "precisions");
+ABSL_FLAG(bool, auto_batch_size, false,
+          "What --batch_size=auto sets: the largest batch whose estimated peak memory (the dry "
+          "run's) fits --memory_limit_gb; with --global_batch_size the rest is gradient "
+          "accumulation");
+ABSL_FLAG(double, memory_limit_gb, 0,
+          "GB (10^9 bytes) that --batch_size=auto fits the run into; 0 = the device's memory "
+          "less a margin (cpu: MemAvailable less 10%, at least 1 GiB; cuda: the device's total "
+          "less 10%)");
 ABSL_FLAG(bool, eval_only, false,
           "Evaluate the checkpoint of --resume_from (or --resume) on the validation data: loss, "
           "perplexity, accuracy; then exit, training nothing");
@@ -283,6 +292,8 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(resume_if_exists, c->set_resume_if_exists(v)),
       MNT_BIND(eval_only, c->set_eval_only(v)),
       MNT_BIND(dry_run, c->set_dry_run(v)),
+      MNT_BIND(auto_batch_size, c->set_auto_batch_size(v)),
+      MNT_BIND(memory_limit_gb, c->set_memory_limit_gb(v)),
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
       MNT_BIND(zero_stage, c->set_zero_stage(v)),

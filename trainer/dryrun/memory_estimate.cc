@@ -370,4 +370,10 @@ int64_t MemoryEstimator::device_memory_bytes() const {
   return info.total_memory_bytes;
 }
 
+bool MemoryEstimator::host_addressable() const {
+  MNT_Backend_GetInfo_Args info;
+  if (!backend_->GetInfo(&info).ok()) return false;
+  return info.host_addressable != 0;
+}
+
 }  // namespace mnt::memory

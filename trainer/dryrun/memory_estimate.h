@@ -123,6 +123,8 @@ class MemoryEstimator {
   // The backend's device memory (Backend_GetInfo's total), 0 when it does
   // not say.
   int64_t device_memory_bytes() const;
+  // Whether the backend's device memory is the host's (the CPU backend).
+  bool host_addressable() const;
 
  private:
   MemoryEstimator(EstimateSetup setup, trainer::PluginRegistry* registry)
