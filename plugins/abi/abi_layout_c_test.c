@@ -747,6 +747,27 @@ _Static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96, "offseto
 _Static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104, "offsetof(MNT_Model_Backward_Args, gradient_ready_user_data)");
 _Static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
 
+/* 1.12: memory-light optimizer ops */
+_Static_assert(MNT_OP_ADAMW8BIT_STEP == 43, "MNT_OP_ADAMW8BIT_STEP");
+_Static_assert(MNT_OP_ADAFACTOR_STEP == 44, "MNT_OP_ADAFACTOR_STEP");
+_Static_assert(MNT_QUANTIZATION_BLOCK_SIZE == 256, "MNT_QUANTIZATION_BLOCK_SIZE");
+_Static_assert(sizeof(MNT_AdafactorParams) == 80, "sizeof(MNT_AdafactorParams)");
+_Static_assert(offsetof(MNT_AdafactorParams, struct_size) == 0, "offsetof(MNT_AdafactorParams, struct_size)");
+_Static_assert(offsetof(MNT_AdafactorParams, lr) == 8, "offsetof(MNT_AdafactorParams, lr)");
+_Static_assert(offsetof(MNT_AdafactorParams, beta1) == 12, "offsetof(MNT_AdafactorParams, beta1)");
+_Static_assert(offsetof(MNT_AdafactorParams, decay_rate) == 16, "offsetof(MNT_AdafactorParams, decay_rate)");
+_Static_assert(offsetof(MNT_AdafactorParams, epsilon1) == 20, "offsetof(MNT_AdafactorParams, epsilon1)");
+_Static_assert(offsetof(MNT_AdafactorParams, epsilon2) == 24, "offsetof(MNT_AdafactorParams, epsilon2)");
+_Static_assert(offsetof(MNT_AdafactorParams, clip_threshold) == 28, "offsetof(MNT_AdafactorParams, clip_threshold)");
+_Static_assert(offsetof(MNT_AdafactorParams, weight_decay) == 32, "offsetof(MNT_AdafactorParams, weight_decay)");
+_Static_assert(offsetof(MNT_AdafactorParams, relative_step) == 36, "offsetof(MNT_AdafactorParams, relative_step)");
+_Static_assert(offsetof(MNT_AdafactorParams, scale_parameter) == 40, "offsetof(MNT_AdafactorParams, scale_parameter)");
+_Static_assert(offsetof(MNT_AdafactorParams, warmup_init) == 44, "offsetof(MNT_AdafactorParams, warmup_init)");
+_Static_assert(offsetof(MNT_AdafactorParams, step) == 48, "offsetof(MNT_AdafactorParams, step)");
+_Static_assert(offsetof(MNT_AdafactorParams, rounding) == 56, "offsetof(MNT_AdafactorParams, rounding)");
+_Static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64, "offsetof(MNT_AdafactorParams, rounding_seed)");
+_Static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72, "offsetof(MNT_AdafactorParams, rounding_tensor)");
+
 /* 1.12: a model declares the data it takes */
 _Static_assert(sizeof(MNT_ModelData_Extension) == 56, "sizeof(MNT_ModelData_Extension)");
 _Static_assert(offsetof(MNT_ModelData_Extension, header) == 0, "offsetof(MNT_ModelData_Extension, header)");
@@ -803,6 +824,7 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_10, 80),
+      MNT_EXPECT_SIZE(MNT_AdafactorParams_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),

@@ -769,6 +769,27 @@ static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96);
 static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104);
 static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
 
+// 1.12: memory-light optimizer ops
+static_assert(MNT_OP_ADAMW8BIT_STEP == 43, "MNT_OP_ADAMW8BIT_STEP");
+static_assert(MNT_OP_ADAFACTOR_STEP == 44, "MNT_OP_ADAFACTOR_STEP");
+static_assert(MNT_QUANTIZATION_BLOCK_SIZE == 256, "MNT_QUANTIZATION_BLOCK_SIZE");
+static_assert(sizeof(MNT_AdafactorParams) == 80);
+static_assert(offsetof(MNT_AdafactorParams, struct_size) == 0);
+static_assert(offsetof(MNT_AdafactorParams, lr) == 8);
+static_assert(offsetof(MNT_AdafactorParams, beta1) == 12);
+static_assert(offsetof(MNT_AdafactorParams, decay_rate) == 16);
+static_assert(offsetof(MNT_AdafactorParams, epsilon1) == 20);
+static_assert(offsetof(MNT_AdafactorParams, epsilon2) == 24);
+static_assert(offsetof(MNT_AdafactorParams, clip_threshold) == 28);
+static_assert(offsetof(MNT_AdafactorParams, weight_decay) == 32);
+static_assert(offsetof(MNT_AdafactorParams, relative_step) == 36);
+static_assert(offsetof(MNT_AdafactorParams, scale_parameter) == 40);
+static_assert(offsetof(MNT_AdafactorParams, warmup_init) == 44);
+static_assert(offsetof(MNT_AdafactorParams, step) == 48);
+static_assert(offsetof(MNT_AdafactorParams, rounding) == 56);
+static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64);
+static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72);
+
 // 1.12: a model declares the data it takes
 static_assert(sizeof(MNT_ModelData_Extension) == 56);
 static_assert(offsetof(MNT_ModelData_Extension, header) == 0);
@@ -825,6 +846,7 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE, 96),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_10, 80),
+      MNT_EXPECT_SIZE(MNT_AdafactorParams_STRUCT_SIZE, 80),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),

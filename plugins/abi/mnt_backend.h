@@ -373,7 +373,60 @@ typedef enum MNT_Op {
    * value is exact (a min/max and counts), so every backend gives the same
    * bits. Params: NULL. */
   MNT_OP_TENSOR_STATS = 42,
+  /* --- Since 1.12 (optional ops; memory-light optimizers). --- */
+  /* AdamW with both moments stored in 8 bits, blockwise (Dettmers et al.
+   * 2022, bitsandbytes' blockwise 8-bit Adam): the operands are cut into
+   * blocks of MNT_QUANTIZATION_BLOCK_SIZE elements (block b is elements
+   * [256 b, 256 b + 256) of every operand; the last may be partial), each
+   * moment stored as one code per element and one fp32 absmax per block;
+   * an element's moment is map[code] * absmax with bitsandbytes' dynamic
+   * maps: signed for m, unsigned for v (plugins/backends/common/
+   * blockwise_quantization.h defines both maps exactly). Per element: the
+   * moments are dequantized, updated as ADAMW_STEP updates them (the same
+   * fp32 formula), the master is updated with the new fp32 moments, and the
+   * new moments are requantized with their block's new absmax (the largest
+   * |m| and v of the block; NaN if any is NaN) to the nearest map value
+   * (ties to the lower code; a negative m never takes the code of 0).
+   * Inputs as ADAMW_STEP: in[0] grad (any float dtype, n elements), in[1]
+   * optional found_inf F32 [1] (non-zero: the whole op, counter included,
+   * is a no-op), in[2] optional grad multiplier F32 [1], in[3] optional
+   * step counter I32 [1] (as ADAMW_STEP's), in[4] optional learning rate
+   * F32 [1] on the device (replaces params->lr). out[0] master F32 [n],
+   * out[1] m codes U8 [n], out[2] m absmax F32 [ceil(n / 256)], out[3] v
+   * codes U8 [n], out[4] v absmax F32 [ceil(n / 256)] (all updated in
+   * place; zeroed codes and absmax are a zero state), out[5] optional
+   * working copy (rounded as ADAMW_STEP's, stochastically with
+   * params->rounding). Params: MNT_AdamWParams (rounding_element as
+   * ADAMW_STEP's). A caller stepping a piece of a parameter passes a piece
+   * that starts on a block boundary of the parameter, and the pieces' codes
+   * and absmax slices, so the blocks are the whole parameter's. Every
+   * block is independent: the same bits for any launch shape or thread
+   * count. Which tensors to keep in 8 bits (bitsandbytes keeps those under
+   * 4096 elements in 32 bits) is the caller's choice: it steps those with
+   * ADAMW_STEP. */
+  MNT_OP_ADAMW8BIT_STEP = 43,
+  /* Adafactor (Shazeer & Stern 2018, HF transformers.Adafactor's step) on
+   * one parameter tensor; plugins/backends/common/adafactor_math.h has the
+   * formulas and the fixed order of its sums. in[0] grad (any float dtype)
+   * with the parameter's dims: rank >= 2 is factored over its last two dims
+   * (B batches, the product of the leading dims, of R x C), rank < 2 is not.
+   * in[1] optional found_inf F32 [1] (non-zero: a no-op), in[2] optional
+   * grad multiplier F32 [1], in[3] optional step counter I32 [1] (applied
+   * steps so far: the step is counter + 1 instead of params->step, and the
+   * op increments it when applied), in[4] optional learning rate F32 [1] on
+   * the device (replaces params->lr). out[0] master F32 [n]; out[1] the
+   * second moment: factored, the row state F32 [B * R]; unfactored, F32
+   * [n]; out[2] the column state F32 [B * C] (factored; absent otherwise);
+   * out[3] the first moment F32 [n] (required when params->beta1 != 0,
+   * absent otherwise); out[4] optional working copy (rounded as
+   * ADAMW_STEP's). Params: MNT_AdafactorParams. The step's sums (the means,
+   * the RMS of the parameter and of the update) are whole-tensor
+   * reductions: the op takes whole parameters, never pieces. */
+  MNT_OP_ADAFACTOR_STEP = 44,
 } MNT_Op;
+
+/* Since 1.12: elements per quantization block of MNT_OP_ADAMW8BIT_STEP. */
+#define MNT_QUANTIZATION_BLOCK_SIZE 256
 
 typedef struct MNT_FillParams {
   size_t struct_size;
@@ -680,6 +733,30 @@ typedef struct MNT_MultiSgdParams {
   MNT_STRUCT_SIZE(MNT_MultiSgdParams, weight_decays)
 #define MNT_MultiSgdParams_STRUCT_SIZE_1_10 \
   MNT_STRUCT_SIZE(MNT_MultiSgdParams, rounding_step)
+
+/* Since 1.12: MNT_OP_ADAFACTOR_STEP. HF transformers.Adafactor's defaults
+ * where the caller gives the learning rate (as HF Trainer's
+ * optim="adafactor"): beta1 0, decay_rate -0.8, epsilon1 1e-30, epsilon2
+ * 1e-3, clip_threshold 1, relative_step 0, scale_parameter 0. */
+typedef struct MNT_AdafactorParams {
+  size_t struct_size;
+  float lr;             /* ignored with relative_step or a device lr */
+  float beta1;          /* 0: no first moment (HF's beta1=None) */
+  float decay_rate;     /* beta2_t = 1 - t^decay_rate; < 0 */
+  float epsilon1;       /* added to g^2; >= 0 */
+  float epsilon2;       /* floor of the parameter's RMS (scale_parameter); >= 0 */
+  float clip_threshold; /* updates are divided by max(1, RMS(u) / this); > 0 */
+  float weight_decay;   /* decoupled: w -= lr_t * wd * w */
+  int32_t relative_step;   /* 1: lr_t = min(1e-2, 1/sqrt(t)) (x RMS scaling) */
+  int32_t scale_parameter; /* 1: lr_t *= max(epsilon2, RMS(param)) */
+  int32_t warmup_init;     /* with relative_step: min(1e-6 t, 1/sqrt(t)) */
+  int64_t step;            /* 1-based; ignored with a step counter */
+  MNT_Rounding rounding;   /* the working copy's, as MNT_AdamWParams' */
+  uint64_t rounding_seed;
+  int64_t rounding_tensor;
+} MNT_AdafactorParams;
+#define MNT_AdafactorParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_AdafactorParams, rounding_tensor)
 
 /* Since 1.9: MNT_OP_SCALED_GEMM. */
 typedef struct MNT_ScaledGemmParams {

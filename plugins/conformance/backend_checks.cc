@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/backends/common/adafactor_math.h"
+#include "plugins/backends/common/blockwise_quantization.h"
 #include "plugins/backends/common/float_convert.h"
 #include "plugins/backends/common/fp8_convert.h"
 #include "plugins/backends/cpu/cpu_backend.h"
@@ -19,6 +21,7 @@
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
 #include "plugins/conformance/conformance.h"
+#include "plugins/conformance/optimizer_references.h"
 
 namespace mnt::conformance {
 namespace {
@@ -31,6 +34,7 @@ struct HostTensor {
   MNT_DType dtype = MNT_DTYPE_F32;
   std::vector<int64_t> dims;
   std::vector<float> values;
+  bool absent = false;  // an optional operand left out (data NULL)
 };
 
 HostTensor Random(std::mt19937_64* rng, MNT_DType dtype,
@@ -67,6 +71,8 @@ std::vector<unsigned char> Encode(const HostTensor& t) {
     } else if (t.dtype == MNT_DTYPE_I32) {
       const int32_t x = static_cast<int32_t>(v);
       std::memcpy(p, &x, 4);
+    } else if (t.dtype == MNT_DTYPE_U8) {  // codes 0..255
+      *p = static_cast<unsigned char>(v);
     } else if (t.dtype == MNT_DTYPE_F16) {
       const uint16_t h = FloatToHalfBits(v);
       std::memcpy(p, &h, 2);
@@ -92,6 +98,8 @@ void Decode(const std::vector<unsigned char>& bytes, HostTensor* t) {
       int32_t x;
       std::memcpy(&x, p, 4);
       t->values[i] = static_cast<float>(x);
+    } else if (t->dtype == MNT_DTYPE_U8) {
+      t->values[i] = static_cast<float>(*p);
     } else if (t->dtype == MNT_DTYPE_F8_E4M3) {
       t->values[i] = Fp8E4M3BitsToFloat(*p);
     } else if (t->dtype == MNT_DTYPE_F8_E5M2) {
@@ -140,6 +148,10 @@ class Device {
     std::vector<sdk::DeviceBuffer> buffers;
     std::vector<MNT_Tensor> ins, outs;
     auto upload = [&](const HostTensor& t, std::vector<MNT_Tensor>* views) -> Status {
+      if (t.absent) {
+        views->push_back(sdk::MakeTensor(nullptr, t.dtype, {1}));
+        return Status::Ok();
+      }
       const std::vector<unsigned char> bytes = Encode(t);
       buffers.emplace_back();
       MNT_RETURN_IF_ERROR(client_.Allocate(std::max<size_t>(bytes.size(), 4),
@@ -155,6 +167,7 @@ class Device {
     MNT_RETURN_IF_ERROR(client_.Run(op, ins, outs, params));
     MNT_RETURN_IF_ERROR(client_.Synchronize());
     for (size_t i = 0; i < out->size(); ++i) {
+      if ((*out)[i].absent) continue;
       std::vector<unsigned char> bytes(Encode((*out)[i]).size());
       MNT_RETURN_IF_ERROR(client_.ToHost(bytes.data(), outs[i].data, bytes.size()));
       Decode(bytes, &(*out)[i]);
@@ -451,6 +464,205 @@ void CheckOptimizerPieces(const MNT_Plugin_Api* plugin, const Device& cand,
       }
     }
     r->Check(name, s.ok() ? ComparePieces(pieces, whole) : s.message());
+  }
+}
+
+
+// ---- ABI 1.12: ADAMW8BIT_STEP and ADAFACTOR_STEP --------------------------
+
+// The values a tensor holds once stored in its dtype.
+HostTensor Stored(HostTensor t) {
+  Decode(Encode(t), &t);
+  return t;
+}
+
+HostTensor Codes(std::mt19937_64* rng, int64_t n) {
+  HostTensor t{MNT_DTYPE_U8, {n}, {}};
+  for (int64_t i = 0; i < n; ++i) t.values.push_back(static_cast<float>((*rng)() & 0xff));
+  return t;
+}
+
+std::vector<uint8_t> CodeBytes(const HostTensor& t) {
+  return std::vector<uint8_t>(t.values.begin(), t.values.end());
+}
+
+conformance::AdamW8bitState State8bit(const std::vector<HostTensor>& out) {
+  return {out[0].values, CodeBytes(out[1]), CodeBytes(out[3]), out[2].values, out[4].values};
+}
+
+// Elements [begin, end) of an ADAMW8BIT_STEP state and its blocks.
+std::vector<HostTensor> Slice8bit(const std::vector<HostTensor>& out, int64_t begin,
+                                  int64_t end) {
+  const int64_t b0 = begin / kQuantizationBlock, b1 = QuantizationBlocks(end);
+  return {Slice(out[0], begin, end), Slice(out[1], begin, end), Slice(out[2], b0, b1),
+          Slice(out[3], begin, end), Slice(out[4], b0, b1), Slice(out[5], begin, end)};
+}
+
+// ADAMW8BIT_STEP (optional): one step of a tensor of several blocks (the
+// last partial) from random codes and absmax, against the float64
+// reference: an f32 gradient; a bf16 one with the step counter and the
+// device learning rate; found_inf (every output unchanged); and the
+// tensor stepped as two pieces cut at a block boundary (rounding_element,
+// stochastic rounding) gives the whole step's bits.
+void CheckAdamW8bit(const Device& cand, std::mt19937_64* rng, Report* r) {
+  const std::string n = "backend/op ADAMW8BIT_STEP ";
+  const char* names[] = {"f32 grad", "bf16 grad, step counter, device lr (1.12)",
+                         "found_inf skips", "pieces on block boundaries, stochastic rounding"};
+  if (!cand.Supports(MNT_OP_ADAMW8BIT_STEP)) {
+    for (const char* c : names) r->Skip(n + c, "not supported by this backend");
+    return;
+  }
+  const int64_t size = 3 * kQuantizationBlock + 1 + static_cast<int64_t>((*rng)() % 300);
+  const int64_t blocks = QuantizationBlocks(size);
+  auto state = [&] {
+    return std::vector<HostTensor>{Random(rng, MNT_DTYPE_F32, {size}), Codes(rng, size),
+                                   Random(rng, MNT_DTYPE_F32, {blocks}, 0.01, 0.1),
+                                   Codes(rng, size),
+                                   Random(rng, MNT_DTYPE_F32, {blocks}, 1e-4, 1e-2),
+                                   Zeros(MNT_DTYPE_BF16, {size})};
+  };
+  MNT_AdamWParams p{MNT_AdamWParams_STRUCT_SIZE, 2e-3f, 0.9f, 0.999f, 1e-8f, 0.05f, 6};
+  for (int c = 0; c < 3; ++c) {
+    const MNT_DType dtype = c == 0 ? MNT_DTYPE_F32 : c == 1 ? MNT_DTYPE_BF16 : MNT_DTYPE_F16;
+    const HostTensor grad = Stored(Random(rng, dtype, {size}));
+    std::vector<HostTensor> in = {grad, HostTensor{MNT_DTYPE_F32, {1}, {c == 2 ? 1.0f : 0.0f}},
+                                  HostTensor{MNT_DTYPE_F32, {1}, {0.5f}}};
+    float lr = p.lr;
+    int64_t step = p.step;
+    if (c >= 1) {
+      in.push_back(HostTensor{MNT_DTYPE_I32, {1}, {10.0f}});  // step 11
+      in.push_back(HostTensor{MNT_DTYPE_F32, {1}, {1e-3f}});
+      lr = 1e-3f;
+      step = 11;
+    }
+    const std::vector<HostTensor> before = state();
+    std::vector<HostTensor> got = before;
+    Status s = cand.Run(MNT_OP_ADAMW8BIT_STEP, in, &got, &p);
+    std::string why = s.ok() ? "" : s.message();
+    if (why.empty() && c == 2) {
+      why = CompareBits(got, before);
+    } else if (why.empty()) {
+      const conformance::AdamW8bitState in_state = State8bit(before);
+      why = conformance::CompareAdamW8bit(
+          in_state, State8bit(got),
+          conformance::AdamW8bitReference(grad.values, 0.5f, in_state, p, lr, step));
+      for (size_t i = 0; why.empty() && i < got[5].values.size(); ++i) {
+        if (got[5].values[i] != Bf16BitsToFloat(FloatToBf16Bits(got[0].values[i]))) {
+          why = Format("out[5][%zu] = %.9g is not the master %.9g rounded to bf16", i,
+                       got[5].values[i], got[0].values[i]);
+        }
+      }
+    }
+    r->Check(n + names[c], why);
+  }
+  // Pieces [0, cut) and [cut, size), cut on a block boundary.
+  const int64_t cut = 2 * kQuantizationBlock;
+  const HostTensor grad = Random(rng, MNT_DTYPE_F32, {size});
+  MNT_AdamWParams sr = p;
+  sr.rounding = MNT_ROUNDING_STOCHASTIC;
+  sr.rounding_seed = (*rng)();
+  sr.rounding_tensor = 4;
+  std::vector<HostTensor> whole = state(), pieces = whole;
+  Status s = cand.Run(MNT_OP_ADAMW8BIT_STEP, {grad}, &whole, &sr);
+  for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, cut}, {cut, size}}) {
+    if (!s.ok()) break;
+    std::vector<HostTensor> part = Slice8bit(pieces, begin, end);
+    sr.rounding_element = begin;
+    s = cand.Run(MNT_OP_ADAMW8BIT_STEP, {Slice(grad, begin, end)}, &part, &sr);
+    const int64_t b0 = begin / kQuantizationBlock;
+    for (size_t o = 0; s.ok() && o < part.size(); ++o) {
+      const int64_t at = (o == 2 || o == 4) ? b0 : begin;
+      std::copy(part[o].values.begin(), part[o].values.end(), pieces[o].values.begin() + at);
+    }
+  }
+  r->Check(n + names[3], s.ok() ? CompareBits(pieces, whole) : s.message());
+}
+
+conformance::AdafactorState StateAdafactor(const std::vector<HostTensor>& out, bool factored,
+                                           bool first_moment) {
+  conformance::AdafactorState st;
+  st.master = out[0].values;
+  st.second = out[1].values;
+  if (factored) st.col = out[2].values;
+  if (first_moment) st.m = out[3].values;
+  return st;
+}
+
+// ADAFACTOR_STEP (optional): one step against the float64 reference for a
+// factored matrix, an unfactored vector and a rank-3 tensor (batches of
+// matrices), with and without the first moment, relative steps and
+// parameter scaling, weight decay, the step counter and device lr; and
+// found_inf (nothing changes).
+void CheckAdafactor(const Device& cand, std::mt19937_64* rng, Report* r) {
+  const std::string n = "backend/op ADAFACTOR_STEP ";
+  struct Variant {
+    const char* name;
+    std::vector<int64_t> dims;
+    MNT_DType grad;
+    float beta1;
+    bool relative, scale, counter, found;
+    float weight_decay;
+  };
+  const int64_t rows = 5 + static_cast<int64_t>((*rng)() % 40);
+  const int64_t cols = 3 + static_cast<int64_t>((*rng)() % 90);
+  const Variant variants[] = {
+      {"factored f32 grad (HF Trainer's defaults)", {rows, cols}, MNT_DTYPE_F32, 0, false, false,
+       false, false, 0},
+      {"unfactored bf16 grad, beta1, relative step, parameter scaling", {rows * cols},
+       MNT_DTYPE_BF16, 0.9f, true, true, false, false, 0},
+      {"rank 3 f16 grad, weight decay, step counter, device lr", {3, rows, cols}, MNT_DTYPE_F16,
+       0.9f, false, true, true, false, 0.01f},
+      {"found_inf skips", {rows, cols}, MNT_DTYPE_F32, 0.9f, false, false, true, true, 0}};
+  for (const Variant& v : variants) {
+    if (!cand.Supports(MNT_OP_ADAFACTOR_STEP)) {
+      r->Skip(n + v.name, "not supported by this backend");
+      continue;
+    }
+    const FactoredShape shape = FactoredShapeOf(v.dims.data(), static_cast<int>(v.dims.size()));
+    MNT_AdafactorParams p{};
+    p.struct_size = MNT_AdafactorParams_STRUCT_SIZE;
+    p.lr = 1e-2f;
+    p.beta1 = v.beta1;
+    p.decay_rate = -0.8f;
+    p.epsilon1 = 1e-30f;
+    p.epsilon2 = 1e-3f;
+    p.clip_threshold = 1.0f;
+    p.weight_decay = v.weight_decay;
+    p.relative_step = v.relative;
+    p.scale_parameter = v.scale;
+    p.step = 7;
+    const HostTensor grad = Stored(Random(rng, v.grad, v.dims, -0.1, 0.1));
+    std::vector<HostTensor> in = {grad, HostTensor{MNT_DTYPE_F32, {1}, {v.found ? 1.0f : 0.0f}},
+                                  HostTensor{MNT_DTYPE_F32, {1}, {0.5f}}};
+    float lr = p.lr;
+    int64_t step = p.step;
+    if (v.counter) {
+      in.push_back(HostTensor{MNT_DTYPE_I32, {1}, {20.0f}});
+      in.push_back(HostTensor{MNT_DTYPE_F32, {1}, {3e-3f}});
+      lr = 3e-3f;
+      step = 21;
+    }
+    const int64_t second = shape.factored ? shape.row_count() : shape.numel();
+    std::vector<HostTensor> before = {Random(rng, MNT_DTYPE_F32, v.dims),
+                                      Random(rng, MNT_DTYPE_F32, {second}, 1e-3, 2e-3)};
+    HostTensor col = Random(rng, MNT_DTYPE_F32, {shape.col_states()}, 1e-3, 2e-3);
+    col.absent = !shape.factored;
+    before.push_back(col);
+    const bool first_moment = v.beta1 != 0.0f;
+    if (first_moment) before.push_back(Random(rng, MNT_DTYPE_F32, v.dims, -1e-3, 1e-3));
+    std::vector<HostTensor> got = before;
+    const Status s = cand.Run(MNT_OP_ADAFACTOR_STEP, in, &got, &p);
+    std::string why = s.ok() ? "" : s.message();
+    if (why.empty() && v.found) {
+      why = CompareBits(got, before);
+    } else if (why.empty()) {
+      const conformance::AdafactorState in_state =
+          StateAdafactor(before, shape.factored, first_moment);
+      why = conformance::CompareAdafactor(
+          in_state, StateAdafactor(got, shape.factored, first_moment),
+          conformance::AdafactorReference(grad.values, 0.5f, shape, in_state, p, lr, step));
+    }
+    r->Check(n + v.name, why);
   }
 }
 
@@ -921,6 +1133,8 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
   }
 
   CheckOptimizerPieces(plugin, cand, &rng, r);
+  CheckAdamW8bit(cand, &rng, r);
+  CheckAdafactor(cand, &rng, r);
 }
 
 }  // namespace mnt::conformance

@@ -56,7 +56,9 @@
   X(SCALED_CAST, ScaledCast)                            \
   X(SCALED_GEMM, ScaledGemm)                            \
   X(FP8_SCALE_UPDATE, Fp8ScaleUpdate)                    \
-  X(TENSOR_STATS, TensorStats)
+  X(TENSOR_STATS, TensorStats)                          \
+  X(ADAMW8BIT_STEP, AdamW8bitStep)                      \
+  X(ADAFACTOR_STEP, AdafactorStep)
 
 namespace mnt::sdk {
 

@@ -83,4 +83,17 @@ run "ignore_pieces=1" 1 '^\[FAIL\] backend/optimizer_pieces '
 [[ "$("$tool" "$plugin" --options=skew_op=ADAMW_STEP,skew=1e-3 |
       grep -c '^\[PASS\] backend/optimizer_pieces ')" == 4 ]] ||
   { echo "FAIL: the piece checks did not all pass on the skewed ADAMW_STEP" >&2; exit 1; }
+# ABI 1.12, checked against float64: ADAMW8BIT_STEP's master and absmax off
+# by 1e-4 (tolerances 2e-7 of a weight, 1e-6 of an absmax) fail its three
+# single-call checks (found_inf's too: nothing may change); its
+# pieces-vs-whole check scales alike and passes. ADAFACTOR_STEP's outputs
+# off by 1e-4 fail all four of its checks.
+run "skew_op=ADAMW8BIT_STEP,skew=1e-4" 1 '^\[FAIL\] backend/op ADAMW8BIT_STEP '
+[[ "$("$tool" "$plugin" --options=skew_op=ADAMW8BIT_STEP,skew=1e-4 |
+      grep -c '^\[FAIL\] backend/op ADAMW8BIT_STEP ')" == 3 ]] ||
+  { echo "FAIL: skew 1e-4 did not fail the three single-call ADAMW8BIT_STEP checks" >&2; exit 1; }
+run "skew_op=ADAFACTOR_STEP,skew=1e-4" 1 '^\[FAIL\] backend/op ADAFACTOR_STEP '
+[[ "$("$tool" "$plugin" --options=skew_op=ADAFACTOR_STEP,skew=1e-4 |
+      grep -c '^\[FAIL\] backend/op ADAFACTOR_STEP ')" == 4 ]] ||
+  { echo "FAIL: skew 1e-4 did not fail the four ADAFACTOR_STEP checks" >&2; exit 1; }
 echo PASS

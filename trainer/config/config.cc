@@ -18,6 +18,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "trainer/io/atomic_file.h"
+#include "trainer/config/optimizer_options.h"
 #include "trainer/config/user_path.h"
 #include "trainer/text/nearest_name.h"
 
@@ -130,7 +131,8 @@ absl::Status ValidateData(const DataConfig& d) {
 }
 
 absl::Status ValidateOptimizer(const OptimizerConfig& o) {
-  absl::Status s = CheckOneOf("optimizer", o.name(), {"adamw", "adam", "sgd"});
+  absl::Status s =
+      CheckOneOf("optimizer", o.name(), {"adamw", "adam", "sgd", "adamw8bit", "adafactor"});
   if (s.ok()) s = CheckRange("lr", o.lr(), 0, true, kInf, false);
   if (s.ok()) s = CheckRange("weight_decay", o.weight_decay(), 0, false, kInf, false);
   if (s.ok()) s = CheckRange("beta1", o.beta1(), 0, false, 1, true);
@@ -141,6 +143,7 @@ absl::Status ValidateOptimizer(const OptimizerConfig& o) {
   if (s.ok() && !o.multi_tensor_optimizer().empty()) {
     s = CheckOneOf("multi_tensor_optimizer", o.multi_tensor_optimizer(), {"auto", "off"});
   }
+  if (s.ok()) s = ParseOptimizerOptions(o).status();
   if (!s.ok()) return s;
   if (o.nesterov() && (o.name() != "sgd" || o.momentum() <= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -296,6 +299,14 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
   if (s.ok() && c.zero_stage() != 0 && c.zero_stage() != 1) {
     s = absl::InvalidArgumentError(
         absl::StrCat("--zero_stage=", c.zero_stage(), ": expected 0 or 1"));
+  }
+  if (s.ok() && c.zero_stage() == 1 && c.optimizer().name() == "adafactor") {
+    // ZeRO-1 steps element ranges of parameters; Adafactor's factored
+    // second moment and update clipping are sums over whole tensors.
+    s = absl::InvalidArgumentError(
+        "--optimizer=adafactor with --zero_stage=1: Adafactor's row and column means and its "
+        "update clipping span whole tensors, which ZeRO-1 cuts into ranks' pieces; use "
+        "--zero_stage=0 (or --optimizer=adamw8bit, whose 8-bit state ZeRO-1 shards)");
   }
   if (s.ok()) s = CheckRange("memory_limit_gb", c.memory_limit_gb(), 0, false, kInf, false);
   if (s.ok()) s = ValidateRunPlan(c);

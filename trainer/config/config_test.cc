@@ -121,7 +121,19 @@ std::vector<BadCase> BadCases() {
       {"steps", [](TrainConfig* c) { c->set_steps(0); },
        "--steps=0 is invalid: expected an integer >= 1"},
       {"optimizer", [](TrainConfig* c) { c->mutable_optimizer()->set_name("lion"); },
-       "--optimizer=lion is invalid: expected one of adamw, adam, sgd"},
+       "--optimizer=lion is invalid: expected one of adamw, adam, sgd, adamw8bit, adafactor"},
+      {"optimizer_options for adamw",
+       [](TrainConfig* c) { c->mutable_optimizer()->set_optimizer_options("beta1=0.9"); },
+       "--optimizer_options='beta1=0.9': --optimizer=adamw takes none (its settings are flags: "
+       "--lr, --beta1, ...; options are for adafactor and adamw8bit)"},
+      {"adafactor with zero_stage 1",
+       [](TrainConfig* c) {
+         c->mutable_optimizer()->set_name("adafactor");
+         c->set_zero_stage(1);
+       },
+       "--optimizer=adafactor with --zero_stage=1: Adafactor's row and column means and its "
+       "update clipping span whole tensors, which ZeRO-1 cuts into ranks' pieces; use "
+       "--zero_stage=0 (or --optimizer=adamw8bit, whose 8-bit state ZeRO-1 shards)"},
       {"lr 0", [](TrainConfig* c) { c->mutable_optimizer()->set_lr(0); },
        "--lr=0 is invalid: expected a finite value > 0"},
       {"lr inf", [](TrainConfig* c) { c->mutable_optimizer()->set_lr(HUGE_VAL); },

@@ -74,7 +74,15 @@ ABSL_FLAG(double, num_train_epochs, 0,
           "ceil(epochs x examples / global batch) steps, known once the data is loaded (the "
           "run saves them as its --steps); not with --steps or --max_steps");
 
-ABSL_FLAG(std::string, optimizer, "adamw", "adamw|adam|sgd");
+ABSL_FLAG(std::string, optimizer, "adamw",
+          "adamw|adam|sgd|adamw8bit|adafactor; optimizer state per parameter: adamw/adam 8 "
+          "bytes, sgd 4, adamw8bit about 2 (bitsandbytes' blockwise 8-bit moments; tensors "
+          "under 4096 elements keep 8), adafactor 4 / (rows + cols) per matrix element "
+          "(factored second moment, no first moment unless beta1 is given)");
+ABSL_FLAG(std::string, optimizer_options, "",
+          "key=value,... for adafactor (beta1=0, decay_rate=-0.8, clip_threshold=1, eps1=1e-30, "
+          "eps2=1e-3, relative_step=0, scale_parameter=0, warmup_init=0: HF Adafactor's, as HF "
+          "Trainer sets it) and adamw8bit (min_8bit_size=4096)");
 ABSL_FLAG(double, lr, 1e-3, "Peak learning rate");
 ABSL_FLAG(double, weight_decay, 0.01, "Weight decay");
 ABSL_FLAG(double, beta1, 0.9, "Adam beta1");
@@ -258,6 +266,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(nesterov, c->mutable_optimizer()->set_nesterov(v)),
       MNT_BIND(multi_tensor_optimizer, c->mutable_optimizer()->set_multi_tensor_optimizer(v)),
       MNT_BIND(stochastic_rounding, c->mutable_optimizer()->set_stochastic_rounding(v)),
+      MNT_BIND(optimizer_options, c->mutable_optimizer()->set_optimizer_options(v)),
       MNT_BIND(schedule, c->mutable_schedule()->set_kind(v)),
       MNT_BIND(warmup_steps, c->mutable_schedule()->set_warmup_steps(v)),
       MNT_BIND(warmup_ratio, c->mutable_schedule()->set_warmup_ratio(v)),

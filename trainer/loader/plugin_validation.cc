@@ -44,7 +44,9 @@ constexpr const char* kAbiVersion =
 // 1.0 table, and hosts read the new slot only through MNT_HAS_FIELD, as
 // sdk::PrecisionClient::GetScalingRecipe does); 1.11 appended fields to the
 // optimizer params structs and a capability (no API table changed); 1.12
-// added a model's data extension on the chain (no API table changed).
+// appended the optional optimizer ops ADAMW8BIT_STEP and ADAFACTOR_STEP,
+// MNT_AdafactorParams and a model's data extension on the chain (no API
+// table changed).
 static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 12,
               "check the 1.0 sizes above when the ABI changes");
 

@@ -39,7 +39,8 @@ struct ParamsLayout {
 ParamsLayout LayoutOf(int32_t raw_op) {
   ParamsLayout l;
   if (!sdk::IsKnownEnum<MNT_Op>(raw_op) || raw_op == MNT_OP_INVALID ||
-      raw_op > MNT_OP_MULTI_SGD_STEP) {
+      (raw_op > MNT_OP_MULTI_SGD_STEP && raw_op != MNT_OP_ADAMW8BIT_STEP &&
+       raw_op != MNT_OP_ADAFACTOR_STEP)) {
     return l;
   }
   l.known = true;
@@ -63,6 +64,14 @@ ParamsLayout LayoutOf(int32_t raw_op) {
     case MNT_OP_ADAMW_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_AdamWParams, weight_decay, step),
                  MNT_HOLE_AFTER_(MNT_AdamWParams, rounding, rounding_seed)};
+      break;
+    // 1.12: ADAMW_STEP's params, and Adafactor's hole after its enum.
+    case MNT_OP_ADAMW8BIT_STEP:
+      l.holes = {MNT_HOLE_AFTER_(MNT_AdamWParams, weight_decay, step),
+                 MNT_HOLE_AFTER_(MNT_AdamWParams, rounding, rounding_seed)};
+      break;
+    case MNT_OP_ADAFACTOR_STEP:
+      l.holes = {MNT_HOLE_AFTER_(MNT_AdafactorParams, rounding, rounding_seed)};
       break;
     case MNT_OP_MULTI_ADAMW_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_MultiAdamWParams, weight_decay, step),

@@ -17,6 +17,7 @@ KERNEL_TESTS = [
     "multi_tensor_optimizers_test",
     "stochastic_rounding_optimizers_test",
     "optimizer_pieces_test",
+    "memory_light_optimizers_test",
     "attention_test",
     "conv_test",
     "pool_test",

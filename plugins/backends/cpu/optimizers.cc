@@ -16,6 +16,7 @@
 #include "plugins/backends/common/step_math.h"
 #include "plugins/backends/common/stochastic_rounding.h"
 #include "plugins/backends/cpu/backend.h"
+#include "plugins/backends/cpu/optimizer_steps.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 
@@ -24,27 +25,6 @@ namespace mnt::cpu {
 using sdk::Status;
 
 namespace {
-
-// found_inf is non-zero: the whole step is skipped.
-bool SkipStep(const backend::StepInputs& s) {
-  return s.found_inf.present() && *s.found_inf.f32() != 0.0f;
-}
-
-// How one tensor's working copy is written: rounded to nearest even, or
-// (ABI 1.7) stochastically with this key, element i taking the bits of
-// element index element + i (1.11: a piece's offset in its parameter).
-struct CopyRounding {
-  bool stochastic = false;
-  uint64_t key = 0;
-  int64_t element = 0;
-};
-
-// Tensor `index` of a step's table (0 for a single-tensor op) at `step`.
-CopyRounding RoundingFor(const backend::WorkingRounding& r, size_t index, int64_t step) {
-  if (!r.stochastic) return CopyRounding{};
-  return CopyRounding{true, StochasticRoundingKey(r.seed, step, r.TensorOf(index)),
-                      r.ElementOf(index)};
-}
 
 // update(i, g) for every element i with the gradient g as fp32, times the
 // multiplier when one is given, read from the gradient's own memory a block
@@ -65,15 +45,7 @@ void StepBlocks(const backend::StepInputs& s, const float* w, const Operand& wor
     } else {
       for (int64_t i = 0; i < len; ++i) update(off + i, g[i]);
     }
-    if (!working.present()) return;
-    if (!rounding.stochastic) {
-      WriteF32Range(w + off, *working, off, len);
-      return;
-    }
-    uint16_t* out = static_cast<uint16_t*>(working->data) + off;
-    for (int64_t i = 0; i < len; ++i) {
-      out[i] = FloatToBf16BitsStochastic(w[off + i], rounding.key, rounding.element + off + i);
-    }
+    WriteWorkingBlock(w, working, rounding, off, len);
   });
 }
 
@@ -87,22 +59,6 @@ backend::StepInputs TableInputs(const Operand& found_inf, const Operand& multipl
   s.multiplier = multiplier;
   s.n = t.n;
   return s;
-}
-
-// The learning rate: the 1.7 device scalar when given, else the params'.
-float StepLr(const Operand& device_lr, float params_lr) {
-  return device_lr.present() ? *device_lr.f32() : params_lr;
-}
-
-// The applied-step counter's next 1-based step, or an error naming it.
-Status NextStep(const backend::TypedCall& call, const Operand& counter, int64_t* step) {
-  const int32_t applied = *counter.i32();
-  if (applied < 0 || applied == INT32_MAX) {
-    return call.Invalid(sdk::Format("%s holds %d, expected 0..%d applied steps",
-                                    counter.label.c_str(), applied, INT32_MAX - 1));
-  }
-  *step = int64_t{applied} + 1;
-  return Status::Ok();
 }
 
 void SgdTensor(const backend::StepInputs& s, const SgdCoefficients& c, float* w,

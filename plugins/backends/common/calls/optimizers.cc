@@ -1,10 +1,13 @@
 #include "plugins/backends/common/calls/optimizers.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "plugins/backends/common/blockwise_quantization.h"
 #include "plugins/backends/common/step_math.h"
 #include "plugins/sdk/abi_enum.h"
 #include "plugins/sdk/tensor.h"
@@ -281,6 +284,130 @@ Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* s) {
     MNT_RETURN_IF_ERROR(CheckRoundedCopy(call, s->rounding, t.working));
   }
   return CheckRoundingPieces(call, p, s->tensors, &s->rounding);
+}
+
+namespace {
+
+// The 1.12 ops' optional step counter at in[3]; without it params' step
+// must be 1-based.
+Status CheckStepCounter(const OpCall& call, int64_t step, Operand* counter) {
+  *counter = call.OptionalInput(3, "step_counter");
+  if (counter->present()) return call.ExpectI32Scalar(*counter);
+  if (step < 1) {
+    return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)", (long long)step));
+  }
+  return Status::Ok();
+}
+
+// One moment of ADAMW8BIT_STEP: codes U8 [n] at out[i], absmax F32 [blocks]
+// at out[i + 1].
+Status CheckQuantizedMoment(const OpCall& call, size_t i, const char* codes_name,
+                            const char* absmax_name, int64_t n, Operand* codes,
+                            Operand* absmax) {
+  MNT_RETURN_IF_ERROR(call.Output(i, codes_name, codes));
+  MNT_RETURN_IF_ERROR(call.ExpectDType(*codes, MNT_DTYPE_U8));
+  MNT_RETURN_IF_ERROR(call.ExpectElements(
+      *codes, n, [&] { return sdk::Format("u8 with %lld elements like in[0] grad", (long long)n); }));
+  MNT_RETURN_IF_ERROR(call.Output(i + 1, absmax_name, absmax));
+  MNT_RETURN_IF_ERROR(call.ExpectDType(*absmax, MNT_DTYPE_F32));
+  const int64_t blocks = QuantizationBlocks(n);
+  return call.ExpectElements(*absmax, blocks, [&] {
+    return sdk::Format("f32 with %lld elements, one per %d-element block of in[0] grad",
+                       (long long)blocks, kQuantizationBlock);
+  });
+}
+
+// A finite float in [lo, hi) (hi_open) or [lo, hi].
+bool InRange(float x, float lo, float hi, bool hi_open) {
+  return std::isfinite(x) && x >= lo && (hi_open ? x < hi : x <= hi);
+}
+
+}  // namespace
+
+Status CheckAdamW8bitStep(const OpCall& call, AdamW8bitStepCall* a) {
+  a->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 5, 5, 6));
+  // The op was born with ABI 1.12: its caller's struct holds every field
+  // MNT_AdamWParams had then.
+  MNT_RETURN_IF_ERROR(call.Params("MNT_AdamWParams",
+                                  MNT_STRUCT_SIZE(MNT_AdamWParams, rounding_element), false,
+                                  &a->params));
+  MNT_RETURN_IF_ERROR(CheckRounding(call, a->params, &a->rounding));
+  MNT_RETURN_IF_ERROR(CheckStepInputs(call, a));
+  MNT_RETURN_IF_ERROR(CheckRoundingElement(call, a->params, a->n, &a->rounding));
+  MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 4, &a->lr));
+  MNT_RETURN_IF_ERROR(CheckStepCounter(call, a->params->step, &a->step_counter));
+  MNT_RETURN_IF_ERROR(call.Output(0, "master", &a->master));
+  MNT_RETURN_IF_ERROR(CheckState(call, a->master, a->n));
+  MNT_RETURN_IF_ERROR(
+      CheckQuantizedMoment(call, 1, "m_codes", "m_absmax", a->n, &a->m_codes, &a->m_absmax));
+  MNT_RETURN_IF_ERROR(
+      CheckQuantizedMoment(call, 3, "v_codes", "v_absmax", a->n, &a->v_codes, &a->v_absmax));
+  a->working = call.OptionalOutput(5, "working_copy");
+  MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, a->working, a->n));
+  return CheckRoundedCopy(call, a->rounding, a->working);
+}
+
+Status CheckAdafactorStep(const OpCall& call, AdafactorStepCall* a) {
+  a->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 5, 2, 5));
+  MNT_RETURN_IF_ERROR(call.Params("MNT_AdafactorParams",
+                                  MNT_STRUCT_SIZE(MNT_AdafactorParams, rounding_tensor), false,
+                                  &a->params));
+  const MNT_AdafactorParams* p = a->params;
+  if (!InRange(p->beta1, 0.0f, 1.0f, true)) {
+    return call.Invalid(sdk::Format("beta1 %g must be in [0, 1) (0: no first moment)", p->beta1));
+  }
+  if (!InRange(p->decay_rate, -1e3f, 0.0f, true)) {
+    return call.Invalid(sdk::Format("decay_rate %g must be negative (beta2_t = 1 - t^decay_rate)",
+                                    p->decay_rate));
+  }
+  if (!InRange(p->epsilon1, 0.0f, 1.0f, false) || !InRange(p->epsilon2, 0.0f, 1.0f, false)) {
+    return call.Invalid(sdk::Format("epsilon1 %g and epsilon2 %g must be in [0, 1]",
+                                    p->epsilon1, p->epsilon2));
+  }
+  if (!(p->clip_threshold > 0.0f) || !std::isfinite(p->clip_threshold)) {
+    return call.Invalid(sdk::Format("clip_threshold %g must be positive", p->clip_threshold));
+  }
+  for (const auto& [name, flag] : {std::pair<const char*, int32_t>{"relative_step", p->relative_step},
+                                   {"scale_parameter", p->scale_parameter},
+                                   {"warmup_init", p->warmup_init}}) {
+    if (flag != 0 && flag != 1) return call.Invalid(sdk::Format("%s %d must be 0 or 1", name, flag));
+  }
+  MNT_RETURN_IF_ERROR(CheckRounding(call, p, &a->rounding));
+  MNT_RETURN_IF_ERROR(CheckStepInputs(call, a));
+  MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 4, &a->lr));
+  MNT_RETURN_IF_ERROR(CheckStepCounter(call, p->step, &a->step_counter));
+  a->shape = FactoredShapeOf(a->grad->dims, a->grad->rank);
+  MNT_RETURN_IF_ERROR(call.Output(0, "master", &a->master));
+  MNT_RETURN_IF_ERROR(CheckState(call, a->master, a->n));
+  MNT_RETURN_IF_ERROR(call.Output(1, a->shape.factored ? "row_state" : "second_moment",
+                                  &a->second_moment));
+  MNT_RETURN_IF_ERROR(CheckState(call, a->second_moment,
+                                 a->shape.factored ? a->shape.row_count() : a->n));
+  a->col = call.OptionalOutput(2, "col_state");
+  if (a->shape.factored) {
+    if (!a->col.present()) {
+      return call.Invalid(a->col.label + " is missing, but in[0] grad has rank " +
+                          sdk::Format("%d (factored)", a->grad->rank));
+    }
+    MNT_RETURN_IF_ERROR(CheckState(call, a->col, a->shape.col_states()));
+  } else if (a->col.present()) {
+    return call.Invalid(a->col.label + " is given, but in[0] grad has rank " +
+                        sdk::Format("%d (not factored)", a->grad->rank));
+  }
+  a->m = call.OptionalOutput(3, "first_moment");
+  if (p->beta1 != 0.0f) {
+    if (!a->m.present()) {
+      return call.Invalid(a->m.label + " is missing but beta1 is " + sdk::Format("%g", p->beta1));
+    }
+    MNT_RETURN_IF_ERROR(CheckState(call, a->m, a->n));
+  } else if (a->m.present()) {
+    return call.Invalid(a->m.label + " is given but beta1 is 0 (no first moment)");
+  }
+  a->working = call.OptionalOutput(4, "working_copy");
+  MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, a->working, a->n));
+  return CheckRoundedCopy(call, a->rounding, a->working);
 }
 
 }  // namespace mnt::backend

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "plugins/abi/mnt_backend.h"
+#include "plugins/backends/common/adafactor_math.h"
 #include "plugins/backends/common/elementwise_math.h"
 #include "plugins/backends/common/op_call.h"
 #include "plugins/sdk/status.h"
@@ -117,6 +118,31 @@ struct MultiSgdStepCall : TypedCall {
   WorkingRounding rounding;
 };
 sdk::Status CheckMultiSgdStep(const OpCall& call, MultiSgdStepCall* out);
+
+// Since 1.12: ADAMW8BIT_STEP. Inputs, the step counter and the rounding as
+// ADAMW_STEP's (its MNT_AdamWParams); outputs the master, each moment's
+// codes (U8 [n]) and block absmax (F32 [QuantizationBlocks(n)]), optional
+// working copy.
+struct AdamW8bitStepCall : TypedCall, StepInputs {
+  const MNT_AdamWParams* params = nullptr;
+  Operand step_counter;  // may be absent
+  Operand master, m_codes, m_absmax, v_codes, v_absmax, working;
+  WorkingRounding rounding;
+};
+sdk::Status CheckAdamW8bitStep(const OpCall& call, AdamW8bitStepCall* out);
+
+// Since 1.12: ADAFACTOR_STEP on one whole parameter: its shape (factored for
+// rank >= 2) from in[0]'s dims; the second moment is the row state
+// (factored) or the full one, `col` present only when factored, `m` only
+// when params->beta1 != 0.
+struct AdafactorStepCall : TypedCall, StepInputs {
+  const MNT_AdafactorParams* params = nullptr;
+  FactoredShape shape;
+  Operand step_counter;  // may be absent
+  Operand master, second_moment, col, m, working;
+  WorkingRounding rounding;
+};
+sdk::Status CheckAdafactorStep(const OpCall& call, AdafactorStepCall* out);
 
 }  // namespace mnt::backend
 
