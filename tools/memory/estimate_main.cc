@@ -56,6 +56,9 @@ ABSL_FLAG(int64_t, zero_stage, 0,
           "data parallel: 0|1; 1 = ZeRO-1 (masters and optimizer state are the rank's 1/N "
           "share, plus the share's averaged gradient)");
 ABSL_FLAG(double, bucket_mb, 25, "data parallel: train's --bucket_mb");
+ABSL_FLAG(std::string, freeze, "",
+          "train's --freeze: globs over parameter names that take no gradient, master or "
+          "optimizer state");
 ABSL_FLAG(std::string, format, "table", "table, or csv (model,precision,batch_size,category,bytes)");
 ABSL_FLAG(std::string, plugin_path, "", "extra plugin directories, ':'-separated");
 
@@ -194,6 +197,7 @@ absl::Status Run(const std::string& argv0) {
   setup.ranks = static_cast<int>(ranks);
   setup.zero_stage = static_cast<int>(zero_stage);
   setup.bucket_mb = bucket_mb;
+  setup.freeze = absl::GetFlag(FLAGS_freeze);
   auto estimator = MemoryEstimator::Create(setup, &registry);
   if (!estimator.ok()) return estimator.status();
 

@@ -23,6 +23,7 @@ memory::EstimateSetup EstimateSetupFor(const TrainConfig& config, int64_t ranks,
   setup.ranks = static_cast<int>(ranks);
   setup.zero_stage = static_cast<int>(config.zero_stage());
   setup.bucket_mb = config.bucket_mb();
+  setup.freeze = config.freeze();
   return setup;
 }
 
@@ -49,6 +50,12 @@ absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, in
                config.device().c_str(), static_cast<long long>(config.batch_size()),
                ranks > 1 ? absl::StrCat(" per rank, one rank of ", ranks).c_str() : "",
                static_cast<long long>(estimates[0].num_parameters));
+  if (estimates[0].num_frozen > 0) {
+    std::fprintf(out, "  --freeze=%s: %lld of them frozen (no gradient, master or optimizer "
+                      "state), %lld trained\n",
+                 config.freeze().c_str(), static_cast<long long>(estimates[0].num_frozen),
+                 static_cast<long long>(estimates[0].num_parameters - estimates[0].num_frozen));
+  }
   std::string header = absl::StrFormat("  %-18s", "memory");
   for (const memory::MemoryEstimate& e : estimates) absl::StrAppendFormat(&header, "%14s", e.precision);
   std::fprintf(out, "%s\n", header.c_str());

@@ -152,6 +152,10 @@ ABSL_FLAG(double, memory_limit_gb, 0,
           "GB (10^9 bytes) that --batch_size=auto fits the run into; 0 = the device's memory "
           "less a margin (cpu: MemAvailable less 10%, at least 1 GiB; cuda: the device's total "
           "less 10%)");
+ABSL_FLAG(std::string, freeze, "",
+          "Comma-separated globs over parameter names (e.g. 'wte,wpe,ln*') that train no "
+          "further: no gradient, master copy or optimizer state, and their weight-gradient "
+          "GEMMs are skipped; train --dry_run shows the memory, plugin_info the names");
 ABSL_FLAG(bool, eval_only, false,
           "Evaluate the checkpoint of --resume_from (or --resume) on the validation data: loss, "
           "perplexity, accuracy; then exit, training nothing");
@@ -303,6 +307,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(dry_run, c->set_dry_run(v)),
       MNT_BIND(auto_batch_size, c->set_auto_batch_size(v)),
       MNT_BIND(memory_limit_gb, c->set_memory_limit_gb(v)),
+      MNT_BIND(freeze, c->set_freeze(v)),
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
       MNT_BIND(zero_stage, c->set_zero_stage(v)),

@@ -62,13 +62,15 @@ class ModelApi {
   // here in Backward (ABI 1.6's loss_multiplier_device), FP8 GEMMs (1.10:
   // every Linear of the facade) and the gradient hand-over (1.11: the
   // Network's Backward calls BackwardCall::Ready for each gradient region
-  // after its last write), then the kinds of data it takes (1.12, the
-  // Network's kDataKinds).
+  // after its last write), frozen parameters (1.13: a gradient with NULL
+  // data is skipped by every facade call that writes it), then the kinds of
+  // data it takes (1.12, the Network's kDataKinds).
   static MNT_Extension_Base* Extensions() {
     static MNT_ModelData_Extension data = sdk::MakeModelDataExtension(Network::kDataKinds);
     static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER,
                                                 MNT_CAPABILITY_MODEL_FP8_GEMMS,
-                                                MNT_CAPABILITY_MODEL_GRADIENT_READY};
+                                                MNT_CAPABILITY_MODEL_GRADIENT_READY,
+                                                MNT_CAPABILITY_MODEL_FROZEN_PARAMS};
     static MNT_Capabilities_Extension capabilities =
         sdk::MakeCapabilitiesExtension(kCapabilities, &data.header.base);
     return &capabilities.header.base;

@@ -161,7 +161,8 @@ class Ops {
                          const MNT_Tensor& y, WeightLayout layout) const;
   // Gradients of Linear from dy, in this order: dW (GEMM), db (BIAS_GRAD)
   // when given, dx (GEMM, overwritten) when given. dW and db are added to
-  // when `accumulate`. With an [out, in] weight and db, dW and db come from
+  // when `accumulate`. A frozen weight or bias (its gradient's data NULL,
+  // ABI 1.13) has no GEMM or BIAS_GRAD issued for it; dx still is. With an [out, in] weight and db, dW and db come from
   // one GEMM_BIAS_GRAD where supported.
   sdk::Status LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
                              const MNT_Tensor& dy, const MNT_Tensor& dw,
@@ -321,7 +322,16 @@ class Ops {
                                         bool accumulate_bias_grad) const;
   MNT_Conv2dParams ConvParams(const Conv2dSpec& spec, bool accumulate) const;
 
+  // Frozen parameters (ABI 1.13, MNT_CAPABILITY_MODEL_FROZEN_PARAMS): a
+  // gradient tensor with data NULL wants nothing written. Ops whose
+  // backend op writes a parameter's gradient together with the input
+  // gradient (layer norm, batch norm) write it into this scratch instead,
+  // grown to the largest such gradient (a norm's [C]: bytes, not a weight
+  // matrix); shared by copies of this Ops.
+  MNT_Tensor GradientSink(const MNT_Tensor& grad) const;
+
   sdk::BackendClient client_;
+  std::shared_ptr<sdk::DeviceBuffer> gradient_sink_ = std::make_shared<sdk::DeviceBuffer>();
   MNT_ComputeMode matmul_compute_ = MNT_COMPUTE_F32;
   std::vector<bool> supported_;  // indexed by MNT_Op
   std::shared_ptr<Fp8Gemms> fp8_;
@@ -547,12 +557,13 @@ inline sdk::Status Ops::LinearBackwardThroughGelu(const MNT_Tensor& dy, const MN
                                                   WeightLayout layout) const {
   // dx = dy·W for [out, in] weights, dy·Wᵀ for [in, out].
   const bool trans_w = layout == WeightLayout::kInOut;
-  if (!Supports(MNT_OP_GEMM_DGELU)) {
+  if (!Supports(MNT_OP_GEMM_DGELU) || db.data == nullptr) {
     MNT_RETURN_IF_ERROR(LayerGemm(w, {dy, sdk::kFp8GradOutput, true},
                                   {w, sdk::kFp8Weight, false}, std::nullopt, dpre, false,
                                   trans_w, false));
     MNT_RETURN_IF_ERROR(
         ActivationBackward(MNT_ACTIVATION_GELU_TANH, pre, dpre, dpre));
+    if (db.data == nullptr) return sdk::Status::Ok();  // a frozen bias
     const MNT_AccumulateParams p = detail::AccumulateParams(accumulate);
     return Run(MNT_OP_BIAS_GRAD, {dpre}, {db}, &p);
   }
@@ -565,8 +576,11 @@ inline sdk::Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
                                        const OptionalTensor& db, const OptionalTensor& dx,
                                        bool accumulate, WeightLayout layout) const {
   const bool out_in = layout == WeightLayout::kOutIn;
+  // A frozen weight or bias (ABI 1.13): its gradient's data is NULL.
+  const bool want_dw = dw.data != nullptr;
+  const bool want_db = db && db->data != nullptr;
   // dW [out, in] = dyᵀ·x, or [in, out] = xᵀ·dy.
-  if (out_in && db && Supports(MNT_OP_GEMM_BIAS_GRAD)) {
+  if (out_in && want_dw && want_db && Supports(MNT_OP_GEMM_BIAS_GRAD)) {
     // db = the rows of dy summed = the bias gradient of GEMM's A (dy).
     const MNT_GemmEpilogueParams p =
         EpilogueParams(true, false, accumulate ? 1.0f : 0.0f, accumulate);
@@ -578,12 +592,12 @@ inline sdk::Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
   // scales their forward used (fp8_gemms.h).
   const Fp8Operand fx{x, sdk::kFp8Input, false}, fw{w, sdk::kFp8Weight, false},
       fdy{dy, sdk::kFp8GradOutput, true};
-  if (out_in) {
+  if (want_dw && out_in) {
     MNT_RETURN_IF_ERROR(LayerGemm(w, fdy, fx, std::nullopt, dw, true, false, accumulate));
-  } else {
+  } else if (want_dw) {
     MNT_RETURN_IF_ERROR(LayerGemm(w, fx, fdy, std::nullopt, dw, true, false, accumulate));
   }
-  if (db) {
+  if (want_db) {
     const MNT_AccumulateParams p = detail::AccumulateParams(accumulate);
     MNT_RETURN_IF_ERROR(Run(MNT_OP_BIAS_GRAD, {dy}, {*db}, &p));
   }
@@ -616,6 +630,7 @@ inline sdk::Status Ops::Embedding(const MNT_Tensor& table, const MNT_Tensor& ids
 
 inline sdk::Status Ops::EmbeddingBackward(const MNT_Tensor& dout, const MNT_Tensor& ids,
                                           const MNT_Tensor& dtable, bool accumulate) const {
+  if (dtable.data == nullptr) return sdk::Status::Ok();  // a frozen table
   const MNT_AccumulateParams p = detail::AccumulateParams(accumulate);
   return Run(MNT_OP_EMBEDDING_BACKWARD, {dout, ids}, {dtable}, &p);
 }
@@ -634,8 +649,8 @@ inline sdk::Status Ops::LayerNormBackward(const MNT_Tensor& dy, const MNT_Tensor
                                           const MNT_Tensor& dbias, bool accumulate,
                                           float epsilon) const {
   const MNT_LayerNormParams p = detail::LayerNormParams(epsilon, accumulate);
-  return Run(MNT_OP_LAYERNORM_BACKWARD,
-             {dy, x, weight, saved.mean, saved.rstd}, {dx, dweight, dbias}, &p);
+  return Run(MNT_OP_LAYERNORM_BACKWARD, {dy, x, weight, saved.mean, saved.rstd},
+             {dx, GradientSink(dweight), GradientSink(dbias)}, &p);
 }
 
 inline sdk::Status Ops::ResidualLayerNorm(const MNT_Tensor& a, const MNT_Tensor& b,
@@ -660,7 +675,7 @@ inline sdk::Status Ops::LayerNormBackwardAdd(const MNT_Tensor& dy, const MNT_Ten
     const MNT_LayerNormParams p = detail::LayerNormParams(epsilon, accumulate);
     return Run(MNT_OP_RESIDUAL_LAYERNORM_BACKWARD,
                {dy, x, weight, saved.mean, saved.rstd, dresidual},
-               {dresidual, dweight, dbias}, &p);
+               {dresidual, GradientSink(dweight), GradientSink(dbias)}, &p);
   }
   MNT_RETURN_IF_ERROR(LayerNormBackward(dy, x, weight, saved, scratch, dweight,
                                         dbias, accumulate, epsilon));
@@ -713,6 +728,7 @@ inline sdk::Status Ops::Conv2dBackwardData(const MNT_Tensor& dy, const MNT_Tenso
 inline sdk::Status Ops::Conv2dBackwardFilter(const MNT_Tensor& dy, const MNT_Tensor& x,
                                              const MNT_Tensor& dw, const Conv2dSpec& spec,
                                              bool accumulate) const {
+  if (dw.data == nullptr) return sdk::Status::Ok();  // a frozen filter
   const MNT_Conv2dParams p = ConvParams(spec, accumulate);
   return Run(MNT_OP_CONV2D_BACKWARD_FILTER, {dy, x}, {dw}, &p);
 }
@@ -750,7 +766,20 @@ inline sdk::Status Ops::BatchNormBackward(const MNT_Tensor& dy, const MNT_Tensor
   const MNT_BatchNormParams p = detail::BatchNormParams(spec, true, accumulate);
   return Run(MNT_OP_BATCHNORM_BACKWARD,
              {dy, x, gamma, stats.saved_mean, stats.saved_invstd},
-             {dx, dgamma, dbeta}, &p);
+             {dx, GradientSink(dgamma), GradientSink(dbeta)}, &p);
+}
+
+inline MNT_Tensor Ops::GradientSink(const MNT_Tensor& grad) const {
+  if (grad.data != nullptr) return grad;
+  const size_t bytes = static_cast<size_t>(sdk::NumElements(grad)) * sdk::DTypeSize(grad.dtype);
+  if (gradient_sink_->size() < bytes) {
+    // A failed allocation leaves data NULL: the op then refuses its operand.
+    *gradient_sink_ = sdk::DeviceBuffer();
+    if (!client_.Allocate(bytes, MNT_MEMORY_WORKSPACE, gradient_sink_.get()).ok()) return grad;
+  }
+  MNT_Tensor sink = grad;
+  sink.data = gradient_sink_->data();
+  return sink;
 }
 
 inline sdk::Status Ops::CrossEntropyLoss(const MNT_Tensor& logits, const MNT_Tensor& targets,
