@@ -769,6 +769,7 @@ static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96);
 static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104);
 static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
 static_assert(MNT_CAPABILITY_MODEL_FROZEN_PARAMS == 11, "MNT_CAPABILITY_MODEL_FROZEN_PARAMS");
+static_assert(MNT_CAPABILITY_MODEL_LORA == 12, "MNT_CAPABILITY_MODEL_LORA");
 
 // 1.12: memory-light optimizer ops
 static_assert(MNT_OP_ADAMW8BIT_STEP == 43, "MNT_OP_ADAMW8BIT_STEP");

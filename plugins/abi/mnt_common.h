@@ -151,6 +151,15 @@ typedef enum MNT_Capability {
    * it, and reports no slice of it to gradient_ready. A host gives such
    * tensors only to a model offering this. */
   MNT_CAPABILITY_MODEL_FROZEN_PARAMS = 11,
+  /* Models: Model_Create_Args.options takes the keys lora_r (rank),
+   * lora_alpha, lora_dropout (0 only) and lora_targets ('|'-separated
+   * globs over parameter names); with them the model adds LoRA adapters
+   * y += (alpha / r)·(x·Aᵀ)·Bᵀ to the Linear layers whose weight matrices
+   * the globs match, as parameters after its own (`<layer>.lora_A` [r, in]
+   * and `<layer>.lora_B` [out, r], a leading [L] for a stacked weight;
+   * A uniform in ±1/sqrt(in), B zeros). A host passes the keys only to a
+   * model offering this; the host freezes what it wants frozen. */
+  MNT_CAPABILITY_MODEL_LORA = 12,
 } MNT_Capability;
 
 /* Since 1.9: on MNT_Plugin_Api's chain with header.base.type

@@ -38,7 +38,7 @@ const std::vector<Topic>& Topics() {
         "validation_fraction", "cache_dir"}},
       {"Optimization",
        {"steps", "max_steps", "batch_size", "per_device_train_batch_size", "auto_batch_size",
-        "memory_limit_gb", "freeze", "grad_accum_steps",
+        "memory_limit_gb", "freeze", "lora", "grad_accum_steps",
         "gradient_accumulation_steps", "optimizer", "optimizer_options", "lr", "learning_rate", "weight_decay",
         "beta1", "beta2", "eps", "momentum", "nesterov", "multi_tensor_optimizer", "stochastic_rounding", "schedule", "lr_scheduler",
         "lr_scheduler_type", "num_train_epochs",

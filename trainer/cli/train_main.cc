@@ -30,6 +30,7 @@
 #include "trainer/cli/auto_batch.h"
 #include "trainer/cli/data_flags.h"
 #include "trainer/cli/dry_run.h"
+#include "trainer/core/lora_flag.h"
 #include "trainer/cli/eval_only.h"
 #include "trainer/cli/help.h"
 #include "trainer/cli/precision_probe.h"
@@ -277,6 +278,20 @@ int Run(int original_argc, char** original_argv) {
     const std::string& o = config->model_options();
     config->set_model_options(o.empty() ? "checkpointing=1"
                                         : o + ",checkpointing=1");
+  }
+  if (!config->lora().empty()) {
+    // The model adds the adapters (its lora_* options, ABI 1.13's
+    // MODEL_LORA); the trainer freezes everything else, as PEFT does.
+    auto lora = LoraModelOptions(config->lora());
+    if (!lora.ok()) return Fail(lora.status());
+    const std::string& o = config->model_options();
+    if (!absl::StrContains(absl::StrCat(",", o), ",lora_r=")) {
+      config->set_model_options(o.empty() ? *lora : absl::StrCat(o, ",", *lora));
+    }
+    const std::string& f = config->freeze();
+    if (!absl::StrContains(absl::StrCat(",", f, ","), absl::StrCat(",", kLoraFreezePattern, ","))) {
+      config->set_freeze(f.empty() ? kLoraFreezePattern : absl::StrCat(f, ",", kLoraFreezePattern));
+    }
   }
 
   // The folder this run writes: rank 0 claims it (a fresh default name, or

@@ -156,6 +156,10 @@ ABSL_FLAG(std::string, freeze, "",
           "Comma-separated globs over parameter names (e.g. 'wte,wpe,ln*') that train no "
           "further: no gradient, master copy or optimizer state, and their weight-gradient "
           "GEMMs are skipped; train --dry_run shows the memory, plugin_info the names");
+ABSL_FLAG(std::string, lora, "",
+          "LoRA adapters: r=RANK,alpha=ALPHA,dropout=0,targets=GLOB,... over the weights of "
+          "Linear layers (gpt2: qkvw,attprojw,fcw,fcprojw); every other parameter is frozen, "
+          "as PEFT does (e.g. --lora=r=8,alpha=16,targets=qkvw)");
 ABSL_FLAG(bool, eval_only, false,
           "Evaluate the checkpoint of --resume_from (or --resume) on the validation data: loss, "
           "perplexity, accuracy; then exit, training nothing");
@@ -308,6 +312,7 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(auto_batch_size, c->set_auto_batch_size(v)),
       MNT_BIND(memory_limit_gb, c->set_memory_limit_gb(v)),
       MNT_BIND(freeze, c->set_freeze(v)),
+      MNT_BIND(lora, c->set_lora(v)),
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
       MNT_BIND(zero_stage, c->set_zero_stage(v)),

@@ -13,9 +13,13 @@ absl::StatusOr<std::vector<bool>> MatchFrozen(const std::vector<std::string>& na
   std::vector<bool> frozen(names.size(), false);
   for (absl::string_view part : absl::StrSplit(patterns, ',', absl::SkipWhitespace())) {
     const std::string pattern(part);
+    const bool negated = !pattern.empty() && pattern[0] == '!';
+    const std::string glob = negated ? pattern.substr(1) : pattern;
     bool matched = false;
     for (size_t i = 0; i < names.size(); ++i) {
-      if (fnmatch(pattern.c_str(), names[i].c_str(), 0) == 0) frozen[i] = matched = true;
+      if ((fnmatch(glob.c_str(), names[i].c_str(), 0) == 0) != negated) {
+        frozen[i] = matched = true;
+      }
     }
     if (!matched) {
       return absl::InvalidArgumentError(absl::StrCat(

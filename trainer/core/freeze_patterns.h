@@ -1,7 +1,8 @@
 // --freeze=PATTERN,...: which parameters train no further. A pattern is a
 // shell glob over parameter names (fnmatch: `*`, `?`, `[...]`), as
 // Hugging Face's requires_grad_(False) loops over named_parameters() pick
-// them; every pattern must match some parameter.
+// them; every pattern must match some parameter. A pattern `!GLOB` matches
+// every name GLOB does not (--lora's `!*.lora_[AB]`: all but the adapters).
 #ifndef MANTISSA_TRAINER_CORE_FREEZE_PATTERNS_H_
 #define MANTISSA_TRAINER_CORE_FREEZE_PATTERNS_H_
 

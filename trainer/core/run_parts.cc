@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "plugins/sdk/absl/status.h"
 #include "plugins/sdk/tensor.h"
 #include "trainer/core/fault_observer.h"
@@ -49,10 +50,28 @@ class Note : public StepObserver {
   std::string line_;
 };
 
+// With --lora or --freeze: how many parameters train (PEFT's
+// print_trainable_parameters).
+std::string TrainableNote(const mantissa::TrainConfig& config, const ParameterStore& params) {
+  int64_t total = 0, trainable = 0;
+  for (const Param& p : params.params()) {
+    total += p.numel;
+    if (!p.frozen) trainable += p.numel;
+  }
+  return absl::StrCat(
+      config.lora().empty() ? "" : absl::StrCat("LoRA ", config.lora(), ": "),
+      "trainable parameters ", trainable, " of ", total, " (",
+      absl::StrFormat("%.2f", total > 0 ? 100.0 * trainable / total : 0.0), "%); the other ",
+      total - trainable, " are frozen (--freeze=", config.freeze(), ")");
+}
+
 // The per-step features the run asks for (step_observer.h).
 void AddObservers(const mantissa::TrainConfig& config, HostComm* ranks, RunParts* out) {
   RunParts& p = *out;
   if (!p.plugins->fp8_note.empty()) p.observers.Add(std::make_unique<Note>(p.plugins->fp8_note));
+  if (!config.lora().empty() || !config.freeze().empty()) {
+    p.observers.Add(std::make_unique<Note>(TrainableNote(config, *p.params)));
+  }
   if (p.fp8 != nullptr) {
     p.observers.Add(std::make_unique<Fp8Observer>(
         p.fp8.get(), &p.plugins->model, config.log_every(), config.steps(),

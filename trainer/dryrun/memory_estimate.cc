@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "plugins/sdk/absl/status.h"
@@ -202,6 +203,12 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
                                                    &counting));
       !s.ok())
     return s;
+  // --lora reaches the model as its lora_* options (trainer/core/lora_flag.h).
+  if (absl::StrContains(absl::StrCat(",", setup_.model_options), ",lora_r=") &&
+      !sdk::HasCapability(model_plugin_, MNT_CAPABILITY_MODEL_LORA)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--lora: model '", setup_.model, "' does not take LoRA adapters (ABI 1.13's MODEL_LORA)"));
+  }
   sdk::ModelSetup model_setup;
   model_setup.options = setup_.model_options;
   model_setup.backend = &counting->client();
