@@ -111,7 +111,7 @@ Status CnnNetwork::Init(const MNT_Model_Create_Args& args) {
     AddUnit(p + ".conv2", p + ".bn2", width, block_in + 1, block_in, &specs);
   }
   specs.push_back({"head.weight", {width, classes_}, MNT_PARAM_INIT_NORMAL,
-                   static_cast<float>(std::sqrt(1.0 / width)), true});
+                   static_cast<float>(std::sqrt(1.0 / width)), true, kHeadLayout});
   specs.push_back({"head.bias", {classes_}, MNT_PARAM_INIT_ZEROS, 0.0f, false});
   models::ExampleShape example;
   example.noun = "images";

@@ -83,7 +83,7 @@ Status MlpNetwork::Init(const MNT_Model_Create_Args& args) {
     const int64_t in = widths_[k], out = widths_[k + 1];
     const std::string prefix = "layer" + std::to_string(k);
     specs.push_back({prefix + ".weight", {in, out}, MNT_PARAM_INIT_NORMAL,
-                     WeightInitStd(options_.init, in, out), true});
+                     WeightInitStd(options_.init, in, out), true, kLayout});
     specs.push_back(
         {prefix + ".bias", {out}, MNT_PARAM_INIT_ZEROS, 0.0f, false});
   }

@@ -746,6 +746,8 @@ _Static_assert(sizeof(MNT_Model_Backward_Args) == 112, "sizeof(MNT_Model_Backwar
 _Static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96, "offsetof(MNT_Model_Backward_Args, gradient_ready)");
 _Static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104, "offsetof(MNT_Model_Backward_Args, gradient_ready_user_data)");
 _Static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
+_Static_assert(MNT_CAPABILITY_MODEL_FROZEN_PARAMS == 11, "MNT_CAPABILITY_MODEL_FROZEN_PARAMS");
+_Static_assert(MNT_CAPABILITY_MODEL_LORA == 12, "MNT_CAPABILITY_MODEL_LORA");
 
 /* 1.12: memory-light optimizer ops */
 _Static_assert(MNT_OP_ADAMW8BIT_STEP == 43, "MNT_OP_ADAMW8BIT_STEP");

@@ -768,6 +768,8 @@ static_assert(sizeof(MNT_Model_Backward_Args) == 112);
 static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready) == 96);
 static_assert(offsetof(MNT_Model_Backward_Args, gradient_ready_user_data) == 104);
 static_assert(MNT_CAPABILITY_MODEL_GRADIENT_READY == 10, "MNT_CAPABILITY_MODEL_GRADIENT_READY");
+static_assert(MNT_CAPABILITY_MODEL_FROZEN_PARAMS == 11, "MNT_CAPABILITY_MODEL_FROZEN_PARAMS");
+static_assert(MNT_CAPABILITY_MODEL_LORA == 12, "MNT_CAPABILITY_MODEL_LORA");
 
 // 1.12: memory-light optimizer ops
 static_assert(MNT_OP_ADAMW8BIT_STEP == 43, "MNT_OP_ADAMW8BIT_STEP");
@@ -929,9 +931,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs112) {
+TEST(AbiLayoutTest, VersionIs113) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 12);
+  EXPECT_EQ(MNT_ABI_MINOR, 13);
 }
 
 TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {

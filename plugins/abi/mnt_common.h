@@ -27,9 +27,9 @@ extern "C" {
  * answered the 1.N binary: the same optional features, whatever these
  * headers add (docs/abi.md section 1, "Sources"). Hosts never define it. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_HEADER_MINOR 12
+#define MNT_ABI_HEADER_MINOR 13
 #if !defined(MNT_ABI_SOURCE_MINOR)
-#define MNT_ABI_MINOR 12
+#define MNT_ABI_MINOR 13
 #elif MNT_ABI_SOURCE_MINOR < 0 || MNT_ABI_SOURCE_MINOR > MNT_ABI_HEADER_MINOR
 #  error "MNT_ABI_SOURCE_MINOR: the minor your source was written against, 0 to MNT_ABI_HEADER_MINOR"
 #else
@@ -143,6 +143,23 @@ typedef enum MNT_Capability {
    * element of every gradient exactly once per call (MNT_GradientReadyFn),
    * so a host can start exchanging finished gradients during Backward. */
   MNT_CAPABILITY_MODEL_GRADIENT_READY = 10,
+  /* --- Since 1.13. --- */
+  /* Models: Model_Backward takes a gradient tensor whose `data` is NULL
+   * for a parameter that wants no gradient (a frozen one): the model
+   * writes nothing for it, skips the ops that only compute it (the weight
+   * gradient GEMMs), still computes the input gradients that flow through
+   * it, and reports no slice of it to gradient_ready. A host gives such
+   * tensors only to a model offering this. */
+  MNT_CAPABILITY_MODEL_FROZEN_PARAMS = 11,
+  /* Models: Model_Create_Args.options takes the keys lora_r (rank),
+   * lora_alpha, lora_dropout (0 only) and lora_targets ('|'-separated
+   * globs over parameter names); with them the model adds LoRA adapters
+   * y += (alpha / r)·(x·Aᵀ)·Bᵀ to the Linear layers whose weight matrices
+   * the globs match, as parameters after its own (`<layer>.lora_A` [r, in]
+   * and `<layer>.lora_B` [out, r], a leading [L] for a stacked weight;
+   * A uniform in ±1/sqrt(in), B zeros). A host passes the keys only to a
+   * model offering this; the host freezes what it wants frozen. */
+  MNT_CAPABILITY_MODEL_LORA = 12,
 } MNT_Capability;
 
 /* Since 1.9: on MNT_Plugin_Api's chain with header.base.type

@@ -86,6 +86,9 @@ TEST(CapabilitiesTest, OlderPluginsAreAnsweredFromTheLegacyTable) {
       // Since 1.11: likewise.
       {MNT_PLUGIN_KIND_BACKEND, MNT_CAPABILITY_OPTIMIZER_PIECES, 11},
       {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_GRADIENT_READY, 11},
+      // Since 1.13: likewise.
+      {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_FROZEN_PARAMS, 13},
+      {MNT_PLUGIN_KIND_MODEL, MNT_CAPABILITY_MODEL_LORA, 13},
   };
   static_assert(std::size(cases) == std::size(kCapabilities), "a case per capability");
   for (const Case& c : cases) {

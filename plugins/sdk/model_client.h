@@ -141,6 +141,11 @@ class ModelClient {
   bool HandsOverGradients() const {
     return HasCapability(plugin_, MNT_CAPABILITY_MODEL_GRADIENT_READY);
   }
+  // Whether Backward takes a NULL-data gradient for a frozen parameter
+  // (MNT_CAPABILITY_MODEL_FROZEN_PARAMS, ABI 1.13).
+  bool TakesFrozenParams() const {
+    return HasCapability(plugin_, MNT_CAPABILITY_MODEL_FROZEN_PARAMS);
+  }
   const MNT_Plugin_Api* plugin() const { return plugin_; }
   MNT_Model* get() const { return model_; }  // borrowed, for raw ABI calls
 

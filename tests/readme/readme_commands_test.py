@@ -28,6 +28,7 @@ PLAN = [
     # About 90 s of CPU.
     [("README.md", "Watching a run"), ("README.md", "Every precision, side by side"),
      ("README.md", "Hugging Face export and import"),
+     ("README.md", "Fine-tuning a Hugging Face GPT-2 with LoRA, then exporting it"),
      ("tools/gpt2/README.md", "llm.c checkpoints"), ("tools/gpt2/README.md", "Sampling"),
      ("tools/gpt2/README.md", "Hugging Face")],
     # About 10 s of CPU.

@@ -6,6 +6,11 @@
 //   export_hf --input=~/.cache/mantissa/runs/gpt2-fortunes-auto
 //       --output=hf_model [--dtype=fp32|bf16] [--vocab_size=N]
 //
+// A LoRA run (train --lora) exports either merged, W + (alpha/r)·B·A as
+// PEFT's merge_and_unload writes it (--merge_lora), or the base model in
+// --output and the adapters in PEFT's format in --adapter_output
+// (adapter_model.safetensors, adapter_config.json: tools/gpt2/peft_lora.h).
+//
 // --input is a run folder (its latest) or a checkpoint file; the real
 // vocabulary and the tokenizer come from the run's folder (run_input.h).
 // Every file is written atomically: a failed export leaves existing files
@@ -24,6 +29,7 @@
 #include "models/gpt2/hf_gpt2.h"
 #include "tools/gpt2/hf_tokenizer.h"
 #include "tools/gpt2/llmc_convert.h"
+#include "tools/gpt2/peft_lora.h"
 #include "tools/gpt2/run_input.h"
 #include "models/gpt2/safetensors.h"
 #include "tools/gpt2/sentencepiece_model.h"
@@ -37,6 +43,11 @@ ABSL_FLAG(std::string, output, "",
           "folder to write model.safetensors, config.json and the tokenizer files into");
 ABSL_FLAG(std::string, dtype, "fp32", "fp32 or bf16 tensors");
 ABSL_FLAG(int64_t, vocab_size, 0, "real vocabulary (wte's rows); 0: from the run's folder");
+ABSL_FLAG(bool, merge_lora, false,
+          "a LoRA run: write W + (alpha/r)·B·A into --output (PEFT's merge_and_unload)");
+ABSL_FLAG(std::string, adapter_output, "",
+          "a LoRA run: folder for the adapters in PEFT's format (adapter_model.safetensors, "
+          "adapter_config.json); --output gets the base model");
 
 namespace {
 
@@ -106,8 +117,36 @@ int main(int argc, char** argv) {
   auto in = mnt::gpt2::OpenRunInput(absl::GetFlag(FLAGS_input), "--input",
                                     absl::GetFlag(FLAGS_vocab_size));
   if (!in.ok()) return Fail(std::string(in.status().message()));
-  auto model = mnt::gpt2::LlmcFromCheckpointFile(in->folder.checkpoint, in->vocab);
+  auto ckpt = mnt::trainer::ReadCheckpoint(in->folder.checkpoint);
+  if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  auto model = mnt::gpt2::LlmcFromCheckpoint(*ckpt, in->vocab, in->folder.checkpoint);
   if (!model.ok()) return Fail(std::string(model.status().message()));
+  auto lora = mnt::gpt2::LoraFromCheckpoint(*ckpt, in->folder.checkpoint);
+  if (!lora.ok()) return Fail(std::string(lora.status().message()));
+  const bool merge = absl::GetFlag(FLAGS_merge_lora);
+  const std::string adapter_output =
+      mnt::trainer::ExpandUserPath(absl::GetFlag(FLAGS_adapter_output));
+  if (lora->has_value()) {
+    if (merge && !adapter_output.empty()) {
+      return Fail("--merge_lora and --adapter_output: the merged weights already hold the "
+                  "adapters; give one");
+    }
+    if (!merge && adapter_output.empty()) {
+      return Fail(absl::StrCat(
+          in->folder.checkpoint, " holds LoRA adapters (r=", (*lora)->rank, ", alpha=",
+          (*lora)->alpha, "): --merge_lora writes W + (alpha/r)·B·A into --output, "
+          "--adapter_output=DIR writes them in PEFT's format beside the base model in --output"));
+    }
+    if (merge) {
+      if (auto s = mnt::gpt2::MergeLora(**lora, &*model); !s.ok()) {
+        return Fail(std::string(s.message()));
+      }
+    }
+  } else if (merge || !adapter_output.empty()) {
+    return Fail(absl::StrCat(merge ? "--merge_lora" : "--adapter_output", ": ",
+                             in->folder.checkpoint,
+                             " holds no LoRA adapters (train --lora makes them)"));
+  }
   if (auto s = mnt::gpt2::CheckTokenizerFits(*in, model->header.vocab); !s.ok()) {
     return Fail(std::string(s.message()));
   }
@@ -147,6 +186,31 @@ int main(int argc, char** argv) {
     } else {
       kept.push_back(name);
     }
+  }
+  if (!adapter_output.empty()) {
+    std::error_code ec;
+    const std::string base = std::filesystem::absolute(output, ec).lexically_normal().string();
+    const std::string adapters = mnt::gpt2::EncodeSafetensors(
+        mnt::gpt2::PeftAdapterTensors(**lora, bf16), {{"format", "pt"}, {"source", "mantissa"}});
+    if (auto s = mnt::trainer::MakeDirectories(adapter_output); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+    for (const auto& [name, contents] :
+         {std::pair<std::string, std::string>{"adapter_model.safetensors", adapters},
+          {"adapter_config.json", mnt::gpt2::PeftAdapterConfigJson(**lora, base)}}) {
+      if (auto s = mnt::trainer::WriteFileAtomic(adapter_output + "/" + name, contents);
+          !s.ok()) {
+        return Fail(std::string(s.message()));
+      }
+    }
+    std::printf("LoRA adapters (r=%lld, alpha=%g, %zu weights x %lld layers) -> %s: "
+                "adapter_model.safetensors, adapter_config.json (PEFT; base model %s)\n",
+                static_cast<long long>((*lora)->rank), (*lora)->alpha, (*lora)->weights.size(),
+                static_cast<long long>((*lora)->n_layer), adapter_output.c_str(), base.c_str());
+  }
+  if (merge) {
+    std::printf("merged the LoRA adapters (r=%lld, alpha=%g) into the weights\n",
+                static_cast<long long>((*lora)->rank), (*lora)->alpha);
   }
   std::vector<std::string> names;
   for (const HfTokenizerFile& f : files) names.push_back(f.name);

@@ -28,12 +28,20 @@
 #include "tools/gpt2/import_tool.h"
 #include "tools/gpt2/llmc_convert.h"
 #include "models/gpt2/safetensors.h"
+#include "tools/gpt2/peft_lora.h"
+#include "trainer/core/lora_flag.h"
 #include "trainer/io/atomic_file.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/config/user_path.h"
 
 ABSL_FLAG(std::string, input, "", "folder with model.safetensors and config.json");
+ABSL_FLAG(std::string, adapter, "",
+          "folder with a PEFT LoRA adapter of the model (adapter_model.safetensors, "
+          "adapter_config.json): the run trains it further (train --lora), the base frozen");
+ABSL_FLAG(std::string, lora, "",
+          "train's --lora (r=8,alpha=16,targets=qkvw,...): the run starts LoRA adapters on the "
+          "imported model, drawn as train --lora --seed draws them, the base frozen");
 
 namespace {
 
@@ -90,7 +98,7 @@ int main(int argc, char** argv) {
           argc, argv, "import_hf",
           "converts a Hugging Face GPT-2 folder (model.safetensors, config.json) to a "
           "Mantissa run folder:\n"
-          "  import_hf --input=FOLDER --output=FOLDER [--model_options=...] "
+          "  import_hf --input=FOLDER [--lora=r=8,...|--adapter=PEFT_FOLDER] --output=FOLDER [--model_options=...] "
           "[--precision=fp32] [--optimizer=adamw] [--seed=1234] [--overwrite_output_dir]",
           &argv0);
       code >= 0) {
@@ -115,12 +123,52 @@ int main(int argc, char** argv) {
   const mnt::gpt2::ImportOptions options = mnt::gpt2::ImportOptionsFromFlags(model->header);
   auto ckpt = mnt::gpt2::CheckpointFromLlmc(*model, options, input);
   if (!ckpt.ok()) return Fail(std::string(ckpt.status().message()));
+  // A PEFT adapter: the run is the one train --lora would start with it.
+  const std::string adapter = mnt::trainer::ExpandUserPath(absl::GetFlag(FLAGS_adapter));
+  std::string lora_flag;
+  if (!adapter.empty() && !absl::GetFlag(FLAGS_lora).empty()) {
+    return Fail("--adapter and --lora: the adapter is the LoRA run's start; give one");
+  }
+  if (!absl::GetFlag(FLAGS_lora).empty()) {
+    auto lora = mnt::gpt2::FreshLora(*model, absl::GetFlag(FLAGS_lora), options.seed, "--lora");
+    if (!lora.ok()) return Fail(std::string(lora.status().message()));
+    if (auto s = mnt::gpt2::AddLoraToCheckpoint(*lora, options.optimizer, &*ckpt); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+    lora_flag = mnt::gpt2::LoraFlagOf(*lora);
+  }
+  if (!adapter.empty()) {
+    std::string adapter_weights, adapter_config;
+    for (const auto& [name, contents] :
+         {std::pair{"/adapter_model.safetensors", &adapter_weights},
+          std::pair{"/adapter_config.json", &adapter_config}}) {
+      if (auto s = mnt::trainer::ReadWholeFile(adapter + name, contents); !s.ok()) {
+        return Fail(std::string(s.message()));
+      }
+    }
+    auto adapter_tensors =
+        mnt::gpt2::ParseSafetensors(adapter_weights, adapter + "/adapter_model.safetensors");
+    if (!adapter_tensors.ok()) return Fail(std::string(adapter_tensors.status().message()));
+    auto lora =
+        mnt::gpt2::LoraFromPeft(adapter_config, *adapter_tensors, model->header, adapter);
+    if (!lora.ok()) return Fail(std::string(lora.status().message()));
+    if (auto s = mnt::gpt2::AddLoraToCheckpoint(*lora, options.optimizer, &*ckpt); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+    lora_flag = mnt::gpt2::LoraFlagOf(*lora);
+  }
   auto tokenizer = mnt::gpt2::InspectHfFolderTokenizer(input);
   if (!tokenizer.ok()) return Fail(std::string(tokenizer.status().message()));
   std::string data_note;
   const mnt::trainer::DataConfig data = ImportedData(*tokenizer, model->header.vocab, &data_note);
-  const mnt::trainer::TrainConfig config =
+  mnt::trainer::TrainConfig config =
       mnt::gpt2::ImportedRunConfig(model->header, options, data, output.dir);
+  if (!lora_flag.empty()) {
+    // As train --lora saves its run (trainer/cli/train_main.cc).
+    config.set_model_options(ckpt->model_options());
+    config.set_lora(lora_flag);
+    config.set_freeze(mnt::trainer::kLoraFreezePattern);
+  }
   if (!output.note.empty()) std::fprintf(stderr, "%s\n", output.note.c_str());
   std::vector<std::string> notes;
   if (auto s = mnt::gpt2::WriteImportedRun(output, *ckpt, config, &notes); !s.ok()) {
@@ -135,6 +183,11 @@ int main(int argc, char** argv) {
               (long long)h.max_seq_len, (long long)h.vocab, config.checkpoint_dir().c_str(),
               options.model_options.c_str(), options.precision.c_str(),
               options.optimizer.c_str(), (unsigned long long)options.seed);
+  if (!lora_flag.empty()) {
+    std::printf("LoRA adapters %s: --lora=%s (the base frozen)\n",
+                adapter.empty() ? "(fresh, as train draws them)" : adapter.c_str(),
+                lora_flag.c_str());
+  }
   std::printf("data: %s\n", data_note.c_str());
   std::printf("continue it: train --resume_from=%s\n", config.checkpoint_dir().c_str());
   return 0;

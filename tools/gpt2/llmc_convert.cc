@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "plugins/abi/mnt_common.h"
 #include "plugins/sdk/absl/status.h"
+#include "plugins/sdk/model/lora.h"
 
 namespace mnt::gpt2 {
 namespace {
@@ -80,9 +81,16 @@ absl::StatusOr<LlmcModel> LlmcFromCheckpoint(const CheckpointData& ckpt,
     return Invalid(source, absl::StrCat("checkpoint is for model '",
                                         ckpt.model(), "', not gpt2"));
   }
-  Gpt2Config config;
-  if (auto s = sdk::ToAbsl(ParseGpt2Options(ckpt.model_options().c_str(), &config));
+  // A LoRA run's lora_* options are the model layer's (the adapters are
+  // not the llm.c model's: tools/gpt2/peft_lora.h reads them).
+  models::LoraConfig lora;
+  std::string network_options;
+  if (auto s = sdk::ToAbsl(models::TakeLoraOptions("gpt2", ckpt.model_options().c_str(), &lora,
+                                                   &network_options));
       !s.ok())
+    return Invalid(source, std::string(s.message()));
+  Gpt2Config config;
+  if (auto s = sdk::ToAbsl(ParseGpt2Options(network_options.c_str(), &config)); !s.ok())
     return Invalid(source, std::string(s.message()));
   const TensorData* wte = nullptr;
   for (const TensorData& t : ckpt.tensors()) {

@@ -156,6 +156,40 @@ absl::StatusOr<std::unique_ptr<Gpt2Sampler>> Gpt2Sampler::Create(
       return s;
     st->params.push_back(*t);
   }
+  // A LoRA run's adapters (plugins/sdk/model/lora.h) follow the network's
+  // parameters: the checkpoint's tensors of the names the model gives them.
+  MNT_Model_GetParamCount_Args count{};
+  count.struct_size = MNT_Model_GetParamCount_Args_STRUCT_SIZE;
+  count.model = st->model;
+  if (std::string e = Take(Gpt2PluginApi(), Gpt2PluginApi()->model->Model_GetParamCount(&count));
+      !e.empty())
+    return absl::InternalError(e);
+  for (int64_t k = static_cast<int64_t>(st->params.size()); k < count.num_params; ++k) {
+    MNT_Model_GetParamSpec_Args spec{};
+    spec.struct_size = MNT_Model_GetParamSpec_Args_STRUCT_SIZE;
+    spec.model = st->model;
+    spec.index = k;
+    if (std::string e = Take(Gpt2PluginApi(), Gpt2PluginApi()->model->Model_GetParamSpec(&spec));
+        !e.empty())
+      return absl::InternalError(e);
+    const std::vector<int64_t> dims(spec.dims, spec.dims + spec.rank);
+    const trainer::TensorData* found = nullptr;
+    for (const trainer::TensorData& t : ckpt.tensors()) {
+      if (t.name() == spec.name) found = &t;
+    }
+    if (found == nullptr || found->dtype() != MNT_DTYPE_F32 ||
+        std::vector<int64_t>(found->dims().begin(), found->dims().end()) != dims) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          source, ": checkpoint has no fp32 tensor '", spec.name, "' of the model's shape"));
+    }
+    auto t = st->Alloc(MNT_DTYPE_F32, dims);
+    if (!t.ok()) return t.status();
+    if (auto s = sdk::ToAbsl(
+            st->client.ToDevice(t->data, found->data().data(), found->data().size()));
+        !s.ok())
+      return s;
+    st->params.push_back(*t);
+  }
   auto ids = st->Alloc(MNT_DTYPE_I32, {1, st->context});
   auto targets = st->Alloc(MNT_DTYPE_I32, {1, st->context});
   auto loss = st->Alloc(MNT_DTYPE_F32, {1});

@@ -19,6 +19,8 @@
 #include "absl/strings/str_split.h"
 #include "models/gpt2/gpt2_options.h"
 #include "plugins/sdk/data_kinds.h"
+#include "plugins/sdk/model/lora.h"
+#include "trainer/core/lora_flag.h"
 #include "trainer/dryrun/memory_estimate.h"
 #include "trainer/cli/tool_command_line.h"
 #include "trainer/loader/plugin_registry.h"
@@ -61,6 +63,12 @@ ABSL_FLAG(int64_t, zero_stage, 0,
           "data parallel: 0|1; 1 = ZeRO-1 (masters and optimizer state are the rank's 1/N "
           "share, plus the share's averaged gradient)");
 ABSL_FLAG(double, bucket_mb, 25, "data parallel: train's --bucket_mb");
+ABSL_FLAG(std::string, lora, "",
+          "train's --lora (r=RANK,alpha=ALPHA,targets=GLOB,...): the adapters as parameters, "
+          "every other parameter frozen");
+ABSL_FLAG(std::string, freeze, "",
+          "train's --freeze: globs over parameter names that take no gradient, master or "
+          "optimizer state");
 ABSL_FLAG(std::string, format, "table", "table, or csv (model,precision,batch_size,category,bytes)");
 ABSL_FLAG(std::string, plugin_path, "", "extra plugin directories, ':'-separated");
 
@@ -130,7 +138,14 @@ absl::StatusOr<MNT_DataSpec> DataSpecFromFlags(const std::vector<MNT_DataKind>& 
   int64_t vocab = absl::GetFlag(FLAGS_vocab_size);
   if (model == "gpt2") {  // defaults from the model's own options
     gpt2::Gpt2Config config;
-    const std::string options = absl::GetFlag(FLAGS_model_options);
+    // The lora_* keys are the model layer's, not the network's (lora.h).
+    models::LoraConfig lora;
+    std::string options;
+    if (sdk::Status s = models::TakeLoraOptions(
+            "gpt2", absl::GetFlag(FLAGS_model_options).c_str(), &lora, &options);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model 'gpt2': ", s.message()));
+    }
     if (sdk::Status s = gpt2::ParseGpt2Options(options.c_str(), &config); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("model 'gpt2': ", s.message()));
     }
@@ -200,6 +215,18 @@ absl::Status Run(const std::string& argv0) {
   setup.ranks = static_cast<int>(ranks);
   setup.zero_stage = static_cast<int>(zero_stage);
   setup.bucket_mb = bucket_mb;
+  setup.freeze = absl::GetFlag(FLAGS_freeze);
+  if (const std::string lora = absl::GetFlag(FLAGS_lora); !lora.empty()) {
+    // As train does (trainer/cli/train_main.cc).
+    auto options = trainer::LoraModelOptions(lora);
+    if (!options.ok()) return options.status();
+    setup.model_options = setup.model_options.empty()
+                              ? *options
+                              : absl::StrCat(setup.model_options, ",", *options);
+    setup.freeze = setup.freeze.empty()
+                       ? trainer::kLoraFreezePattern
+                       : absl::StrCat(setup.freeze, ",", trainer::kLoraFreezePattern);
+  }
   auto estimator = MemoryEstimator::Create(setup, &registry);
   if (!estimator.ok()) return estimator.status();
 

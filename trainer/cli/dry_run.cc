@@ -10,8 +10,8 @@
 
 namespace mnt::trainer {
 
-absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, int64_t ranks,
-                         const MNT_DataSpec& spec, FILE* out) {
+memory::EstimateSetup EstimateSetupFor(const TrainConfig& config, int64_t ranks,
+                                       const MNT_DataSpec& spec) {
   memory::EstimateSetup setup;
   setup.device = config.device();
   setup.backend_options = config.backend_options();
@@ -24,7 +24,14 @@ absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, in
   setup.ranks = static_cast<int>(ranks);
   setup.zero_stage = static_cast<int>(config.zero_stage());
   setup.bucket_mb = config.bucket_mb();
-  auto estimator = memory::MemoryEstimator::Create(setup, registry);
+  setup.freeze = config.freeze();
+  return setup;
+}
+
+absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, int64_t ranks,
+                         const MNT_DataSpec& spec, FILE* out) {
+  auto estimator =
+      memory::MemoryEstimator::Create(EstimateSetupFor(config, ranks, spec), registry);
   if (!estimator.ok()) return estimator.status();
   // --precision=auto chooses among these by measuring; fp8 only when asked.
   const std::vector<std::string> precisions =
@@ -44,6 +51,12 @@ absl::Status PrintDryRun(const TrainConfig& config, PluginRegistry* registry, in
                config.device().c_str(), static_cast<long long>(config.batch_size()),
                ranks > 1 ? absl::StrCat(" per rank, one rank of ", ranks).c_str() : "",
                static_cast<long long>(estimates[0].num_parameters));
+  if (estimates[0].num_frozen > 0) {
+    std::fprintf(out, "  --freeze=%s: %lld of them frozen (no gradient, master or optimizer "
+                      "state), %lld trained\n",
+                 config.freeze().c_str(), static_cast<long long>(estimates[0].num_frozen),
+                 static_cast<long long>(estimates[0].num_parameters - estimates[0].num_frozen));
+  }
   std::string header = absl::StrFormat("  %-18s", "memory");
   for (const memory::MemoryEstimate& e : estimates) absl::StrAppendFormat(&header, "%14s", e.precision);
   std::fprintf(out, "%s\n", header.c_str());

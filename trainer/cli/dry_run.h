@@ -10,9 +10,15 @@
 #include "absl/status/status.h"
 #include "plugins/abi/mantissa.h"
 #include "trainer/config/config.h"
+#include "trainer/dryrun/memory_estimate.h"
 #include "trainer/loader/plugin_registry.h"
 
 namespace mnt::trainer {
+
+// What the estimator needs of `config` for one of `ranks` ranks, examples
+// as `spec` describes them (the dry run's and --batch_size=auto's setup).
+memory::EstimateSetup EstimateSetupFor(const TrainConfig& config, int64_t ranks,
+                                       const MNT_DataSpec& spec);
 
 // Prints the estimate of `config` (resolved; precision auto: each precision
 // the probe may choose) for one of `ranks` ranks, examples as `spec`

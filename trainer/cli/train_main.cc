@@ -23,11 +23,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "trainer/cli/auto_batch.h"
 #include "trainer/cli/data_flags.h"
 #include "trainer/cli/dry_run.h"
+#include "trainer/core/lora_flag.h"
 #include "trainer/cli/eval_only.h"
 #include "trainer/cli/help.h"
 #include "trainer/cli/precision_probe.h"
@@ -118,15 +121,20 @@ std::string DigitsRunfile(const std::string& argv0) {
 }
 
 // `--resume=if_exists` (the form scripts use) as the two flags it means;
-// absl's bool --resume takes only true/false.
+// absl's bool --resume takes only true/false. `--batch_size=auto` (and
+// Hugging Face's spelling) as --auto_batch_size: the integer flag stays one.
 std::vector<char*> ExpandResumeIfExists(int argc, char** argv) {
   static char resume[] = "--resume";
   static char if_exists[] = "--resume_if_exists";
+  static char auto_batch[] = "--auto_batch_size";
   std::vector<char*> out;
   for (int i = 0; i < argc; ++i) {
     if (i > 0 && std::string(argv[i]) == "--resume=if_exists") {
       out.push_back(resume);
       out.push_back(if_exists);
+    } else if (i > 0 && (std::string(argv[i]) == "--batch_size=auto" ||
+                         std::string(argv[i]) == "--per_device_train_batch_size=auto")) {
+      out.push_back(auto_batch);
     } else {
       out.push_back(argv[i]);
     }
@@ -271,6 +279,20 @@ int Run(int original_argc, char** original_argv) {
     config->set_model_options(o.empty() ? "checkpointing=1"
                                         : o + ",checkpointing=1");
   }
+  if (!config->lora().empty()) {
+    // The model adds the adapters (its lora_* options, ABI 1.13's
+    // MODEL_LORA); the trainer freezes everything else, as PEFT does.
+    auto lora = LoraModelOptions(config->lora());
+    if (!lora.ok()) return Fail(lora.status());
+    const std::string& o = config->model_options();
+    if (!absl::StrContains(absl::StrCat(",", o), ",lora_r=")) {
+      config->set_model_options(o.empty() ? *lora : absl::StrCat(o, ",", *lora));
+    }
+    const std::string& f = config->freeze();
+    if (!absl::StrContains(absl::StrCat(",", f, ","), absl::StrCat(",", kLoraFreezePattern, ","))) {
+      config->set_freeze(f.empty() ? kLoraFreezePattern : absl::StrCat(f, ",", kLoraFreezePattern));
+    }
+  }
 
   // The folder this run writes: rank 0 claims it (a fresh default name, or
   // the one given, refused when it holds another run's work) and holds its
@@ -306,6 +328,40 @@ int Run(int original_argc, char** original_argv) {
                                              data->eval ? data->eval->size() : 0,
                                              " evaluation examples: ", data->description);
   const int targets_per_example = data->train->spec().targets_per_example;
+  // --batch_size=auto: the batch from the memory estimate (auto_batch.h),
+  // rank 0's choice on every rank (their free memory may differ).
+  if (config->auto_batch_size()) {
+    if (chosen_now("batch_size")) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "--batch_size=auto and --batch_size=", config->batch_size(), " disagree; give one")));
+    }
+    std::string plan;
+    if (rank0) {
+      AutoBatchRequest request;
+      request.ranks = world;
+      request.spec = data->train->spec();
+      request.train_examples = data->train->size();
+      request.keep_global = chosen_now("global_batch_size") || saved.has_value();
+      request.accum_chosen = chosen_now("grad_accum_steps");
+      auto line = ResolveAutoBatch(request, &registry, &*config);
+      if (!line.ok()) return Fail(line.status());
+      std::fprintf(stdout, "%s\n", line->c_str());
+      plan = absl::StrCat(config->batch_size(), " ", config->grad_accum_steps());
+    }
+    if (ranks != nullptr) {
+      if (auto s = ranks->Broadcast(&plan); !s.ok()) return Fail(s);
+      const std::vector<std::string> parts = absl::StrSplit(plan, ' ');
+      int64_t batch = 0, accum = 0;
+      if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &batch) ||
+          !absl::SimpleAtoi(parts[1], &accum)) {
+        return Fail(absl::InternalError(absl::StrCat("rank 0's batch plan '", plan, "'")));
+      }
+      config->set_batch_size(batch);
+      config->set_grad_accum_steps(accum);
+      config->set_global_batch_size(batch * accum * world);
+      config->set_auto_batch_size(false);
+    }
+  }
   auto epochs_note =
       ResolveEpochs(data->train->size(), ranks != nullptr ? ranks->world_size() : 1, &*config);
   if (!epochs_note.ok()) return Fail(epochs_note.status());

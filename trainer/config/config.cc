@@ -308,6 +308,7 @@ absl::Status ValidateTrainConfig(const TrainConfig& c) {
         "update clipping span whole tensors, which ZeRO-1 cuts into ranks' pieces; use "
         "--zero_stage=0 (or --optimizer=adamw8bit, whose 8-bit state ZeRO-1 shards)");
   }
+  if (s.ok()) s = CheckRange("memory_limit_gb", c.memory_limit_gb(), 0, false, kInf, false);
   if (s.ok()) s = ValidateRunPlan(c);
   if (s.ok() && (c.run_name() == "." || c.run_name() == ".." ||
                  c.run_name().find('/') != std::string::npos)) {

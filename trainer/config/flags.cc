@@ -61,7 +61,8 @@ ABSL_FLAG(int64_t, seq_len, 64, "Tokens per sequence (fortunes, shards, text)");
 ABSL_FLAG(std::string, cache_dir, "", "Converted datasets go here; default $XDG_CACHE_HOME/mantissa or ~/.cache/mantissa");
 ABSL_FLAG(double, validation_fraction, 0.2, "Fraction of the training set held out for validation");
 
-ABSL_FLAG(int64_t, batch_size, 64, "Examples per micro-batch");
+ABSL_FLAG(int64_t, batch_size, 64,
+          "Examples per micro-batch; auto = the largest that fits --memory_limit_gb");
 ABSL_FLAG(int64_t, grad_accum_steps, 1, "Micro-batches per optimizer step");
 ABSL_FLAG(int64_t, global_batch_size, 0,
           "Examples per optimizer step over all ranks (batch_size x grad_accum_steps x ranks); "
@@ -143,6 +144,22 @@ ABSL_FLAG(bool, dry_run, false,
           "gradients, optimizer state, activations, workspace, data), and exit without training "
           "or making a run folder; //tools/memory:estimate tables other batch sizes and "
           "precisions");
+ABSL_FLAG(bool, auto_batch_size, false,
+          "What --batch_size=auto sets: the largest batch whose estimated peak memory (the dry "
+          "run's) fits --memory_limit_gb; with --global_batch_size the rest is gradient "
+          "accumulation");
+ABSL_FLAG(double, memory_limit_gb, 0,
+          "GB (10^9 bytes) that --batch_size=auto fits the run into; 0 = the device's memory "
+          "less a margin (cpu: MemAvailable less 10%, at least 1 GiB; cuda: the device's total "
+          "less 10%)");
+ABSL_FLAG(std::string, freeze, "",
+          "Comma-separated globs over parameter names (e.g. 'wte,wpe,ln*') that train no "
+          "further: no gradient, master copy or optimizer state, and their weight-gradient "
+          "GEMMs are skipped; train --dry_run shows the memory, plugin_info the names");
+ABSL_FLAG(std::string, lora, "",
+          "LoRA adapters: r=RANK,alpha=ALPHA,dropout=0,targets=GLOB,... over the weights of "
+          "Linear layers (gpt2: qkvw,attprojw,fcw,fcprojw); every other parameter is frozen, "
+          "as PEFT does (e.g. --lora=r=8,alpha=16,targets=qkvw)");
 ABSL_FLAG(bool, eval_only, false,
           "Evaluate the checkpoint of --resume_from (or --resume) on the validation data: loss, "
           "perplexity, accuracy; then exit, training nothing");
@@ -292,6 +309,10 @@ const std::vector<FlagBinding>& Bindings() {
       MNT_BIND(resume_if_exists, c->set_resume_if_exists(v)),
       MNT_BIND(eval_only, c->set_eval_only(v)),
       MNT_BIND(dry_run, c->set_dry_run(v)),
+      MNT_BIND(auto_batch_size, c->set_auto_batch_size(v)),
+      MNT_BIND(memory_limit_gb, c->set_memory_limit_gb(v)),
+      MNT_BIND(freeze, c->set_freeze(v)),
+      MNT_BIND(lora, c->set_lora(v)),
       MNT_BIND(data_parallel, c->set_data_parallel(v)),
       MNT_BIND(bucket_mb, c->set_bucket_mb(v)),
       MNT_BIND(zero_stage, c->set_zero_stage(v)),

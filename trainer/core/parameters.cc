@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "plugins/backends/common/float_convert.h"
 #include "trainer/core/param_init.h"
 #include "plugins/sdk/absl/status.h"
 
@@ -20,7 +21,7 @@ ParameterStore::ParameterStore(const sdk::BackendClient& client,
 absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     const sdk::ModelClient& model, const sdk::BackendClient& client,
     const MNT_Precision_GetPolicy_Args& policy, int optimizer_state_slots,
-    uint64_t seed, ParamShard shard) {
+    uint64_t seed, ParamShard shard, const std::vector<bool>& frozen) {
   std::unique_ptr<ParameterStore> store(new ParameterStore(client, policy));
   store->shard_ = shard;
   int64_t count = 0;
@@ -45,7 +46,17 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     p.init = spec.init;
     p.init_scale = spec.init_scale;
     p.weight_decay = spec.weight_decay;
+    p.frozen = static_cast<size_t>(i) < frozen.size() && frozen[i];
     store->num_parameters_ += p.numel;
+    if (!p.frozen) store->num_trainable_ += p.numel;
+  }
+  if (store->num_trainable_ == 0) {
+    return absl::InvalidArgumentError("--freeze leaves no parameter to train");
+  }
+  if (store->num_trainable_ != store->num_parameters_ && shard.zero1 && shard.world > 1) {
+    // ZeRO-1 gathers working weights by the shares of the trainable layout.
+    return absl::InvalidArgumentError(
+        "--freeze with --zero_stage=1 is not supported; use --zero_stage=0");
   }
   if (auto s = store->AllocateFlat(optimizer_state_slots); !s.ok()) return s;
   if (auto s = store->Initialise(seed); !s.ok()) return s;
@@ -55,12 +66,24 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
 absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
   // One layout in elements for every kind: parameter i starts at the same
   // element in each buffer, and a 16-bit buffer is exactly half an fp32 one.
-  std::vector<int64_t> numels;
-  for (const Param& p : params_) numels.push_back(p.numel);
+  // Frozen parameters take no element of it; the working weights then have
+  // their own offsets.
+  std::vector<int64_t> numels, all_numels;
+  for (const Param& p : params_) {
+    numels.push_back(p.frozen ? 0 : p.numel);
+    all_numels.push_back(p.numel);
+  }
   layout_ = MakeShardLayout(
       numels, shard_,
       static_cast<int64_t>(sdk::DTypeSize(mixed_ ? MNT_DTYPE_F32 : gradient_dtype_)));
   const std::vector<int64_t>& offsets = layout_.offsets();
+  if (num_trainable_ == num_parameters_) {
+    weight_offsets_ = offsets;
+    weight_elements_ = layout_.total();
+  } else {
+    weight_offsets_ = FlatOffsets(all_numels, kFlatAlignmentElements);
+    weight_elements_ = weight_offsets_.back();
+  }
   if (shard_.world > 1) share_ = layout_.PiecesOf(shard_.rank);
   if (sharded() && share_.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -71,6 +94,7 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
     steps_ = share_;
   } else {
     for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i].frozen) continue;
       const int64_t n = params_[i].numel;
       steps_.push_back({static_cast<int64_t>(i), 0, n, offsets[i], offsets[i]});
     }
@@ -113,7 +137,9 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
     const bool share_only = kind.sharded && sharded();
     const size_t element_bytes = sdk::DTypeSize(kind.dtype);
     // Data parallel: the layout's padded total, so every bucket splits evenly.
-    const int64_t elements = share_only ? layout_.share() : layout_.total();
+    const bool weights = kind.flat == &weights_flat_;
+    const int64_t elements =
+        share_only ? layout_.share() : weights ? weight_elements_ : layout_.total();
     const size_t total = static_cast<size_t>(elements) * element_bytes;
     if (total == 0) continue;
     if (auto s = sdk::ToAbsl(client_.Allocate(total, kind.category, kind.flat)); !s.ok()) {
@@ -122,9 +148,11 @@ absl::Status ParameterStore::AllocateFlat(int optimizer_state_slots) {
     if (share_only || kind.view == nullptr) continue;
     char* base = static_cast<char*>(kind.flat->data());
     for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i].frozen && !weights) continue;  // no such buffer
       // A view: owned by the flat buffer, never freed by itself.
+      const int64_t at = weights ? weight_offsets_[i] : offsets[i];
       params_[i].*kind.view =
-          sdk::DeviceBuffer(nullptr, base + static_cast<size_t>(offsets[i]) * element_bytes,
+          sdk::DeviceBuffer(nullptr, base + static_cast<size_t>(at) * element_bytes,
                             static_cast<size_t>(params_[i].numel) * element_bytes);
     }
   }
@@ -158,7 +186,42 @@ absl::Status ParameterStore::Initialise(uint64_t seed) {
                                  static_cast<int64_t>(state.size() / sizeof(float)));
     if (auto s = sdk::ToAbsl(client_.Run(MNT_OP_FILL, {}, {all}, &zero)); !s.ok()) return s;
   }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Param& p = params_[i];
+    if (!p.frozen) continue;
+    InitParameter(p.init, p.init_scale, seed, static_cast<int64_t>(i), p.numel, &host);
+    if (auto s = WriteFrozenWeights(p, host.data()); !s.ok()) return s;
+  }
   return SyncWorkingWeights();
+}
+
+absl::Status ParameterStore::WriteFrozenWeights(const Param& p, const float* values) {
+  const size_t n = static_cast<size_t>(p.numel);
+  if (weight_dtype_ == MNT_DTYPE_F32) {
+    return sdk::ToAbsl(client_.ToDevice(p.weights.data(), values, n * sizeof(float)));
+  }
+  std::vector<uint16_t> bits(n);
+  for (size_t i = 0; i < n; ++i) {
+    bits[i] = weight_dtype_ == MNT_DTYPE_BF16 ? FloatToBf16Bits(values[i])
+                                              : FloatToHalfBits(values[i]);
+  }
+  return sdk::ToAbsl(client_.ToDevice(p.weights.data(), bits.data(), n * sizeof(uint16_t)));
+}
+
+absl::Status ParameterStore::ReadFrozenWeights(const Param& p, float* values) const {
+  const size_t n = static_cast<size_t>(p.numel);
+  if (weight_dtype_ == MNT_DTYPE_F32) {
+    return sdk::ToAbsl(client_.ToHost(values, p.weights.data(), n * sizeof(float)));
+  }
+  std::vector<uint16_t> bits(n);
+  if (auto s = sdk::ToAbsl(client_.ToHost(bits.data(), p.weights.data(), n * sizeof(uint16_t)));
+      !s.ok())
+    return s;
+  for (size_t i = 0; i < n; ++i) {
+    values[i] = weight_dtype_ == MNT_DTYPE_BF16 ? Bf16BitsToFloat(bits[i])
+                                                : HalfBitsToFloat(bits[i]);
+  }
+  return absl::OkStatus();
 }
 
 MNT_Tensor ParameterStore::Range(const sdk::DeviceBuffer& flat, MNT_DType dtype, int64_t at,
@@ -256,7 +319,9 @@ MNT_Tensor ParameterStore::FlatWorkingWeights(int64_t begin, int64_t end) const 
 
 std::vector<MNT_Tensor> ParameterStore::OptimizerGradTensors() const {
   std::vector<MNT_Tensor> out;
-  for (const Param& p : params_) out.push_back(OptimizerGrad(p));
+  for (const Param& p : params_) {
+    if (!p.frozen) out.push_back(OptimizerGrad(p));
+  }
   return out;
 }
 
@@ -268,6 +333,7 @@ absl::Status ParameterStore::AccumulateMasterGradients(int64_t micro) {
   if (!mixed_) return absl::OkStatus();
   const MNT_AddParams add{MNT_AddParams_STRUCT_SIZE, 1.0f, 1.0f};
   for (const Param& p : params_) {
+    if (p.frozen) continue;
     const MNT_Tensor g = p.Tensor(p.grads, gradient_dtype_);
     const MNT_Tensor mg = p.Tensor(p.master_grads, MNT_DTYPE_F32);
     const sdk::Status s = micro == 0 ? client_.Run(MNT_OP_CAST, {g}, {mg})

@@ -31,6 +31,10 @@ struct Param {
   MNT_ParamInit init = MNT_PARAM_INIT_ZEROS;
   float init_scale = 0;
   bool weight_decay = false;
+  // --freeze: no gradient, master, master gradient or optimizer state (their
+  // views stay empty: the model gets a gradient with NULL data, ABI 1.13),
+  // and the working weights keep their values.
+  bool frozen = false;
   // Views into the store's flat buffers (ParameterStore). Under ZeRO-1 the
   // master and the optimizer state are sharded and these two stay empty:
   // the store's pieces (PieceMaster, PieceState) are this rank's parts.
@@ -60,7 +64,7 @@ class ParameterStore : public GradientBuffers {
   static absl::StatusOr<std::unique_ptr<ParameterStore>> Create(
       const sdk::ModelClient& model, const sdk::BackendClient& client,
       const MNT_Precision_GetPolicy_Args& policy, int optimizer_state_slots,
-      uint64_t seed, ParamShard shard = {});
+      uint64_t seed, ParamShard shard = {}, const std::vector<bool>& frozen = {});
 
   // ZeRO-1: masters, optimizer state and the averaged gradient are this
   // rank's share only; the working weights of the other shares are what
@@ -101,6 +105,8 @@ class ParameterStore : public GradientBuffers {
   // The dtype of the working weights the model reads.
   MNT_DType weight_dtype() const { return weight_dtype_; }
   int64_t num_parameters() const { return num_parameters_; }
+  // The elements of the parameters that are not frozen.
+  int64_t num_trainable() const { return num_trainable_; }
   std::vector<Param>& params() { return params_; }
   const std::vector<Param>& params() const { return params_; }
 
@@ -150,6 +156,14 @@ class ParameterStore : public GradientBuffers {
   absl::Status AllocateFlat(int optimizer_state_slots);
   // Writes the initial fp32 values and zeroes the optimizer state.
   absl::Status Initialise(uint64_t seed);
+ public:
+  // A frozen parameter's working weights from fp32 values (rounded to
+  // nearest even on the host when they are 16-bit): initialisation and
+  // restore, which have no master to round from.
+  absl::Status WriteFrozenWeights(const Param& p, const float* values);
+  // And back, as fp32 (exact: every 16-bit value is one), for checkpoints.
+  absl::Status ReadFrozenWeights(const Param& p, float* values) const;
+ private:
   // A 1-D range of a flat buffer of `dtype`.
   static MNT_Tensor Range(const sdk::DeviceBuffer& flat, MNT_DType dtype, int64_t at, int64_t n);
 
@@ -158,7 +172,11 @@ class ParameterStore : public GradientBuffers {
   bool mixed_;
   ParamShard shard_;
   std::vector<Param> params_;
-  int64_t num_parameters_ = 0;
+  int64_t num_parameters_ = 0, num_trainable_ = 0;
+  // The working weights' offsets: layout_'s, unless parameters are frozen
+  // (then layout_ gives them no elements, and these do).
+  std::vector<int64_t> weight_offsets_;
+  int64_t weight_elements_ = 0;
   ShardLayout layout_;  // the flat layout (offsets) and the ranks' shares
   std::vector<ParamPiece> share_;  // this rank's share (world > 1)
   std::vector<ParamPiece> steps_;

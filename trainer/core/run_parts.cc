@@ -4,9 +4,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "plugins/sdk/absl/status.h"
 #include "plugins/sdk/tensor.h"
 #include "trainer/core/fault_observer.h"
 #include "trainer/core/fp8_observer.h"
+#include "trainer/core/freeze_patterns.h"
 #include "trainer/core/loss_scale_config.h"
 #include "trainer/core/loss_scaling_choice.h"
 #include "trainer/core/tracer_observer.h"
@@ -14,6 +18,27 @@
 
 namespace mnt::trainer {
 namespace {
+
+// --freeze: which of the model's parameters are frozen, for a model that
+// takes a frozen parameter's missing gradient (ABI 1.13).
+absl::StatusOr<std::vector<bool>> FrozenParams(const sdk::ModelClient& model,
+                                               const mantissa::TrainConfig& config) {
+  if (config.freeze().empty()) return std::vector<bool>{};
+  if (!model.TakesFrozenParams()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--freeze: model '", config.model(), "' does not take frozen parameters (ABI 1.13's "
+        "MODEL_FROZEN_PARAMS; a model on the SDK's model layer gets it by rebuilding)"));
+  }
+  int64_t count = 0;
+  if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < count; ++i) {
+    sdk::ParamSpec spec;
+    if (auto s = sdk::ToAbsl(model.GetParamSpec(i, &spec)); !s.ok()) return s;
+    names.push_back(spec.name != nullptr ? spec.name : absl::StrCat("param", i));
+  }
+  return MatchFrozen(names, config.freeze());
+}
 
 // A line said once before the first step, and nothing else.
 class Note : public StepObserver {
@@ -25,10 +50,28 @@ class Note : public StepObserver {
   std::string line_;
 };
 
+// With --lora or --freeze: how many parameters train (PEFT's
+// print_trainable_parameters).
+std::string TrainableNote(const mantissa::TrainConfig& config, const ParameterStore& params) {
+  int64_t total = 0, trainable = 0;
+  for (const Param& p : params.params()) {
+    total += p.numel;
+    if (!p.frozen) trainable += p.numel;
+  }
+  return absl::StrCat(
+      config.lora().empty() ? "" : absl::StrCat("LoRA ", config.lora(), ": "),
+      "trainable parameters ", trainable, " of ", total, " (",
+      absl::StrFormat("%.2f", total > 0 ? 100.0 * trainable / total : 0.0), "%); the other ",
+      total - trainable, " are frozen (--freeze=", config.freeze(), ")");
+}
+
 // The per-step features the run asks for (step_observer.h).
 void AddObservers(const mantissa::TrainConfig& config, HostComm* ranks, RunParts* out) {
   RunParts& p = *out;
   if (!p.plugins->fp8_note.empty()) p.observers.Add(std::make_unique<Note>(p.plugins->fp8_note));
+  if (!config.lora().empty() || !config.freeze().empty()) {
+    p.observers.Add(std::make_unique<Note>(TrainableNote(config, *p.params)));
+  }
   if (p.fp8 != nullptr) {
     p.observers.Add(std::make_unique<Fp8Observer>(
         p.fp8.get(), &p.plugins->model, config.log_every(), config.steps(),
@@ -157,8 +200,11 @@ absl::Status AssembleRun(const mantissa::TrainConfig& config, PluginRegistry* re
       LossScalingActive(config.loss_scale(), p.plugins->policy.loss_scaling);
 
   const GradientSync::Setup sync{&config, ranks, &client, p.plugins->device_name};
+  auto frozen = FrozenParams(p.plugins->model, config);
+  if (!frozen.ok()) return frozen.status();
   auto params = ParameterStore::Create(p.plugins->model, client, p.plugins->policy,
-                                       state_slots, config.seed(), GradientSync::ShardOf(sync));
+                                       state_slots, config.seed(), GradientSync::ShardOf(sync),
+                                       *frozen);
   if (!params.ok()) return params.status();
   p.params = std::move(*params);
   auto synced = GradientSync::Create(sync, p.params.get(), &p.plugins->model);

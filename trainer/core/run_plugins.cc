@@ -192,6 +192,11 @@ absl::StatusOr<std::unique_ptr<RunPlugins>> RunPlugins::Create(
   MNT_LossScalerState state;  // a scaler whose state cannot be read is refused now
   if (sdk::Status s = p->scaler.GetState(&state); !s.ok()) return sdk::ToAbsl(s);
 
+  if (!config.lora().empty() && !sdk::HasCapability((*model)->api, MNT_CAPABILITY_MODEL_LORA)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--lora: model '", config.model(), "' does not take LoRA adapters (ABI 1.13's "
+        "MODEL_LORA; a model on the SDK's model layer gets it by rebuilding)"));
+  }
   sdk::ModelSetup setup;
   setup.options = config.model_options();
   if (fp8_gemms) {

@@ -338,7 +338,10 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
   for (size_t i = 0; i < params.params().size(); ++i) {
     const Param& p = params.params()[i];
     // The fp32 master is the truth; working 16-bit weights derive from it.
+    // A frozen parameter has neither master nor optimizer state: its
+    // working weights are saved as fp32 (exact), and no state.
     for (const SavedKind& kind : kinds) {
+      if (p.frozen && kind.state >= 0) continue;
       TensorData* t = ckpt.add_tensors();
       tensors[i].push_back(t);
       t->set_name(kind.prefix + p.name);
@@ -347,6 +350,12 @@ absl::StatusOr<CheckpointData> TrainingCheckpoint::Capture(int64_t step) {
       std::string* bytes = t->mutable_data();
       bytes->resize(static_cast<size_t>(p.numel) * sizeof(float));
       if (Sharded(params, kind)) continue;  // the ranks' pieces, below
+      if (p.frozen) {
+        std::vector<float> values(static_cast<size_t>(p.numel));
+        if (auto s = params.ReadFrozenWeights(p, values.data()); !s.ok()) return s;
+        std::memcpy(bytes->data(), values.data(), bytes->size());
+        continue;
+      }
       if (auto s = sdk::ToAbsl(p_.client->ToHost(bytes->data(), WholeBuffer(params, p, kind).data(),
                                                   bytes->size()));
           !s.ok())
@@ -426,6 +435,7 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   for (size_t i = 0; i < params.params().size(); ++i) {
     const Param& p = params.params()[i];
     for (const SavedKind& kind : kinds) {
+      if (p.frozen && kind.state >= 0) continue;  // a frozen parameter has no state
       const std::string name = kind.prefix + p.name;
       const TensorData* t = nullptr;
       for (const TensorData& c : ckpt.tensors()) {
@@ -525,6 +535,10 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   for (const ParamPiece& piece : params.steps()) pieces[piece.param].push_back(&piece);
   for (const Found& f : found) {
     const std::string& bytes = f.t->data();
+    if (params.params()[f.param].frozen) {
+      // Restored after the masters' rounding below, which skips it anyway.
+      continue;
+    }
     if (!Sharded(params, *f.kind)) {
       const sdk::DeviceBuffer& whole = WholeBuffer(params, params.params()[f.param], *f.kind);
       if (auto s = sdk::ToAbsl(p_.client->ToDevice(whole.data(), bytes.data(), bytes.size()));
@@ -543,6 +557,13 @@ absl::Status TrainingCheckpoint::Restore(const std::string& path, int64_t* step)
   }
   if (auto s = RestoreOwnState(p_, own_state); !s.ok()) return s;
   if (auto s = p_.params->SyncWorkingWeights(); !s.ok()) return s;
+  for (const Found& f : found) {
+    const Param& p = params.params()[f.param];
+    if (!p.frozen) continue;
+    std::vector<float> values(static_cast<size_t>(p.numel));
+    std::memcpy(values.data(), f.t->data().data(), values.size() * sizeof(float));
+    if (auto s = p_.params->WriteFrozenWeights(p, values.data()); !s.ok()) return s;
+  }
   for (const auto& [p, t] : working) {
     const std::string& bytes = t->data();
     if (auto s = sdk::ToAbsl(p_.client->ToDevice(p->weights.data(), bytes.data(), bytes.size()));

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "plugins/sdk/absl/status.h"
@@ -15,6 +16,7 @@
 #include "trainer/dryrun/counting_backend.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/optimizer.h"
+#include "trainer/core/freeze_patterns.h"
 #include "trainer/core/parameters.h"
 #include "trainer/parallel/shard_layout.h"
 #include "trainer/core/run_plugins.h"
@@ -42,7 +44,8 @@ absl::Status Prefixed(const absl::Status& s, const std::string& prefix) {
 absl::Status RunTrainingPass(const sdk::BackendClient& client, sdk::ModelClient& model,
                              const std::vector<std::vector<int64_t>>& param_dims,
                              const MNT_ModelPrecision& precision, const MNT_DataSpec& d,
-                             int64_t batch, int64_t fp8_slots, bool* forward_only) {
+                             int64_t batch, int64_t fp8_slots, const std::vector<bool>& frozen,
+                             bool* forward_only) {
   std::vector<sdk::DeviceBuffer> buffers;
   buffers.reserve(2 * param_dims.size() + 6);
   auto make = [&](MNT_DType dtype, const std::vector<int64_t>& dims,
@@ -62,6 +65,7 @@ absl::Status RunTrainingPass(const sdk::BackendClient& client, sdk::ModelClient&
   for (size_t i = 0; i < param_dims.size(); ++i) {
     if (auto s = make(precision.weight_dtype, param_dims[i], &weights[i]); !s.ok()) return s;
     if (auto s = make(precision.gradient_dtype, param_dims[i], &grads[i]); !s.ok()) return s;
+    if (i < frozen.size() && frozen[i]) grads[i].data = nullptr;  // as the trainer hands it
   }
   std::vector<int64_t> input_dims{batch};
   for (int i = 0; i < d.input_rank && i < MNT_MAX_RANK - 1; ++i) {
@@ -78,7 +82,7 @@ absl::Status RunTrainingPass(const sdk::BackendClient& client, sdk::ModelClient&
            {MNT_DTYPE_F32, {sdk::kFp8Roles, fp8_slots}, &amax}}) {
     if (auto s = make(dtype, dims, out); !s.ok()) return s;
   }
-  model.UseFp8Tensors({&scales, &scale_invs, &amax});
+  if (fp8_slots > 0) model.UseFp8Tensors({&scales, &scale_invs, &amax});
   *forward_only = false;
   absl::Status s = sdk::ToAbsl(model.Forward(weights, inputs, targets, /*training=*/true, loss));
   if (s.ok()) {
@@ -89,7 +93,7 @@ absl::Status RunTrainingPass(const sdk::BackendClient& client, sdk::ModelClient&
     s = absl::OkStatus();
   }
   model.UseFp8Tensors({});
-  if (!s.ok()) return Prefixed(s, "a training pass on the counting backend (FP8 scratch): ");
+  if (!s.ok()) return Prefixed(s, "a training pass on the counting backend: ");
   return absl::OkStatus();
 }
 
@@ -208,6 +212,12 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
                                                    &counting));
       !s.ok())
     return s;
+  // --lora reaches the model as its lora_* options (trainer/core/lora_flag.h).
+  if (absl::StrContains(absl::StrCat(",", setup_.model_options), ",lora_r=") &&
+      !sdk::HasCapability(model_plugin_, MNT_CAPABILITY_MODEL_LORA)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--lora: model '", setup_.model, "' does not take LoRA adapters (ABI 1.13's MODEL_LORA)"));
+  }
   sdk::ModelSetup model_setup;
   model_setup.options = setup_.model_options;
   model_setup.backend = &counting->client();
@@ -236,6 +246,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
   std::vector<int64_t> numels;
   std::vector<std::vector<int64_t>> param_dims;
+  std::vector<std::string> names;
   for (int64_t i = 0; i < count; ++i) {
     sdk::ParamSpec spec;
     if (auto s = sdk::ToAbsl(model.GetParamSpec(i, &spec)); !s.ok()) return s;
@@ -249,7 +260,30 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     }
     numels.push_back(numel);
     param_dims.push_back(spec.dims);
+    names.push_back(spec.name != nullptr ? spec.name : absl::StrCat("param", i));
     est.num_parameters += numel;
+  }
+  // --freeze: frozen parameters take no element of the trainable kinds'
+  // layout; the working weights keep theirs (ParameterStore::AllocateFlat).
+  std::vector<bool> frozen(numels.size(), false);
+  if (!setup_.freeze.empty()) {
+    if (!model.TakesFrozenParams()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--freeze: model '", setup_.model, "' does not take frozen parameters (ABI 1.13)"));
+    }
+    auto matched = trainer::MatchFrozen(names, setup_.freeze);
+    if (!matched.ok()) return matched.status();
+    frozen = *matched;
+  }
+  std::vector<int64_t> trainable = numels;
+  int64_t stepped_tensors = 0;
+  for (size_t i = 0; i < numels.size(); ++i) {
+    if (frozen[i]) {
+      trainable[i] = 0;
+      est.num_frozen += numels[i];
+    } else {
+      ++stepped_tensors;
+    }
   }
   // The trainer's flat layout: padded to the ranks' shares when data
   // parallel, sharded under ZeRO-1 (ParameterStore::AllocateFlat).
@@ -263,10 +297,13 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   // As GradientSync::ShardOf: one rank keeps the default alignment.
   if (setup_.ranks > 1) shard.alignment = trainer::ShardAlignmentFor(setup_.optimizer);
   const trainer::ShardLayout layout =
-      trainer::MakeShardLayout(numels, shard, std::max<int64_t>(exchanged_bytes, 1));
+      trainer::MakeShardLayout(trainable, shard, std::max<int64_t>(exchanged_bytes, 1));
   const int64_t flat = layout.total();
   const int64_t sharded = zero1 ? layout.share() : flat;
-  est.weights = flat * plan.bytes_weights;
+  est.weights = (est.num_frozen > 0
+                     ? trainer::FlatOffsets(numels, trainer::kFlatAlignmentElements).back()
+                     : flat) *
+                plan.bytes_weights;
   est.master_weights = sharded * plan.bytes_master_weights;
   est.gradients = flat * plan.bytes_gradients + (zero1 ? layout.share() * exchanged_bytes : 0);
   est.master_gradients = flat * plan.bytes_master_gradients;
@@ -295,7 +332,8 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   }
   // AdamW on the device path keeps one I32 step counter per tensor it
   // steps (ZeRO-1: per piece of rank 0's share).
-  const int64_t stepped = zero1 ? static_cast<int64_t>(layout.PiecesOf(0).size()) : count;
+  const int64_t stepped =
+      zero1 ? static_cast<int64_t>(layout.PiecesOf(0).size()) : stepped_tensors;
   if (setup_.optimizer != "sgd") est.optimizer_state += 4 * stepped;
 
   // What the model allocated, by the category it named.
@@ -321,7 +359,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     // The model's FP8 operand scratch and kept inputs, grown by its first
     // passes.
     if (auto s = RunTrainingPass(counting->client(), model, param_dims, model_setup.precision,
-                                 setup_.data_spec, batch_size, est.fp8_slots,
+                                 setup_.data_spec, batch_size, est.fp8_slots, frozen,
                                  &est.fp8_forward_only);
         !s.ok()) {
       return Prefixed(s, absl::StrCat("model '", setup_.model, "': "));
@@ -333,6 +371,19 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     const int64_t activations = counting->peak(MNT_MEMORY_ACTIVATIONS);
     est.fp8_kept_inputs = activations - created[MNT_MEMORY_ACTIVATIONS];
     created[MNT_MEMORY_ACTIVATIONS] = activations;
+  }
+
+  if (!est.fp8 && est.num_frozen > 0) {
+    // The facade's gradient sink for frozen norm parameters, grown by the
+    // first backward (plugins/sdk/model/ops.h).
+    bool forward_only = false;
+    if (auto s = RunTrainingPass(counting->client(), model, param_dims, model_setup.precision,
+                                 setup_.data_spec, batch_size, 0, frozen, &forward_only);
+        !s.ok()) {
+      return Prefixed(s, absl::StrCat("model '", setup_.model, "': "));
+    }
+    created[MNT_MEMORY_WORKSPACE] = counting->peak(MNT_MEMORY_WORKSPACE);
+    created[MNT_MEMORY_ACTIVATIONS] = counting->peak(MNT_MEMORY_ACTIVATIONS);
   }
 
   int64_t* const by_category[MNT_MEMORY_CATEGORY_COUNT] = {
@@ -401,6 +452,12 @@ int64_t MemoryEstimator::device_memory_bytes() const {
   MNT_Backend_GetInfo_Args info;
   if (!backend_->GetInfo(&info).ok()) return 0;
   return info.total_memory_bytes;
+}
+
+bool MemoryEstimator::host_addressable() const {
+  MNT_Backend_GetInfo_Args info;
+  if (!backend_->GetInfo(&info).ok()) return false;
+  return info.host_addressable != 0;
 }
 
 }  // namespace mnt::memory

@@ -69,12 +69,17 @@ struct EstimateSetup {
   int ranks = 1;
   int zero_stage = 0;
   double bucket_mb = 25;
+  // --freeze: globs over parameter names that train no further (no
+  // gradient, master, master gradient or optimizer state; the model's
+  // backward skips their weight gradients).
+  std::string freeze;
 };
 
 struct MemoryEstimate {
   std::string precision;
   int64_t batch_size = 0;
   int64_t num_parameters = 0;
+  int64_t num_frozen = 0;  // of num_parameters, --freeze's
   bool mixed = false;  // a separate fp32 master copy (bf16, fp16, fp8)
   int64_t weights = 0, master_weights = 0, gradients = 0, master_gradients = 0,
           optimizer_state = 0, activations = 0, workspace = 0, data = 0;
@@ -124,6 +129,8 @@ class MemoryEstimator {
   // The backend's device memory (Backend_GetInfo's total), 0 when it does
   // not say.
   int64_t device_memory_bytes() const;
+  // Whether the backend's device memory is the host's (the CPU backend).
+  bool host_addressable() const;
 
  private:
   MemoryEstimator(EstimateSetup setup, trainer::PluginRegistry* registry)

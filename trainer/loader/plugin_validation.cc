@@ -46,8 +46,9 @@ constexpr const char* kAbiVersion =
 // optimizer params structs and a capability (no API table changed); 1.12
 // appended the optional optimizer ops ADAMW8BIT_STEP and ADAFACTOR_STEP,
 // MNT_AdafactorParams and a model's data extension on the chain (no API
-// table changed).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 12,
+// table changed); 1.13 two capabilities, MODEL_FROZEN_PARAMS and
+// MODEL_LORA (no struct changed).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 13,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

@@ -24,14 +24,18 @@
 #ifndef MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
 #define MANTISSA_PLUGINS_SDK_MODEL_MODEL_API_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plugins/abi/mantissa.h"
 #include "plugins/sdk/args.h"
 #include "plugins/sdk/export.h"
 #include "plugins/sdk/model/create_args.h"
+#include "plugins/sdk/model/lora.h"
 #include "plugins/sdk/model/model_io.h"
 #include "plugins/sdk/status.h"
 
@@ -46,6 +50,8 @@ namespace mnt::models {
 template <typename Network>
 struct NetworkModel : MNT_Model {
   std::unique_ptr<Network> net;
+  // With LoRA adapters: the network's parameters, then the adapters'.
+  std::vector<ParamSpec> specs_with_adapters;
 };
 
 template <typename Network, const char* kName>
@@ -62,13 +68,17 @@ class ModelApi {
   // here in Backward (ABI 1.6's loss_multiplier_device), FP8 GEMMs (1.10:
   // every Linear of the facade) and the gradient hand-over (1.11: the
   // Network's Backward calls BackwardCall::Ready for each gradient region
-  // after its last write), then the kinds of data it takes (1.12, the
-  // Network's kDataKinds).
+  // after its last write), frozen parameters (1.13: a gradient with NULL
+  // data is skipped by every facade call that writes it), then the kinds of
+  // data it takes (1.12, the Network's kDataKinds), and LoRA adapters on its
+  // Linear layers (1.13, lora.h: the lora_* option keys).
   static MNT_Extension_Base* Extensions() {
     static MNT_ModelData_Extension data = sdk::MakeModelDataExtension(Network::kDataKinds);
     static constexpr int32_t kCapabilities[] = {MNT_CAPABILITY_MODEL_DEVICE_LOSS_MULTIPLIER,
                                                 MNT_CAPABILITY_MODEL_FP8_GEMMS,
-                                                MNT_CAPABILITY_MODEL_GRADIENT_READY};
+                                                MNT_CAPABILITY_MODEL_GRADIENT_READY,
+                                                MNT_CAPABILITY_MODEL_FROZEN_PARAMS,
+                                                MNT_CAPABILITY_MODEL_LORA};
     static MNT_Capabilities_Extension capabilities =
         sdk::MakeCapabilitiesExtension(kCapabilities, &data.header.base);
     return &capabilities.header.base;
@@ -108,6 +118,49 @@ class ModelApi {
 
   static std::string Call(const char* entry) { return std::string(kName) + " " + entry; }
 
+  // Ends a pass of the adapters (if any) when a call returns.
+  class LoraPass {
+   public:
+    explicit LoraPass(LoraAdapters* lora) : lora_(lora) {}
+    ~LoraPass() {
+      if (lora_ != nullptr) lora_->EndPass();
+    }
+    LoraPass(const LoraPass&) = delete;
+    LoraPass& operator=(const LoraPass&) = delete;
+
+   private:
+    LoraAdapters* lora_;
+  };
+
+  static const std::vector<ParamSpec>& SpecsOf(MNT_Model* model) {
+    const auto* m = static_cast<NetworkModel<Network>*>(model);
+    return m->specs_with_adapters.empty() ? m->net->param_specs() : m->specs_with_adapters;
+  }
+
+  // The network's parameters among a call's (the adapters follow them).
+  static size_t NetworkCount(const Network& net, size_t count) {
+    const LoraAdapters* lora = net.setup().ops.lora();
+    return lora == nullptr ? count : std::min(count, lora->num_base());
+  }
+
+  // LoRA (lora.h): adapters on the network's matrices that lora_targets
+  // names, after its own parameters; the Linear calls of the facade add them.
+  static Status AddLora(const LoraConfig& config, NetworkModel<Network>* model) {
+    const Network& net = *model->net;
+    if (net.setup().ops.fp8() != nullptr) {
+      return sdk::Unimplemented(sdk::Format(
+          "%s: LoRA adapters with FP8 GEMMs are not implemented; train the adapters in bf16",
+          kName));
+    }
+    std::unique_ptr<LoraAdapters> lora;
+    MNT_RETURN_IF_ERROR(
+        LoraAdapters::Create(kName, config, net.param_specs(), net.setup().client, &lora));
+    model->specs_with_adapters = net.param_specs();
+    for (const ParamSpec& spec : lora->specs()) model->specs_with_adapters.push_back(spec);
+    net.setup().ops.UseLora(std::move(lora));
+    return Status::Ok();
+  }
+
   static Status CheckModel(const std::string& call, MNT_Model* model) {
     if (NetworkOf(model) == nullptr) {
       return sdk::InvalidArgument(sdk::Format("%s: model is NULL", call.c_str()));
@@ -119,8 +172,16 @@ class ModelApi {
     const std::string call = Call("Model_Create");
     return sdk::Guard(call.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_Create_Args, args);
+      // The network parses its own options; the lora_* keys are this layer's.
+      LoraConfig lora;
+      std::string network_options;
+      MNT_RETURN_IF_ERROR(TakeLoraOptions(kName, args->options, &lora, &network_options));
+      MNT_Model_Create_Args network_args{};
+      std::memcpy(&network_args, args, std::min(args->struct_size, sizeof(network_args)));
+      network_args.options = network_options.c_str();
       auto model = std::make_unique<NetworkModel<Network>>();
-      MNT_RETURN_IF_ERROR(Network::Create(*args, &model->net));
+      MNT_RETURN_IF_ERROR(Network::Create(network_args, &model->net));
+      if (lora.enabled()) MNT_RETURN_IF_ERROR(AddLora(lora, model.get()));
       args->model = model.release();
       return Status::Ok();
     });
@@ -140,7 +201,7 @@ class ModelApi {
     return sdk::Guard(call.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_GetParamCount_Args, args);
       MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
-      args->num_params = static_cast<int64_t>(NetworkOf(args->model)->param_specs().size());
+      args->num_params = static_cast<int64_t>(SpecsOf(args->model).size());
       return Status::Ok();
     });
   }
@@ -150,7 +211,7 @@ class ModelApi {
     return sdk::Guard(call.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_GetParamSpec_Args, args);
       MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
-      const auto& specs = NetworkOf(args->model)->param_specs();
+      const auto& specs = SpecsOf(args->model);
       if (args->index < 0 || args->index >= static_cast<int64_t>(specs.size())) {
         return sdk::InvalidArgument(sdk::Format(
             "%s: index %lld is outside [0, %zu)", call.c_str(),
@@ -174,24 +235,32 @@ class ModelApi {
     return sdk::Guard(name.c_str(), [&]() -> Status {
       MNT_CHECK_ARGS(MNT_Model_Forward_Args, args);
       MNT_RETURN_IF_ERROR(CheckModel(name, args->model));
+      Network* net = NetworkOf(args->model);
+      LoraAdapters* lora = net->setup().ops.lora();
+      LoraPass lora_pass(lora);
+      if (lora != nullptr) {
+        MNT_RETURN_IF_ERROR(lora->BeginPass(std::string(kName) + " Forward", args->params,
+                                            args->num_params, nullptr, 0));
+      }
       ForwardCall call;
       call.params = args->params;
-      call.num_params = args->num_params;
+      call.num_params = NetworkCount(*net, args->num_params);
       call.inputs = args->inputs;
       call.targets = args->targets;
       call.training = args->training != 0;
       call.loss_out = args->loss_out;
       call.correct_out = args->correct_out;
-      Network* net = NetworkOf(args->model);
       Fp8Pass fp8(net->setup().ops.fp8());
       if (fp8.active()) {
         MNT_RETURN_IF_ERROR(fp8.Begin(
             std::string(kName) + " Forward",
             args->training != 0 ? Fp8Gemms::Pass::kTrainingForward : Fp8Gemms::Pass::kEvalForward,
-            args->params, args->num_params,
+            args->params, call.num_params,
             MNT_HAS_FIELD(args, MNT_Model_Forward_Args, fp8_amax) ? args : nullptr));
       }
-      return net->Forward(call);
+      MNT_RETURN_IF_ERROR(net->Forward(call));
+      if (lora != nullptr && call.training) return lora->CheckEveryTargetUsed(kName);
+      return Status::Ok();
     });
   }
 
@@ -204,11 +273,18 @@ class ModelApi {
                                                MNT_Model_Backward_Args_STRUCT_SIZE_1_5,
                                                args->struct_size));
       MNT_RETURN_IF_ERROR(CheckModel(name, args->model));
+      Network* net = NetworkOf(args->model);
+      LoraAdapters* lora = net->setup().ops.lora();
+      LoraPass lora_pass(lora);
+      if (lora != nullptr) {
+        MNT_RETURN_IF_ERROR(lora->BeginPass(std::string(kName) + " Backward", args->params,
+                                            args->num_params, args->grads, args->num_grads));
+      }
       BackwardCall call;
       call.params = args->params;
-      call.num_params = args->num_params;
+      call.num_params = NetworkCount(*net, args->num_params);
       call.grads = args->grads;
-      call.num_grads = args->num_grads;
+      call.num_grads = NetworkCount(*net, args->num_grads);
       call.loss_multiplier = args->loss_multiplier;
       call.accumulate = args->accumulate != 0;
       if (MNT_HAS_FIELD(args, MNT_Model_Backward_Args, loss_multiplier_device)) {
@@ -219,15 +295,22 @@ class ModelApi {
         call.gradient_ready = args->gradient_ready;
         call.gradient_ready_user_data = args->gradient_ready_user_data;
       }
-      Network* net = NetworkOf(args->model);
       Fp8Pass fp8(net->setup().ops.fp8());
       if (fp8.active()) {
         MNT_RETURN_IF_ERROR(fp8.Begin(
             std::string(kName) + " Backward", Fp8Gemms::Pass::kBackward, args->params,
-            args->num_params,
+            call.num_params,
             MNT_HAS_FIELD(args, MNT_Model_Backward_Args, fp8_amax) ? args : nullptr));
       }
-      return net->Backward(call);
+      MNT_RETURN_IF_ERROR(net->Backward(call));
+      // The adapters' gradients were last written by the network's last
+      // Linear backward through them: all are final now.
+      if (lora != nullptr) {
+        for (size_t i = lora->num_base(); i < static_cast<size_t>(args->num_grads); ++i) {
+          call.ReadyWhole(static_cast<int64_t>(i));
+        }
+      }
+      return Status::Ok();
     });
   }
 };

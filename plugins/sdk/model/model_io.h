@@ -52,7 +52,8 @@ struct BackwardCall {
   // Network's Backward calls it exactly once for every element of every
   // gradient, never before that region's last write.
   void Ready(int64_t param, int64_t first, int64_t count) const {
-    if (gradient_ready != nullptr && count > 0) {
+    // A frozen parameter (its gradient's data NULL, ABI 1.13) hands over nothing.
+    if (gradient_ready != nullptr && count > 0 && grads[param].data != nullptr) {
       gradient_ready(gradient_ready_user_data, param, first, count);
     }
   }
@@ -95,9 +96,11 @@ class ModelIo {
                             int64_t saved_batch) const;
 
  private:
+  // frozen_allowed: a tensor may have NULL data (a frozen parameter's
+  // gradient, ABI 1.13); its dtype and dims are still checked.
   sdk::Status CheckParams(const char* call, const char* what,
                           const MNT_Tensor* tensors, size_t count,
-                          MNT_DType dtype) const;
+                          MNT_DType dtype, bool frozen_allowed = false) const;
 
   std::string model_;
   std::vector<ParamSpec> specs_;
@@ -125,7 +128,7 @@ inline ModelIo::ModelIo(std::string model, std::vector<ParamSpec> specs, Example
 
 inline sdk::Status ModelIo::CheckParams(const char* call, const char* what,
                                         const MNT_Tensor* tensors, size_t count,
-                                        MNT_DType dtype) const {
+                                        MNT_DType dtype, bool frozen_allowed) const {
   const std::string context = model_ + " " + call;
   if (count != specs_.size()) {
     return sdk::InvalidArgument(sdk::Format("%s: got %zu %s, expected %zu",
@@ -136,10 +139,13 @@ inline sdk::Status ModelIo::CheckParams(const char* call, const char* what,
     return sdk::InvalidArgument(context + ": " + what + " is NULL");
   }
   for (size_t i = 0; i < count; ++i) {
+    MNT_Tensor checked = tensors[i];
+    // The shape check wants memory; a frozen gradient has none by design.
+    if (frozen_allowed && checked.data == nullptr) checked.data = &checked;
     MNT_RETURN_IF_ERROR(CheckTensor(
         context,
         std::string(what) + "[" + std::to_string(i) + "] " + specs_[i].name,
-        &tensors[i], dtype, specs_[i].dims));
+        &checked, dtype, specs_[i].dims));
   }
   return sdk::Status::Ok();
 }
@@ -199,7 +205,7 @@ inline sdk::Status ModelIo::CheckBackward(const BackwardCall& call, int64_t save
   MNT_RETURN_IF_ERROR(CheckParams("Backward", "params", call.params,
                                   call.num_params, weight_dtype_));
   MNT_RETURN_IF_ERROR(CheckParams("Backward", "grads", call.grads,
-                                  call.num_grads, gradient_dtype_));
+                                  call.num_grads, gradient_dtype_, /*frozen_allowed=*/true));
   if (const MNT_Tensor* d = call.loss_multiplier_device; d != nullptr) {
     if (d->dtype != MNT_DTYPE_F32 || d->rank != 1 || d->dims[0] != 1 || d->data == nullptr) {
       return sdk::InvalidArgument(sdk::Format(

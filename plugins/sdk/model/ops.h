@@ -26,6 +26,7 @@
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/capabilities.h"
 #include "plugins/sdk/model/fp8_gemms.h"
+#include "plugins/sdk/model/lora.h"
 #include "plugins/sdk/model/views.h"
 #include "plugins/sdk/status.h"
 #include "plugins/sdk/tensor.h"
@@ -38,12 +39,6 @@ using OptionalTensor = std::optional<MNT_Tensor>;
 inline OptionalTensor Optional(const MNT_Tensor* t) {
   return t == nullptr ? std::nullopt : OptionalTensor(*t);
 }
-
-// How a Linear layer stores its weight.
-enum class WeightLayout {
-  kOutIn,  // W [out, in], y = x·Wᵀ + b (PyTorch's nn.Linear, GPT-2)
-  kInOut,  // W [in, out], y = x·W + b (no transposes in the forward GEMM)
-};
 
 // PyTorch's nn.LayerNorm default.
 inline constexpr float kLayerNormEpsilon = 1e-5f;
@@ -136,6 +131,14 @@ class Ops {
   // GEMMs read: its buffer may be reused once the forward GEMM has read it.
   bool KeepsGemmInputs() const { return fp8_ != nullptr; }
 
+  // Adds LoRA adapters (lora.h) to every Linear call whose weight has one,
+  // from then on, for this Ops and every copy of it (the model layer's
+  // ModelApi enables them after the network is created, which is why this
+  // is const: the adapters live in state the copies share).
+  void UseLora(std::unique_ptr<LoraAdapters> lora) const { *lora_ = std::move(lora); }
+  // NULL unless UseLora was given adapters.
+  LoraAdapters* lora() const { return lora_->get(); }
+
   // The backend's answer for an op asked about in Create or AskOptional;
   // false otherwise (and for the fused GEMMs once FP8 is on).
   bool Supports(MNT_Op op) const;
@@ -150,18 +153,23 @@ class Ops {
   sdk::Status Copy(const MNT_Tensor& from, const MNT_Tensor& to) const;
 
   // --- Dense layers. ---
-  // y = x·Wᵀ + b or x·W + b (one GEMM; b optional).
+  // y = x·Wᵀ + b or x·W + b (one GEMM; b optional); a weight with a LoRA
+  // adapter then adds s·(x·Aᵀ)·Bᵀ (two GEMMs, x·Aᵀ kept for the backward).
   sdk::Status Linear(const MNT_Tensor& x, const MNT_Tensor& w,
                      const OptionalTensor& b, const MNT_Tensor& y,
                      WeightLayout layout) const;
   // y = gelu_tanh(pre), pre = x·Wᵀ + b (or x·W + b), both kept for the
-  // backward: GEMM_BIAS_GELU when supported, else Linear then ACTIVATION.
+  // backward: GEMM_BIAS_GELU when supported (and the weight has no LoRA
+  // adapter), else Linear then ACTIVATION.
   sdk::Status LinearGelu(const MNT_Tensor& x, const MNT_Tensor& w,
                          const MNT_Tensor& b, const MNT_Tensor& pre,
                          const MNT_Tensor& y, WeightLayout layout) const;
   // Gradients of Linear from dy, in this order: dW (GEMM), db (BIAS_GRAD)
   // when given, dx (GEMM, overwritten) when given. dW and db are added to
-  // when `accumulate`. With an [out, in] weight and db, dW and db come from
+  // when `accumulate`. A weight with a LoRA adapter then adds the adapter's:
+  // dB (+)= s·dyᵀ·H (H = x·Aᵀ kept from the forward), dH = s·dy·B,
+  // dA (+)= dHᵀ·x and dx += dH·A (four GEMMs). A frozen weight or bias (its gradient's data NULL,
+  // ABI 1.13) has no GEMM or BIAS_GRAD issued for it; dx still is. With an [out, in] weight and db, dW and db come from
   // one GEMM_BIAS_GRAD where supported.
   sdk::Status LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
                              const MNT_Tensor& dy, const MNT_Tensor& dw,
@@ -172,7 +180,8 @@ class Ops {
   // taken through the GELU: dpre = gelu'(pre) * (dy·W) (dy·Wᵀ for [in, out]
   // weights), overwritten, and its bias gradient db (+)= the column sums of
   // dpre. GEMM_DGELU when supported, else GEMM, ACTIVATION_BACKWARD,
-  // BIAS_GRAD.
+  // BIAS_GRAD; with a LoRA adapter on W the unfused path, dpre taking the
+  // adapter's input gradient (s·dy·B)·A before the GELU's.
   sdk::Status LinearBackwardThroughGelu(const MNT_Tensor& dy,
                                         const MNT_Tensor& w,
                                         const MNT_Tensor& pre,
@@ -311,6 +320,25 @@ class Ops {
   sdk::Status Gemm(const MNT_Tensor& a, const MNT_Tensor& b,
                    const OptionalTensor& bias, const MNT_Tensor& c,
                    bool trans_a, bool trans_b, bool accumulate) const;
+  // c = alpha·op(a)·op(b) + beta·c (LoRA's scaled products).
+  sdk::Status ScaledGemm(const MNT_Tensor& a, const MNT_Tensor& b, const MNT_Tensor& c,
+                         bool trans_a, bool trans_b, float alpha, float beta) const;
+  // The adapter of `w` for a call in `layout`, nullopt without one; a layout
+  // other than the weight's spec declares is an error.
+  sdk::Status FindAdapter(const MNT_Tensor& w, WeightLayout layout,
+                          std::optional<LoraAdapter>* out) const;
+  // y += s·(x·Aᵀ)·Bᵀ, keeping x·Aᵀ.
+  sdk::Status LoraForward(const LoraAdapter& adapter, const MNT_Tensor& x,
+                          const MNT_Tensor& y) const;
+  // dB, dA (each when its data is not NULL; added to when `accumulate`) and
+  // dx += dH·A when given.
+  sdk::Status LoraBackward(const LoraAdapter& adapter, const MNT_Tensor& x, const MNT_Tensor& dy,
+                           const OptionalTensor& dx, bool accumulate) const;
+  // LinearBackward without the adapter.
+  sdk::Status BaseLinearBackward(const MNT_Tensor& x, const MNT_Tensor& w, const MNT_Tensor& dy,
+                                 const MNT_Tensor& dw, const OptionalTensor& db,
+                                 const OptionalTensor& dx, bool accumulate,
+                                 WeightLayout layout) const;
   // A GEMM of the Linear layer whose weight is `w`: in FP8 when the pass
   // has FP8 GEMMs and `w` owns a scaling slot, else Gemm in the precision's
   // compute mode.
@@ -321,10 +349,21 @@ class Ops {
                                         bool accumulate_bias_grad) const;
   MNT_Conv2dParams ConvParams(const Conv2dSpec& spec, bool accumulate) const;
 
+  // Frozen parameters (ABI 1.13, MNT_CAPABILITY_MODEL_FROZEN_PARAMS): a
+  // gradient tensor with data NULL wants nothing written. Ops whose
+  // backend op writes a parameter's gradient together with the input
+  // gradient (layer norm, batch norm) write it into this scratch instead,
+  // grown to the largest such gradient (a norm's [C]: bytes, not a weight
+  // matrix); shared by copies of this Ops.
+  MNT_Tensor GradientSink(const MNT_Tensor& grad) const;
+
   sdk::BackendClient client_;
+  std::shared_ptr<sdk::DeviceBuffer> gradient_sink_ = std::make_shared<sdk::DeviceBuffer>();
   MNT_ComputeMode matmul_compute_ = MNT_COMPUTE_F32;
   std::vector<bool> supported_;  // indexed by MNT_Op
   std::shared_ptr<Fp8Gemms> fp8_;
+  std::shared_ptr<std::unique_ptr<LoraAdapters>> lora_ =
+      std::make_shared<std::unique_ptr<LoraAdapters>>();
 };
 
 // Implementation (header-only: the SDK ships no library).
@@ -509,8 +548,72 @@ inline sdk::Status Ops::LayerGemm(const MNT_Tensor& w, const Fp8Operand& a, cons
 
 inline sdk::Status Ops::Linear(const MNT_Tensor& x, const MNT_Tensor& w, const OptionalTensor& b,
                                const MNT_Tensor& y, WeightLayout layout) const {
-  return LayerGemm(w, {x, sdk::kFp8Input, true}, {w, sdk::kFp8Weight, true}, b, y, false,
-                   layout == WeightLayout::kOutIn, false);
+  std::optional<LoraAdapter> adapter;
+  MNT_RETURN_IF_ERROR(FindAdapter(w, layout, &adapter));
+  MNT_RETURN_IF_ERROR(LayerGemm(w, {x, sdk::kFp8Input, true}, {w, sdk::kFp8Weight, true}, b, y,
+                                false, layout == WeightLayout::kOutIn, false));
+  if (!adapter) return sdk::Status::Ok();
+  return LoraForward(*adapter, x, y);
+}
+
+inline sdk::Status Ops::ScaledGemm(const MNT_Tensor& a, const MNT_Tensor& b, const MNT_Tensor& c,
+                                   bool trans_a, bool trans_b, float alpha, float beta) const {
+  MNT_GemmParams p{};
+  p.struct_size = MNT_GemmParams_STRUCT_SIZE;
+  p.trans_a = trans_a ? 1 : 0;
+  p.trans_b = trans_b ? 1 : 0;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.compute = matmul_compute_;
+  return Run(MNT_OP_GEMM, {a, b}, {c}, &p);
+}
+
+inline sdk::Status Ops::FindAdapter(const MNT_Tensor& w, WeightLayout layout,
+                                    std::optional<LoraAdapter>* out) const {
+  *out = std::nullopt;
+  if (lora() == nullptr) return sdk::Status::Ok();
+  *out = lora()->Find(w);
+  if (*out && (*out)->layout != layout) {
+    return sdk::InvalidArgument(sdk::Format(
+        "LoRA: a Linear call multiplies %s as %s, but its parameter spec declares %s "
+        "(ParamSpec::layout)",
+        sdk::Describe(w).c_str(), layout == WeightLayout::kOutIn ? "[out, in]" : "[in, out]",
+        layout == WeightLayout::kOutIn ? "[in, out]" : "[out, in]"));
+  }
+  return sdk::Status::Ok();
+}
+
+inline sdk::Status Ops::LoraForward(const LoraAdapter& adapter, const MNT_Tensor& x,
+                                    const MNT_Tensor& y) const {
+  MNT_Tensor hidden{};
+  MNT_RETURN_IF_ERROR(lora()->Hidden(adapter.slot, x.dims[0], x.dtype, &hidden));
+  MNT_RETURN_IF_ERROR(ScaledGemm(x, adapter.a, hidden, false, true, 1.0f, 0.0f));
+  return ScaledGemm(hidden, adapter.b, y, false, true, lora()->config().scale(), 1.0f);
+}
+
+inline sdk::Status Ops::LoraBackward(const LoraAdapter& adapter, const MNT_Tensor& x,
+                                     const MNT_Tensor& dy, const OptionalTensor& dx,
+                                     bool accumulate) const {
+  const float s = lora()->config().scale();
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const int64_t rows = x.dims[0];
+  MNT_Tensor hidden{};
+  MNT_RETURN_IF_ERROR(lora()->Hidden(adapter.slot, rows, x.dtype, &hidden));
+  // dB [out, r] (+)= s·dyᵀ·H.
+  if (adapter.db.data != nullptr) {
+    MNT_RETURN_IF_ERROR(ScaledGemm(dy, hidden, adapter.db, true, false, s, beta));
+  }
+  if (adapter.da.data == nullptr && !dx) return sdk::Status::Ok();
+  // dH [rows, r] = s·dy·B.
+  MNT_Tensor dhidden{};
+  MNT_RETURN_IF_ERROR(lora()->HiddenGrad(rows, dy.dtype, &dhidden));
+  MNT_RETURN_IF_ERROR(ScaledGemm(dy, adapter.b, dhidden, false, false, s, 0.0f));
+  // dA [r, in] (+)= dHᵀ·x.
+  if (adapter.da.data != nullptr) {
+    MNT_RETURN_IF_ERROR(ScaledGemm(dhidden, x, adapter.da, true, false, 1.0f, beta));
+  }
+  if (!dx) return sdk::Status::Ok();
+  return ScaledGemm(dhidden, adapter.a, *dx, false, false, 1.0f, 1.0f);
 }
 
 inline MNT_GemmEpilogueParams Ops::EpilogueParams(bool trans_a, bool trans_b, float beta,
@@ -529,7 +632,9 @@ inline MNT_GemmEpilogueParams Ops::EpilogueParams(bool trans_a, bool trans_b, fl
 inline sdk::Status Ops::LinearGelu(const MNT_Tensor& x, const MNT_Tensor& w, const MNT_Tensor& b,
                                    const MNT_Tensor& pre, const MNT_Tensor& y,
                                    WeightLayout layout) const {
-  if (!Supports(MNT_OP_GEMM_BIAS_GELU)) {
+  std::optional<LoraAdapter> adapter;
+  MNT_RETURN_IF_ERROR(FindAdapter(w, layout, &adapter));
+  if (!Supports(MNT_OP_GEMM_BIAS_GELU) || adapter) {
     MNT_RETURN_IF_ERROR(Linear(x, w, b, pre, layout));
     return Activation(MNT_ACTIVATION_GELU_TANH, pre, y);
   }
@@ -547,12 +652,24 @@ inline sdk::Status Ops::LinearBackwardThroughGelu(const MNT_Tensor& dy, const MN
                                                   WeightLayout layout) const {
   // dx = dy·W for [out, in] weights, dy·Wᵀ for [in, out].
   const bool trans_w = layout == WeightLayout::kInOut;
-  if (!Supports(MNT_OP_GEMM_DGELU)) {
+  std::optional<LoraAdapter> adapter;
+  MNT_RETURN_IF_ERROR(FindAdapter(w, layout, &adapter));
+  if (!Supports(MNT_OP_GEMM_DGELU) || db.data == nullptr || adapter) {
     MNT_RETURN_IF_ERROR(LayerGemm(w, {dy, sdk::kFp8GradOutput, true},
                                   {w, sdk::kFp8Weight, false}, std::nullopt, dpre, false,
                                   trans_w, false));
+    if (adapter) {
+      // dpre += (s·dy·B)·A; the adapter's own gradients come from this
+      // layer's LinearBackward.
+      MNT_Tensor dhidden{};
+      MNT_RETURN_IF_ERROR(lora()->HiddenGrad(dy.dims[0], dy.dtype, &dhidden));
+      MNT_RETURN_IF_ERROR(ScaledGemm(dy, adapter->b, dhidden, false, false,
+                                     lora()->config().scale(), 0.0f));
+      MNT_RETURN_IF_ERROR(ScaledGemm(dhidden, adapter->a, dpre, false, false, 1.0f, 1.0f));
+    }
     MNT_RETURN_IF_ERROR(
         ActivationBackward(MNT_ACTIVATION_GELU_TANH, pre, dpre, dpre));
+    if (db.data == nullptr) return sdk::Status::Ok();  // a frozen bias
     const MNT_AccumulateParams p = detail::AccumulateParams(accumulate);
     return Run(MNT_OP_BIAS_GRAD, {dpre}, {db}, &p);
   }
@@ -564,9 +681,23 @@ inline sdk::Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
                                        const MNT_Tensor& dy, const MNT_Tensor& dw,
                                        const OptionalTensor& db, const OptionalTensor& dx,
                                        bool accumulate, WeightLayout layout) const {
+  std::optional<LoraAdapter> adapter;
+  MNT_RETURN_IF_ERROR(FindAdapter(w, layout, &adapter));
+  MNT_RETURN_IF_ERROR(BaseLinearBackward(x, w, dy, dw, db, dx, accumulate, layout));
+  if (!adapter) return sdk::Status::Ok();
+  return LoraBackward(*adapter, x, dy, dx, accumulate);
+}
+
+inline sdk::Status Ops::BaseLinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
+                                           const MNT_Tensor& dy, const MNT_Tensor& dw,
+                                           const OptionalTensor& db, const OptionalTensor& dx,
+                                           bool accumulate, WeightLayout layout) const {
   const bool out_in = layout == WeightLayout::kOutIn;
+  // A frozen weight or bias (ABI 1.13): its gradient's data is NULL.
+  const bool want_dw = dw.data != nullptr;
+  const bool want_db = db && db->data != nullptr;
   // dW [out, in] = dyᵀ·x, or [in, out] = xᵀ·dy.
-  if (out_in && db && Supports(MNT_OP_GEMM_BIAS_GRAD)) {
+  if (out_in && want_dw && want_db && Supports(MNT_OP_GEMM_BIAS_GRAD)) {
     // db = the rows of dy summed = the bias gradient of GEMM's A (dy).
     const MNT_GemmEpilogueParams p =
         EpilogueParams(true, false, accumulate ? 1.0f : 0.0f, accumulate);
@@ -578,12 +709,12 @@ inline sdk::Status Ops::LinearBackward(const MNT_Tensor& x, const MNT_Tensor& w,
   // scales their forward used (fp8_gemms.h).
   const Fp8Operand fx{x, sdk::kFp8Input, false}, fw{w, sdk::kFp8Weight, false},
       fdy{dy, sdk::kFp8GradOutput, true};
-  if (out_in) {
+  if (want_dw && out_in) {
     MNT_RETURN_IF_ERROR(LayerGemm(w, fdy, fx, std::nullopt, dw, true, false, accumulate));
-  } else {
+  } else if (want_dw) {
     MNT_RETURN_IF_ERROR(LayerGemm(w, fx, fdy, std::nullopt, dw, true, false, accumulate));
   }
-  if (db) {
+  if (want_db) {
     const MNT_AccumulateParams p = detail::AccumulateParams(accumulate);
     MNT_RETURN_IF_ERROR(Run(MNT_OP_BIAS_GRAD, {dy}, {*db}, &p));
   }
@@ -616,6 +747,7 @@ inline sdk::Status Ops::Embedding(const MNT_Tensor& table, const MNT_Tensor& ids
 
 inline sdk::Status Ops::EmbeddingBackward(const MNT_Tensor& dout, const MNT_Tensor& ids,
                                           const MNT_Tensor& dtable, bool accumulate) const {
+  if (dtable.data == nullptr) return sdk::Status::Ok();  // a frozen table
   const MNT_AccumulateParams p = detail::AccumulateParams(accumulate);
   return Run(MNT_OP_EMBEDDING_BACKWARD, {dout, ids}, {dtable}, &p);
 }
@@ -634,8 +766,8 @@ inline sdk::Status Ops::LayerNormBackward(const MNT_Tensor& dy, const MNT_Tensor
                                           const MNT_Tensor& dbias, bool accumulate,
                                           float epsilon) const {
   const MNT_LayerNormParams p = detail::LayerNormParams(epsilon, accumulate);
-  return Run(MNT_OP_LAYERNORM_BACKWARD,
-             {dy, x, weight, saved.mean, saved.rstd}, {dx, dweight, dbias}, &p);
+  return Run(MNT_OP_LAYERNORM_BACKWARD, {dy, x, weight, saved.mean, saved.rstd},
+             {dx, GradientSink(dweight), GradientSink(dbias)}, &p);
 }
 
 inline sdk::Status Ops::ResidualLayerNorm(const MNT_Tensor& a, const MNT_Tensor& b,
@@ -660,7 +792,7 @@ inline sdk::Status Ops::LayerNormBackwardAdd(const MNT_Tensor& dy, const MNT_Ten
     const MNT_LayerNormParams p = detail::LayerNormParams(epsilon, accumulate);
     return Run(MNT_OP_RESIDUAL_LAYERNORM_BACKWARD,
                {dy, x, weight, saved.mean, saved.rstd, dresidual},
-               {dresidual, dweight, dbias}, &p);
+               {dresidual, GradientSink(dweight), GradientSink(dbias)}, &p);
   }
   MNT_RETURN_IF_ERROR(LayerNormBackward(dy, x, weight, saved, scratch, dweight,
                                         dbias, accumulate, epsilon));
@@ -713,6 +845,7 @@ inline sdk::Status Ops::Conv2dBackwardData(const MNT_Tensor& dy, const MNT_Tenso
 inline sdk::Status Ops::Conv2dBackwardFilter(const MNT_Tensor& dy, const MNT_Tensor& x,
                                              const MNT_Tensor& dw, const Conv2dSpec& spec,
                                              bool accumulate) const {
+  if (dw.data == nullptr) return sdk::Status::Ok();  // a frozen filter
   const MNT_Conv2dParams p = ConvParams(spec, accumulate);
   return Run(MNT_OP_CONV2D_BACKWARD_FILTER, {dy, x}, {dw}, &p);
 }
@@ -750,7 +883,20 @@ inline sdk::Status Ops::BatchNormBackward(const MNT_Tensor& dy, const MNT_Tensor
   const MNT_BatchNormParams p = detail::BatchNormParams(spec, true, accumulate);
   return Run(MNT_OP_BATCHNORM_BACKWARD,
              {dy, x, gamma, stats.saved_mean, stats.saved_invstd},
-             {dx, dgamma, dbeta}, &p);
+             {dx, GradientSink(dgamma), GradientSink(dbeta)}, &p);
+}
+
+inline MNT_Tensor Ops::GradientSink(const MNT_Tensor& grad) const {
+  if (grad.data != nullptr) return grad;
+  const size_t bytes = static_cast<size_t>(sdk::NumElements(grad)) * sdk::DTypeSize(grad.dtype);
+  if (gradient_sink_->size() < bytes) {
+    // A failed allocation leaves data NULL: the op then refuses its operand.
+    *gradient_sink_ = sdk::DeviceBuffer();
+    if (!client_.Allocate(bytes, MNT_MEMORY_WORKSPACE, gradient_sink_.get()).ok()) return grad;
+  }
+  MNT_Tensor sink = grad;
+  sink.data = gradient_sink_->data();
+  return sink;
 }
 
 inline sdk::Status Ops::CrossEntropyLoss(const MNT_Tensor& logits, const MNT_Tensor& targets,

@@ -11,12 +11,21 @@
 
 namespace mnt::models {
 
+// How a Linear layer stores its weight.
+enum class WeightLayout {
+  kOutIn,  // W [out, in], y = x·Wᵀ + b (PyTorch's nn.Linear, GPT-2)
+  kInOut,  // W [in, out], y = x·W + b (no transposes in the forward GEMM)
+};
+
 struct ParamSpec {
   std::string name;  // "layer0.weight", "block0.bn1.bias", "wte", ...
   std::vector<int64_t> dims;
   MNT_ParamInit init;
   float init_scale;  // std for NORMAL, bound for UNIFORM
   bool weight_decay;
+  // For a matrix that a Linear layer multiplies: how it is stored, so LoRA
+  // adapters (lora.h) know which dimension is the input. Others ignore it.
+  WeightLayout layout = WeightLayout::kOutIn;
 };
 
 }  // namespace mnt::models

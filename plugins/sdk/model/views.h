@@ -36,6 +36,8 @@ inline MNT_Tensor Layer(const MNT_Tensor& stacked, int64_t layer) {
                                   stacked.dims + stacked.rank);
   int64_t per_layer = 1;
   for (int64_t d : dims) per_layer *= d;
+  // A frozen parameter's gradient (ABI 1.13) has no memory: NULL stays NULL.
+  if (stacked.data == nullptr) return View(nullptr, stacked.dtype, dims);
   // Pointer arithmetic only: device memory is never dereferenced here.
   char* base = static_cast<char*>(stacked.data) +
                layer * per_layer * sdk::DTypeSize(stacked.dtype);
