@@ -209,6 +209,27 @@ done
 grep -q 'resmlp' "$work/report/report.md" || fail "the report does not name resmlp"
 echo "ok: the bundle's memory estimate, precision report and overflow report work on resmlp"
 
+# LoRA reaches a model built from the bundle through the SDK's model layer,
+# without model code: only the adapters train (resmlp's blocks: 2 x fc1 and
+# fc2, rank 4). The raw-ABI linear has no MODEL_LORA and is refused in one line.
+resmlp_run --precision=bf16 --steps=30 --lora=r=4,alpha=8,targets='block*.fc?.weight' \
+  --metrics_jsonl="$work/lora.jsonl" > "$work/lora.log" 2>&1 \
+  || { cat "$work/lora.log"; fail "resmlp with --lora failed"; }
+grep -q 'trainable parameters' "$work/lora.log" || { cat "$work/lora.log"; fail "the LoRA run does not say what trains"; }
+python3 - "$work/lora.jsonl" <<'PY' || { cat "$work/lora.log"; fail "resmlp's LoRA run did not learn"; }
+import json, sys
+losses = [r["loss"] for r in map(json.loads, open(sys.argv[1])) if "loss" in r]
+assert len(losses) >= 2 and all(l == l for l in losses), losses
+assert losses[-1] < losses[0], losses
+PY
+if "$sdk/bin/train" --plugin_path="$plugins" --dataset=digits --model=linear --precision=fp32 --steps=1 --checkpoint_dir=none \
+    --cache_dir="$work/cache" --lora=r=4,targets='*' > "$work/lora_linear.log" 2>&1; then
+  fail "linear took --lora without MODEL_LORA"
+fi
+[[ $(grep -c . "$work/lora_linear.log") == 1 ]] && grep -q "^mantissa: error: --lora: model 'linear' does not take LoRA adapters" \
+  "$work/lora_linear.log" || { cat "$work/lora_linear.log"; fail "the refusal of --lora for linear is not one line naming it"; }
+echo "ok: resmlp trains LoRA adapters from the model layer; linear (no MODEL_LORA) is refused in one line"
+
 # ABI 1.5, the precision plugin's side: its own options (--precision_options),
 # the path its declaration picks (the run says which), its own options
 # refused in one line, and a stop + --resume that continues bit-identically
