@@ -25,33 +25,11 @@ namespace {
 
 using testing::RunfilesRoot;
 using testing::TempDir;
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-Result Run(const std::string& binary, const std::string& args) {
-  static int n = 0;
-  const std::string out = TempDir() + "/ab_out_" + std::to_string(n) + ".txt";
-  const std::string err = TempDir() + "/ab_err_" + std::to_string(n++) + ".txt";
-  const std::string cmd = RunfilesRoot() + "/mantissa/" + binary + " " + args + " >" + out +
-                          " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  return r;
-}
+using testing::ReadWholeFile;
+using Result = testing::SplitRun;
 
 Result Train(const std::string& args) {
-  return Run("trainer/cli/train",
+  return testing::RunFromRunfiles("trainer/cli/train",
              absl::StrCat("--device=cpu --cache_dir=", TempDir(), "/cache --model=mlp "
                           "--dataset=digits --progress=plain --eval_every=0 ",
                           args));
@@ -63,7 +41,7 @@ std::map<int64_t, int64_t> EstimatedTotals(const std::string& precision,
                                            const std::vector<int64_t>& batches) {
   std::string list;
   for (int64_t b : batches) absl::StrAppend(&list, list.empty() ? "" : ",", b);
-  const Result r = Run("tools/memory/estimate",
+  const Result r = testing::RunFromRunfiles("tools/memory/estimate",
                        absl::StrCat("--model=mlp --format=csv --precisions=", precision,
                                     " --batch_sizes=", list));
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -152,7 +130,7 @@ TEST(AutoBatchTest, GlobalBatchIsFilledWithAccumulationAndTheRunSavesThePlan) {
         r.out, absl::StrCat("auto chose ", batch, " per micro-batch x ", global / batch,
                             " micro-batches (global batch ", global, ")")))
         << r.out;
-    const std::string saved = Slurp(dir + "/train_config.txtpb");
+    const std::string saved = ReadWholeFile(dir + "/train_config.txtpb");
     EXPECT_TRUE(absl::StrContains(saved, absl::StrCat("batch_size: ", batch))) << saved;
     EXPECT_TRUE(absl::StrContains(saved, absl::StrCat("grad_accum_steps: ", global / batch)))
         << saved;

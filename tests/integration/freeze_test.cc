@@ -24,30 +24,8 @@ namespace {
 
 using testing::RunfilesRoot;
 using testing::TempDir;
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-Result Run(const std::string& binary, const std::string& args) {
-  static int n = 0;
-  const std::string out = TempDir() + "/fz_out_" + std::to_string(n) + ".txt";
-  const std::string err = TempDir() + "/fz_err_" + std::to_string(n++) + ".txt";
-  const int status = std::system((RunfilesRoot() + "/mantissa/" + binary + " " + args + " >" +
-                                  out + " 2>" + err)
-                                     .c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  return r;
-}
+using testing::ReadWholeFile;
+using Result = testing::SplitRun;
 
 std::string TextFile() {
   const std::string path = TempDir() + "/text.txt";
@@ -59,7 +37,7 @@ std::string TextFile() {
 const std::string kGpt = "--model=gpt2 --model_options=n_layer=2,n_head=4,d_model=64,seq_len=64";
 
 Result Train(const std::string& model_args, const std::string& args) {
-  return Run("trainer/cli/train", absl::StrCat("--device=cpu --cache_dir=", TempDir(),
+  return testing::RunFromRunfiles("trainer/cli/train", absl::StrCat("--device=cpu --cache_dir=", TempDir(),
                                                "/cache --progress=plain --eval_every=0 ",
                                                model_args, " ", args));
 }
@@ -88,7 +66,7 @@ int64_t MeasuredPeak(const std::string& jsonl, const std::string& category) {
 std::map<std::string, int64_t> EstimateRows(const std::string& model_args,
                                             const std::string& precision, int64_t batch,
                                             const std::string& freeze) {
-  const Result r = Run("tools/memory/estimate",
+  const Result r = testing::RunFromRunfiles("tools/memory/estimate",
                        absl::StrCat(model_args, " --format=csv --precisions=", precision,
                                     " --batch_sizes=", batch, " --freeze=", freeze));
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -147,7 +125,7 @@ TEST(FreezeTest, FrozenWeightsKeepTheirBitsAndCostNothing) {
       }
       // The memory: the estimator's with --freeze, byte for byte, and less
       // than without it.
-      const std::string jsonl = Slurp(base + "_6.jsonl");
+      const std::string jsonl = ReadWholeFile(base + "_6.jsonl");
       const auto est = EstimateRows(c.model_args, precision, c.batch, c.freeze);
       const auto full = EstimateRows(c.model_args, precision, c.batch, "");
       EXPECT_EQ(MeasuredPeak(jsonl, "weights"), est.at("weights"));

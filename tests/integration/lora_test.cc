@@ -30,31 +30,8 @@ namespace {
 
 using testing::RunfilesRoot;
 using testing::TempDir;
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-// `launcher` "": the binary alone; else e.g. mpirun's prefix.
-Result Run(const std::string& binary, const std::string& args, const std::string& launcher = "") {
-  static int n = 0;
-  const std::string out = TempDir() + "/lora_out_" + std::to_string(n) + ".txt";
-  const std::string err = TempDir() + "/lora_err_" + std::to_string(n++) + ".txt";
-  const int status = std::system((launcher + " " + RunfilesRoot() + "/mantissa/" + binary + " " +
-                                  args + " >" + out + " 2>" + err)
-                                     .c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  return r;
-}
+using testing::ReadWholeFile;
+using Result = testing::SplitRun;
 
 std::string TextFile() {
   const std::string path = TempDir() + "/text.txt";
@@ -67,7 +44,7 @@ const char kGptOptions[] = "n_layer=2,n_head=4,d_model=64,seq_len=64";
 
 Result Train(const std::string& model_args, const std::string& args,
              const std::string& launcher = "") {
-  return Run("trainer/cli/train",
+  return testing::RunFromRunfiles("trainer/cli/train",
              absl::StrCat("--device=cpu --cache_dir=", TempDir(),
                           "/cache --progress=plain --eval_every=0 ", model_args, " ", args),
              launcher);
@@ -111,7 +88,7 @@ int64_t MeasuredPeak(const std::string& jsonl, const std::string& category) {
 std::map<std::string, int64_t> EstimateRows(const std::string& model, const std::string& options,
                                             const std::string& precision, int64_t batch,
                                             const std::string& lora) {
-  const Result r = Run("tools/memory/estimate",
+  const Result r = testing::RunFromRunfiles("tools/memory/estimate",
                        absl::StrCat("--model=", model, " --model_options='", options,
                                     "' --format=csv --precisions=", precision,
                                     " --batch_sizes=", batch, " --lora='", lora, "'"));
@@ -195,7 +172,7 @@ TEST(LoraTest, OnlyTheAdaptersTrainAndTheyCostWhatTheEstimateSays) {
       EXPECT_GT(frozen, 0);
 
       // The loss goes down: the last five steps' mean under the first's.
-      const std::string jsonl = Slurp(base + ".jsonl");
+      const std::string jsonl = ReadWholeFile(base + ".jsonl");
       const std::vector<double> losses = Losses(jsonl);
       ASSERT_EQ(losses.size(), 20u);
       for (double l : losses) ASSERT_TRUE(std::isfinite(l));
@@ -289,7 +266,7 @@ TEST(LoraTest, TwoDataParallelRanksMatchOneRank) {
                                          " --metrics_jsonl=", two, ".jsonl"),
                             mnt::testing::Mpirun(2));
     ASSERT_EQ(r2.exit_code, 0) << r2.err << r2.out;
-    const std::vector<double> l1 = Losses(Slurp(one + ".jsonl")), l2 = Losses(Slurp(two + ".jsonl"));
+    const std::vector<double> l1 = Losses(ReadWholeFile(one + ".jsonl")), l2 = Losses(ReadWholeFile(two + ".jsonl"));
     ASSERT_EQ(l1.size(), 8u);
     ASSERT_EQ(l2.size(), l1.size());
     for (size_t i = 0; i < l1.size(); ++i) {

@@ -51,6 +51,27 @@ inline std::string TempDir() {
   return std::string(t ? t : "/tmp");
 }
 
+// One run of `binary` (a path under this test's runfiles, e.g.
+// "trainer/cli/train") with `args`, stdout and stderr kept apart in files
+// under the test's temp dir; `launcher` goes before it (e.g. mpirun's prefix).
+struct SplitRun {
+  int exit_code = -1;  // -1: killed by a signal
+  std::string out, err;
+};
+inline SplitRun RunFromRunfiles(const std::string& binary, const std::string& args,
+                                const std::string& launcher = "") {
+  static int n = 0;
+  const std::string base = TempDir() + "/run_" + std::to_string(n++);
+  const std::string cmd = launcher + " " + RunfilesRoot() + "/mantissa/" + binary + " " + args +
+                          " >" + base + ".out 2>" + base + ".err";
+  const int status = std::system(cmd.c_str());
+  SplitRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadWholeFile(base + ".out");
+  r.err = ReadWholeFile(base + ".err");
+  return r;
+}
+
 // The default configuration, but the MLP on digits (these tests predate the
 // GPT main job), with a converted-data cache inside the test's temp dir,
 // quiet output, and `precision`.
