@@ -69,39 +69,6 @@ int SpecIndex(const LlmcModel& m, const std::string& name) {
   return -1;
 }
 
-std::string Encode(const std::vector<float>& v, bool bf16) {
-  std::string out(v.size() * (bf16 ? 2 : 4), '\0');
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (bf16) {
-      const uint16_t b = FloatToBf16Bits(v[i]);
-      out[2 * i] = static_cast<char>(b & 0xff);
-      out[2 * i + 1] = static_cast<char>(b >> 8);
-    } else {
-      const uint32_t u = FloatToBits(v[i]);
-      for (int k = 0; k < 4; ++k) out[4 * i + k] = static_cast<char>((u >> (8 * k)) & 0xff);
-    }
-  }
-  return out;
-}
-
-std::vector<float> Decode(const SafeTensor& t) {
-  const int64_t size = SafeTensorDtypeSize(t.dtype);
-  std::vector<float> v(t.bytes.size() / static_cast<size_t>(size));
-  const auto* b = reinterpret_cast<const unsigned char*>(t.bytes.data());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (size == 4) {
-      uint32_t u = 0;
-      for (int k = 3; k >= 0; --k) u = (u << 8) | b[4 * i + k];
-      v[i] = BitsToFloat(u);
-    } else {
-      const uint16_t h = static_cast<uint16_t>(b[2 * i] | (b[2 * i + 1] << 8));
-      v[i] = t.dtype == "BF16" ? BitsToFloat(Bf16BitsToF32Bits(h))
-                               : HalfBitsToFloat(h);
-    }
-  }
-  return v;
-}
-
 absl::Status Bad(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
 }
@@ -126,7 +93,8 @@ absl::StatusOr<std::vector<SafeTensor>> HfTensorsFromLlmc(const LlmcModel& model
         v[static_cast<size_t>(p.transpose ? c * p.rows + r : r * cols + c)] = x;
       }
     }
-    out.push_back({p.hf_name, bf16 ? "BF16" : "F32", HfShape(p), Encode(v, bf16)});
+    out.push_back({p.hf_name, bf16 ? "BF16" : "F32", HfShape(p),
+                   EncodeSafeTensorFloats(v.data(), v.size(), bf16)});
   }
   return out;
 }
@@ -250,7 +218,7 @@ absl::StatusOr<LlmcModel> LlmcFromHf(const std::string& config_json,
       return Bad(source, absl::StrCat(p.hf_name, " has shape [", got, "], config.json says [",
                                       want, "]"));
     }
-    const std::vector<float> v = Decode(t);
+    const std::vector<float> v = DecodeSafeTensorFloats(t);
     std::vector<float>& dst = m.params[static_cast<size_t>(SpecIndex(m, p.param))];
     const int64_t cols = std::max<int64_t>(p.cols, 1), offset = SliceOffset(p);
     for (int64_t r = 0; r < p.rows; ++r) {
@@ -265,7 +233,7 @@ absl::StatusOr<LlmcModel> LlmcFromHf(const std::string& config_json,
     if (used.count(name)) continue;
     if (name == "lm_head.weight") {
       const SafeTensor& wte = *by_name.at("transformer.wte.weight");
-      if (t->shape != wte.shape || Decode(*t) != Decode(wte)) {
+      if (t->shape != wte.shape || DecodeSafeTensorFloats(*t) != DecodeSafeTensorFloats(wte)) {
         return Bad(source, "lm_head.weight differs from transformer.wte.weight: untied output "
                            "layers are not supported (Mantissa's GPT-2 ties them)");
       }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "plugins/backends/common/float_convert.h"
 
 namespace mnt::gpt2 {
 namespace {
@@ -166,6 +167,38 @@ absl::StatusOr<std::vector<SafeTensor>> ParseSafetensors(const std::string& file
     return Bad(source, absl::StrFormat("%u bytes after the last tensor", data_size - covered));
   }
   return tensors;
+}
+
+std::string EncodeSafeTensorFloats(const float* v, size_t n, bool bf16) {
+  std::string out(n * (bf16 ? 2 : 4), '\0');
+  for (size_t i = 0; i < n; ++i) {
+    if (bf16) {
+      const uint16_t b = FloatToBf16Bits(v[i]);
+      out[2 * i] = static_cast<char>(b & 0xff);
+      out[2 * i + 1] = static_cast<char>(b >> 8);
+    } else {
+      const uint32_t u = FloatToBits(v[i]);
+      for (int k = 0; k < 4; ++k) out[4 * i + k] = static_cast<char>((u >> (8 * k)) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::vector<float> DecodeSafeTensorFloats(const SafeTensor& t) {
+  const int64_t size = SafeTensorDtypeSize(t.dtype);
+  std::vector<float> v(t.bytes.size() / static_cast<size_t>(size));
+  const auto* b = reinterpret_cast<const unsigned char*>(t.bytes.data());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (size == 4) {
+      uint32_t u = 0;
+      for (int k = 3; k >= 0; --k) u = (u << 8) | b[4 * i + k];
+      v[i] = BitsToFloat(u);
+    } else {
+      const uint16_t h = static_cast<uint16_t>(b[2 * i] | (b[2 * i + 1] << 8));
+      v[i] = t.dtype == "BF16" ? BitsToFloat(Bf16BitsToF32Bits(h)) : HalfBitsToFloat(h);
+    }
+  }
+  return v;
 }
 
 }  // namespace mnt::gpt2

@@ -28,6 +28,13 @@ struct SafeTensor {
 // Bytes per element of a dtype this code reads and writes; 0 otherwise.
 int64_t SafeTensorDtypeSize(const std::string& dtype);
 
+// n floats as a tensor's little-endian bytes, in BF16 (rounded to nearest
+// even) or F32.
+std::string EncodeSafeTensorFloats(const float* v, size_t n, bool bf16);
+
+// A tensor's elements (F32, BF16 or F16) as floats.
+std::vector<float> DecodeSafeTensorFloats(const SafeTensor& t);
+
 // The file: tensors in the given order.
 std::string EncodeSafetensors(const std::vector<SafeTensor>& tensors,
                               const std::map<std::string, std::string>& metadata);

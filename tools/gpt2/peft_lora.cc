@@ -50,38 +50,6 @@ absl::Status Bad(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
 }
 
-std::string Encode(const float* v, size_t n, bool bf16) {
-  std::string out(n * (bf16 ? 2 : 4), '\0');
-  for (size_t i = 0; i < n; ++i) {
-    if (bf16) {
-      const uint16_t b = FloatToBf16Bits(v[i]);
-      out[2 * i] = static_cast<char>(b & 0xff);
-      out[2 * i + 1] = static_cast<char>(b >> 8);
-    } else {
-      const uint32_t u = FloatToBits(v[i]);
-      for (int k = 0; k < 4; ++k) out[4 * i + k] = static_cast<char>((u >> (8 * k)) & 0xff);
-    }
-  }
-  return out;
-}
-
-std::vector<float> Decode(const SafeTensor& t) {
-  const int64_t size = SafeTensorDtypeSize(t.dtype);
-  std::vector<float> v(t.bytes.size() / static_cast<size_t>(size));
-  const auto* b = reinterpret_cast<const unsigned char*>(t.bytes.data());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (size == 4) {
-      uint32_t u = 0;
-      for (int k = 3; k >= 0; --k) u = (u << 8) | b[4 * i + k];
-      v[i] = BitsToFloat(u);
-    } else {
-      const uint16_t h = static_cast<uint16_t>(b[2 * i] | (b[2 * i + 1] << 8));
-      v[i] = t.dtype == "BF16" ? BitsToFloat(Bf16BitsToF32Bits(h)) : HalfBitsToFloat(h);
-    }
-  }
-  return v;
-}
-
 std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -181,9 +149,9 @@ std::vector<SafeTensor> PeftAdapterTensors(const Gpt2Lora& lora, bool bf16) {
           absl::StrCat(kPeftPrefix, "transformer.h.", l, ".", ModuleOfParam(w.param)->hf);
       const size_t a_size = static_cast<size_t>(r * w.in), b_size = static_cast<size_t>(w.out * r);
       out.push_back({key + ".lora_A.weight", bf16 ? "BF16" : "F32", {r, w.in},
-                     Encode(w.a.data() + l * a_size, a_size, bf16)});
+                     EncodeSafeTensorFloats(w.a.data() + l * a_size, a_size, bf16)});
       out.push_back({key + ".lora_B.weight", bf16 ? "BF16" : "F32", {w.out, r},
-                     Encode(w.b.data() + l * b_size, b_size, bf16)});
+                     EncodeSafeTensorFloats(w.b.data() + l * b_size, b_size, bf16)});
     }
   }
   return out;
@@ -337,7 +305,7 @@ absl::StatusOr<Gpt2Lora> LoraFromPeft(const std::string& config_json,
     w.in = m.in_per_c * C;
     for (int64_t l = 0; l < L; ++l) {
       const auto& [a, b] = found.at({&m, l});
-      const std::vector<float> av = Decode(*a), bv = Decode(*b);
+      const std::vector<float> av = DecodeSafeTensorFloats(*a), bv = DecodeSafeTensorFloats(*b);
       w.a.insert(w.a.end(), av.begin(), av.end());
       w.b.insert(w.b.end(), bv.begin(), bv.end());
     }
