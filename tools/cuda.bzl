@@ -123,7 +123,8 @@ rm -rf "$tmp"
             use_default_shell_env = True,
         )
     return [
-        DefaultInfo(files = depset(objs)),
+        # The objects in runfiles too: reproducible_build_test compares them.
+        DefaultInfo(files = depset(objs), runfiles = ctx.runfiles(files = objs)),
         OutputGroupInfo(ptx = depset(ptxs), ptxas_report = depset(reports)),
     ]
 
