@@ -99,9 +99,10 @@ def built_labels(command):
     return _BAZEL_LABELS.findall(" " + command.text.split("#")[0].replace("\\\n", " "))
 
 
-def rewrite_bazel_run(command, binaries, launcher):
+def rewrite_bazel_run(command, binaries, launcher, first_args=""):
     """The command with `tools/bazel run //pkg:target [--]` replaced by
-    `launcher <the target's binary>`; the rest (arguments, comment) as written.
+    `launcher <the target's binary> [first_args]`; the rest (arguments,
+    comment) as written.
 
     `binaries` maps labels as the documents write them to binary paths."""
     text = command.text.lstrip()
@@ -114,7 +115,8 @@ def rewrite_bazel_run(command, binaries, launcher):
         raise ReadmeError(
             "%s:%d: %s is not among this test's binaries (add it to data and args in "
             "tests/readme/BUILD)" % (command.doc, command.line, label))
-    return "%s %s%s" % (launcher, shell_quote(binaries[label]), text[m.end():])
+    first = " " + first_args if first_args else ""
+    return "%s %s%s%s" % (launcher, shell_quote(binaries[label]), first, text[m.end():])
 
 
 def shell_quote(s):

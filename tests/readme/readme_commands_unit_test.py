@@ -74,7 +74,7 @@ class ExtractTest(unittest.TestCase):
 class RunnerTest(unittest.TestCase):
     """The runner on a document of its own: what passes, what fails."""
 
-    def run_doc(self, markdown, tools=None):
+    def run_doc(self, markdown, tools=None, shortened=None):
         """Runs D.md's section S; `tools`: {label: shell script} in the workspace."""
         root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
         with open(os.path.join(root, "D.md"), "w") as f:
@@ -86,7 +86,8 @@ class RunnerTest(unittest.TestCase):
                 f.write(script)
             os.chmod(binaries[label], stat.S_IRWXU)
         commands = readme_runner.load_commands(root, ["D.md"])
-        setup = readme_runner.Setup(docs=["D.md"], plan=[[("D.md", "S")]], files={})
+        setup = readme_runner.Setup(docs=["D.md"], plan=[[("D.md", "S")]], files={},
+                                    shortened=shortened or {})
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             failures = readme_runner.run_shard(0, setup, commands, binaries, root,
@@ -132,6 +133,27 @@ class RunnerTest(unittest.TestCase):
             "bazel-bin/tool y && grep -qx \"$PWD y\" seen\n```\n",
             tools={"//t:tool": "#!/bin/sh\necho \"$PWD $1\" > \"${BUILD_WORKING_DIRECTORY:-.}/seen\"\n"})
         self.assertEqual(failures, 0, out)
+
+    def test_a_shortened_command_gets_its_arguments_first(self):
+        failures, out = self.run_doc(
+            "# S\n```sh\ntools/bazel run //t:tool -- --own  # why\n"
+            "grep -qx -- '--steps=2 --own' seen || { cat seen; false; }\n```\n",
+            tools={"//t:tool": "#!/bin/sh\necho \"$*\" > \"$BUILD_WORKING_DIRECTORY/seen\"\n"},
+            shortened={"tools/bazel run //t:tool -- --own  # why": "--steps=2"})
+        self.assertEqual(failures, 0, out)
+        self.assertIn("shortened in CI: --steps=2", out)
+
+    def test_a_shortened_command_no_document_has_fails(self):
+        root = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+        with open(os.path.join(root, "D.md"), "w") as f:
+            f.write("# S\n```sh\ntrue\n```\n")
+        setup = readme_runner.Setup(docs=["D.md"], plan=[[("D.md", "S")]], files={},
+                                    shortened={"tools/bazel run //:gone": "--steps=2"})
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = readme_runner.main(["--docs_root=" + root, "--shard=0"], setup)
+        self.assertEqual(status, 1, out.getvalue())
+        self.assertIn("is in the documents 0 times", out.getvalue())
 
     def test_unknown_target_fails(self):
         failures, out = self.run_doc("# S\n```sh\ntrue\ntools/bazel run //no:such\n```\n")
