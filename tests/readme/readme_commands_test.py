@@ -1,4 +1,5 @@
-"""README.md's and tools/gpt2/README.md's commands, run as written (issue 41).
+"""README.md's and tools/gpt2/README.md's commands, run as written (issue 41;
+SHORTENED below: five retrainings of the main job run 60 steps).
 
 The `# not run in CI: REASON` mark: readme_commands.py; how each command
 runs: readme_runner.py. Each shard of PLAN is one Bazel shard (shard_count
