@@ -13,7 +13,11 @@ distances against the issue's bars (adamw8bit within 1%, adafactor within
                on the fortunes text, batch 8
 
   tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=main --steps=2000
-  tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=gpt8 --steps=2000
+  tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=gpt8 --steps=2000 --parallel
+
+--parallel trains the three at once, one CPU thread each
+(--backend_options=threads=1): on a 2-core machine shared with other work
+they then finish together instead of the last one waiting for the others.
 
 Exit status 1 when a run fails or a final distance exceeds its bar.
 """
@@ -35,17 +39,29 @@ OPTIMIZERS = ["adamw", "adamw8bit", "adafactor"]
 BARS = {"adamw8bit": 0.01, "adafactor": 0.03}
 
 
-def run(train, optimizer, a, tmp):
+def start(train, optimizer, a, tmp):
+    """The run of `optimizer`, started: (process, its JSONL path)."""
     jsonl = os.path.join(tmp, optimizer + ".jsonl")
     cmd = [train, *JOBS[a.job], f"--optimizer={optimizer}", f"--precision={a.precision}",
            f"--steps={a.steps}", f"--eval_every={a.eval_every}", "--log_every=0",
            "--progress=none", "--checkpoint_dir=none", f"--metrics_jsonl={jsonl}"]
+    if a.parallel:
+        cmd.append("--backend_options=threads=1")
     print("$ " + " ".join(cmd), flush=True)
-    r = subprocess.run(cmd, env=side.with_runfiles_dir(dict(os.environ)),
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        print(r.stdout)
-        print(f"mantissa: error: the {optimizer} run failed (exit {r.returncode})")
+    # Output to a file, not a pipe: runs in parallel are read one at a time.
+    with open(os.path.join(tmp, optimizer + ".log"), "w") as log:
+        p = subprocess.Popen(cmd, env=side.with_runfiles_dir(dict(os.environ)),
+                             stdout=log, stderr=subprocess.STDOUT)
+    return p, jsonl
+
+
+def finish(optimizer, process, jsonl):
+    """(evals {step: loss}, the summary record) of a started run."""
+    process.wait()
+    if process.returncode != 0:
+        with open(jsonl[:-len(".jsonl")] + ".log") as log:
+            print(log.read())
+        print(f"mantissa: error: the {optimizer} run failed (exit {process.returncode})")
         sys.exit(1)
     evals, summary = {}, {}
     with open(jsonl) as f:
@@ -64,6 +80,8 @@ def main():
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--eval_every", type=int, default=100)
     p.add_argument("--precision", default="bf16")
+    p.add_argument("--parallel", action="store_true",
+                   help="train the three at once, one thread each")
     a = p.parse_args()
     train = side.runfile("trainer/cli/train")
     if not train:
@@ -72,8 +90,13 @@ def main():
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for o in OPTIMIZERS:
-            results[o] = run(train, o, a, tmp)
+        if a.parallel:
+            started = {o: start(train, o, a, tmp) for o in OPTIMIZERS}
+            for o in OPTIMIZERS:
+                results[o] = finish(o, *started[o])
+        else:
+            for o in OPTIMIZERS:
+                results[o] = finish(o, *start(train, o, a, tmp))
     base = results["adamw"][0]
     print(f"\n{'step':>6}" + "".join(f"{o:>11}" for o in OPTIMIZERS) +
           "".join(f"{o + ' vs adamw':>22}" for o in OPTIMIZERS[1:]))
