@@ -7,8 +7,8 @@ timeout_s of 540 less the summary and the exit), as parts in priority order:
   env    the interpreter with PyTorch and the CUDA libraries, found
          (device_env.py; environment.txt first), nvidia-smi, a token shard;
   test   every GPU test binary and the cuda backend's conformance run;
-  train  `train --device=cuda` per model and precision (GPT-2 124M in fp8
-         the part's last item);
+  train  `train --device=cuda` per model and precision, GPT-2 124M in bf16
+         with adamw8bit and adafactor, GPT-2 124M in fp8 the part's last item;
   bench  GPT-2 124M training throughput at T=1024, Mantissa's rows
          (//tools/benchmarks:gpt2_benchmark, one process per row; fp8 last);
   torch  PyTorch's rows on the same shapes and token shard
@@ -114,6 +114,8 @@ TRAIN_PRECISIONS = ["fp32", "tf32", "bf16", "fp16"]
 # these models only, after everything else in the part: device time is
 # scarce, and the newest path is the one a cut loses first.
 FP8_TRAIN_MODELS = ["gpt2"]
+# Trained once each on GPT-2 in bf16 (issue 39's optimizers).
+LIGHT_OPTIMIZERS = ["adamw8bit", "adafactor"]
 
 CSV_HEADER = ["framework", "precision", "batch", "seq", "ckpt", "status", "tokens_per_s",
               "ms_per_step", "mfu_measured", "mfu_datasheet", "gemm_tflops",
@@ -683,16 +685,24 @@ def test_items(ctx):
 
 
 def train_items(ctx):
-    def item(model, prec):
+    def item(model, prec, optimizer=None):
         cmd = [os.path.join(BUNDLE, "bin", "train"), "--device=cuda", f"--precision={prec}",
                "--progress=plain", f"--cache_dir={ctx.work}/cache", "--checkpoint_dir="]
         cmd += TRAIN_JOBS[model]
         if model == "gpt2":
             cmd += [f"--train_shards={ctx.shard}", f"--val_shards={ctx.shard}"]
-        return Item("train", f"train {model} {prec}", cmd, ctx.args.train_timeout,
+        name = f"train {model} {prec}"
+        if optimizer:
+            cmd.append(f"--optimizer={optimizer}")
+            name += " " + optimizer
+        return Item("train", name, cmd, ctx.args.train_timeout,
                     train_classifier(ctx.gpu, fp8_hardware=bool(datasheet_for(ctx))))
 
     items = [item(model, prec) for model in ("mlp", "cnn", "gpt2") for prec in TRAIN_PRECISIONS]
+    # The memory-light optimizers through the trainer on the GPU (their
+    # kernels against the CPU's: cuda_memory_light_optimizers_test), as the
+    # bf16 row; before fp8, so a short part still loses fp8 first.
+    items += [item("gpt2", "bf16", optimizer) for optimizer in LIGHT_OPTIMIZERS]
     # fp8 last of the part: the workers take items in order and start none
     # within 5 s of the deadline, so a short part loses this row first. The
     # same config as the bf16 row. It needs FP8 tensor cores (sm_89+): where

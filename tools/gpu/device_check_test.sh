@@ -62,8 +62,13 @@ n_train="$(grep -c '^| train \(mlp\|cnn\|gpt2\) \(fp32\|tf32\|bf16\|fp16\) | SKI
 # GPT-2 124M in fp8 (FP8 GEMMs), the same job as bf16's, reported the same way.
 grep -q '^| train gpt2 fp8 | SKIPPED | .* | no CUDA device |' "$summary" ||
   fail "train gpt2 fp8 did not skip for want of a device"
+# GPT-2 124M in bf16 with each memory-light optimizer.
+for o in adamw8bit adafactor; do
+  grep -q "^| train gpt2 bf16 $o | SKIPPED | .* | no CUDA device |" "$summary" ||
+    fail "train gpt2 bf16 $o did not skip for want of a device"
+done
 n_train_all="$(grep -c '^| train ' "$summary")"
-(( n_train_all == 13 )) || fail "$n_train_all train rows, expected 13 (12 + gpt2 fp8)"
+(( n_train_all == 15 )) || fail "$n_train_all train rows, expected 15 (12 + 2 optimizers + gpt2 fp8)"
 grep -q "^| compute-sanitizer | SKIPPED \|^| memcheck cuda_kernels_test | SKIPPED " "$summary" ||
   fail "memcheck neither ran (skipping for want of a device) nor said why it could not"
 rows="$(grep -c '^| \(fp32\|tf32\|bf16\|fp16\|fp8\) | 16 | \(on\|off\) | SKIPPED: no CUDA device' "$summary")"

@@ -308,8 +308,9 @@ class OrderTest(unittest.TestCase):
         ctx = dc.plan_ctx(dc.parse_args([]))
         items = dc.train_items(ctx)
         names = [i.name for i in items]
-        self.assertEqual(len(names), 13, names)
+        self.assertEqual(len(names), 15, names)
         self.assertEqual(names[-1], "train gpt2 fp8")
+        self.assertEqual(names[-3:-1], ["train gpt2 bf16 adamw8bit", "train gpt2 bf16 adafactor"])
         self.assertLess(names.index("train gpt2 bf16"), names.index("train gpt2 fp8"))
         self.assertNotIn("train mlp fp8", names)
         fp8, bf16 = items[-1], items[names.index("train gpt2 bf16")]
@@ -318,6 +319,10 @@ class OrderTest(unittest.TestCase):
                          [a for a in bf16.cmd if not a.startswith("--precision=")])
         self.assertIn("--precision=fp8", fp8.cmd)
         self.assertIn("--model_options=preset=gpt2-124m", fp8.cmd)
+        # The optimizer rows: the bf16 row's job with one flag more.
+        for optimizer in ("adamw8bit", "adafactor"):
+            row = items[names.index("train gpt2 bf16 " + optimizer)]
+            self.assertEqual(row.cmd, bf16.cmd + ["--optimizer=" + optimizer])
 
     def test_bench_part_runs_fp8_last_and_pytorch_never(self):
         args = dc.parse_args([])
