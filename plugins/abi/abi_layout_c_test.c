@@ -770,6 +770,9 @@ _Static_assert(offsetof(MNT_AdafactorParams, rounding) == 56, "offsetof(MNT_Adaf
 _Static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64, "offsetof(MNT_AdafactorParams, rounding_seed)");
 _Static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72, "offsetof(MNT_AdafactorParams, rounding_tensor)");
 
+/* 1.14: the memory-light optimizers over a table of tensors */
+_Static_assert(MNT_OP_MULTI_ADAMW8BIT_STEP == 45, "MNT_OP_MULTI_ADAMW8BIT_STEP");
+
 /* 1.12: a model declares the data it takes */
 _Static_assert(sizeof(MNT_ModelData_Extension) == 56, "sizeof(MNT_ModelData_Extension)");
 _Static_assert(offsetof(MNT_ModelData_Extension, header) == 0, "offsetof(MNT_ModelData_Extension, header)");

@@ -792,6 +792,9 @@ static_assert(offsetof(MNT_AdafactorParams, rounding) == 56);
 static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64);
 static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72);
 
+// 1.14: the memory-light optimizers over a table of tensors
+static_assert(MNT_OP_MULTI_ADAMW8BIT_STEP == 45, "MNT_OP_MULTI_ADAMW8BIT_STEP");
+
 // 1.12: a model declares the data it takes
 static_assert(sizeof(MNT_ModelData_Extension) == 56);
 static_assert(offsetof(MNT_ModelData_Extension, header) == 0);
@@ -931,9 +934,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs113) {
+TEST(AbiLayoutTest, VersionIs114) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 13);
+  EXPECT_EQ(MNT_ABI_MINOR, 14);
 }
 
 TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {

@@ -45,8 +45,15 @@ absl::Status Optimizer::CheckBackend(const mantissa::OptimizerConfig& config,
 
 bool Optimizer::UsesMultiTensor(const mantissa::OptimizerConfig& config,
                                 const sdk::BackendInstance& backend) {
-  if (config.multi_tensor_optimizer() == "off" || KeepsOwnState(config)) return false;
-  // An op (ABI 1.6): Backend_GetOpSupport says, whatever the backend's minor.
+  if (config.multi_tensor_optimizer() == "off") return false;
+  // Ops (ABI 1.6, 1.14): Backend_GetOpSupport says, whatever the backend's
+  // minor. adamw8bit's tables are its 8-bit tensors and its small ones
+  // (fp32 moments): both forms, or one op per tensor.
+  if (config.name() == "adamw8bit") {
+    return backend.Supports(MNT_OP_MULTI_ADAMW8BIT_STEP) &&
+           backend.Supports(MNT_OP_MULTI_ADAMW_STEP);
+  }
+  if (KeepsOwnState(config)) return false;
   return backend.Supports(IsAdam(config) ? MNT_OP_MULTI_ADAMW_STEP : MNT_OP_MULTI_SGD_STEP);
 }
 
@@ -133,6 +140,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
     auto state = OptimizerState::Create(config, dims, params->steps(), client);
     if (!state.ok()) return state.status();
     o->own_state_ = std::move(*state);
+    if (o->multi_tensor_) o->BuildOwnStateTables();
   }
   if (!o->device_step_counters_) return o;
   o->step_counters_.resize(params->steps().size());
@@ -213,10 +221,66 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
   return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
 }
 
+void Optimizer::BuildOwnStateTables() {
+  own_tables_.assign(2, PieceTable{});
+  const std::vector<ParamPiece>& pieces = params_->steps();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const ParamPiece& piece = pieces[i];
+    const bool quantized = Quantized(own_state_->options(), params_->params()[piece.param].numel);
+    PieceTable& t = own_tables_[quantized ? 0 : 1];
+    t.op = quantized ? MNT_OP_MULTI_ADAMW8BIT_STEP : MNT_OP_MULTI_ADAMW_STEP;
+    t.pieces.push_back(i);
+    t.weight_decays.push_back(weight_decays_[i]);
+    t.rounding_tensors.push_back(rounding_tensors_[i]);
+    t.rounding_elements.push_back(rounding_elements_[i]);
+  }
+}
+
+sdk::Status Optimizer::OwnStateMultiStep(float lr, const MNT_Tensor& found_inf,
+                                         const MNT_Tensor& multiplier) {
+  const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  for (const PieceTable& table : own_tables_) {
+    if (table.pieces.empty()) continue;
+    // Each piece's operands as its single-tensor op's, absent ones kept
+    // as NULL tensors so every piece keeps its fixed stride.
+    std::vector<MNT_Tensor> in{found_inf, multiplier}, out;
+    for (size_t i : table.pieces) {
+      const ParamPiece& piece = params_->steps()[i];
+      in.push_back(params_->PieceGrad(piece));
+      in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
+      out.push_back(params_->PieceMaster(piece));
+      for (size_t k = 0; k < own_state_->specs(piece.param).size(); ++k) {
+        out.push_back(own_state_->Tensor(i, k));
+      }
+      out.push_back(params_->mixed() ? params_->PieceWorking(piece) : absent);
+    }
+    if (device_lr_) in.push_back(LrInput());  // the last input
+    const MNT_MultiAdamWParams a{MNT_MultiAdamWParams_STRUCT_SIZE,
+                                 lr,
+                                 static_cast<float>(config_.beta1()),
+                                 static_cast<float>(config_.beta2()),
+                                 static_cast<float>(config_.eps()),
+                                 0.0f,
+                                 ParamsStep(),
+                                 static_cast<int64_t>(table.pieces.size()),
+                                 nullptr,
+                                 table.weight_decays.data(),
+                                 rounding(),
+                                 rounding_seed_,
+                                 /*rounding_tensor=*/0,
+                                 table.rounding_tensors.data(),
+                                 table.rounding_elements.data()};
+    MNT_RETURN_IF_ERROR(client_.Run(table.op, in, out, &a));
+  }
+  return sdk::Status::Ok();
+}
+
 absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                              const MNT_Tensor& multiplier, int64_t train_step) {
   if (multi_tensor_) {
-    if (auto s = MultiTensorStep(static_cast<float>(lr), found_inf, multiplier, train_step);
+    if (auto s = own_state_ != nullptr
+                     ? OwnStateMultiStep(ParamsLr(lr), found_inf, multiplier)
+                     : MultiTensorStep(static_cast<float>(lr), found_inf, multiplier, train_step);
         !s.ok()) {
       return sdk::ToAbsl(s);
     }

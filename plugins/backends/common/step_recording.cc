@@ -40,7 +40,7 @@ ParamsLayout LayoutOf(int32_t raw_op) {
   ParamsLayout l;
   if (!sdk::IsKnownEnum<MNT_Op>(raw_op) || raw_op == MNT_OP_INVALID ||
       (raw_op > MNT_OP_MULTI_SGD_STEP && raw_op != MNT_OP_ADAMW8BIT_STEP &&
-       raw_op != MNT_OP_ADAFACTOR_STEP)) {
+       raw_op != MNT_OP_ADAFACTOR_STEP && raw_op != MNT_OP_MULTI_ADAMW8BIT_STEP)) {
     return l;
   }
   l.known = true;
@@ -73,6 +73,8 @@ ParamsLayout LayoutOf(int32_t raw_op) {
     case MNT_OP_ADAFACTOR_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_AdafactorParams, rounding, rounding_seed)};
       break;
+    // 1.14: MULTI_ADAMW_STEP's params, arrays included.
+    case MNT_OP_MULTI_ADAMW8BIT_STEP:
     case MNT_OP_MULTI_ADAMW_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_MultiAdamWParams, weight_decay, step),
                  MNT_HOLE_AFTER_(MNT_MultiAdamWParams, rounding, rounding_seed)};

@@ -5,7 +5,8 @@
 // copies rounded to nearest and stochastically, the step counter and the
 // device learning rate, found_inf; sizes with partial quantization blocks
 // and many CUDA blocks; factored tensors of rank 2 and 3 and an
-// unfactored one. Skips without a GPU.
+// unfactored one. ABI 1.14's MULTI_ADAMW8BIT_STEP likewise, over a table of
+// mixed storage types. Skips without a GPU.
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -86,6 +87,74 @@ TEST_F(CudaMemoryLightOptimizersTest, AdamW8bitMatchesCpuBits) {
         EXPECT_EQ(d_.Bytes(*master, true), before);
       }
     }
+  }
+}
+
+// ABI 1.14: MULTI_ADAMW8BIT_STEP over a table whose tensors span several
+// storage pairs (one launch each) and share one (the prefix lookup within a
+// launch), against the CPU backend's multi op (which is one ADAMW8BIT_STEP
+// per tensor, bit for bit: plugins/backends/cpu/
+// multi_tensor_light_optimizers_test), with lr scales and weight decays,
+// then with step counters, the device lr and stochastically rounded pieces;
+// a found_inf step in between changes no byte on either backend.
+TEST_F(CudaMemoryLightOptimizersTest, MultiAdamW8bitMatchesCpuBits) {
+  const std::vector<int64_t> sizes = {1, 1000, 300001, 700};
+  const std::vector<MNT_DType> grads = {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16,
+                                        MNT_DTYPE_BF16};
+  const std::vector<float> lr_scales = {1.0f, 0.5f, 3.0f, 1.0f};
+  const std::vector<float> weight_decays = {0.1f, 0.0f, 0.01f, 0.05f};
+  const std::vector<int64_t> rounding_tensors = {3, 7, 1, 0};
+  const std::vector<int64_t> rounding_elements = {0, 512, 256, 1024};
+  for (bool device_scalars : {false, true}) {
+    SCOPED_TRACE(device_scalars ? "counters, device lr, stochastic pieces" : "host step and lr");
+    std::vector<std::unique_ptr<Pair>> state, counters;
+    std::vector<const Pair*> out;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const int64_t n = sizes[i], blocks = QuantizationBlocks(n);
+      state.push_back(d_.Upload(Random(n), MNT_DTYPE_F32, {n}));
+      state.push_back(d_.UploadRaw(Codes(n), MNT_DTYPE_U8, {n}));
+      state.push_back(d_.Upload(Uniform(blocks, 0.01f, 0.1f), MNT_DTYPE_F32, {blocks}));
+      state.push_back(d_.UploadRaw(Codes(n), MNT_DTYPE_U8, {n}));
+      state.push_back(d_.Upload(Uniform(blocks, 1e-4f, 1e-2f), MNT_DTYPE_F32, {blocks}));
+      // Rounded to nearest: bf16, none, f16, bf16; stochastically: bf16.
+      const bool none = !device_scalars && i == 1;
+      state.push_back(none ? nullptr
+                           : d_.Poisoned(device_scalars || i != 2 ? MNT_DTYPE_BF16
+                                                                  : MNT_DTYPE_F16,
+                                         {n}));
+      counters.push_back(d_.UploadI32({static_cast<int32_t>(3 + i)}, {1}));
+    }
+    for (const auto& t : state) out.push_back(t.get());
+    auto mult = d_.Upload({0.5f}, MNT_DTYPE_F32, {1});
+    auto lr = d_.Upload({1e-3f}, MNT_DTYPE_F32, {1});
+    MNT_MultiAdamWParams p{MNT_MultiAdamWParams_STRUCT_SIZE, 2e-3f, 0.9f, 0.999f, 1e-8f, 0.5f,
+                           3, static_cast<int64_t>(sizes.size()), lr_scales.data(),
+                           weight_decays.data(),
+                           device_scalars ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN,
+                           0x1234u, 0, device_scalars ? rounding_tensors.data() : nullptr,
+                           device_scalars ? rounding_elements.data() : nullptr};
+    for (int step = 0; step < 4; ++step) {
+      auto found = d_.Upload({step == 2 ? 1.0f : 0.0f}, MNT_DTYPE_F32, {1});
+      std::vector<std::unique_ptr<Pair>> grad_pairs;
+      std::vector<const Pair*> in{found.get(), mult.get()};
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        grad_pairs.push_back(d_.Upload(Random(sizes[i]), grads[i], {sizes[i]}));
+        in.push_back(grad_pairs.back().get());
+        in.push_back(device_scalars ? counters[i].get() : nullptr);
+      }
+      if (device_scalars) in.push_back(lr.get());
+      const std::vector<uint8_t> before = d_.Bytes(*state[12], true);
+      ASSERT_TRUE(d_.RunBoth(MNT_OP_MULTI_ADAMW8BIT_STEP, in, out, &p).ok());
+      if (step == 2) {
+        EXPECT_EQ(d_.Bytes(*state[12], true), before) << "found_inf changed a master";
+      } else {
+        ++p.step;
+      }
+    }
+    for (const auto& t : state) {
+      if (t != nullptr) ExpectSameBits(*t, "multi adamw8bit");
+    }
+    for (const auto& c : counters) ExpectSameBits(*c, "multi adamw8bit step counter");
   }
 }
 

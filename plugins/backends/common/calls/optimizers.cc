@@ -93,9 +93,9 @@ Status CheckRoundingElement(const OpCall& call, const P* p, int64_t n, WorkingRo
 // ABI 1.11's rounding_tensors / rounding_elements of a multi-tensor op's
 // params (P), each read only when the caller's struct_size holds it; after
 // the table is checked (each entry's n).
-template <typename P>
-Status CheckRoundingPieces(const OpCall& call, const P* p,
-                           const std::vector<MultiStepTensor>& tensors, WorkingRounding* r) {
+template <typename P, typename Entry>
+Status CheckRoundingPieces(const OpCall& call, const P* p, const std::vector<Entry>& tensors,
+                           WorkingRounding* r) {
   if (MNT_HAS_FIELD(p, P, rounding_tensors) && p->rounding_tensors != nullptr) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (p->rounding_tensors[i] < 0) {
@@ -154,6 +154,20 @@ Status CheckTableEntry(const OpCall& call, size_t index, size_t i, float lr,
   t->lr_scale = lr_scales != nullptr ? lr_scales[i] : 1.0f;
   t->lr = TableLr(lr, t->lr_scale);
   t->weight_decay = weight_decays != nullptr ? weight_decays[i] : weight_decay;
+  return Status::Ok();
+}
+
+// Table entry i's optional step counter at in[index]: given for every
+// entry or for none (entry 0 decides `*given`).
+Status CheckTableCounter(const OpCall& call, size_t index, size_t i, Operand* counter,
+                         bool* given) {
+  *counter = call.OptionalInput(index, "step_counter");
+  if (i == 0) *given = counter->present();
+  if (counter->present() != *given) {
+    return call.Invalid(counter->label + (*given ? " is missing" : " is given") +
+                        ", but step counters are given for every tensor or for none");
+  }
+  if (counter->present()) return call.ExpectI32Scalar(*counter);
   return Status::Ok();
 }
 
@@ -228,14 +242,8 @@ Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
     MultiStepTensor& t = a->tensors[i];
     MNT_RETURN_IF_ERROR(CheckTableEntry(call, 2 + 2 * i, i, p->lr, p->lr_scales,
                                         p->weight_decay, p->weight_decays, &t));
-    t.step_counter = call.OptionalInput(3 + 2 * i, "step_counter");
-    if (i == 0) a->step_counters = t.step_counter.present();
-    if (t.step_counter.present() != a->step_counters) {
-      return call.Invalid(t.step_counter.label +
-                          (a->step_counters ? " is missing" : " is given") +
-                          ", but step counters are given for every tensor or for none");
-    }
-    if (t.step_counter.present()) MNT_RETURN_IF_ERROR(call.ExpectI32Scalar(t.step_counter));
+    MNT_RETURN_IF_ERROR(CheckTableCounter(call, 3 + 2 * i, i, &t.step_counter,
+                                          &a->step_counters));
     MNT_RETURN_IF_ERROR(call.Output(4 * i, "master", &t.master));
     MNT_RETURN_IF_ERROR(call.Output(4 * i + 1, "m", &t.state1));
     MNT_RETURN_IF_ERROR(call.Output(4 * i + 2, "v", &t.state2));
@@ -346,6 +354,42 @@ Status CheckAdamW8bitStep(const OpCall& call, AdamW8bitStepCall* a) {
   a->working = call.OptionalOutput(5, "working_copy");
   MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, a->working, a->n));
   return CheckRoundedCopy(call, a->rounding, a->working);
+}
+
+Status CheckMultiAdamW8bitStep(const OpCall& call, MultiAdamW8bitStepCall* a) {
+  a->op = &call;
+  // Born with ABI 1.14: the caller's struct holds every field
+  // MNT_MultiAdamWParams had then (its 1.11 size).
+  MNT_RETURN_IF_ERROR(call.Params("MNT_MultiAdamWParams",
+                                  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, rounding_elements),
+                                  false, &a->params));
+  const MNT_MultiAdamWParams* p = a->params;
+  MNT_RETURN_IF_ERROR(CheckRounding(call, p, &a->rounding));
+  MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 2, 6));
+  MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &a->found_inf, &a->multiplier));
+  MNT_RETURN_IF_ERROR(
+      CheckDeviceLr(call, 2 + 2 * static_cast<size_t>(p->num_tensors), &a->lr));
+  a->tensors.resize(static_cast<size_t>(p->num_tensors));
+  for (size_t i = 0; i < a->tensors.size(); ++i) {
+    MultiAdamW8bitTensor& t = a->tensors[i];
+    MNT_RETURN_IF_ERROR(CheckTableEntry(call, 2 + 2 * i, i, p->lr, p->lr_scales,
+                                        p->weight_decay, p->weight_decays, &t));
+    MNT_RETURN_IF_ERROR(CheckTableCounter(call, 3 + 2 * i, i, &t.step_counter,
+                                          &a->step_counters));
+    MNT_RETURN_IF_ERROR(call.Output(6 * i, "master", &t.master));
+    MNT_RETURN_IF_ERROR(CheckState(call, t.master, t.n));
+    MNT_RETURN_IF_ERROR(CheckQuantizedMoment(call, 6 * i + 1, "m_codes", "m_absmax", t.n,
+                                             &t.state1, &t.m_absmax));
+    MNT_RETURN_IF_ERROR(CheckQuantizedMoment(call, 6 * i + 3, "v_codes", "v_absmax", t.n,
+                                             &t.state2, &t.v_absmax));
+    t.working = call.OptionalOutput(6 * i + 5, "working_copy");
+    MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, t.working, t.n));
+    MNT_RETURN_IF_ERROR(CheckRoundedCopy(call, a->rounding, t.working));
+  }
+  if (!a->step_counters && p->step < 1) {
+    return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)", (long long)p->step));
+  }
+  return CheckRoundingPieces(call, p, a->tensors, &a->rounding);
 }
 
 Status CheckAdafactorStep(const OpCall& call, AdafactorStepCall* a) {
