@@ -59,7 +59,8 @@
   X(TENSOR_STATS, TensorStats)                          \
   X(ADAMW8BIT_STEP, AdamW8bitStep)                      \
   X(ADAFACTOR_STEP, AdafactorStep)                       \
-  X(MULTI_ADAMW8BIT_STEP, MultiAdamW8bitStep)
+  X(MULTI_ADAMW8BIT_STEP, MultiAdamW8bitStep)            \
+  X(MULTI_ADAFACTOR_STEP, MultiAdafactorStep)
 
 namespace mnt::sdk {
 

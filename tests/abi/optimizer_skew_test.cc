@@ -135,9 +135,10 @@ TEST(OptimizerSkewTest, ABackendWithoutTheMemoryLightOpsIsRefusedThem) {
 
 // A backend without ABI 1.14's multi-tensor forms of the memory-light
 // optimizers (the CPU backend's table, its op support hiding one of them,
-// as a 1.13 backend's would hide both): adamw8bit steps one op per tensor,
-// as before; with both ops (and MULTI_ADAMW_STEP for its small tensors) one
-// op per table, unless --multi_tensor_optimizer=off.
+// as a 1.13 backend's would hide both): adamw8bit and adafactor step one op
+// per tensor, as before; with their ops (and MULTI_ADAMW_STEP for
+// adamw8bit's small tensors) one op per table, unless
+// --multi_tensor_optimizer=off.
 MNT_Op g_hidden_op = MNT_OP_INVALID;
 MNT_Backend_Api g_backend_api_hiding;
 MNT_Plugin_Api g_backend_plugin_hiding;
@@ -172,6 +173,14 @@ TEST(OptimizerSkewTest, MemoryLightOptimizersUseTheMultiTensorOpsWhereSupported)
   }
   config.set_multi_tensor_optimizer("off");
   EXPECT_FALSE(trainer::Optimizer::UsesMultiTensor(config, *cpu));
+  config.set_name("adafactor");
+  config.set_multi_tensor_optimizer("auto");
+  EXPECT_TRUE(trainer::Optimizer::UsesMultiTensor(config, *cpu));
+  std::unique_ptr<sdk::BackendInstance> old;
+  ASSERT_TRUE(
+      sdk::BackendInstance::Create(CpuHiding(MNT_OP_MULTI_ADAFACTOR_STEP), "threads=1", &old).ok());
+  EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *old).ok());
+  EXPECT_FALSE(trainer::Optimizer::UsesMultiTensor(config, *old));
 }
 
 TEST(OptimizerSkewTest, OnlyBf16WorkingWeightsAreRoundedStochastically) {

@@ -18,7 +18,7 @@
 // slots. Since ABI 1.14 (--multi_tensor_optimizer=auto, where the backend
 // supports the ops) adamw8bit steps as two tables with the same bits: one
 // MULTI_ADAMW8BIT_STEP over its 8-bit tensors, one MULTI_ADAMW_STEP over
-// the small ones.
+// the small ones; adafactor as one MULTI_ADAFACTOR_STEP.
 #ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 #define MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 
@@ -68,7 +68,7 @@ class Optimizer {
   // Whether a step is one multi-tensor op per table: --multi_tensor_optimizer=auto
   // and a backend that reports the ops supported (ABI 1.6: adamw, adam, sgd;
   // ABI 1.14: adamw8bit, which needs MULTI_ADAMW8BIT_STEP and
-  // MULTI_ADAMW_STEP).
+  // MULTI_ADAMW_STEP; adafactor, MULTI_ADAFACTOR_STEP).
   static bool UsesMultiTensor(const mantissa::OptimizerConfig& config,
                               const sdk::BackendInstance& backend);
   bool multi_tensor() const { return multi_tensor_; }
@@ -141,7 +141,10 @@ class Optimizer {
   // The whole table in one MULTI_ADAMW_STEP / MULTI_SGD_STEP.
   sdk::Status MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                               const MNT_Tensor& multiplier, int64_t train_step);
-  // adamw8bit's tables (ABI 1.14), own_tables_: one op each.
+  // ADAFACTOR_STEP's outputs of piece `i`, absent ones (NULL) in their
+  // places.
+  std::vector<MNT_Tensor> AdafactorOutputs(size_t i) const;
+  // adamw8bit's and adafactor's tables (ABI 1.14), own_tables_: one op each.
   void BuildOwnStateTables();
   sdk::Status OwnStateMultiStep(float lr, const MNT_Tensor& found_inf,
                                 const MNT_Tensor& multiplier);

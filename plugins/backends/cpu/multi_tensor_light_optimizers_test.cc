@@ -5,13 +5,17 @@
 // weight decays, every gradient dtype, working copies present and absent,
 // the multiplier, a found_inf step that changes no byte, and the step
 // counters, device lr and stochastically rounded pieces (rounding_tensors,
-// rounding_elements on block boundaries) together; and the contract's
-// refusals.
+// rounding_elements on block boundaries) together; MULTI_ADAFACTOR_STEP
+// likewise against one ADAFACTOR_STEP per tensor (factored matrices, a
+// rank-3 tensor and a vector; with and without the first moment, parameter
+// scaling, the step counters, the device lr and stochastic rounding with
+// rounding_tensors); and the contract's refusals.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "plugins/backends/common/adafactor_math.h"
 #include "plugins/backends/common/blockwise_quantization.h"
 #include "plugins/backends/cpu/testing/backend_fixture.h"
 
@@ -205,6 +209,200 @@ TEST_F(MultiTensorLightOptimizersTest, AdamW8bitRefusals) {
   p.step = 0;
   EXPECT_EQ(Run(MNT_OP_MULTI_ADAMW8BIT_STEP, {none, none, g, none}, out, &p).message(),
             "MULTI_ADAMW8BIT_STEP: step 0 must be >= 1 (1-based)");
+}
+
+// ---- MULTI_ADAFACTOR_STEP ---------------------------------------------------
+
+// One tensor's ADAFACTOR_STEP state, twice (a: the multi op's, b: the
+// single op's): master, second moment (rows or full), columns (factored),
+// first moment (beta1), working copy; absent ones NULL.
+struct StateAdafactor {
+  std::vector<int64_t> dims;
+  int64_t n = 0;
+  MNT_Tensor a[5], b[5];
+  MNT_Tensor counter_a, counter_b;
+};
+
+// What varies between the runs of the Adafactor comparison.
+struct VariantAdafactor {
+  const char* name;
+  float beta1;
+  bool scale_parameter, counters, device_lr, stochastic;
+};
+
+TEST_F(MultiTensorLightOptimizersTest, AdafactorSameBitsAsSingleTensorOps) {
+  for (const VariantAdafactor& v :
+       {VariantAdafactor{"host step and lr, parameter scaling", 0.0f, true, false, false, false},
+        VariantAdafactor{"first moment, counters, device lr, stochastic", 0.9f, false, true, true,
+                         true}}) {
+    SCOPED_TRACE(v.name);
+    // A matrix, a vector and a rank-3 tensor, sizes drawn per run.
+    const std::vector<std::vector<int64_t>> shapes = {
+        {RandomSize(2, 60), RandomSize(2, 300)}, {RandomSize(1, 3000)},
+        {RandomSize(2, 3), RandomSize(2, 40), RandomSize(2, 40)}};
+    const std::vector<MNT_DType> working =
+        v.stochastic ? std::vector<MNT_DType>{MNT_DTYPE_BF16, MNT_DTYPE_BF16, MNT_DTYPE_BF16}
+                     : std::vector<MNT_DType>{MNT_DTYPE_BF16, MNT_DTYPE_INVALID, MNT_DTYPE_F16};
+    const std::vector<int64_t> rounding_tensors = {4, 0, 9};
+    std::vector<StateAdafactor> states;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      StateAdafactor st;
+      st.dims = shapes[i];
+      const FactoredShape s = FactoredShapeOf(st.dims.data(), static_cast<int>(st.dims.size()));
+      st.n = s.numel();
+      const std::vector<double> w = Random(st.n);
+      for (MNT_Tensor* t : {st.a, st.b}) {
+        t[0] = Upload(w, MNT_DTYPE_F32, {st.n});
+        const int64_t second = s.factored ? s.row_count() : st.n;
+        t[1] = Upload(std::vector<double>(second, 0.0), MNT_DTYPE_F32, {second});
+        t[2] = s.factored ? Upload(std::vector<double>(s.col_states(), 0.0), MNT_DTYPE_F32,
+                                   {s.col_states()})
+                          : sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+        t[3] = v.beta1 != 0.0f ? Upload(std::vector<double>(st.n, 0.0), MNT_DTYPE_F32, {st.n})
+                               : sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+        t[4] = working[i] == MNT_DTYPE_INVALID ? sdk::MakeTensor(nullptr, MNT_DTYPE_BF16, {1})
+                                               : Empty(working[i], {st.n});
+      }
+      st.counter_a = UploadI32({static_cast<int32_t>(i) + 2}, {1});
+      st.counter_b = UploadI32({static_cast<int32_t>(i) + 2}, {1});
+      states.push_back(st);
+    }
+    const float lr = 1e-2f;
+    const uint64_t seed = rng()();
+    MNT_Tensor mult = Upload({0.75}, MNT_DTYPE_F32, {1});
+    MNT_Tensor device_lr = Upload({lr}, MNT_DTYPE_F32, {1});
+    int64_t applied = 0;
+    for (int step = 0; step < kSteps; ++step) {
+      const bool skip = step == kSkippedStep;
+      MNT_Tensor found = Upload({skip ? 1.0 : 0.0}, MNT_DTYPE_F32, {1});
+      std::vector<MNT_Tensor> in{found, mult}, out, grads;
+      for (size_t i = 0; i < states.size(); ++i) {
+        const StateAdafactor& st = states[i];
+        std::vector<int64_t> dims = st.dims;
+        grads.push_back(Upload(Random(st.n), kGradDTypes[i], {st.n}));  // then its dims
+        grads.back().rank = static_cast<int32_t>(dims.size());
+        for (size_t d = 0; d < dims.size(); ++d) grads.back().dims[d] = dims[d];
+        in.push_back(grads.back());
+        in.push_back(v.counters ? st.counter_a : sdk::MakeTensor(nullptr, MNT_DTYPE_I32, {1}));
+        for (const MNT_Tensor& t : st.a) out.push_back(t);
+      }
+      if (v.device_lr) in.push_back(device_lr);
+      MNT_MultiAdafactorParams mp{};
+      mp.struct_size = MNT_MultiAdafactorParams_STRUCT_SIZE;
+      mp.lr = v.device_lr ? 99.0f : lr;  // ignored with the device lr
+      mp.beta1 = v.beta1;
+      mp.decay_rate = -0.8f;
+      mp.epsilon1 = 1e-30f;
+      mp.epsilon2 = 1e-3f;
+      mp.clip_threshold = 1.0f;
+      mp.weight_decay = 0.5f;  // overridden per tensor
+      mp.scale_parameter = v.scale_parameter ? 1 : 0;
+      mp.step = applied + 1;
+      mp.rounding = v.stochastic ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN;
+      mp.rounding_seed = seed;
+      mp.rounding_tensor = 0;
+      mp.num_tensors = static_cast<int64_t>(states.size());
+      mp.lr_scales = kLrScales.data();
+      mp.weight_decays = kWeightDecays.data();
+      mp.rounding_tensors = v.stochastic ? rounding_tensors.data() : nullptr;
+      const sdk::Status s = Run(MNT_OP_MULTI_ADAFACTOR_STEP, in, out, &mp);
+      ASSERT_TRUE(s.ok()) << s.message();
+      for (size_t i = 0; i < states.size(); ++i) {
+        const StateAdafactor& st = states[i];
+        const float lr_i = lr * kLrScales[i];  // the op's fp32 product
+        const MNT_AdafactorParams ap{MNT_AdafactorParams_STRUCT_SIZE,
+                                     v.device_lr ? 99.0f : lr_i,
+                                     mp.beta1,
+                                     mp.decay_rate,
+                                     mp.epsilon1,
+                                     mp.epsilon2,
+                                     mp.clip_threshold,
+                                     kWeightDecays[i],
+                                     mp.relative_step,
+                                     mp.scale_parameter,
+                                     mp.warmup_init,
+                                     mp.step,
+                                     mp.rounding,
+                                     seed,
+                                     v.stochastic ? rounding_tensors[i] : static_cast<int64_t>(i)};
+        std::vector<MNT_Tensor> sin{grads[i], found, mult};
+        if (v.counters || v.device_lr) {
+          sin.push_back(v.counters ? st.counter_b : sdk::MakeTensor(nullptr, MNT_DTYPE_I32, {1}));
+        }
+        if (v.device_lr) sin.push_back(Upload({lr_i}, MNT_DTYPE_F32, {1}));
+        std::vector<MNT_Tensor> sout(st.b, st.b + 5);
+        while (sout.back().data == nullptr) sout.pop_back();
+        const sdk::Status single = Run(MNT_OP_ADAFACTOR_STEP, sin, sout, &ap);
+        ASSERT_TRUE(single.ok()) << single.message();
+      }
+      if (!skip) ++applied;
+      for (size_t i = 0; i < states.size(); ++i) {
+        static const char* kNames[] = {"master", "second moment", "columns", "first moment",
+                                       "working"};
+        for (int k = 0; k < 5; ++k) {
+          if (states[i].a[k].data == nullptr) continue;
+          EXPECT_EQ(Bytes(states[i].a[k]), Bytes(states[i].b[k]))
+              << "step " << step << ", tensor " << i << ": " << kNames[k];
+        }
+        EXPECT_EQ(Bytes(states[i].counter_a), Bytes(states[i].counter_b)) << "step counter";
+      }
+    }
+    if (v.counters) {
+      for (size_t i = 0; i < states.size(); ++i) {
+        EXPECT_EQ(Download(states[i].counter_a)[0], static_cast<double>(i + 2 + kSteps - 1));
+      }
+    }
+  }
+}
+
+TEST_F(MultiTensorLightOptimizersTest, AdafactorRefusals) {
+  const MNT_Tensor none = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  const MNT_Tensor g2 = Upload(Random(12), MNT_DTYPE_F32, {3, 4});
+  const MNT_Tensor w = Upload(Random(12), MNT_DTYPE_F32, {12});
+  const MNT_Tensor row = Upload(Random(3, 0.1, 1.0), MNT_DTYPE_F32, {3});
+  const MNT_Tensor col = Upload(Random(4, 0.1, 1.0), MNT_DTYPE_F32, {4});
+  MNT_MultiAdafactorParams p{};
+  p.struct_size = MNT_MultiAdafactorParams_STRUCT_SIZE;
+  p.lr = 1e-3f;
+  p.decay_rate = -0.8f;
+  p.clip_threshold = 1.0f;
+  p.step = 1;
+  p.num_tensors = 1;
+  const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  EXPECT_TRUE(Run(MNT_OP_MULTI_ADAFACTOR_STEP, {none, none, g2, none},
+                  {w, row, col, absent, absent}, &p)
+                  .ok());
+  EXPECT_EQ(Run(MNT_OP_MULTI_ADAFACTOR_STEP, {none, none, g2, none}, {w, row, col}, &p).message(),
+            "MULTI_ADAFACTOR_STEP: got 3 outputs, expected 5");
+  EXPECT_EQ(Run(MNT_OP_MULTI_ADAFACTOR_STEP, {none, none, g2, none},
+                {w, row, absent, absent, absent}, &p)
+                .message(),
+            "MULTI_ADAFACTOR_STEP: out[2] col_state is missing, but in[2] grad has rank 2 "
+            "(factored)");
+  p.beta1 = 0.9f;
+  EXPECT_EQ(Run(MNT_OP_MULTI_ADAFACTOR_STEP, {none, none, g2, none},
+                {w, row, col, absent, absent}, &p)
+                .message(),
+            "MULTI_ADAFACTOR_STEP: out[3] first_moment is missing but beta1 is 0.9");
+  p.beta1 = 0.0f;
+  p.decay_rate = 0.5f;
+  EXPECT_EQ(Run(MNT_OP_MULTI_ADAFACTOR_STEP, {none, none, g2, none},
+                {w, row, col, absent, absent}, &p)
+                .message(),
+            "MULTI_ADAFACTOR_STEP: decay_rate 0.5 must be negative (beta2_t = 1 - t^decay_rate)");
+  p.decay_rate = -0.8f;
+  p.struct_size = MNT_STRUCT_SIZE(MNT_MultiAdafactorParams, weight_decays);
+  EXPECT_EQ(Run(MNT_OP_MULTI_ADAFACTOR_STEP, {none, none, g2, none},
+                {w, row, col, absent, absent}, &p)
+                .message(),
+            "MULTI_ADAFACTOR_STEP: MNT_MultiAdafactorParams.struct_size 104 is smaller than 112");
+  p.struct_size = MNT_MultiAdafactorParams_STRUCT_SIZE;
+  const int64_t bad_tensor = -1;
+  p.rounding_tensors = &bad_tensor;
+  EXPECT_EQ(Run(MNT_OP_MULTI_ADAFACTOR_STEP, {none, none, g2, none},
+                {w, row, col, absent, absent}, &p)
+                .message(),
+            "MULTI_ADAFACTOR_STEP: rounding_tensors[0] -1 must be >= 0");
 }
 
 }  // namespace

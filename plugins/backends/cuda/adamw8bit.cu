@@ -10,16 +10,17 @@
 // by a one-thread kernel after the update (stream order).
 //
 // Since ABI 1.14 MULTI_ADAMW8BIT_STEP runs the same per-block code over a
-// table of tensors uploaded to the device once (step_table.cuh): one launch
-// per (gradient, working copy) storage pair, its CUDA blocks striding over
-// the quantization blocks of all the group's tensors, each finding its
-// tensor from the table's prefix of first blocks; then one tiny launch
-// advances every step counter after all blocks have read them. A recorded
-// step (CUDA graph) replays the upload with the launches.
+// table of tensors uploaded to the device once (step_table.cuh): one
+// launch, its CUDA blocks striding over the quantization blocks of every
+// tensor, each finding its tensor from the table's prefix of first blocks,
+// the tensors' storage types read through AnyStorage (the same bits as the
+// specialised loads and stores; one instantiation instead of one per
+// pair); then one tiny launch advances every step counter after all blocks
+// have read them. A recorded step (CUDA graph) replays the upload with the
+// launches.
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "plugins/backends/common/adamw8bit_math.h"
@@ -171,10 +172,9 @@ struct Table8bitEntry {
 };
 
 // Every CUDA block strides over the `blocks` quantization blocks of the
-// group's `count` entries; every entry has gradient storage G and working
-// storage W. Consecutive blocks of one entry share its coefficients; each
-// is derived again (a few flops) rather than cached across the stride.
-template <typename G, typename W>
+// table's `count` entries, of any storage types. Consecutive blocks of one
+// entry share its coefficients; each is derived again (a few flops) rather
+// than cached across the stride.
 __global__ void __launch_bounds__(kThreads)
     MultiAdamW8bitKernel(const Table8bitEntry* table, int64_t count, int64_t blocks,
                          const float* found_inf, const float* multiplier) {
@@ -190,7 +190,8 @@ __global__ void __launch_bounds__(kThreads)
     // every thread has read the previous unit's (they did before that
     // unit's BlockReduce).
     const AdamWCoefficients c = StepCoefficients(e.b, e.c, e.lr_scale, step, &shared_c);
-    StepBlock<G, W>(e.b, c, maps, mult, KeyOf(e.b, step), unit - e.first_block);
+    StepBlock<AnyStorage, AnyStorage>(e.b, c, maps, mult, KeyOf(e.b, step),
+                                      unit - e.first_block);
   }
 }
 
@@ -250,8 +251,8 @@ Status CudaBackend::AdamW8bitStep(const backend::AdamW8bitStepCall& a) {
 }
 
 // ABI 1.14: the table uploaded once (UploadForKernel: a recorded step's
-// graph owns a pinned copy), one launch per storage pair over its
-// quantization blocks, then the counters.
+// graph owns a pinned copy), one launch over every quantization block, then
+// the counters.
 Status CudaBackend::MultiAdamW8bitStep(const backend::MultiAdamW8bitStepCall& a) {
   const MNT_MultiAdamWParams* p = a.params;
   std::vector<Table8bitEntry> table(a.tensors.size());
@@ -278,15 +279,8 @@ Status CudaBackend::MultiAdamW8bitStep(const backend::MultiAdamW8bitStepCall& a)
     table[i].c = AdamWCoefficientsForStep(t.lr, p->beta1, p->beta2, p->epsilon,
                                           t.weight_decay, a.step_counters ? 1 : p->step);
   }
-  const std::vector<TableGroup> groups = GroupByStorage(
-      &table,
-      [](const Table8bitEntry& e) {
-        return std::make_pair(e.b.grad.dtype,
-                              e.b.working.data != nullptr ? e.b.working.dtype : e.b.grad.dtype);
-      },
-      [](const Table8bitEntry& e) { return QuantizationBlocks(e.b.n); });
-  int64_t blocks = 0;
-  for (const TableGroup& g : groups) blocks += g.units;
+  const int64_t blocks =
+      NumberUnits(&table, [](const Table8bitEntry& e) { return QuantizationBlocks(e.b.n); });
   if (blocks == 0 && !a.step_counters) return Status::Ok();
   Scratch device_table(*this);
   const size_t bytes = sizeof(Table8bitEntry) * table.size();
@@ -294,17 +288,15 @@ Status CudaBackend::MultiAdamW8bitStep(const backend::MultiAdamW8bitStepCall& a)
   MNT_RETURN_IF_ERROR(UploadForKernel(device_table.data(), table.data(), bytes));
   const Table8bitEntry* dev = static_cast<const Table8bitEntry*>(device_table.data());
   const float* found_inf = a.found_inf.f32();
-  for (const TableGroup& g : groups) {
-    if (g.units == 0) continue;
-    const cudaError_t err = WithStoragePair(g.grad, g.working, [&](auto gs, auto ws) {
-      return Launch(MultiAdamW8bitKernel<decltype(gs), decltype(ws)>, GridFor(g.units, 1),
-                    kThreads, 0, stream, dev + g.begin, static_cast<int64_t>(g.count), g.units,
-                    found_inf, a.multiplier.f32());
-    });
-    MNT_RETURN_IF_ERROR(Launched(a, err, "multi_adamw8bit_step"));
+  const int64_t count = static_cast<int64_t>(table.size());
+  if (blocks > 0) {
+    MNT_RETURN_IF_ERROR(Launched(a,
+                                 Launch(MultiAdamW8bitKernel, GridFor(blocks, 1), kThreads, 0,
+                                        stream, dev, count, blocks, found_inf,
+                                        a.multiplier.f32()),
+                                 "multi_adamw8bit_step"));
   }
   if (!a.step_counters) return Status::Ok();
-  const int64_t count = static_cast<int64_t>(table.size());
   return Launched(a,
                   Launch(CountApplied8bitStepsKernel, GridFor(count, kThreads), kThreads, 0,
                          stream, dev, count, found_inf),
