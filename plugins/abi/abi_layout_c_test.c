@@ -770,6 +770,30 @@ _Static_assert(offsetof(MNT_AdafactorParams, rounding) == 56, "offsetof(MNT_Adaf
 _Static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64, "offsetof(MNT_AdafactorParams, rounding_seed)");
 _Static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72, "offsetof(MNT_AdafactorParams, rounding_tensor)");
 
+/* 1.14: the memory-light optimizers over a table of tensors */
+_Static_assert(MNT_OP_MULTI_ADAMW8BIT_STEP == 45, "MNT_OP_MULTI_ADAMW8BIT_STEP");
+_Static_assert(MNT_OP_MULTI_ADAFACTOR_STEP == 46, "MNT_OP_MULTI_ADAFACTOR_STEP");
+_Static_assert(sizeof(MNT_MultiAdafactorParams) == 112, "sizeof(MNT_MultiAdafactorParams)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, struct_size) == 0, "offsetof(MNT_MultiAdafactorParams, struct_size)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, lr) == 8, "offsetof(MNT_MultiAdafactorParams, lr)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, beta1) == 12, "offsetof(MNT_MultiAdafactorParams, beta1)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, decay_rate) == 16, "offsetof(MNT_MultiAdafactorParams, decay_rate)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, epsilon1) == 20, "offsetof(MNT_MultiAdafactorParams, epsilon1)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, epsilon2) == 24, "offsetof(MNT_MultiAdafactorParams, epsilon2)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, clip_threshold) == 28, "offsetof(MNT_MultiAdafactorParams, clip_threshold)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, weight_decay) == 32, "offsetof(MNT_MultiAdafactorParams, weight_decay)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, relative_step) == 36, "offsetof(MNT_MultiAdafactorParams, relative_step)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, scale_parameter) == 40, "offsetof(MNT_MultiAdafactorParams, scale_parameter)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, warmup_init) == 44, "offsetof(MNT_MultiAdafactorParams, warmup_init)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, step) == 48, "offsetof(MNT_MultiAdafactorParams, step)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, rounding) == 56, "offsetof(MNT_MultiAdafactorParams, rounding)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, rounding_seed) == 64, "offsetof(MNT_MultiAdafactorParams, rounding_seed)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, rounding_tensor) == 72, "offsetof(MNT_MultiAdafactorParams, rounding_tensor)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, num_tensors) == 80, "offsetof(MNT_MultiAdafactorParams, num_tensors)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, lr_scales) == 88, "offsetof(MNT_MultiAdafactorParams, lr_scales)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, weight_decays) == 96, "offsetof(MNT_MultiAdafactorParams, weight_decays)");
+_Static_assert(offsetof(MNT_MultiAdafactorParams, rounding_tensors) == 104, "offsetof(MNT_MultiAdafactorParams, rounding_tensors)");
+
 /* 1.12: a model declares the data it takes */
 _Static_assert(sizeof(MNT_ModelData_Extension) == 56, "sizeof(MNT_ModelData_Extension)");
 _Static_assert(offsetof(MNT_ModelData_Extension, header) == 0, "offsetof(MNT_ModelData_Extension, header)");
@@ -827,6 +851,7 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_10, 80),
       MNT_EXPECT_SIZE(MNT_AdafactorParams_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_MultiAdafactorParams_STRUCT_SIZE, 112),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),

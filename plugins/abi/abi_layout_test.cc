@@ -792,6 +792,30 @@ static_assert(offsetof(MNT_AdafactorParams, rounding) == 56);
 static_assert(offsetof(MNT_AdafactorParams, rounding_seed) == 64);
 static_assert(offsetof(MNT_AdafactorParams, rounding_tensor) == 72);
 
+// 1.14: the memory-light optimizers over a table of tensors
+static_assert(MNT_OP_MULTI_ADAMW8BIT_STEP == 45, "MNT_OP_MULTI_ADAMW8BIT_STEP");
+static_assert(MNT_OP_MULTI_ADAFACTOR_STEP == 46, "MNT_OP_MULTI_ADAFACTOR_STEP");
+static_assert(sizeof(MNT_MultiAdafactorParams) == 112);
+static_assert(offsetof(MNT_MultiAdafactorParams, struct_size) == 0);
+static_assert(offsetof(MNT_MultiAdafactorParams, lr) == 8);
+static_assert(offsetof(MNT_MultiAdafactorParams, beta1) == 12);
+static_assert(offsetof(MNT_MultiAdafactorParams, decay_rate) == 16);
+static_assert(offsetof(MNT_MultiAdafactorParams, epsilon1) == 20);
+static_assert(offsetof(MNT_MultiAdafactorParams, epsilon2) == 24);
+static_assert(offsetof(MNT_MultiAdafactorParams, clip_threshold) == 28);
+static_assert(offsetof(MNT_MultiAdafactorParams, weight_decay) == 32);
+static_assert(offsetof(MNT_MultiAdafactorParams, relative_step) == 36);
+static_assert(offsetof(MNT_MultiAdafactorParams, scale_parameter) == 40);
+static_assert(offsetof(MNT_MultiAdafactorParams, warmup_init) == 44);
+static_assert(offsetof(MNT_MultiAdafactorParams, step) == 48);
+static_assert(offsetof(MNT_MultiAdafactorParams, rounding) == 56);
+static_assert(offsetof(MNT_MultiAdafactorParams, rounding_seed) == 64);
+static_assert(offsetof(MNT_MultiAdafactorParams, rounding_tensor) == 72);
+static_assert(offsetof(MNT_MultiAdafactorParams, num_tensors) == 80);
+static_assert(offsetof(MNT_MultiAdafactorParams, lr_scales) == 88);
+static_assert(offsetof(MNT_MultiAdafactorParams, weight_decays) == 96);
+static_assert(offsetof(MNT_MultiAdafactorParams, rounding_tensors) == 104);
+
 // 1.12: a model declares the data it takes
 static_assert(sizeof(MNT_ModelData_Extension) == 56);
 static_assert(offsetof(MNT_ModelData_Extension, header) == 0);
@@ -849,6 +873,7 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_6, 48),
       MNT_EXPECT_SIZE(MNT_MultiSgdParams_STRUCT_SIZE_1_10, 80),
       MNT_EXPECT_SIZE(MNT_AdafactorParams_STRUCT_SIZE, 80),
+      MNT_EXPECT_SIZE(MNT_MultiAdafactorParams_STRUCT_SIZE, 112),
       MNT_EXPECT_SIZE(MNT_Backend_Create_Args_STRUCT_SIZE, 40),
       MNT_EXPECT_SIZE(MNT_Backend_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Backend_GetInfo_Args_STRUCT_SIZE, 56),
@@ -931,9 +956,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs113) {
+TEST(AbiLayoutTest, VersionIs114) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 13);
+  EXPECT_EQ(MNT_ABI_MINOR, 14);
 }
 
 TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {

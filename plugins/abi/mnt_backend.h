@@ -423,6 +423,46 @@ typedef enum MNT_Op {
    * the RMS of the parameter and of the update) are whole-tensor
    * reductions: the op takes whole parameters, never pieces. */
   MNT_OP_ADAFACTOR_STEP = 44,
+  /* --- Since 1.14 (optional ops; the memory-light optimizers over a table
+   * of tensors, as MULTI_ADAMW_STEP is ADAMW_STEP's). --- */
+  /* ADAMW8BIT_STEP over a table of n parameter tensors (or pieces of
+   * parameters) in one call; per element the same bits as n ADAMW8BIT_STEP
+   * calls. in[0] optional found_inf F32 [1] (non-zero: the whole op, every
+   * counter included, is a no-op), in[1] optional grad multiplier F32 [1];
+   * for tensor i: in[2+2i] grad (any float dtype, n_i elements), in[3+2i]
+   * step counter I32 [1] (optional, as ADAMW8BIT_STEP's in[3]; given for
+   * every tensor or for none); optionally in[2+2n], the learning rate F32
+   * [1] on the device (lr_i = in[2+2n][0] * lr_scales[i], as
+   * MULTI_ADAMW_STEP's). out[6i] master F32 [n_i], out[6i+1] m codes U8
+   * [n_i], out[6i+2] m absmax F32 [ceil(n_i / 256)], out[6i+3] v codes U8
+   * [n_i], out[6i+4] v absmax F32 [ceil(n_i / 256)] (updated in place, as
+   * ADAMW8BIT_STEP's out[0..4]), out[6i+5] optional working copy. Exactly
+   * 2 + 2n (or 3 + 2n) inputs and 6n outputs (absent ones with data NULL).
+   * Params: MNT_MultiAdamWParams, the caller's struct reaching
+   * rounding_elements (its 1.11 size: the op was born after it): tensor i
+   * steps as ADAMW8BIT_STEP with lr_i, weight_decays[i], tensor index
+   * rounding_tensors[i] (rounding_tensor + i when NULL) and element index
+   * rounding_elements[i] + j for its element j (j when NULL); a piece
+   * starts on a block boundary of its parameter, as ADAMW8BIT_STEP's. The
+   * step counters and the device lr are the op's from birth (no
+   * capability). */
+  MNT_OP_MULTI_ADAMW8BIT_STEP = 45,
+  /* ADAFACTOR_STEP over a table of n whole parameters in one call; per
+   * element the same bits as n ADAFACTOR_STEP calls (every sum, mean and
+   * RMS is still its own tensor's). in[0] optional found_inf F32 [1]
+   * (non-zero: the whole op, every counter included, is a no-op), in[1]
+   * optional grad multiplier F32 [1]; for tensor i: in[2+2i] grad (any
+   * float dtype) with the parameter's dims (factored for rank >= 2, as
+   * ADAFACTOR_STEP's in[0]), in[3+2i] step counter I32 [1] (optional, as
+   * ADAFACTOR_STEP's in[3]; given for every tensor or for none);
+   * optionally in[2+2n], the learning rate F32 [1] on the device (lr_i =
+   * in[2+2n][0] * lr_scales[i]). out[5i..5i+4]: ADAFACTOR_STEP's
+   * out[0..4] for tensor i (master, row state or full second moment,
+   * column state (factored only), first moment (beta1 != 0 only), working
+   * copy; absent ones with data NULL). Exactly 2 + 2n (or 3 + 2n) inputs
+   * and 5n outputs. Params: MNT_MultiAdafactorParams. The step counters
+   * and the device lr are the op's from birth (no capability). */
+  MNT_OP_MULTI_ADAFACTOR_STEP = 46,
 } MNT_Op;
 
 /* Since 1.12: elements per quantization block of MNT_OP_ADAMW8BIT_STEP. */
@@ -669,7 +709,8 @@ typedef struct MNT_GemmEpilogueParams {
 /* Since 1.6: MNT_OP_MULTI_ADAMW_STEP. Tensor i steps as ADAMW_STEP with
  * lr_i = lr * lr_scales[i] (an fp32 product; lr itself when lr_scales is
  * NULL) and weight_decay_i = weight_decays[i] (weight_decay when NULL). The
- * arrays are borrowed for the call and hold num_tensors values. */
+ * arrays are borrowed for the call and hold num_tensors values. Since 1.14
+ * also MNT_OP_MULTI_ADAMW8BIT_STEP's (tensor i as ADAMW8BIT_STEP). */
 typedef struct MNT_MultiAdamWParams {
   size_t struct_size;
   float lr;
@@ -757,6 +798,37 @@ typedef struct MNT_AdafactorParams {
 } MNT_AdafactorParams;
 #define MNT_AdafactorParams_STRUCT_SIZE \
   MNT_STRUCT_SIZE(MNT_AdafactorParams, rounding_tensor)
+
+/* Since 1.14: MNT_OP_MULTI_ADAFACTOR_STEP. MNT_AdafactorParams' fields,
+ * every tensor's, then the table's: tensor i steps as ADAFACTOR_STEP with
+ * lr_i = lr * lr_scales[i] (an fp32 product; lr itself when lr_scales is
+ * NULL), weight_decay_i = weight_decays[i] (weight_decay when NULL) and
+ * its random bits' tensor index rounding_tensors[i] (rounding_tensor + i
+ * when NULL). The arrays are borrowed for the call and hold num_tensors
+ * values. */
+typedef struct MNT_MultiAdafactorParams {
+  size_t struct_size;
+  float lr;             /* ignored with relative_step or a device lr */
+  float beta1;          /* 0: no first moment */
+  float decay_rate;     /* < 0 */
+  float epsilon1;       /* >= 0 */
+  float epsilon2;       /* >= 0 */
+  float clip_threshold; /* > 0 */
+  float weight_decay;   /* every tensor's, unless weight_decays */
+  int32_t relative_step;
+  int32_t scale_parameter;
+  int32_t warmup_init;
+  int64_t step;          /* 1-based; ignored with step counters */
+  MNT_Rounding rounding; /* the working copies', as MNT_AdafactorParams' */
+  uint64_t rounding_seed;
+  int64_t rounding_tensor;
+  int64_t num_tensors;               /* n >= 1 */
+  const float* lr_scales;            /* optional [n] */
+  const float* weight_decays;        /* optional [n] */
+  const int64_t* rounding_tensors;   /* optional [n] */
+} MNT_MultiAdafactorParams;
+#define MNT_MultiAdafactorParams_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_MultiAdafactorParams, rounding_tensors)
 
 /* Since 1.9: MNT_OP_SCALED_GEMM. */
 typedef struct MNT_ScaledGemmParams {

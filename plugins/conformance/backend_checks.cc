@@ -578,6 +578,81 @@ void CheckAdamW8bit(const Device& cand, std::mt19937_64* rng, Report* r) {
   r->Check(n + names[3], s.ok() ? CompareBits(pieces, whole) : s.message());
 }
 
+// MULTI_ADAMW8BIT_STEP (optional, 1.14): a table of three tensors (one
+// partial block, several blocks, a few thousand elements; f32, bf16 and f16
+// gradients) from random 8-bit states writes bit for bit what the
+// reference backend's ADAMW8BIT_STEP writes per tensor (the op fixes every
+// bit): with host lr scales, weight decays and working copies in bf16, f16
+// and none; with step counters, the device lr and stochastically rounded
+// pieces (rounding_tensors, rounding_elements on block boundaries); and
+// found_inf leaves every output as it was.
+void CheckMultiAdamW8bit(const Device& cand, const Device& ref, std::mt19937_64* rng,
+                         Report* r) {
+  const std::string n = "backend/op MULTI_ADAMW8BIT_STEP ";
+  const char* names[] = {"3 tensors, host lr scales and weight decays: ADAMW8BIT_STEP's bits",
+                         "3 tensors, step counters, device lr, stochastic pieces: "
+                         "ADAMW8BIT_STEP's bits",
+                         "found_inf skips"};
+  if (!cand.Supports(MNT_OP_MULTI_ADAMW8BIT_STEP)) {
+    for (const char* c : names) r->Skip(n + c, "not supported by this backend");
+    return;
+  }
+  const int64_t sizes[] = {1 + static_cast<int64_t>((*rng)() % 255),
+                           3 * kQuantizationBlock + 1 + static_cast<int64_t>((*rng)() % 255),
+                           3000 + static_cast<int64_t>((*rng)() % 2000)};
+  const MNT_DType grads[] = {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16};
+  const float lr_scales[] = {1.0f, 0.5f, 3.0f}, weight_decays[] = {0.1f, 0.0f, 0.01f};
+  const int64_t rounding_tensors[] = {3, 7, 1}, rounding_elements[] = {0, 512, 256};
+  const float lr = 2e-3f;
+  for (int c = 0; c < 3; ++c) {
+    const bool extras = c >= 1;  // counters, device lr, stochastic rounding
+    std::vector<HostTensor> in = {HostTensor{MNT_DTYPE_F32, {1}, {c == 2 ? 1.0f : 0.0f}},
+                                  HostTensor{MNT_DTYPE_F32, {1}, {0.625f}}};
+    std::vector<HostTensor> before;
+    for (int i = 0; i < 3; ++i) {
+      const int64_t size = sizes[i], blocks = QuantizationBlocks(size);
+      in.push_back(Stored(Random(rng, grads[i], {size})));
+      in.push_back(extras ? HostTensor{MNT_DTYPE_I32, {1}, {static_cast<float>(4 + i)}}
+                          : HostTensor{MNT_DTYPE_I32, {1}, {}, true});
+      const MNT_DType working = extras || i == 0 ? MNT_DTYPE_BF16 : MNT_DTYPE_F16;
+      for (HostTensor t : {Random(rng, MNT_DTYPE_F32, {size}), Codes(rng, size),
+                           Random(rng, MNT_DTYPE_F32, {blocks}, 0.01, 0.1), Codes(rng, size),
+                           Random(rng, MNT_DTYPE_F32, {blocks}, 1e-4, 1e-2),
+                           Zeros(working, {size})}) {
+        before.push_back(std::move(t));
+      }
+      if (!extras && i == 1) before.back().absent = true;  // no working copy
+    }
+    if (extras) in.push_back(HostTensor{MNT_DTYPE_F32, {1}, {lr}});
+    const uint64_t seed = (*rng)();
+    const MNT_MultiAdamWParams mp{MNT_MultiAdamWParams_STRUCT_SIZE, extras ? 99.0f : lr, 0.9f,
+                                  0.95f, 1e-8f, 0.5f, 6, 3, lr_scales, weight_decays,
+                                  extras ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN,
+                                  seed, 0, extras ? rounding_tensors : nullptr,
+                                  extras ? rounding_elements : nullptr};
+    std::vector<HostTensor> got = before;
+    Status s = cand.Run(MNT_OP_MULTI_ADAMW8BIT_STEP, in, &got, &mp);
+    std::vector<HostTensor> want = before;
+    for (int i = 0; s.ok() && c != 2 && i < 3; ++i) {
+      const float lr_i = lr * lr_scales[i];  // the op's fp32 product
+      const MNT_AdamWParams p{MNT_AdamWParams_STRUCT_SIZE, extras ? 99.0f : lr_i, 0.9f, 0.95f,
+                              1e-8f, weight_decays[i], 6, mp.rounding, seed,
+                              extras ? rounding_tensors[i] : i,
+                              extras ? rounding_elements[i] : 0};
+      std::vector<HostTensor> one_in = {in[2 + 2 * i], in[0], in[1]};
+      if (extras) {
+        one_in.push_back(in[3 + 2 * i]);
+        one_in.push_back(HostTensor{MNT_DTYPE_F32, {1}, {lr_i}});
+      }
+      std::vector<HostTensor> one(want.begin() + 6 * i, want.begin() + 6 * i + 6);
+      s = ref.Run(MNT_OP_ADAMW8BIT_STEP, one_in, &one, &p);
+      if (!s.ok()) s = Status(s.code(), "reference backend: " + s.message());
+      std::copy(one.begin(), one.end(), want.begin() + 6 * i);
+    }
+    r->Check(n + names[c], s.ok() ? CompareBits(got, want) : s.message());
+  }
+}
+
 conformance::AdafactorState StateAdafactor(const std::vector<HostTensor>& out, bool factored,
                                            bool first_moment) {
   conformance::AdafactorState st;
@@ -667,6 +742,99 @@ void CheckAdafactor(const Device& cand, std::mt19937_64* rng, Report* r) {
 }
 
 }  // namespace
+
+// MULTI_ADAFACTOR_STEP (optional, 1.14): a table of a matrix (f32
+// gradient), a vector (bf16) and a rank-3 tensor (f16) from random states
+// writes bit for bit what the reference backend's ADAFACTOR_STEP writes per
+// tensor (every sum's order is fixed): with host lr scales, weight decays,
+// parameter scaling and working copies in bf16, none and f16; with the
+// first moment, step counters, the device lr and stochastic rounding
+// (rounding_tensors); and found_inf leaves every output as it was.
+void CheckMultiAdafactor(const Device& cand, const Device& ref, std::mt19937_64* rng,
+                         Report* r) {
+  const std::string n = "backend/op MULTI_ADAFACTOR_STEP ";
+  const char* names[] = {"3 tensors, host lr scales, weight decays, parameter scaling: "
+                         "ADAFACTOR_STEP's bits",
+                         "3 tensors, first moment, step counters, device lr, stochastic "
+                         "rounding: ADAFACTOR_STEP's bits",
+                         "found_inf skips"};
+  if (!cand.Supports(MNT_OP_MULTI_ADAFACTOR_STEP)) {
+    for (const char* c : names) r->Skip(n + c, "not supported by this backend");
+    return;
+  }
+  const auto draw = [&](int64_t lo, int64_t span) {
+    return lo + static_cast<int64_t>((*rng)() % static_cast<uint64_t>(span));
+  };
+  const std::vector<int64_t> dims[] = {
+      {draw(2, 40), draw(2, 200)}, {draw(1, 2000)}, {draw(2, 3), draw(2, 30), draw(2, 30)}};
+  const MNT_DType grads[] = {MNT_DTYPE_F32, MNT_DTYPE_BF16, MNT_DTYPE_F16};
+  const float lr_scales[] = {1.0f, 0.5f, 3.0f}, weight_decays[] = {0.1f, 0.0f, 0.01f};
+  const int64_t rounding_tensors[] = {4, 0, 9};
+  const float lr = 1e-2f;
+  for (int c = 0; c < 3; ++c) {
+    const bool extras = c >= 1;  // first moment, counters, device lr, stochastic
+    MNT_MultiAdafactorParams mp{};
+    mp.struct_size = MNT_MultiAdafactorParams_STRUCT_SIZE;
+    mp.lr = extras ? 99.0f : lr;
+    mp.beta1 = extras ? 0.9f : 0.0f;
+    mp.decay_rate = -0.8f;
+    mp.epsilon1 = 1e-30f;
+    mp.epsilon2 = 1e-3f;
+    mp.clip_threshold = 1.0f;
+    mp.weight_decay = 0.5f;
+    mp.scale_parameter = extras ? 0 : 1;
+    mp.step = 5;
+    mp.rounding = extras ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN;
+    mp.rounding_seed = (*rng)();
+    mp.num_tensors = 3;
+    mp.lr_scales = lr_scales;
+    mp.weight_decays = weight_decays;
+    mp.rounding_tensors = extras ? rounding_tensors : nullptr;
+    std::vector<HostTensor> in = {HostTensor{MNT_DTYPE_F32, {1}, {c == 2 ? 1.0f : 0.0f}},
+                                  HostTensor{MNT_DTYPE_F32, {1}, {0.75f}}};
+    std::vector<HostTensor> before;
+    for (int i = 0; i < 3; ++i) {
+      const FactoredShape s = FactoredShapeOf(dims[i].data(), static_cast<int>(dims[i].size()));
+      const int64_t size = s.numel();
+      in.push_back(Stored(Random(rng, grads[i], dims[i])));
+      in.push_back(extras ? HostTensor{MNT_DTYPE_I32, {1}, {static_cast<float>(4 + i)}}
+                          : HostTensor{MNT_DTYPE_I32, {1}, {}, true});
+      const HostTensor absent{MNT_DTYPE_F32, {1}, {}, true};
+      before.push_back(Random(rng, MNT_DTYPE_F32, {size}));
+      before.push_back(Random(rng, MNT_DTYPE_F32, {s.factored ? s.row_count() : size}, 1e-4, 1e-2));
+      before.push_back(s.factored ? Random(rng, MNT_DTYPE_F32, {s.col_states()}, 1e-4, 1e-2)
+                                  : absent);
+      before.push_back(extras ? Random(rng, MNT_DTYPE_F32, {size}, -0.1, 0.1) : absent);
+      before.push_back(!extras && i == 1 ? HostTensor{MNT_DTYPE_BF16, {1}, {}, true}
+                                         : Zeros(extras || i == 0 ? MNT_DTYPE_BF16
+                                                                  : MNT_DTYPE_F16,
+                                                 {size}));
+    }
+    if (extras) in.push_back(HostTensor{MNT_DTYPE_F32, {1}, {lr}});
+    std::vector<HostTensor> got = before;
+    Status s = cand.Run(MNT_OP_MULTI_ADAFACTOR_STEP, in, &got, &mp);
+    std::vector<HostTensor> want = before;
+    for (int i = 0; s.ok() && c != 2 && i < 3; ++i) {
+      const float lr_i = lr * lr_scales[i];  // the op's fp32 product
+      const MNT_AdafactorParams p{MNT_AdafactorParams_STRUCT_SIZE, extras ? 99.0f : lr_i,
+                                  mp.beta1, mp.decay_rate, mp.epsilon1, mp.epsilon2,
+                                  mp.clip_threshold, weight_decays[i], mp.relative_step,
+                                  mp.scale_parameter, mp.warmup_init, mp.step, mp.rounding,
+                                  mp.rounding_seed, extras ? rounding_tensors[i] : i};
+      std::vector<HostTensor> one_in = {in[2 + 2 * i], in[0], in[1]};
+      if (extras) {
+        one_in.push_back(in[3 + 2 * i]);
+        one_in.push_back(HostTensor{MNT_DTYPE_F32, {1}, {lr_i}});
+      }
+      std::vector<HostTensor> one(want.begin() + 5 * i, want.begin() + 5 * i + 5);
+      while (one.back().absent) one.pop_back();
+      s = ref.Run(MNT_OP_ADAFACTOR_STEP, one_in, &one, &p);
+      if (!s.ok()) s = Status(s.code(), "reference backend: " + s.message());
+      std::copy(one.begin(), one.end(), want.begin() + 5 * i);
+    }
+    r->Check(n + names[c], s.ok() ? CompareBits(got, want) : s.message());
+  }
+}
 
 void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options,
                         uint64_t seed, Report* r) {
@@ -1135,6 +1303,8 @@ void CheckBackendPlugin(const MNT_Plugin_Api* plugin, const std::string& options
   CheckOptimizerPieces(plugin, cand, &rng, r);
   CheckAdamW8bit(cand, &rng, r);
   CheckAdafactor(cand, &rng, r);
+  CheckMultiAdamW8bit(cand, ref, &rng, r);
+  CheckMultiAdafactor(cand, ref, &rng, r);
 }
 
 }  // namespace mnt::conformance

@@ -58,7 +58,9 @@
   X(FP8_SCALE_UPDATE, Fp8ScaleUpdate)                    \
   X(TENSOR_STATS, TensorStats)                          \
   X(ADAMW8BIT_STEP, AdamW8bitStep)                      \
-  X(ADAFACTOR_STEP, AdafactorStep)
+  X(ADAFACTOR_STEP, AdafactorStep)                       \
+  X(MULTI_ADAMW8BIT_STEP, MultiAdamW8bitStep)            \
+  X(MULTI_ADAFACTOR_STEP, MultiAdafactorStep)
 
 namespace mnt::sdk {
 

@@ -15,6 +15,7 @@
 #include "plugins/backends/cpu/cpu_backend.h"
 #include "plugins/sdk/backend_instance.h"
 #include "plugins/sdk/export.h"
+#include "plugins/sdk/op_list.h"
 #include "trainer/config/train_config.pb.h"
 #include "trainer/core/optimizer.h"
 
@@ -130,6 +131,56 @@ TEST(OptimizerSkewTest, ABackendWithoutTheMemoryLightOpsIsRefusedThem) {
   EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *cpu).ok());
   config.set_name("adamw");
   EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *old).ok());
+}
+
+// A backend without ABI 1.14's multi-tensor forms of the memory-light
+// optimizers (the CPU backend's table, its op support hiding one of them,
+// as a 1.13 backend's would hide both): adamw8bit and adafactor step one op
+// per tensor, as before; with their ops (and MULTI_ADAMW_STEP for
+// adamw8bit's small tensors) one op per table, unless
+// --multi_tensor_optimizer=off.
+MNT_Op g_hidden_op = MNT_OP_INVALID;
+MNT_Backend_Api g_backend_api_hiding;
+MNT_Plugin_Api g_backend_plugin_hiding;
+MNT_Error* SupportHiding(MNT_Backend_GetOpSupport_Args* args) {
+  MNT_Error* e = cpu::CpuBackendPluginApi()->backend->Backend_GetOpSupport(args);
+  if (e == nullptr && args->op == g_hidden_op) args->supported = 0;
+  return e;
+}
+const MNT_Plugin_Api* CpuHiding(MNT_Op op) {
+  g_hidden_op = op;
+  g_backend_api_hiding = *cpu::CpuBackendPluginApi()->backend;
+  g_backend_api_hiding.Backend_GetOpSupport = SupportHiding;
+  g_backend_plugin_hiding = *cpu::CpuBackendPluginApi();
+  g_backend_plugin_hiding.abi_version.minor_version = 13;
+  g_backend_plugin_hiding.backend = &g_backend_api_hiding;
+  return &g_backend_plugin_hiding;
+}
+
+TEST(OptimizerSkewTest, MemoryLightOptimizersUseTheMultiTensorOpsWhereSupported) {
+  mantissa::OptimizerConfig config;
+  config.set_name("adamw8bit");
+  config.set_multi_tensor_optimizer("auto");
+  std::unique_ptr<sdk::BackendInstance> cpu;
+  ASSERT_TRUE(sdk::BackendInstance::Create(cpu::CpuBackendPluginApi(), "threads=1", &cpu).ok());
+  EXPECT_TRUE(trainer::Optimizer::UsesMultiTensor(config, *cpu));
+  for (MNT_Op hidden : {MNT_OP_MULTI_ADAMW8BIT_STEP, MNT_OP_MULTI_ADAMW_STEP}) {
+    SCOPED_TRACE(sdk::OpName(hidden));
+    std::unique_ptr<sdk::BackendInstance> old;
+    ASSERT_TRUE(sdk::BackendInstance::Create(CpuHiding(hidden), "threads=1", &old).ok());
+    EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *old).ok());
+    EXPECT_FALSE(trainer::Optimizer::UsesMultiTensor(config, *old));
+  }
+  config.set_multi_tensor_optimizer("off");
+  EXPECT_FALSE(trainer::Optimizer::UsesMultiTensor(config, *cpu));
+  config.set_name("adafactor");
+  config.set_multi_tensor_optimizer("auto");
+  EXPECT_TRUE(trainer::Optimizer::UsesMultiTensor(config, *cpu));
+  std::unique_ptr<sdk::BackendInstance> old;
+  ASSERT_TRUE(
+      sdk::BackendInstance::Create(CpuHiding(MNT_OP_MULTI_ADAFACTOR_STEP), "threads=1", &old).ok());
+  EXPECT_TRUE(trainer::Optimizer::CheckBackend(config, *old).ok());
+  EXPECT_FALSE(trainer::Optimizer::UsesMultiTensor(config, *old));
 }
 
 TEST(OptimizerSkewTest, OnlyBf16WorkingWeightsAreRoundedStochastically) {

@@ -1,6 +1,9 @@
 // --multi_tensor_optimizer=auto (one MULTI_ADAMW_STEP / MULTI_SGD_STEP per
-// step, which the CPU backend supports) against =off (one ADAMW_STEP /
-// SGD_STEP per parameter tensor): the same losses bit for bit, and the same
+// step, which the CPU backend supports; for adamw8bit, ABI 1.14, one
+// MULTI_ADAMW8BIT_STEP over its 8-bit tensors and one MULTI_ADAMW_STEP over
+// its small ones; for adafactor one MULTI_ADAFACTOR_STEP) against =off (one
+// ADAMW_STEP / SGD_STEP / ADAMW8BIT_STEP / ADAFACTOR_STEP per parameter
+// tensor): the same losses bit for bit, and the same
 // checkpoint contents (master weights, optimizer state, step counters), in
 // every precision, on the host and the device loss-scaling paths.
 #include <string>
@@ -59,7 +62,7 @@ TEST_P(MultiTensorOptimizerTest, SameBitsAsOneOpPerTensor) {
 INSTANTIATE_TEST_SUITE_P(
     AllPrecisions, MultiTensorOptimizerTest,
     ::testing::Combine(::testing::Values("fp32", "bf16", "fp16_device", "fp16_host"),
-                       ::testing::Values("adamw", "sgd")));
+                       ::testing::Values("adamw", "sgd", "adamw8bit", "adafactor")));
 
 }  // namespace
 }  // namespace mnt::trainer

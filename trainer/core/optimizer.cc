@@ -45,8 +45,16 @@ absl::Status Optimizer::CheckBackend(const mantissa::OptimizerConfig& config,
 
 bool Optimizer::UsesMultiTensor(const mantissa::OptimizerConfig& config,
                                 const sdk::BackendInstance& backend) {
-  if (config.multi_tensor_optimizer() == "off" || KeepsOwnState(config)) return false;
-  // An op (ABI 1.6): Backend_GetOpSupport says, whatever the backend's minor.
+  if (config.multi_tensor_optimizer() == "off") return false;
+  // Ops (ABI 1.6, 1.14): Backend_GetOpSupport says, whatever the backend's
+  // minor. adamw8bit's tables are its 8-bit tensors and its small ones
+  // (fp32 moments): both forms, or one op per tensor.
+  if (config.name() == "adamw8bit") {
+    return backend.Supports(MNT_OP_MULTI_ADAMW8BIT_STEP) &&
+           backend.Supports(MNT_OP_MULTI_ADAMW_STEP);
+  }
+  if (config.name() == "adafactor") return backend.Supports(MNT_OP_MULTI_ADAFACTOR_STEP);
+  if (KeepsOwnState(config)) return false;
   return backend.Supports(IsAdam(config) ? MNT_OP_MULTI_ADAMW_STEP : MNT_OP_MULTI_SGD_STEP);
 }
 
@@ -133,6 +141,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
     auto state = OptimizerState::Create(config, dims, params->steps(), client);
     if (!state.ok()) return state.status();
     o->own_state_ = std::move(*state);
+    if (o->multi_tensor_) o->BuildOwnStateTables();
   }
   if (!o->device_step_counters_) return o;
   o->step_counters_.resize(params->steps().size());
@@ -213,10 +222,99 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
   return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
 }
 
+void Optimizer::BuildOwnStateTables() {
+  // adafactor: one table; adamw8bit: its 8-bit pieces, then its small ones.
+  const bool adafactor = config_.name() == "adafactor";
+  own_tables_.assign(adafactor ? 1 : 2, PieceTable{});
+  const std::vector<ParamPiece>& pieces = params_->steps();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const ParamPiece& piece = pieces[i];
+    const bool quantized =
+        !adafactor && Quantized(own_state_->options(), params_->params()[piece.param].numel);
+    PieceTable& t = own_tables_[adafactor || quantized ? 0 : 1];
+    t.op = adafactor   ? MNT_OP_MULTI_ADAFACTOR_STEP
+           : quantized ? MNT_OP_MULTI_ADAMW8BIT_STEP
+                       : MNT_OP_MULTI_ADAMW_STEP;
+    t.pieces.push_back(i);
+    t.weight_decays.push_back(weight_decays_[i]);
+    t.rounding_tensors.push_back(rounding_tensors_[i]);
+    t.rounding_elements.push_back(rounding_elements_[i]);
+  }
+}
+
+sdk::Status Optimizer::OwnStateMultiStep(float lr, const MNT_Tensor& found_inf,
+                                         const MNT_Tensor& multiplier) {
+  const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  for (const PieceTable& table : own_tables_) {
+    if (table.pieces.empty()) continue;
+    // Each piece's operands as its single-tensor op's, absent ones kept
+    // as NULL tensors so every piece keeps its fixed stride.
+    std::vector<MNT_Tensor> in{found_inf, multiplier}, out;
+    for (size_t i : table.pieces) {
+      const ParamPiece& piece = params_->steps()[i];
+      in.push_back(params_->PieceGrad(piece));
+      in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
+      if (table.op == MNT_OP_MULTI_ADAFACTOR_STEP) {
+        for (const MNT_Tensor& t : AdafactorOutputs(i)) out.push_back(t);
+        continue;
+      }
+      out.push_back(params_->PieceMaster(piece));
+      for (size_t k = 0; k < own_state_->specs(piece.param).size(); ++k) {
+        out.push_back(own_state_->Tensor(i, k));
+      }
+      out.push_back(params_->mixed() ? params_->PieceWorking(piece) : absent);
+    }
+    if (device_lr_) in.push_back(LrInput());  // the last input
+    if (table.op == MNT_OP_MULTI_ADAFACTOR_STEP) {
+      const AdafactorOptions& o = own_state_->options().adafactor;
+      const MNT_MultiAdafactorParams a{MNT_MultiAdafactorParams_STRUCT_SIZE,
+                                       lr,
+                                       o.beta1,
+                                       o.decay_rate,
+                                       o.eps1,
+                                       o.eps2,
+                                       o.clip_threshold,
+                                       0.0f,
+                                       o.relative_step ? 1 : 0,
+                                       o.scale_parameter ? 1 : 0,
+                                       o.warmup_init ? 1 : 0,
+                                       ParamsStep(),
+                                       rounding(),
+                                       rounding_seed_,
+                                       /*rounding_tensor=*/0,
+                                       static_cast<int64_t>(table.pieces.size()),
+                                       nullptr,
+                                       table.weight_decays.data(),
+                                       table.rounding_tensors.data()};
+      MNT_RETURN_IF_ERROR(client_.Run(table.op, in, out, &a));
+      continue;
+    }
+    const MNT_MultiAdamWParams a{MNT_MultiAdamWParams_STRUCT_SIZE,
+                                 lr,
+                                 static_cast<float>(config_.beta1()),
+                                 static_cast<float>(config_.beta2()),
+                                 static_cast<float>(config_.eps()),
+                                 0.0f,
+                                 ParamsStep(),
+                                 static_cast<int64_t>(table.pieces.size()),
+                                 nullptr,
+                                 table.weight_decays.data(),
+                                 rounding(),
+                                 rounding_seed_,
+                                 /*rounding_tensor=*/0,
+                                 table.rounding_tensors.data(),
+                                 table.rounding_elements.data()};
+    MNT_RETURN_IF_ERROR(client_.Run(table.op, in, out, &a));
+  }
+  return sdk::Status::Ok();
+}
+
 absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
                              const MNT_Tensor& multiplier, int64_t train_step) {
   if (multi_tensor_) {
-    if (auto s = MultiTensorStep(static_cast<float>(lr), found_inf, multiplier, train_step);
+    if (auto s = own_state_ != nullptr
+                     ? OwnStateMultiStep(ParamsLr(lr), found_inf, multiplier)
+                     : MultiTensorStep(static_cast<float>(lr), found_inf, multiplier, train_step);
         !s.ok()) {
       return sdk::ToAbsl(s);
     }
@@ -285,7 +383,6 @@ sdk::Status Optimizer::OwnStateStep(size_t i, float lr, std::vector<MNT_Tensor> 
   const size_t count = state.specs(piece.param).size();
   std::vector<MNT_Tensor> out{params_->PieceMaster(piece)};
   for (size_t k = 0; k < count; ++k) out.push_back(state.Tensor(i, k));
-  const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
   if (config_.name() == "adamw8bit") {
     const MNT_AdamWParams a{MNT_AdamWParams_STRUCT_SIZE,
                             lr,
@@ -302,14 +399,8 @@ sdk::Status Optimizer::OwnStateStep(size_t i, float lr, std::vector<MNT_Tensor> 
     if (params_->mixed()) out.push_back(params_->PieceWorking(piece));
     return client_.Run(quantized ? MNT_OP_ADAMW8BIT_STEP : MNT_OP_ADAMW_STEP, in, out, &a);
   }
-  // Adafactor: out[1] second moment (rows), out[2] columns (factored only),
-  // out[3] first moment (beta1 only), out[4] working copy: absent ones keep
-  // their places.
   const AdafactorOptions& o = state.options().adafactor;
-  const bool factored = p.dims.size() >= 2;
-  std::vector<MNT_Tensor> ordered{out[0], out[1], factored ? out[2] : absent};
-  ordered.push_back(o.beta1 != 0.0f ? out.back() : absent);
-  if (params_->mixed()) ordered.push_back(params_->PieceWorking(piece));
+  std::vector<MNT_Tensor> ordered = AdafactorOutputs(i);
   while (!ordered.empty() && ordered.back().data == nullptr) ordered.pop_back();
   // The grad with the parameter's dims: the op factors over its last two.
   in[0] = params_->PieceGrad(piece);
@@ -329,6 +420,21 @@ sdk::Status Optimizer::OwnStateStep(size_t i, float lr, std::vector<MNT_Tensor> 
                               rounding_seed_,
                               piece.param};
   return client_.Run(MNT_OP_ADAFACTOR_STEP, in, ordered, &a);
+}
+
+std::vector<MNT_Tensor> Optimizer::AdafactorOutputs(size_t i) const {
+  // out[0] master, out[1] second moment (rows), out[2] columns (factored
+  // only), out[3] first moment (beta1 only), out[4] working copy: absent
+  // ones keep their places.
+  const ParamPiece& piece = params_->steps()[i];
+  const std::vector<StateTensorSpec>& specs = own_state_->specs(piece.param);
+  const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
+  const bool factored = params_->params()[piece.param].dims.size() >= 2;
+  const bool first_moment = own_state_->options().adafactor.beta1 != 0.0f;
+  return {params_->PieceMaster(piece), own_state_->Tensor(i, 0),
+          factored ? own_state_->Tensor(i, 1) : absent,
+          first_moment ? own_state_->Tensor(i, specs.size() - 1) : absent,
+          params_->mixed() ? params_->PieceWorking(piece) : absent};
 }
 
 absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {

@@ -15,7 +15,10 @@
 // tensors under min_8bit_size elements step with ADAMW_STEP on fp32
 // moments, as bitsandbytes keeps them) and adafactor (ADAFACTOR_STEP, HF's
 // Adafactor). Their state is OptimizerState's, not the ParameterStore's fp32
-// slots.
+// slots. Since ABI 1.14 (--multi_tensor_optimizer=auto, where the backend
+// supports the ops) adamw8bit steps as two tables with the same bits: one
+// MULTI_ADAMW8BIT_STEP over its 8-bit tensors, one MULTI_ADAMW_STEP over
+// the small ones; adafactor as one MULTI_ADAFACTOR_STEP.
 #ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 #define MANTISSA_TRAINER_CORE_OPTIMIZER_H_
 
@@ -62,8 +65,10 @@ class Optimizer {
       const sdk::BackendClient& client, bool skips_on_device,
       bool multi_tensor = false, bool device_lr = false);
 
-  // Whether a step is one multi-tensor op: --multi_tensor_optimizer=auto and
-  // a backend that reports the op (ABI 1.6) supported.
+  // Whether a step is one multi-tensor op per table: --multi_tensor_optimizer=auto
+  // and a backend that reports the ops supported (ABI 1.6: adamw, adam, sgd;
+  // ABI 1.14: adamw8bit, which needs MULTI_ADAMW8BIT_STEP and
+  // MULTI_ADAMW_STEP; adafactor, MULTI_ADAFACTOR_STEP).
   static bool UsesMultiTensor(const mantissa::OptimizerConfig& config,
                               const sdk::BackendInstance& backend);
   bool multi_tensor() const { return multi_tensor_; }
@@ -136,6 +141,13 @@ class Optimizer {
   // The whole table in one MULTI_ADAMW_STEP / MULTI_SGD_STEP.
   sdk::Status MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                               const MNT_Tensor& multiplier, int64_t train_step);
+  // ADAFACTOR_STEP's outputs of piece `i`, absent ones (NULL) in their
+  // places.
+  std::vector<MNT_Tensor> AdafactorOutputs(size_t i) const;
+  // adamw8bit's and adafactor's tables (ABI 1.14), own_tables_: one op each.
+  void BuildOwnStateTables();
+  sdk::Status OwnStateMultiStep(float lr, const MNT_Tensor& found_inf,
+                                const MNT_Tensor& multiplier);
   MNT_Rounding rounding() const {
     return config_.stochastic_rounding() ? MNT_ROUNDING_STOCHASTIC : MNT_ROUNDING_NEAREST_EVEN;
   }
@@ -163,6 +175,15 @@ class Optimizer {
   // AdamW's device step counters, one per stepped tensor.
   std::vector<sdk::DeviceBuffer> step_counters_;
   std::unique_ptr<OptimizerState> own_state_;
+  // A multi-tensor step's table of own-state pieces (indices into
+  // params_->steps()) with its op and per-piece params arrays, built once.
+  struct PieceTable {
+    MNT_Op op = MNT_OP_INVALID;
+    std::vector<size_t> pieces;
+    std::vector<float> weight_decays;
+    std::vector<int64_t> rounding_tensors, rounding_elements;
+  };
+  std::vector<PieceTable> own_tables_;
   int64_t applied_steps_ = 0;
   uint64_t rounding_seed_ = 0;
 };

@@ -47,8 +47,10 @@ constexpr const char* kAbiVersion =
 // appended the optional optimizer ops ADAMW8BIT_STEP and ADAFACTOR_STEP,
 // MNT_AdafactorParams and a model's data extension on the chain (no API
 // table changed); 1.13 two capabilities, MODEL_FROZEN_PARAMS and
-// MODEL_LORA (no struct changed).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 13,
+// MODEL_LORA (no struct changed); 1.14 the optional ops
+// MULTI_ADAMW8BIT_STEP and MULTI_ADAFACTOR_STEP and MNT_MultiAdafactorParams
+// (no API table changed).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 14,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

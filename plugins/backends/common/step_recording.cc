@@ -40,7 +40,8 @@ ParamsLayout LayoutOf(int32_t raw_op) {
   ParamsLayout l;
   if (!sdk::IsKnownEnum<MNT_Op>(raw_op) || raw_op == MNT_OP_INVALID ||
       (raw_op > MNT_OP_MULTI_SGD_STEP && raw_op != MNT_OP_ADAMW8BIT_STEP &&
-       raw_op != MNT_OP_ADAFACTOR_STEP)) {
+       raw_op != MNT_OP_ADAFACTOR_STEP && raw_op != MNT_OP_MULTI_ADAMW8BIT_STEP &&
+       raw_op != MNT_OP_MULTI_ADAFACTOR_STEP)) {
     return l;
   }
   l.known = true;
@@ -73,6 +74,8 @@ ParamsLayout LayoutOf(int32_t raw_op) {
     case MNT_OP_ADAFACTOR_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_AdafactorParams, rounding, rounding_seed)};
       break;
+    // 1.14: MULTI_ADAMW_STEP's params, arrays included.
+    case MNT_OP_MULTI_ADAMW8BIT_STEP:
     case MNT_OP_MULTI_ADAMW_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_MultiAdamWParams, weight_decay, step),
                  MNT_HOLE_AFTER_(MNT_MultiAdamWParams, rounding, rounding_seed)};
@@ -86,6 +89,17 @@ ParamsLayout LayoutOf(int32_t raw_op) {
            offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(int64_t)},
           {offsetof(MNT_MultiAdamWParams, rounding_elements),
            offsetof(MNT_MultiAdamWParams, num_tensors), sizeof(int64_t)}};
+      break;
+    // 1.14: Adafactor's hole, and the table's arrays.
+    case MNT_OP_MULTI_ADAFACTOR_STEP:
+      l.holes = {MNT_HOLE_AFTER_(MNT_MultiAdafactorParams, rounding, rounding_seed)};
+      l.pointers = {
+          {offsetof(MNT_MultiAdafactorParams, lr_scales),
+           offsetof(MNT_MultiAdafactorParams, num_tensors), sizeof(float)},
+          {offsetof(MNT_MultiAdafactorParams, weight_decays),
+           offsetof(MNT_MultiAdafactorParams, num_tensors), sizeof(float)},
+          {offsetof(MNT_MultiAdafactorParams, rounding_tensors),
+           offsetof(MNT_MultiAdafactorParams, num_tensors), sizeof(int64_t)}};
       break;
     case MNT_OP_MULTI_SGD_STEP:
       l.holes = {MNT_HOLE_AFTER_(MNT_MultiSgdParams, rounding, rounding_seed)};

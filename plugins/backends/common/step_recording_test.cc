@@ -48,7 +48,7 @@ class StepMaker {
 
   std::vector<std::unique_ptr<Call>> Make(unsigned char garbage) const {
     std::mt19937_64 rng(seed_);
-    std::uniform_int_distribution<int> kind(0, 6), count(1, 5);
+    std::uniform_int_distribution<int> kind(0, 7), count(1, 5);
     std::uniform_real_distribution<float> value(-2.0f, 2.0f);
     const int n = 20 + static_cast<int>(rng() % 30);
     std::vector<std::unique_ptr<Call>> calls;
@@ -109,11 +109,13 @@ class StepMaker {
           break;
         }
         case 4: {
-          c->op = MNT_OP_MULTI_ADAMW_STEP;
+          // 1.14: MULTI_ADAMW8BIT_STEP takes the same params.
+          const bool quantized = rng() % 2 != 0;
+          c->op = quantized ? MNT_OP_MULTI_ADAMW8BIT_STEP : MNT_OP_MULTI_ADAMW_STEP;
           const int t = count(rng);
           c->in = {tensor(), tensor()};
           for (int k = 0; k < 2 * t; ++k) c->in.push_back(tensor());
-          for (int k = 0; k < 4 * t; ++k) c->out.push_back(tensor());
+          for (int k = 0; k < (quantized ? 6 : 4) * t; ++k) c->out.push_back(tensor());
           for (int k = 0; k < t; ++k) c->lr_scales.push_back(value(rng));
           for (int k = 0; k < t; ++k) c->weight_decays.push_back(value(rng));
           MNT_MultiAdamWParams p;
@@ -164,6 +166,40 @@ class StepMaker {
           for (int k = 0; k < t; ++k) c->rounding_elements.push_back(rng() % 100000);
           p.rounding_tensors = c->rounding_tensors.data();
           p.rounding_elements = rng() % 2 ? c->rounding_elements.data() : nullptr;
+          PutRaw(c.get(), p);
+          break;
+        }
+        case 6: {
+          // 1.14: Adafactor's hole after its enum, and three arrays.
+          c->op = MNT_OP_MULTI_ADAFACTOR_STEP;
+          const int t = count(rng);
+          c->in = {tensor(), tensor()};
+          for (int k = 0; k < 2 * t; ++k) c->in.push_back(tensor());
+          for (int k = 0; k < 5 * t; ++k) c->out.push_back(tensor());
+          for (int k = 0; k < t; ++k) c->lr_scales.push_back(value(rng));
+          for (int k = 0; k < t; ++k) c->weight_decays.push_back(value(rng));
+          for (int k = 0; k < t; ++k) c->rounding_tensors.push_back(rng() % 50);
+          MNT_MultiAdafactorParams p;
+          std::memset(&p, garbage, sizeof(p));
+          p.struct_size = MNT_MultiAdafactorParams_STRUCT_SIZE;
+          p.lr = value(rng);
+          p.beta1 = 0.0f;
+          p.decay_rate = -0.8f;
+          p.epsilon1 = 1e-30f;
+          p.epsilon2 = 1e-3f;
+          p.clip_threshold = 1.0f;
+          p.weight_decay = 0.0f;
+          p.relative_step = 0;
+          p.scale_parameter = 1;
+          p.warmup_init = 0;
+          p.step = static_cast<int64_t>(rng() % 1000);
+          p.rounding = MNT_ROUNDING_STOCHASTIC;
+          p.rounding_seed = rng();
+          p.rounding_tensor = 0;
+          p.num_tensors = t;
+          p.lr_scales = rng() % 2 ? c->lr_scales.data() : nullptr;
+          p.weight_decays = c->weight_decays.data();
+          p.rounding_tensors = rng() % 2 ? c->rounding_tensors.data() : nullptr;
           PutRaw(c.get(), p);
           break;
         }
@@ -241,7 +277,7 @@ TEST(StepRecordingTest, IssuedCallsAreTheOriginalsAfterTheirStorageIsGone) {
       continue;
     }
     ASSERT_NE(got.params, nullptr);
-    if (want.op == MNT_OP_MULTI_ADAMW_STEP) {
+    if (want.op == MNT_OP_MULTI_ADAMW_STEP || want.op == MNT_OP_MULTI_ADAMW8BIT_STEP) {
       const auto* g = static_cast<const MNT_MultiAdamWParams*>(got.params);
       const auto* w = static_cast<const MNT_MultiAdamWParams*>(want.params);
       EXPECT_EQ(g->lr, w->lr);
@@ -259,6 +295,24 @@ TEST(StepRecordingTest, IssuedCallsAreTheOriginalsAfterTheirStorageIsGone) {
           EXPECT_EQ(g->rounding_tensors[t], w->rounding_tensors[t]);
         }
         EXPECT_EQ(g->rounding_elements[t], w->rounding_elements[t]);
+      }
+    } else if (want.op == MNT_OP_MULTI_ADAFACTOR_STEP) {
+      const auto* g = static_cast<const MNT_MultiAdafactorParams*>(got.params);
+      const auto* w = static_cast<const MNT_MultiAdafactorParams*>(want.params);
+      EXPECT_EQ(g->lr, w->lr);
+      EXPECT_EQ(g->step, w->step);
+      EXPECT_EQ(g->rounding_seed, w->rounding_seed);
+      ASSERT_EQ(g->lr_scales == nullptr, w->lr_scales == nullptr);
+      ASSERT_NE(g->weight_decays, w->weight_decays);  // a copy, not the caller's
+      ASSERT_EQ(g->rounding_tensors == nullptr, w->rounding_tensors == nullptr);
+      for (int64_t t = 0; t < w->num_tensors; ++t) {
+        if (w->lr_scales) {
+          EXPECT_EQ(g->lr_scales[t], w->lr_scales[t]);
+        }
+        EXPECT_EQ(g->weight_decays[t], w->weight_decays[t]);
+        if (w->rounding_tensors) {
+          EXPECT_EQ(g->rounding_tensors[t], w->rounding_tensors[t]);
+        }
       }
     } else if (want.op == MNT_OP_MULTI_SGD_STEP) {
       const auto* g = static_cast<const MNT_MultiSgdParams*>(got.params);

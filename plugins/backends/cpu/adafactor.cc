@@ -4,12 +4,15 @@
 // calling thread from the rows' sums, so any thread count gives the same
 // bits. Four passes: the rows' (and, with parameter scaling, the weights')
 // sums of squares; the column sums; the update's sums of squares; the
-// update itself, with the working copy.
+// update itself, with the working copy. Since ABI 1.14 also over a table
+// of whole parameters (MULTI_ADAFACTOR_STEP), each stepped by the
+// single-tensor code.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "plugins/backends/common/adafactor_math.h"
+#include "plugins/backends/common/step_math.h"
 #include "plugins/backends/cpu/backend.h"
 #include "plugins/backends/cpu/optimizer_steps.h"
 #include "plugins/backends/cpu/parallel.h"
@@ -41,23 +44,16 @@ void GradRow(const MNT_Tensor& grad, float multiplier, int64_t r, int64_t cols,
 
 }  // namespace
 
-Status CpuBackend::AdafactorStep(const backend::AdafactorStepCall& a) {
-  const MNT_AdafactorParams* p = a.params;
-  int64_t step = p->step;
-  if (a.step_counter.present()) MNT_RETURN_IF_ERROR(NextStep(a, a.step_counter, &step));
-  if (SkipStep(a)) return Status::Ok();
-  const AdafactorCoefficients c = AdafactorCoefficientsForStep(
-      StepLr(a.lr, p->lr), p->beta1, p->decay_rate, p->epsilon1, p->epsilon2,
-      p->clip_threshold, p->weight_decay, p->relative_step != 0, p->scale_parameter != 0,
-      p->warmup_init != 0, step);
-  const FactoredShape& s = a.shape;
+namespace {
+
+// One whole parameter's step with coefficients `c`: its shape s and n
+// elements, gradient (times `multiplier`), master w, second moment (row
+// state or full), column state (factored), first moment (or NULL), working
+// copy.
+void AdafactorTensor(const AdafactorCoefficients& c, const FactoredShape& s, int64_t n,
+                     const MNT_Tensor& grad, float multiplier, float* w, float* second,
+                     float* col, float* m, const Operand& working, const CopyRounding& rounding) {
   const int64_t rows = s.row_count(), C = s.cols, R = s.rows;
-  const float multiplier = a.multiplier.present() ? *a.multiplier.f32() : 1.0f;
-  float* w = a.master.f32();
-  float* second = a.second_moment.f32();
-  float* col = a.col.f32();
-  float* m = a.m.f32();
-  const MNT_Tensor& grad = *a.grad;
 
   // Pass 1: each row's mean of g^2 + eps1 (factored) and sum of w^2.
   std::vector<double> row_sq(static_cast<size_t>(rows)), w_sq(static_cast<size_t>(rows));
@@ -77,7 +73,7 @@ Status CpuBackend::AdafactorStep(const backend::AdafactorStepCall& a) {
   });
   const float lr_t = AdafactorLr(
       c, c.scale_parameter ? RmsFromSum(LaneOrderedSum(rows, [&](int64_t r) { return w_sq[r]; }),
-                                        a.n)
+                                        n)
                            : 0.0f);
 
   // The second moment, and (factored) each batch's mean row state.
@@ -136,10 +132,9 @@ Status CpuBackend::AdafactorStep(const backend::AdafactorStepCall& a) {
     });
   });
   const float denominator =
-      ClipDenominator(c, RmsFromSum(LaneOrderedSum(rows, [&](int64_t r) { return u_sq[r]; }), a.n));
+      ClipDenominator(c, RmsFromSum(LaneOrderedSum(rows, [&](int64_t r) { return u_sq[r]; }), n));
 
   // Pass 4: the step.
-  const CopyRounding rounding = RoundingFor(a.rounding, 0, step);
   ForRows(rows, C, [&](int64_t r) {
     std::vector<float> g;
     GradRow(grad, multiplier, r, C, &g);
@@ -148,9 +143,51 @@ Status CpuBackend::AdafactorStep(const backend::AdafactorStepCall& a) {
       AdafactorApply(c, lr_t, denominator, update(r, j, g.data()), m != nullptr ? &m[i] : nullptr,
                      &w[i]);
     }
-    WriteWorkingBlock(w, a.working, rounding, r * C, C);
+    WriteWorkingBlock(w, working, rounding, r * C, C);
   });
+}
+
+}  // namespace
+
+Status CpuBackend::AdafactorStep(const backend::AdafactorStepCall& a) {
+  const MNT_AdafactorParams* p = a.params;
+  int64_t step = p->step;
+  if (a.step_counter.present()) MNT_RETURN_IF_ERROR(NextStep(a, a.step_counter, &step));
+  if (SkipStep(a)) return Status::Ok();
+  const AdafactorCoefficients c = AdafactorCoefficientsForStep(
+      StepLr(a.lr, p->lr), p->beta1, p->decay_rate, p->epsilon1, p->epsilon2,
+      p->clip_threshold, p->weight_decay, p->relative_step != 0, p->scale_parameter != 0,
+      p->warmup_init != 0, step);
+  AdafactorTensor(c, a.shape, a.n, *a.grad,
+                  a.multiplier.present() ? *a.multiplier.f32() : 1.0f, a.master.f32(),
+                  a.second_moment.f32(), a.col.f32(), a.m.f32(), a.working,
+                  RoundingFor(a.rounding, 0, step));
   if (a.step_counter.present()) *a.step_counter.i32() += 1;
+  return Status::Ok();
+}
+
+// ABI 1.14: each table entry by the single-tensor code, so the bits are
+// n ADAFACTOR_STEP calls'.
+Status CpuBackend::MultiAdafactorStep(const backend::MultiAdafactorStepCall& a) {
+  const MNT_MultiAdafactorParams* p = a.params;
+  // Every counter is checked before anything is written.
+  std::vector<int64_t> steps(a.tensors.size(), p->step);
+  for (size_t i = 0; i < a.tensors.size() && a.step_counters; ++i) {
+    MNT_RETURN_IF_ERROR(NextStep(a, a.tensors[i].step_counter, &steps[i]));
+  }
+  if (a.found_inf.present() && *a.found_inf.f32() != 0.0f) return Status::Ok();
+  const float multiplier = a.multiplier.present() ? *a.multiplier.f32() : 1.0f;
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const backend::MultiAdafactorTensor& t = a.tensors[i];
+    const float lr = a.lr.present() ? TableLr(*a.lr.f32(), t.lr_scale) : t.lr;
+    const AdafactorCoefficients c = AdafactorCoefficientsForStep(
+        lr, p->beta1, p->decay_rate, p->epsilon1, p->epsilon2, p->clip_threshold,
+        t.weight_decay, p->relative_step != 0, p->scale_parameter != 0, p->warmup_init != 0,
+        steps[i]);
+    AdafactorTensor(c, t.shape, t.n, *t.grad, multiplier, t.master.f32(), t.state1.f32(),
+                    t.col.f32(), t.m.f32(), t.working, RoundingFor(a.rounding, i, steps[i]));
+    if (a.step_counters) *t.step_counter.i32() += 1;
+  }
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@ KERNEL_TESTS = [
     "stochastic_rounding_optimizers_test",
     "optimizer_pieces_test",
     "memory_light_optimizers_test",
+    "multi_tensor_light_optimizers_test",
     "attention_test",
     "conv_test",
     "pool_test",

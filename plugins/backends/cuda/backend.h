@@ -66,8 +66,10 @@ struct CudaBackend {
   // DeviceSupports says which ops this instance's GPU runs
   // (Backend_GetOpSupport asks it), and ScaledGemm refuses in one line below
   // sm_89. SCALED_CAST and FP8_SCALE_UPDATE run on every GPU, as does
-  // 1.10 TENSOR_STATS (tensor_stats.cu), and 1.12's ADAMW8BIT_STEP and
-  // ADAFACTOR_STEP (adamw8bit.cu, adafactor.cu).
+  // 1.10 TENSOR_STATS (tensor_stats.cu), 1.12's ADAMW8BIT_STEP and
+  // ADAFACTOR_STEP (adamw8bit.cu, adafactor.cu), and 1.14's
+  // MULTI_ADAMW8BIT_STEP and MULTI_ADAFACTOR_STEP (adamw8bit.cu,
+  // adafactor.cu).
   static constexpr bool Supports(MNT_Op) { return true; }
   bool DeviceSupports(MNT_Op op) const {
     return op != MNT_OP_SCALED_GEMM || sm >= kMinFp8GemmSm;

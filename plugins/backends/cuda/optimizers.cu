@@ -29,6 +29,7 @@
 #include "plugins/backends/common/stochastic_rounding.h"
 #include "plugins/backends/cuda/backend.h"
 #include "plugins/backends/cuda/device_math.cuh"
+#include "plugins/backends/cuda/step_table.cuh"
 
 namespace mnt::cuda {
 
@@ -251,23 +252,13 @@ struct TableEntry {
 constexpr int64_t kGroupsPerThread = 4;
 constexpr int64_t kTableBlockElements = 4 * kThreads * kGroupsPerThread;
 
-// The entry owning this block: the last whose first_block <= blockIdx.x.
-__device__ inline const TableEntry& OwnEntry(const TableEntry* table, int64_t count) {
-  int64_t lo = 0, hi = count - 1;
-  while (lo < hi) {
-    const int64_t mid = (lo + hi + 1) / 2;
-    if (table[mid].first_block <= static_cast<int64_t>(blockIdx.x)) lo = mid; else hi = mid - 1;
-  }
-  return table[lo];
-}
-
 // Every block updates kTableBlockElements elements of one tensor; every
 // tensor of `table` has gradient storage G and working storage W.
 template <typename G, typename W, bool kAdamW>
 __global__ void MultiStepKernel(const TableEntry* table, int64_t count, const float* found_inf,
                                 const float* multiplier) {
   if (found_inf != nullptr && *found_inf != 0.0f) return;  // uniform: skip the step
-  const TableEntry& e = OwnEntry(table, count);
+  const TableEntry& e = EntryOfUnit(table, count, static_cast<int64_t>(blockIdx.x));
   StepBuffers b = e.b;
   const float mult = multiplier != nullptr ? *multiplier : 1.0f;
   const int64_t begin = (static_cast<int64_t>(blockIdx.x) - e.first_block) * kTableBlockElements;
@@ -367,41 +358,17 @@ Status CudaBackend::AdamWStep(const backend::AdamWStepCall& a) {
 
 namespace {
 
-// The tensors of a multi-tensor step that share one pair of storage types:
-// table[begin, begin + count), one launch.
-struct TableGroup {
-  MNT_DType grad = MNT_DTYPE_INVALID, working = MNT_DTYPE_INVALID;
-  size_t begin = 0, count = 0;
-  int64_t blocks = 0;
-};
-
-// Orders `table` by (gradient dtype, working dtype) -- stably, so a table of
-// one pair keeps its order -- and returns its runs, with each entry's first
-// block counted from the start of its group. Entries are independent, so
-// the order changes no result.
-std::vector<TableGroup> GroupByStorage(std::vector<TableEntry>* table) {
-  auto key = [](const TableEntry& e) {
-    return std::pair<int, int>(e.b.grad.dtype, WorkingOrGrad(e.b));
-  };
-  std::stable_sort(table->begin(), table->end(), [&](const TableEntry& x, const TableEntry& y) {
-    return key(x) < key(y);
-  });
-  std::vector<TableGroup> groups;
-  for (size_t i = 0; i < table->size(); ++i) {
-    TableEntry& e = (*table)[i];
-    if (groups.empty() || key(e) != key((*table)[groups.back().begin])) {
-      TableGroup g;
-      g.grad = e.b.grad.dtype;
-      g.working = WorkingOrGrad(e.b);
-      g.begin = i;
-      groups.push_back(g);
-    }
-    TableGroup& g = groups.back();
-    e.first_block = g.blocks;
-    g.blocks += (e.b.n + kTableBlockElements - 1) / kTableBlockElements;
-    e.vec = StepVectorizable(e.b) ? 1 : 0;
-    ++g.count;
-  }
+// Groups `table` by its (gradient, working copy) storage pairs
+// (step_table.cuh), one unit per kTableBlockElements of an entry, and marks
+// the entries whose pointers allow vector loads.
+std::vector<TableGroup> GroupEntries(std::vector<TableEntry>* table) {
+  std::vector<TableGroup> groups = GroupByStorage(
+      table,
+      [](const TableEntry& e) { return std::make_pair(e.b.grad.dtype, WorkingOrGrad(e.b)); },
+      [](const TableEntry& e) {
+        return (e.b.n + kTableBlockElements - 1) / kTableBlockElements;
+      });
+  for (TableEntry& e : *table) e.vec = StepVectorizable(e.b) ? 1 : 0;
   return groups;
 }
 
@@ -411,11 +378,11 @@ std::vector<TableGroup> GroupByStorage(std::vector<TableEntry>* table) {
 template <bool kAdamW, typename Call>
 Status RunTable(CudaBackend& be, const Call& call, std::vector<TableEntry>& table,
                 const char* kernel) {
-  const std::vector<TableGroup> groups = GroupByStorage(&table);
+  const std::vector<TableGroup> groups = GroupEntries(&table);
   int64_t blocks = 0;
   for (const TableGroup& g : groups) {
-    if (g.blocks > int64_t{0x7fffffff}) return call.Invalid("the table has too many elements");
-    blocks += g.blocks;
+    if (g.units > int64_t{0x7fffffff}) return call.Invalid("the table has too many elements");
+    blocks += g.units;
   }
   if (blocks == 0) return Status::Ok();
   Scratch device_table(be);
@@ -427,10 +394,10 @@ Status RunTable(CudaBackend& be, const Call& call, std::vector<TableEntry>& tabl
   const float* found_inf = call.found_inf.f32();
   const float* multiplier = call.multiplier.f32();
   for (const TableGroup& g : groups) {
-    if (g.blocks == 0) continue;
+    if (g.units == 0) continue;
     const cudaError_t err = WithStoragePair(g.grad, g.working, [&](auto gs, auto ws) {
       return Launch(MultiStepKernel<decltype(gs), decltype(ws), kAdamW>,
-                    static_cast<unsigned>(g.blocks), kThreads, 0, be.stream, dev + g.begin,
+                    static_cast<unsigned>(g.units), kThreads, 0, be.stream, dev + g.begin,
                     static_cast<int64_t>(g.count), found_inf, multiplier);
     });
     MNT_RETURN_IF_ERROR(Launched(call, err, kernel));

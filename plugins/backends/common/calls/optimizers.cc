@@ -93,17 +93,25 @@ Status CheckRoundingElement(const OpCall& call, const P* p, int64_t n, WorkingRo
 // ABI 1.11's rounding_tensors / rounding_elements of a multi-tensor op's
 // params (P), each read only when the caller's struct_size holds it; after
 // the table is checked (each entry's n).
-template <typename P>
-Status CheckRoundingPieces(const OpCall& call, const P* p,
-                           const std::vector<MultiStepTensor>& tensors, WorkingRounding* r) {
-  if (MNT_HAS_FIELD(p, P, rounding_tensors) && p->rounding_tensors != nullptr) {
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (p->rounding_tensors[i] < 0) {
-        return call.Invalid(sdk::Format("rounding_tensors[%zu] %lld must be >= 0", i,
-                                        (long long)p->rounding_tensors[i]));
-      }
+// The optional rounding_tensors of a table of `count` entries: each >= 0.
+Status CheckRoundingTensors(const OpCall& call, const int64_t* tensors, size_t count,
+                            WorkingRounding* r) {
+  if (tensors == nullptr) return Status::Ok();
+  for (size_t i = 0; i < count; ++i) {
+    if (tensors[i] < 0) {
+      return call.Invalid(
+          sdk::Format("rounding_tensors[%zu] %lld must be >= 0", i, (long long)tensors[i]));
     }
-    r->tensors = p->rounding_tensors;
+  }
+  r->tensors = tensors;
+  return Status::Ok();
+}
+
+template <typename P, typename Entry>
+Status CheckRoundingPieces(const OpCall& call, const P* p, const std::vector<Entry>& tensors,
+                           WorkingRounding* r) {
+  if (MNT_HAS_FIELD(p, P, rounding_tensors)) {
+    MNT_RETURN_IF_ERROR(CheckRoundingTensors(call, p->rounding_tensors, tensors.size(), r));
   }
   if (MNT_HAS_FIELD(p, P, rounding_elements) && p->rounding_elements != nullptr) {
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -154,6 +162,20 @@ Status CheckTableEntry(const OpCall& call, size_t index, size_t i, float lr,
   t->lr_scale = lr_scales != nullptr ? lr_scales[i] : 1.0f;
   t->lr = TableLr(lr, t->lr_scale);
   t->weight_decay = weight_decays != nullptr ? weight_decays[i] : weight_decay;
+  return Status::Ok();
+}
+
+// Table entry i's optional step counter at in[index]: given for every
+// entry or for none (entry 0 decides `*given`).
+Status CheckTableCounter(const OpCall& call, size_t index, size_t i, Operand* counter,
+                         bool* given) {
+  *counter = call.OptionalInput(index, "step_counter");
+  if (i == 0) *given = counter->present();
+  if (counter->present() != *given) {
+    return call.Invalid(counter->label + (*given ? " is missing" : " is given") +
+                        ", but step counters are given for every tensor or for none");
+  }
+  if (counter->present()) return call.ExpectI32Scalar(*counter);
   return Status::Ok();
 }
 
@@ -228,14 +250,8 @@ Status CheckMultiAdamWStep(const OpCall& call, MultiAdamWStepCall* a) {
     MultiStepTensor& t = a->tensors[i];
     MNT_RETURN_IF_ERROR(CheckTableEntry(call, 2 + 2 * i, i, p->lr, p->lr_scales,
                                         p->weight_decay, p->weight_decays, &t));
-    t.step_counter = call.OptionalInput(3 + 2 * i, "step_counter");
-    if (i == 0) a->step_counters = t.step_counter.present();
-    if (t.step_counter.present() != a->step_counters) {
-      return call.Invalid(t.step_counter.label +
-                          (a->step_counters ? " is missing" : " is given") +
-                          ", but step counters are given for every tensor or for none");
-    }
-    if (t.step_counter.present()) MNT_RETURN_IF_ERROR(call.ExpectI32Scalar(t.step_counter));
+    MNT_RETURN_IF_ERROR(CheckTableCounter(call, 3 + 2 * i, i, &t.step_counter,
+                                          &a->step_counters));
     MNT_RETURN_IF_ERROR(call.Output(4 * i, "master", &t.master));
     MNT_RETURN_IF_ERROR(call.Output(4 * i + 1, "m", &t.state1));
     MNT_RETURN_IF_ERROR(call.Output(4 * i + 2, "v", &t.state2));
@@ -348,13 +364,48 @@ Status CheckAdamW8bitStep(const OpCall& call, AdamW8bitStepCall* a) {
   return CheckRoundedCopy(call, a->rounding, a->working);
 }
 
-Status CheckAdafactorStep(const OpCall& call, AdafactorStepCall* a) {
+Status CheckMultiAdamW8bitStep(const OpCall& call, MultiAdamW8bitStepCall* a) {
   a->op = &call;
-  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 5, 2, 5));
-  MNT_RETURN_IF_ERROR(call.Params("MNT_AdafactorParams",
-                                  MNT_STRUCT_SIZE(MNT_AdafactorParams, rounding_tensor), false,
-                                  &a->params));
-  const MNT_AdafactorParams* p = a->params;
+  // Born with ABI 1.14: the caller's struct holds every field
+  // MNT_MultiAdamWParams had then (its 1.11 size).
+  MNT_RETURN_IF_ERROR(call.Params("MNT_MultiAdamWParams",
+                                  MNT_STRUCT_SIZE(MNT_MultiAdamWParams, rounding_elements),
+                                  false, &a->params));
+  const MNT_MultiAdamWParams* p = a->params;
+  MNT_RETURN_IF_ERROR(CheckRounding(call, p, &a->rounding));
+  MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 2, 6));
+  MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &a->found_inf, &a->multiplier));
+  MNT_RETURN_IF_ERROR(
+      CheckDeviceLr(call, 2 + 2 * static_cast<size_t>(p->num_tensors), &a->lr));
+  a->tensors.resize(static_cast<size_t>(p->num_tensors));
+  for (size_t i = 0; i < a->tensors.size(); ++i) {
+    MultiAdamW8bitTensor& t = a->tensors[i];
+    MNT_RETURN_IF_ERROR(CheckTableEntry(call, 2 + 2 * i, i, p->lr, p->lr_scales,
+                                        p->weight_decay, p->weight_decays, &t));
+    MNT_RETURN_IF_ERROR(CheckTableCounter(call, 3 + 2 * i, i, &t.step_counter,
+                                          &a->step_counters));
+    MNT_RETURN_IF_ERROR(call.Output(6 * i, "master", &t.master));
+    MNT_RETURN_IF_ERROR(CheckState(call, t.master, t.n));
+    MNT_RETURN_IF_ERROR(CheckQuantizedMoment(call, 6 * i + 1, "m_codes", "m_absmax", t.n,
+                                             &t.state1, &t.m_absmax));
+    MNT_RETURN_IF_ERROR(CheckQuantizedMoment(call, 6 * i + 3, "v_codes", "v_absmax", t.n,
+                                             &t.state2, &t.v_absmax));
+    t.working = call.OptionalOutput(6 * i + 5, "working_copy");
+    MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, t.working, t.n));
+    MNT_RETURN_IF_ERROR(CheckRoundedCopy(call, a->rounding, t.working));
+  }
+  if (!a->step_counters && p->step < 1) {
+    return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)", (long long)p->step));
+  }
+  return CheckRoundingPieces(call, p, a->tensors, &a->rounding);
+}
+
+namespace {
+
+// The ranges of the scalar params both Adafactor ops read (P:
+// MNT_AdafactorParams or, 1.14, MNT_MultiAdafactorParams).
+template <typename P>
+Status CheckAdafactorScalars(const OpCall& call, const P* p) {
   if (!InRange(p->beta1, 0.0f, 1.0f, true)) {
     return call.Invalid(sdk::Format("beta1 %g must be in [0, 1) (0: no first moment)", p->beta1));
   }
@@ -374,40 +425,95 @@ Status CheckAdafactorStep(const OpCall& call, AdafactorStepCall* a) {
                                    {"warmup_init", p->warmup_init}}) {
     if (flag != 0 && flag != 1) return call.Invalid(sdk::Format("%s %d must be 0 or 1", name, flag));
   }
+  return Status::Ok();
+}
+
+// One Adafactor tensor's outputs from out[base] (ADAFACTOR_STEP's out[0..4]):
+// its shape from `grad` (named grad_name in messages), the master, the
+// second moment (row state or full), the column state (factored only), the
+// first moment (beta1 != 0 only), the working copy.
+Status CheckAdafactorOutputs(const OpCall& call, size_t base, const Operand& grad,
+                             const std::string& grad_name, int64_t n, float beta1,
+                             const WorkingRounding& rounding, FactoredShape* shape,
+                             Operand* master, Operand* second, Operand* col, Operand* m,
+                             Operand* working) {
+  *shape = FactoredShapeOf(grad->dims, grad->rank);
+  MNT_RETURN_IF_ERROR(call.Output(base, "master", master));
+  MNT_RETURN_IF_ERROR(CheckState(call, *master, n));
+  MNT_RETURN_IF_ERROR(
+      call.Output(base + 1, shape->factored ? "row_state" : "second_moment", second));
+  MNT_RETURN_IF_ERROR(CheckState(call, *second, shape->factored ? shape->row_count() : n));
+  *col = call.OptionalOutput(base + 2, "col_state");
+  if (shape->factored) {
+    if (!col->present()) {
+      return call.Invalid(col->label + " is missing, but " + grad_name + " has rank " +
+                          sdk::Format("%d (factored)", grad->rank));
+    }
+    MNT_RETURN_IF_ERROR(CheckState(call, *col, shape->col_states()));
+  } else if (col->present()) {
+    return call.Invalid(col->label + " is given, but " + grad_name + " has rank " +
+                        sdk::Format("%d (not factored)", grad->rank));
+  }
+  *m = call.OptionalOutput(base + 3, "first_moment");
+  if (beta1 != 0.0f) {
+    if (!m->present()) {
+      return call.Invalid(m->label + " is missing but beta1 is " + sdk::Format("%g", beta1));
+    }
+    MNT_RETURN_IF_ERROR(CheckState(call, *m, n));
+  } else if (m->present()) {
+    return call.Invalid(m->label + " is given but beta1 is 0 (no first moment)");
+  }
+  *working = call.OptionalOutput(base + 4, "working_copy");
+  MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, *working, n));
+  return CheckRoundedCopy(call, rounding, *working);
+}
+
+}  // namespace
+
+Status CheckAdafactorStep(const OpCall& call, AdafactorStepCall* a) {
+  a->op = &call;
+  MNT_RETURN_IF_ERROR(call.CheckCounts(1, 5, 2, 5));
+  MNT_RETURN_IF_ERROR(call.Params("MNT_AdafactorParams",
+                                  MNT_STRUCT_SIZE(MNT_AdafactorParams, rounding_tensor), false,
+                                  &a->params));
+  const MNT_AdafactorParams* p = a->params;
+  MNT_RETURN_IF_ERROR(CheckAdafactorScalars(call, p));
   MNT_RETURN_IF_ERROR(CheckRounding(call, p, &a->rounding));
   MNT_RETURN_IF_ERROR(CheckStepInputs(call, a));
   MNT_RETURN_IF_ERROR(CheckDeviceLr(call, 4, &a->lr));
   MNT_RETURN_IF_ERROR(CheckStepCounter(call, p->step, &a->step_counter));
-  a->shape = FactoredShapeOf(a->grad->dims, a->grad->rank);
-  MNT_RETURN_IF_ERROR(call.Output(0, "master", &a->master));
-  MNT_RETURN_IF_ERROR(CheckState(call, a->master, a->n));
-  MNT_RETURN_IF_ERROR(call.Output(1, a->shape.factored ? "row_state" : "second_moment",
-                                  &a->second_moment));
-  MNT_RETURN_IF_ERROR(CheckState(call, a->second_moment,
-                                 a->shape.factored ? a->shape.row_count() : a->n));
-  a->col = call.OptionalOutput(2, "col_state");
-  if (a->shape.factored) {
-    if (!a->col.present()) {
-      return call.Invalid(a->col.label + " is missing, but in[0] grad has rank " +
-                          sdk::Format("%d (factored)", a->grad->rank));
-    }
-    MNT_RETURN_IF_ERROR(CheckState(call, a->col, a->shape.col_states()));
-  } else if (a->col.present()) {
-    return call.Invalid(a->col.label + " is given, but in[0] grad has rank " +
-                        sdk::Format("%d (not factored)", a->grad->rank));
+  return CheckAdafactorOutputs(call, 0, a->grad, "in[0] grad", a->n, p->beta1, a->rounding,
+                               &a->shape, &a->master, &a->second_moment, &a->col, &a->m,
+                               &a->working);
+}
+
+Status CheckMultiAdafactorStep(const OpCall& call, MultiAdafactorStepCall* a) {
+  a->op = &call;
+  MNT_RETURN_IF_ERROR(call.Params("MNT_MultiAdafactorParams",
+                                  MNT_STRUCT_SIZE(MNT_MultiAdafactorParams, rounding_tensors),
+                                  false, &a->params));
+  const MNT_MultiAdafactorParams* p = a->params;
+  MNT_RETURN_IF_ERROR(CheckAdafactorScalars(call, p));
+  MNT_RETURN_IF_ERROR(CheckRounding(call, p, &a->rounding));
+  MNT_RETURN_IF_ERROR(CheckTable(call, p->num_tensors, 2, 5));
+  MNT_RETURN_IF_ERROR(CheckMultiScalars(call, &a->found_inf, &a->multiplier));
+  MNT_RETURN_IF_ERROR(
+      CheckDeviceLr(call, 2 + 2 * static_cast<size_t>(p->num_tensors), &a->lr));
+  a->tensors.resize(static_cast<size_t>(p->num_tensors));
+  for (size_t i = 0; i < a->tensors.size(); ++i) {
+    MultiAdafactorTensor& t = a->tensors[i];
+    MNT_RETURN_IF_ERROR(CheckTableEntry(call, 2 + 2 * i, i, p->lr, p->lr_scales,
+                                        p->weight_decay, p->weight_decays, &t));
+    MNT_RETURN_IF_ERROR(CheckTableCounter(call, 3 + 2 * i, i, &t.step_counter,
+                                          &a->step_counters));
+    MNT_RETURN_IF_ERROR(CheckAdafactorOutputs(
+        call, 5 * i, t.grad, sdk::Format("in[%zu] grad", 2 + 2 * i), t.n, p->beta1,
+        a->rounding, &t.shape, &t.master, &t.state1, &t.col, &t.m, &t.working));
   }
-  a->m = call.OptionalOutput(3, "first_moment");
-  if (p->beta1 != 0.0f) {
-    if (!a->m.present()) {
-      return call.Invalid(a->m.label + " is missing but beta1 is " + sdk::Format("%g", p->beta1));
-    }
-    MNT_RETURN_IF_ERROR(CheckState(call, a->m, a->n));
-  } else if (a->m.present()) {
-    return call.Invalid(a->m.label + " is given but beta1 is 0 (no first moment)");
+  if (!a->step_counters && p->step < 1) {
+    return call.Invalid(sdk::Format("step %lld must be >= 1 (1-based)", (long long)p->step));
   }
-  a->working = call.OptionalOutput(4, "working_copy");
-  MNT_RETURN_IF_ERROR(CheckWorkingCopy(call, a->working, a->n));
-  return CheckRoundedCopy(call, a->rounding, a->working);
+  return CheckRoundingTensors(call, p->rounding_tensors, a->tensors.size(), &a->rounding);
 }
 
 }  // namespace mnt::backend

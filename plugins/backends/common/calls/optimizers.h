@@ -1,5 +1,7 @@
 // The contracts of SGD_STEP, ADAMW_STEP and (1.6) their multi-tensor forms
-// MULTI_SGD_STEP, MULTI_ADAMW_STEP (semantics:
+// MULTI_SGD_STEP, MULTI_ADAMW_STEP, of 1.12's ADAMW8BIT_STEP and
+// ADAFACTOR_STEP and (1.14) their multi-tensor forms MULTI_ADAMW8BIT_STEP,
+// MULTI_ADAFACTOR_STEP (semantics:
 // plugins/abi/mnt_backend.h), checked once for every backend. found_inf, the
 // gradient multiplier, AdamW's step counter and (1.7) the learning rate live
 // in device memory: the
@@ -131,6 +133,26 @@ struct AdamW8bitStepCall : TypedCall, StepInputs {
 };
 sdk::Status CheckAdamW8bitStep(const OpCall& call, AdamW8bitStepCall* out);
 
+// Since 1.14: one tensor of a MULTI_ADAMW8BIT_STEP table: a MultiStepTensor
+// whose state1 / state2 are the m / v codes (U8), with each moment's block
+// absmax.
+struct MultiAdamW8bitTensor : MultiStepTensor {
+  Operand m_absmax, v_absmax;
+};
+
+// Since 1.14: MULTI_ADAMW8BIT_STEP, ADAMW8BIT_STEP over a table as
+// MULTI_ADAMW_STEP is ADAMW_STEP over one (its MNT_MultiAdamWParams, its
+// found_inf, multiplier, per-tensor step counters and device lr).
+struct MultiAdamW8bitStepCall : TypedCall {
+  const MNT_MultiAdamWParams* params = nullptr;
+  Operand found_inf, multiplier;
+  Operand lr;  // in[2+2n], the device learning rate (may be absent)
+  std::vector<MultiAdamW8bitTensor> tensors;
+  bool step_counters = false;
+  WorkingRounding rounding;
+};
+sdk::Status CheckMultiAdamW8bitStep(const OpCall& call, MultiAdamW8bitStepCall* out);
+
 // Since 1.12: ADAFACTOR_STEP on one whole parameter: its shape (factored for
 // rank >= 2) from in[0]'s dims; the second moment is the row state
 // (factored) or the full one, `col` present only when factored, `m` only
@@ -143,6 +165,28 @@ struct AdafactorStepCall : TypedCall, StepInputs {
   WorkingRounding rounding;
 };
 sdk::Status CheckAdafactorStep(const OpCall& call, AdafactorStepCall* out);
+
+// Since 1.14: one whole parameter of a MULTI_ADAFACTOR_STEP table: a
+// MultiStepTensor (grad, counter, lr and weight decay resolved) whose
+// state1 is the second moment (row state or full), with the column state
+// (factored only), the first moment (beta1 != 0 only) and its shape.
+struct MultiAdafactorTensor : MultiStepTensor {
+  Operand col, m;
+  FactoredShape shape;
+};
+
+// Since 1.14: MULTI_ADAFACTOR_STEP, ADAFACTOR_STEP over a table (found_inf,
+// the multiplier, per-tensor step counters and the device lr as
+// MULTI_ADAMW_STEP's).
+struct MultiAdafactorStepCall : TypedCall {
+  const MNT_MultiAdafactorParams* params = nullptr;
+  Operand found_inf, multiplier;
+  Operand lr;  // in[2+2n], the device learning rate (may be absent)
+  std::vector<MultiAdafactorTensor> tensors;
+  bool step_counters = false;
+  WorkingRounding rounding;
+};
+sdk::Status CheckMultiAdafactorStep(const OpCall& call, MultiAdafactorStepCall* out);
 
 }  // namespace mnt::backend
 
