@@ -240,7 +240,9 @@ TEST_F(MemoryLightOptimizersTest, AdafactorMatchesFloat64OverSteps) {
         ASSERT_EQ(CompareAdafactor(in, state(), want), "") << "step " << step;
         if (!with_counter) ++p.step;
       }
-      if (with_counter) EXPECT_EQ(Download(counter)[0], 7);
+      if (with_counter) {
+        EXPECT_EQ(Download(counter)[0], 7);
+      }
     }
   }
 }
