@@ -75,8 +75,9 @@ class CnnTest : public ::testing::Test {
                     std::vector<int64_t> dims, MNT_MemoryCategory cat) {
     buffers_.emplace_back();
     EXPECT_TRUE(client_.Allocate(bytes, cat, &buffers_.back()).ok());
-    if (host)
+    if (host) {
       EXPECT_TRUE(client_.ToDevice(buffers_.back().data(), host, bytes).ok());
+    }
     return sdk::MakeTensor(buffers_.back().data(), dtype,
                            static_cast<int32_t>(dims.size()), dims.data());
   }

@@ -58,7 +58,9 @@ TEST(BucketReadinessTest, CompletesEachBucketWithItsLastElement) {
           const int64_t a = offsets[std::get<0>(s)] + std::get<1>(s);
           return a < end && a + std::get<2>(s) > begin;
         });
-        if (!padding_only) EXPECT_EQ(handed, done) << "bucket " << b;
+        if (!padding_only) {
+          EXPECT_EQ(handed, done) << "bucket " << b;
+        }
       }
       completed_all.insert(completed_all.end(), completed.begin(), completed.end());
     }

@@ -30,7 +30,9 @@ TEST(AttentionTilesTest, TilesFitTheSharedMemoryLimit) {
       const int64_t tile = PickAttentionTile(d, kLimit, bytes);
       ASSERT_GT(tile, 0) << d;
       EXPECT_LE(bytes(tile, d), kLimit) << d;
-      if (tile < 32) EXPECT_GT(bytes(2 * tile, d), kLimit) << d;  // the largest that fits
+      if (tile < 32) {
+        EXPECT_GT(bytes(2 * tile, d), kLimit) << d;  // the largest that fits
+      }
     }
   }
 }

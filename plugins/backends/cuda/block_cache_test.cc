@@ -42,7 +42,9 @@ class BlockCacheTest : public ::testing::Test {
     size_t reserved = 0;
     const sdk::Status s = cache_.Obtain(bytes, &p, &reserved);
     if (status != nullptr) *status = s;
-    if (s.ok()) EXPECT_EQ(reserved, BlockCache::SizeClass(bytes));
+    if (s.ok()) {
+      EXPECT_EQ(reserved, BlockCache::SizeClass(bytes));
+    }
     return s.ok() ? p : nullptr;
   }
   void Put(void* p, size_t bytes) { cache_.Release(p, BlockCache::SizeClass(bytes)); }

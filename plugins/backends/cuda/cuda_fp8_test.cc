@@ -152,11 +152,15 @@ TEST_F(CudaFp8Test, QuantizeMatchesFp8ConvertBitForBit) {
           want_amax = std::max(want_amax, std::fabs(xs[i]));
         }
         EXPECT_EQ(bad, 0);
-        if (cpu) EXPECT_EQ(got, d_.Bytes(*yp, false)) << "cuda vs cpu";
+        if (cpu) {
+          EXPECT_EQ(got, d_.Bytes(*yp, false)) << "cuda vs cpu";
+        }
         if (with_amax) {
           EXPECT_TRUE(SameFloat(Amax(*amax, true), want_amax))
               << Amax(*amax, true) << " vs " << want_amax;
-          if (cpu) EXPECT_TRUE(SameFloat(Amax(*amax, true), Amax(*amax, false)));
+          if (cpu) {
+            EXPECT_TRUE(SameFloat(Amax(*amax, true), Amax(*amax, false)));
+          }
         }
       }
     }
@@ -204,14 +208,18 @@ TEST_F(CudaFp8Test, DequantizeEveryCode) {
           else want_amax = std::max(want_amax, std::fabs(v));
         }
         EXPECT_EQ(bad, 0);
-        if (cpu) EXPECT_EQ(d_.Bytes(*yp, true), d_.Bytes(*yp, false)) << "cuda vs cpu";
+        if (cpu) {
+          EXPECT_EQ(d_.Bytes(*yp, true), d_.Bytes(*yp, false)) << "cuda vs cpu";
+        }
         const float got_amax = Amax(*amax, true);
         if (amax_nan) {
           EXPECT_TRUE(std::isnan(got_amax)) << got_amax;
         } else {
           EXPECT_EQ(got_amax, want_amax);
         }
-        if (cpu) EXPECT_TRUE(SameFloat(got_amax, Amax(*amax, false)));
+        if (cpu) {
+          EXPECT_TRUE(SameFloat(got_amax, Amax(*amax, false)));
+        }
       }
     }
   }
@@ -236,7 +244,9 @@ TEST_F(CudaFp8Test, QuantizeNanStaysNanAndMakesAmaxNan) {
     // NaN keeps its sign (0x7F / 0xFF), as fp8_convert.h and the CPU give.
     EXPECT_EQ(got[12345], Encode(fp8, NAN));
     EXPECT_EQ(got[n - 3], Encode(fp8, -NAN));
-    if (cpu) EXPECT_EQ(got, d_.Bytes(*yp, false)) << "cuda vs cpu";
+    if (cpu) {
+      EXPECT_EQ(got, d_.Bytes(*yp, false)) << "cuda vs cpu";
+    }
     EXPECT_TRUE(std::isnan(Amax(*amax, true))) << Amax(*amax, true);
   }
 }
@@ -396,7 +406,9 @@ class CudaFp8GemmTest : public CudaFp8Test {
       // The largest |D| errs by at most what any element may.
       const float ga = Amax(*amax, true);
       EXPECT_NEAR(ga, want_amax, max_tol) << "amax";
-      if (cpu) EXPECT_NEAR(ga, Amax(*amax, false), 2 * max_tol) << "amax vs cpu";
+      if (cpu) {
+        EXPECT_NEAR(ga, Amax(*amax, false), 2 * max_tol) << "amax vs cpu";
+      }
     }
   }
 
