@@ -1,14 +1,11 @@
 #include "trainer/config/config.h"
 
-#include <regex>
-
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
-#include <regex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -344,17 +341,34 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
   // " (did you mean 'steps'?)" for protobuf's 'Message type "mantissa.X"
   // has no field named "stpes".' when a field of X is a typo away; else "".
   static std::string Suggestion(const std::string& message) {
-    static const std::regex kUnknown(
-        R"re(Message type "([\w.]+)" has no field named "(\w+)")re");
-    std::smatch m;
-    if (!std::regex_search(message, m, kUnknown)) return "";
+    std::string type_name, field_name;
+    if (!UnknownField(message, &type_name, &field_name)) return "";
     const google::protobuf::Descriptor* type =
-        TrainConfig::descriptor()->file()->pool()->FindMessageTypeByName(m[1].str());
+        TrainConfig::descriptor()->file()->pool()->FindMessageTypeByName(type_name);
     if (type == nullptr) return "";
     std::vector<std::string> fields;
     for (int i = 0; i < type->field_count(); ++i) fields.push_back(type->field(i)->name());
-    const std::string nearest = NearestName(m[2].str(), fields);
+    const std::string nearest = NearestName(field_name, fields);
     return nearest.empty() ? "" : absl::StrCat(" (did you mean '", nearest, "'?)");
+  }
+
+  // The message type and the field of 'Message type "T" has no field named
+  // "F"', or false. A string search, not std::regex: GCC 12 warns
+  // (-Wmaybe-uninitialized, falsely) inside libstdc++'s regex compiler.
+  static bool UnknownField(absl::string_view message, std::string* type, std::string* field) {
+    constexpr absl::string_view kType = "Message type \"";
+    constexpr absl::string_view kField = "\" has no field named \"";
+    const size_t t = message.find(kType);
+    if (t == absl::string_view::npos) return false;
+    const size_t type_begin = t + kType.size();
+    const size_t f = message.find(kField, type_begin);
+    if (f == absl::string_view::npos) return false;
+    const size_t field_begin = f + kField.size();
+    const size_t end = message.find('"', field_begin);
+    if (end == absl::string_view::npos) return false;
+    *type = std::string(message.substr(type_begin, f - type_begin));
+    *field = std::string(message.substr(field_begin, end - field_begin));
+    return !type->empty() && !field->empty();
   }
 
   std::string source_;
