@@ -1,5 +1,6 @@
 #include "trainer/core/optimizer.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -220,6 +221,13 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                              rounding_tensors_.data(),
                              rounding_elements_.data()};
   return client_.Run(MNT_OP_MULTI_SGD_STEP, in, out, &a);
+}
+
+double Optimizer::StateBytesPerParameter() const {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Param& p : params_->params()) shapes.push_back(p.dims);
+  return static_cast<double>(OptimizerStateBytes(config_, shapes)) /
+         static_cast<double>(std::max<int64_t>(1, params_->num_parameters()));
 }
 
 void Optimizer::BuildOwnStateTables() {

@@ -72,6 +72,9 @@ class Optimizer {
   static bool UsesMultiTensor(const mantissa::OptimizerConfig& config,
                               const sdk::BackendInstance& backend);
   bool multi_tensor() const { return multi_tensor_; }
+  // Bytes of optimizer state per parameter (OptimizerStateBytes over every
+  // parameter, AdamW's and SGD's fp32 slots included): the run report's.
+  double StateBytesPerParameter() const;
 
   // Whether the backend's optimizer ops take a device learning rate: it
   // offers MNT_CAPABILITY_OPTIMIZER_DEVICE_LR (ABI 1.7; others refuse the

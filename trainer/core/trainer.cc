@@ -408,11 +408,8 @@ FinalReport Trainer::Report() const {
   r.bytes_master_weights = plan.bytes_master_weights;
   r.bytes_gradients = plan.bytes_gradients;
   r.bytes_master_gradients = plan.bytes_master_gradients;
-  std::vector<std::vector<int64_t>> shapes;
-  for (const Param& p : p_.params->params()) shapes.push_back(p.dims);
   r.optimizer = config_.optimizer().name();
-  r.bytes_optimizer_state = static_cast<double>(OptimizerStateBytes(config_.optimizer(), shapes)) /
-                            static_cast<double>(std::max<int64_t>(1, r.num_parameters));
+  r.bytes_optimizer_state = p_.optimizer->StateBytesPerParameter();
   r.memory = MemoryReport(p_.plugins->backend->client());
   r.phases = phases_.phases();
   r.steps = step_;
