@@ -36,9 +36,7 @@ std::vector<std::string> Losses(const std::string& jsonl) {
 
 std::string ModelFlags(const std::string& model) {
   if (model == "gpt2") {
-    const std::string text = TempDir() + "/text.txt";
-    std::ofstream t(text);
-    for (int i = 0; i < 300; ++i) t << "the quick brown fox " << i << " jumps over the lazy dog\n";
+    const std::string text = testing::WriteNumberedText(300);
     return "--model=gpt2 --model_options=n_layer=1,n_head=2,d_model=64,seq_len=32 "
            "--seq_len=32 --dataset=text --text_path=" + text + " --batch_size=4";
   }

@@ -33,12 +33,7 @@ using testing::TempDir;
 using testing::ReadWholeFile;
 using Result = testing::SplitRun;
 
-std::string TextFile() {
-  const std::string path = TempDir() + "/text.txt";
-  std::ofstream t(path);
-  for (int i = 0; i < 400; ++i) t << "the quick brown fox " << i << " jumps over the lazy dog\n";
-  return path;
-}
+std::string TextFile() { return testing::WriteNumberedText(400); }
 
 const char kGptOptions[] = "n_layer=2,n_head=4,d_model=64,seq_len=64";
 

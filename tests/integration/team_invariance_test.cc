@@ -68,11 +68,7 @@ INSTANTIATE_TEST_SUITE_P(
 // epilogues): the per-step losses of its JSONL, as written (17 digits).
 std::vector<std::string> GptLosses(const std::string& precision, const std::string& options) {
   const std::string dir = TempDir() + "/gpt_" + precision + "_" + std::to_string(options.size());
-  const std::string text = TempDir() + "/text.txt";
-  {
-    std::ofstream t(text);
-    for (int i = 0; i < 400; ++i) t << "the quick brown fox " << i << " jumps over the lazy dog\n";
-  }
+  const std::string text = testing::WriteNumberedText(400);
   const std::string jsonl = dir + ".jsonl";
   const std::string cmd =
       RunfilesRoot() + "/mantissa/trainer/cli/train --model=gpt2 "

@@ -51,6 +51,16 @@ inline std::string TempDir() {
   return std::string(t ? t : "/tmp");
 }
 
+// TempDir()/text.txt holding `lines` numbered lines of English (each line
+// differs, so a byte-level GPT has something to learn): the small text
+// corpus of the GPT-2 integration tests. Its path.
+inline std::string WriteNumberedText(int lines) {
+  const std::string path = TempDir() + "/text.txt";
+  std::ofstream t(path);
+  for (int i = 0; i < lines; ++i) t << "the quick brown fox " << i << " jumps over the lazy dog\n";
+  return path;
+}
+
 // One run of `binary` (a path under this test's runfiles, e.g.
 // "trainer/cli/train") with `args`, stdout and stderr kept apart in files
 // under the test's temp dir; `launcher` goes before it (e.g. mpirun's prefix).
