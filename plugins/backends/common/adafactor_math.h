@@ -43,32 +43,6 @@
 
 namespace mnt {
 
-// ---- Double arithmetic rounded once per operation --------------------------
-
-MNT_HOST_DEVICE inline double AddRn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-MNT_HOST_DEVICE inline double DivRn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __ddiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
-MNT_HOST_DEVICE inline double SqrtRn(double a) {
-#ifdef __CUDA_ARCH__
-  return __dsqrt_rn(a);
-#else
-  return sqrt(a);
-#endif
-}
-
 // sqrt(a) in fp32, correctly rounded on both sides (nvcc's sqrtf is only
 // under -prec-sqrt=true, which --use_fast_math turns off).
 MNT_HOST_DEVICE inline float SqrtF32(float a) {

@@ -37,15 +37,6 @@
 
 namespace mnt {
 
-// a + b in double, rounded once (the midpoints below are exact anyway).
-MNT_HOST_DEVICE inline double AddDoubleRn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
 // Elements per quantization block (bitsandbytes' BLOCKSIZE_2STATE; the paper
 // used 2048): small enough that one outlier costs a block little resolution.
 constexpr int kQuantizationBlock = 256;
@@ -118,7 +109,7 @@ MNT_HOST_DEVICE inline uint8_t QuantizeNearest(const float* map, float x, bool i
   if (lower < kQuantizationCodes - 1) {
     // The exact midpoint: two floats add exactly in double, and halving is
     // exact (an fp32 midpoint would round, and misplace ties by an ulp).
-    const double mid = MulRn(AddDoubleRn(static_cast<double>(map[lower]),
+    const double mid = MulRn(AddRn(static_cast<double>(map[lower]),
                                    static_cast<double>(map[lower + 1])),
                              0.5);
     if (static_cast<double>(x) > mid) code = lower + 1;

@@ -8,6 +8,8 @@
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_ROUNDED_ARITH_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_ROUNDED_ARITH_H_
 
+#include <cmath>
+
 #include "plugins/backends/common/host_device.h"
 
 namespace mnt {
@@ -46,6 +48,32 @@ MNT_HOST_DEVICE inline float DivF32(float a, float b) {
   return __fdiv_rn(a, b);
 #else
   return a / b;
+#endif
+}
+
+// The same in double (Adafactor's sums and norms, the 8-bit maps'
+// midpoints): __dadd_rn and friends are never contracted either.
+MNT_HOST_DEVICE inline double AddRn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+MNT_HOST_DEVICE inline double DivRn(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+MNT_HOST_DEVICE inline double SqrtRn(double a) {
+#ifdef __CUDA_ARCH__
+  return __dsqrt_rn(a);
+#else
+  return sqrt(a);
 #endif
 }
 
