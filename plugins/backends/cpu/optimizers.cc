@@ -19,6 +19,7 @@
 #include "plugins/backends/cpu/optimizer_steps.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
+#include "plugins/backends/cpu/vector_loops.h"
 
 namespace mnt::cpu {
 
@@ -26,9 +27,9 @@ using sdk::Status;
 
 namespace {
 
-// update(i, g) for every element i with the gradient g as fp32, times the
-// multiplier when one is given, read from the gradient's own memory a block
-// at a time; then the working copy (when present) of the block's new master
+// update(off, g, len) for every block [off, off + len) with its gradients g
+// as fp32, times the multiplier when one is given, read from the gradient's
+// own memory a block at a time; then the working copy (when present) of the block's new master
 // weights, rounded to nearest or stochastically (a BF16 copy then: the
 // contract check saw to it; element i's bits depend on i only, not on the
 // thread or block). One region per tensor.
@@ -41,10 +42,10 @@ void StepBlocks(const backend::StepInputs& s, const float* w, const Operand& wor
     float buf[kBlock];
     const float* g = InBlock(grad, off, len, buf);
     if (multiplier != 1.0f) {
-      for (int64_t i = 0; i < len; ++i) update(off + i, g[i] * multiplier);
-    } else {
-      for (int64_t i = 0; i < len; ++i) update(off + i, g[i]);
+      for (int64_t i = 0; i < len; ++i) buf[i] = g[i] * multiplier;
+      g = buf;
     }
+    update(off, g, len);
     WriteWorkingBlock(w, working, rounding, off, len);
   });
 }
@@ -63,16 +64,19 @@ backend::StepInputs TableInputs(const Operand& found_inf, const Operand& multipl
 
 void SgdTensor(const backend::StepInputs& s, const SgdCoefficients& c, float* w,
                float* buf, const Operand& working, const CopyRounding& rounding) {
-  StepBlocks(s, w, working, rounding, [&](int64_t i, float g) {
-    float unused = 0.0f;
-    SgdUpdate(c, g, &w[i], buf ? &buf[i] : &unused);
+  StepBlocks(s, w, working, rounding, [&](int64_t off, const float* g, int64_t len) {
+    for (int64_t i = 0; i < len; ++i) {
+      float unused = 0.0f;
+      SgdUpdate(c, g[i], &w[off + i], buf ? &buf[off + i] : &unused);
+    }
   });
 }
 
 void AdamWTensor(const backend::StepInputs& s, const AdamWCoefficients& c, float* w,
                  float* m, float* v, const Operand& working, const CopyRounding& rounding) {
-  StepBlocks(s, w, working, rounding,
-             [&](int64_t i, float g) { AdamWUpdate(c, g, &w[i], &m[i], &v[i]); });
+  StepBlocks(s, w, working, rounding, [&](int64_t off, const float* g, int64_t len) {
+    Loops().adamw(c, g, w + off, m + off, v + off, len);
+  });
 }
 
 }  // namespace

@@ -73,8 +73,9 @@ Status CpuBackend::Reduce(const backend::ReduceCall& c) {
 }
 
 Status CpuBackend::GlobalNormSquared(const backend::GlobalNormSquaredCall& c) {
-  // Fixed-size chunks (each summed in element order by one thread), their
-  // partial sums added in order: the same bits on any thread count.
+  // Fixed-size chunks (each summed block by block by one thread, a block over
+  // the vector lanes), their partial sums added in order: the same bits on
+  // any thread count.
   constexpr int64_t kChunk = int64_t{1} << 14;
   double sum = 0.0;
   std::vector<double> partial;
@@ -91,8 +92,7 @@ Status CpuBackend::GlobalNormSquared(const backend::GlobalNormSquaredCall& c) {
       float buf[kBlock];
       for (int64_t off = ch * kChunk; off < end; off += kBlock) {
         const int64_t len = std::min(kBlock, end - off);
-        const float* v = InBlock(t, off, len, buf);
-        for (int64_t i = 0; i < len; ++i) s += static_cast<double>(v[i]) * v[i];
+        s += SumSquaresLoop(InBlock(t, off, len, buf), len);
       }
       partial[ch] = s;
     }

@@ -105,6 +105,23 @@ MNT_INLINE_LOOP_ void LayerNormParamGradsRowBody(const float* x, const float* dy
   }
 }
 
+MNT_INLINE_LOOP_ double SumSquaresBody(const float* x, int64_t n) {
+  double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+// w, m and v are distinct tensors (the step's contract), so the elements are
+// independent. sqrt vectorises because the plugin is built with
+// -fno-math-errno (BUILD); sqrt and division are correctly rounded in every
+// lane, and -ffp-contract=off keeps FMA out.
+MNT_INLINE_LOOP_ void AdamWBody(const AdamWCoefficients& c, const float* g, float* w, float* m,
+                                float* v, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) AdamWUpdate(c, g[i], &w[i], &m[i], &v[i]);
+}
+
 #define MNT_LOOPS_FOR_TARGET_(name, attr)                                                  \
   attr void Gelu##name(const float* x, float* y, int64_t n) { GeluBody(x, y, n); }        \
   attr void GeluBackward##name(const float* x, const float* dy, float* dx, int64_t n) {   \
@@ -130,6 +147,11 @@ MNT_INLINE_LOOP_ void LayerNormParamGradsRowBody(const float* x, const float* dy
   attr void LayerNormParamGradsRow##name(const float* x, const float* dy, float m,        \
                                          float rs, int64_t n, double* dw, double* db) {   \
     LayerNormParamGradsRowBody(x, dy, m, rs, n, dw, db);                                  \
+  }                                                                                       \
+  attr double SumSquares##name(const float* x, int64_t n) { return SumSquaresBody(x, n); } \
+  attr void AdamW##name(const AdamWCoefficients& c, const float* g, float* w, float* m,   \
+                        float* v, int64_t n) {                                            \
+    AdamWBody(c, g, w, m, v, n);                                                          \
   }
 
 MNT_LOOPS_FOR_TARGET_(Baseline, )
@@ -138,7 +160,8 @@ MNT_LOOPS_FOR_TARGET_(Avx2, __attribute__((target("arch=x86-64-v3"))))
 #define MNT_LOOPS_TABLE_(isa, name)                                                 \
   VectorLoops {                                                                     \
     isa, Gelu##name, GeluBackward##name, ExpShifted##name, Max##name, AddToSums##name, \
-        LayerNormRow##name, LayerNormBackwardRow##name, LayerNormParamGradsRow##name \
+        LayerNormRow##name, LayerNormBackwardRow##name, LayerNormParamGradsRow##name, \
+        SumSquares##name, AdamW##name                                                 \
   }
 constexpr VectorLoops kBaseline = MNT_LOOPS_TABLE_("baseline", Baseline);
 constexpr VectorLoops kAvx2 = MNT_LOOPS_TABLE_("x86-64-v3", Avx2);

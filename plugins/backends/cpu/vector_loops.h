@@ -1,6 +1,7 @@
 // The loops that dominate the CPU backend's non-GEMM time (GELU, the
 // exponentials of softmax, cross-entropy and attention, layer norm's rows,
-// the column sums of bias and norm-parameter gradients), each
+// the column sums of bias and norm-parameter gradients, the gradient norm's
+// sum of squares, AdamW's element update), each
 // compiled twice: for AVX2 + FMA (x86-64-v3) and for the baseline x86-64 the
 // rest of the plugin targets. The CPU decides once, at first use, so one
 // binary runs everywhere and uses 8-wide vectors and FMA where it can.
@@ -12,6 +13,8 @@
 #define MANTISSA_PLUGINS_BACKENDS_CPU_VECTOR_LOOPS_H_
 
 #include <cstdint>
+
+#include "plugins/backends/common/elementwise_math.h"
 
 namespace mnt::cpu {
 
@@ -45,6 +48,14 @@ struct VectorLoops {
   // dw[j] += dy[j] xhat[j], db[j] += dy[j].
   void (*layer_norm_param_grads_row)(const float* x, const float* dy, float mean, float rstd,
                                      int64_t n, double* dw, double* db);
+  // The sum of x[i]^2 in double, over the vector's lanes (a fixed order for
+  // a given n on each version).
+  double (*sum_squares)(const float* x, int64_t n);
+  // AdamWUpdate (elementwise_math.h) of elements [0, n) with gradients g:
+  // every operation is IEEE-rounded per element and none is fused, so the
+  // bits are the scalar formula's on both versions (and the CUDA backend's).
+  void (*adamw)(const AdamWCoefficients& c, const float* g, float* w, float* m, float* v,
+                int64_t n);
 };
 
 // The version this CPU runs (AVX2 and FMA present, and the OS saves AVX
@@ -62,6 +73,7 @@ inline double ExpShiftedLoop(const float* x, float* e, int64_t n, float scale, f
   return Loops().exp_shifted(x, e, n, scale, shift);
 }
 inline float MaxLoop(const float* x, int64_t n) { return Loops().max(x, n); }
+inline double SumSquaresLoop(const float* x, int64_t n) { return Loops().sum_squares(x, n); }
 
 }  // namespace mnt::cpu
 

@@ -2,17 +2,21 @@
 // this CPU has it; the test says when it is skipped) against float64: GELU
 // and its derivative densely over their whole range, the shifted
 // exponential and its sum, the maximum, column sums, layer norm's row
-// forward, backward and parameter gradients; NaN stays NaN; lengths that
-// are not a multiple of any vector width.
+// forward, backward and parameter gradients, the sum of squares; AdamW's
+// update bit for bit against the scalar formula; NaN stays NaN; lengths
+// that are not a multiple of any vector width.
 #include "plugins/backends/cpu/vector_loops.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "plugins/backends/common/step_math.h"
 
 namespace mnt::cpu {
 namespace {
@@ -175,6 +179,66 @@ TEST(VectorLoopsTest, LayerNormRowsMatchFloat64) {
         EXPECT_EQ(db[j], -0.5 + double(dy[j])) << j;
       }
     }
+  }
+}
+
+// A sum of squares in double of floats: each square is exact, so only the
+// additions round (n of them, 2^-53 each, on the sum of positive terms).
+TEST(VectorLoopsTest, SumSquaresMatchesLongDouble) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int64_t n : {0, 1, 7, 1023, 1024, 4099}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng);
+    long double want = 0;
+    for (float v : x) want += static_cast<long double>(v) * v;
+    for (const VectorLoops* loops : Versions()) {
+      SCOPED_TRACE(loops->isa);
+      const double got = loops->sum_squares(x.data(), n);
+      EXPECT_NEAR(got, static_cast<double>(want), 1e-15 * n * static_cast<double>(want)) << n;
+    }
+  }
+  const float nan[3] = {1.0f, std::nanf(""), 2.0f};
+  for (const VectorLoops* loops : Versions()) EXPECT_TRUE(std::isnan(loops->sum_squares(nan, 3)));
+}
+
+// The vectorised AdamW must be the scalar formula, bit for bit, in every lane
+// and the tail: the CUDA backend and resumed runs rely on those bits.
+TEST(VectorLoopsTest, AdamWIsTheScalarUpdateBitForBit) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  const AdamWCoefficients c = AdamWCoefficientsForStep(3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7);
+  const int64_t n = 1021;
+  std::vector<float> g(n), w(n), m(n), v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    g[i] = normal(rng) * (i % 5 == 0 ? 1e-6f : 1.0f);
+    w[i] = normal(rng);
+    m[i] = 0.1f * normal(rng);
+    v[i] = unit(rng) * unit(rng) * 1e-3f;
+  }
+  g[3] = std::nanf("");
+  for (const VectorLoops* loops : Versions()) {
+    SCOPED_TRACE(loops->isa);
+    std::vector<float> w2 = w, m2 = m, v2 = v;
+    loops->adamw(c, g.data(), w2.data(), m2.data(), v2.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      float ws = w[i], ms = m[i], vs = v[i];
+      AdamWUpdate(c, g[i], &ws, &ms, &vs);
+      auto bits = [](float f) {
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        return u;
+      };
+      if (std::isnan(ws)) {  // NaN in, NaN out (its payload is not promised)
+        ASSERT_TRUE(std::isnan(w2[i]) && std::isnan(m2[i]) && std::isnan(v2[i])) << i;
+        continue;
+      }
+      ASSERT_EQ(bits(w2[i]), bits(ws)) << i;
+      ASSERT_EQ(bits(m2[i]), bits(ms)) << i;
+      ASSERT_EQ(bits(v2[i]), bits(vs)) << i;
+    }
+    EXPECT_NE(w2[0], w[0]) << "the update ran";
   }
 }
 
