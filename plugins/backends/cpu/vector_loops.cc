@@ -156,6 +156,9 @@ MNT_INLINE_LOOP_ void AdamWBody(const AdamWCoefficients& c, const float* g, floa
 
 MNT_LOOPS_FOR_TARGET_(Baseline, )
 MNT_LOOPS_FOR_TARGET_(Avx2, __attribute__((target("arch=x86-64-v3"))))
+// 512-bit vectors: GCC's generic tuning would keep x86-64-v4 code at 256.
+MNT_LOOPS_FOR_TARGET_(Avx512,
+                      __attribute__((target("arch=x86-64-v4,prefer-vector-width=512"))))
 
 #define MNT_LOOPS_TABLE_(isa, name)                                                 \
   VectorLoops {                                                                     \
@@ -165,12 +168,21 @@ MNT_LOOPS_FOR_TARGET_(Avx2, __attribute__((target("arch=x86-64-v3"))))
   }
 constexpr VectorLoops kBaseline = MNT_LOOPS_TABLE_("baseline", Baseline);
 constexpr VectorLoops kAvx2 = MNT_LOOPS_TABLE_("x86-64-v3", Avx2);
+constexpr VectorLoops kAvx512 = MNT_LOOPS_TABLE_("x86-64-v4", Avx512);
 
 bool CpuHasAvx2() {
   // __builtin_cpu_supports("avx") also checks that the OS saves AVX state.
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx") && __builtin_cpu_supports("avx2") &&
          __builtin_cpu_supports("fma");
+}
+
+bool CpuHasAvx512() {
+  // libgcc reports the AVX-512 features only where the OS saves their state.
+  __builtin_cpu_init();
+  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd");
 }
 
 }  // namespace
@@ -182,8 +194,15 @@ const VectorLoops* Avx2Loops() {
   return has ? &kAvx2 : nullptr;
 }
 
+const VectorLoops* Avx512Loops() {
+  static const bool has = CpuHasAvx512();
+  return has ? &kAvx512 : nullptr;
+}
+
 const VectorLoops& Loops() {
-  static const VectorLoops& chosen = Avx2Loops() != nullptr ? kAvx2 : kBaseline;
+  static const VectorLoops& chosen = Avx512Loops() != nullptr ? kAvx512
+                                     : Avx2Loops() != nullptr ? kAvx2
+                                                              : kBaseline;
   return chosen;
 }
 

@@ -2,13 +2,14 @@
 // exponentials of softmax, cross-entropy and attention, layer norm's rows,
 // the column sums of bias and norm-parameter gradients, the gradient norm's
 // sum of squares, AdamW's element update), each
-// compiled twice: for AVX2 + FMA (x86-64-v3) and for the baseline x86-64 the
-// rest of the plugin targets. The CPU decides once, at first use, so one
-// binary runs everywhere and uses 8-wide vectors and FMA where it can.
-// Element results match gelu_vector.h's definitions to its stated error
-// bounds on either path (vector_loops_test checks both against float64);
-// the two paths may differ in the last bits (FMA, the lanes of a sum), a
-// given machine never differs run to run.
+// compiled three times: for AVX-512 (x86-64-v4, 512-bit vectors), for AVX2 +
+// FMA (x86-64-v3) and for the baseline x86-64 the rest of the plugin
+// targets. The CPU decides once, at first use, so one binary runs everywhere
+// and uses 16- or 8-wide vectors and FMA where it can. Element results match
+// gelu_vector.h's definitions to its stated error bounds on every path
+// (vector_loops_test checks each against float64); the paths may differ in
+// the last bits (FMA, the lanes of a sum), a given machine never differs run
+// to run. AdamW's update is the same bits on all three.
 #ifndef MANTISSA_PLUGINS_BACKENDS_CPU_VECTOR_LOOPS_H_
 #define MANTISSA_PLUGINS_BACKENDS_CPU_VECTOR_LOOPS_H_
 
@@ -20,7 +21,7 @@ namespace mnt::cpu {
 
 // One compiled version of every loop.
 struct VectorLoops {
-  const char* isa;  // "x86-64-v3" or "baseline"
+  const char* isa;  // "x86-64-v4", "x86-64-v3" or "baseline"
   // y[i] = gelu_tanh(x[i]); y may be x.
   void (*gelu_tanh)(const float* x, float* y, int64_t n);
   // dx[i] = gelu_tanh'(x[i]) * dy[i]; dx may be dy.
@@ -58,12 +59,13 @@ struct VectorLoops {
                 int64_t n);
 };
 
-// The version this CPU runs (AVX2 and FMA present, and the OS saves AVX
-// state), and each version on its own for the tests (Avx2 is null where the
-// CPU lacks it).
+// The version this CPU runs (the widest whose instructions it has and whose
+// state the OS saves), and each version on its own for the tests (Avx2 and
+// Avx512 are null where the CPU lacks them).
 const VectorLoops& Loops();
 const VectorLoops& BaselineLoops();
 const VectorLoops* Avx2Loops();
+const VectorLoops* Avx512Loops();
 
 inline void GeluTanhLoop(const float* x, float* y, int64_t n) { Loops().gelu_tanh(x, y, n); }
 inline void GeluTanhBackwardLoop(const float* x, const float* dy, float* dx, int64_t n) {

@@ -1,4 +1,4 @@
-// Both compiled versions of vector_loops.h (the AVX2 + FMA one only where
+// Every compiled version of vector_loops.h (the AVX2 + FMA and AVX-512 ones only where
 // this CPU has it; the test says when it is skipped) against float64: GELU
 // and its derivative densely over their whole range, the shifted
 // exponential and its sum, the maximum, column sums, layer norm's row
@@ -26,13 +26,21 @@ std::vector<const VectorLoops*> Versions() {
   if (Avx2Loops() != nullptr) {
     v.push_back(Avx2Loops());
   } else {
-    std::printf("this CPU has no AVX2/FMA: only the baseline loops are tested\n");
+    std::printf("this CPU has no AVX2/FMA: the AVX2 loops are not tested\n");
+  }
+  if (Avx512Loops() != nullptr) {
+    v.push_back(Avx512Loops());
+  } else {
+    std::printf("this CPU has no AVX-512: the AVX-512 loops are not tested\n");
   }
   return v;
 }
 
 TEST(VectorLoopsTest, TheChosenVersionIsTheBestThisCpuHas) {
-  EXPECT_EQ(&Loops(), Avx2Loops() != nullptr ? Avx2Loops() : &BaselineLoops());
+  const VectorLoops* best = Avx512Loops() != nullptr ? Avx512Loops()
+                            : Avx2Loops() != nullptr ? Avx2Loops()
+                                                     : &BaselineLoops();
+  EXPECT_EQ(&Loops(), best);
 }
 
 // gelu_vector.h's bounds: 1e-5 relative of float64 (backward: of the sum of
