@@ -27,9 +27,10 @@ using sdk::Status;
 
 namespace {
 
-// update(off, g, len) for every block [off, off + len) with its gradients g
-// as fp32, times the multiplier when one is given, read from the gradient's
-// own memory a block at a time; then the working copy (when present) of the block's new master
+// update(off, g, multiplier, len) for every block [off, off + len) with its
+// gradients g as fp32 (to be multiplied by `multiplier`, 1 when none is
+// given), read from the gradient's own memory a block at a time; then the
+// working copy (when present) of the block's new master
 // weights, rounded to nearest or stochastically (a BF16 copy then: the
 // contract check saw to it; element i's bits depend on i only, not on the
 // thread or block). One region per tensor.
@@ -40,12 +41,7 @@ void StepBlocks(const backend::StepInputs& s, const float* w, const Operand& wor
   const MNT_Tensor& grad = *s.grad;
   ForBlocks(s.n, [&](int64_t off, int64_t len) {
     float buf[kBlock];
-    const float* g = InBlock(grad, off, len, buf);
-    if (multiplier != 1.0f) {
-      for (int64_t i = 0; i < len; ++i) buf[i] = g[i] * multiplier;
-      g = buf;
-    }
-    update(off, g, len);
+    update(off, InBlock(grad, off, len, buf), multiplier, len);
     WriteWorkingBlock(w, working, rounding, off, len);
   });
 }
@@ -64,19 +60,22 @@ backend::StepInputs TableInputs(const Operand& found_inf, const Operand& multipl
 
 void SgdTensor(const backend::StepInputs& s, const SgdCoefficients& c, float* w,
                float* buf, const Operand& working, const CopyRounding& rounding) {
-  StepBlocks(s, w, working, rounding, [&](int64_t off, const float* g, int64_t len) {
-    for (int64_t i = 0; i < len; ++i) {
-      float unused = 0.0f;
-      SgdUpdate(c, g[i], &w[off + i], buf ? &buf[off + i] : &unused);
-    }
-  });
+  StepBlocks(s, w, working, rounding,
+             [&](int64_t off, const float* g, float multiplier, int64_t len) {
+               for (int64_t i = 0; i < len; ++i) {
+                 float unused = 0.0f;
+                 const float gi = multiplier != 1.0f ? g[i] * multiplier : g[i];
+                 SgdUpdate(c, gi, &w[off + i], buf ? &buf[off + i] : &unused);
+               }
+             });
 }
 
 void AdamWTensor(const backend::StepInputs& s, const AdamWCoefficients& c, float* w,
                  float* m, float* v, const Operand& working, const CopyRounding& rounding) {
-  StepBlocks(s, w, working, rounding, [&](int64_t off, const float* g, int64_t len) {
-    Loops().adamw(c, g, w + off, m + off, v + off, len);
-  });
+  StepBlocks(s, w, working, rounding,
+             [&](int64_t off, const float* g, float multiplier, int64_t len) {
+               Loops().adamw(c, g, multiplier, w + off, m + off, v + off, len);
+             });
 }
 
 }  // namespace

@@ -116,10 +116,10 @@ MNT_INLINE_LOOP_ double SumSquaresBody(const float* x, int64_t n) {
 // independent. sqrt vectorises because the plugin is built with
 // -fno-math-errno (BUILD); sqrt and division are correctly rounded in every
 // lane, and -ffp-contract=off keeps FMA out.
-MNT_INLINE_LOOP_ void AdamWBody(const AdamWCoefficients& c, const float* g, float* w, float* m,
-                                float* v, int64_t n) {
+MNT_INLINE_LOOP_ void AdamWBody(const AdamWCoefficients& c, const float* g, float multiplier,
+                                float* w, float* m, float* v, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) AdamWUpdate(c, g[i], &w[i], &m[i], &v[i]);
+  for (int64_t i = 0; i < n; ++i) AdamWUpdate(c, g[i] * multiplier, &w[i], &m[i], &v[i]);
 }
 
 #define MNT_LOOPS_FOR_TARGET_(name, attr)                                                  \
@@ -149,9 +149,9 @@ MNT_INLINE_LOOP_ void AdamWBody(const AdamWCoefficients& c, const float* g, floa
     LayerNormParamGradsRowBody(x, dy, m, rs, n, dw, db);                                  \
   }                                                                                       \
   attr double SumSquares##name(const float* x, int64_t n) { return SumSquaresBody(x, n); } \
-  attr void AdamW##name(const AdamWCoefficients& c, const float* g, float* w, float* m,   \
-                        float* v, int64_t n) {                                            \
-    AdamWBody(c, g, w, m, v, n);                                                          \
+  attr void AdamW##name(const AdamWCoefficients& c, const float* g, float multiplier,    \
+                        float* w, float* m, float* v, int64_t n) {                        \
+    AdamWBody(c, g, multiplier, w, m, v, n);                                              \
   }
 
 MNT_LOOPS_FOR_TARGET_(Baseline, )

@@ -52,11 +52,12 @@ struct VectorLoops {
   // The sum of x[i]^2 in double, over the vector's lanes (a fixed order for
   // a given n on each version).
   double (*sum_squares)(const float* x, int64_t n);
-  // AdamWUpdate (elementwise_math.h) of elements [0, n) with gradients g:
-  // every operation is IEEE-rounded per element and none is fused, so the
-  // bits are the scalar formula's on both versions (and the CUDA backend's).
-  void (*adamw)(const AdamWCoefficients& c, const float* g, float* w, float* m, float* v,
-                int64_t n);
+  // AdamWUpdate (elementwise_math.h) of elements [0, n) with gradients
+  // g[i] * multiplier (exactly g[i] when it is 1): every operation is
+  // IEEE-rounded per element and none is fused, so the bits are the scalar
+  // formula's on every version (and the CUDA backend's).
+  void (*adamw)(const AdamWCoefficients& c, const float* g, float multiplier, float* w,
+                float* m, float* v, int64_t n);
 };
 
 // The version this CPU runs (the widest whose instructions it has and whose

@@ -226,13 +226,14 @@ TEST(VectorLoopsTest, AdamWIsTheScalarUpdateBitForBit) {
     v[i] = unit(rng) * unit(rng) * 1e-3f;
   }
   g[3] = std::nanf("");
-  for (const VectorLoops* loops : Versions()) {
+  for (const VectorLoops* loops : Versions()) for (float multiplier : {1.0f, 0.37f}) {
     SCOPED_TRACE(loops->isa);
+    SCOPED_TRACE(multiplier);
     std::vector<float> w2 = w, m2 = m, v2 = v;
-    loops->adamw(c, g.data(), w2.data(), m2.data(), v2.data(), n);
+    loops->adamw(c, g.data(), multiplier, w2.data(), m2.data(), v2.data(), n);
     for (int64_t i = 0; i < n; ++i) {
       float ws = w[i], ms = m[i], vs = v[i];
-      AdamWUpdate(c, g[i], &ws, &ms, &vs);
+      AdamWUpdate(c, multiplier != 1.0f ? g[i] * multiplier : g[i], &ws, &ms, &vs);
       auto bits = [](float f) {
         uint32_t u;
         std::memcpy(&u, &f, 4);
