@@ -17,7 +17,8 @@ distances against the issue's bars (adamw8bit within 1%, adafactor within
                overfits it by step 500, which says nothing about optimizers
 
   tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=main --steps=2000
-  tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=gpt8 --steps=2000 --parallel
+  tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=gpt8 --steps=2000 --parallel \
+      --adafactor_options=beta1=0.9
 
 --parallel trains the three at once, one CPU thread each
 (--backend_options=threads=1): on a 2-core machine shared with other work
@@ -80,6 +81,8 @@ def start(train, optimizer, a, tmp, data):
     cmd = [train, *JOBS[a.job], *data, f"--optimizer={optimizer}", f"--precision={a.precision}",
            f"--steps={a.steps}", f"--eval_every={a.eval_every}", "--log_every=0",
            "--progress=none", "--checkpoint_dir=none", f"--metrics_jsonl={jsonl}"]
+    if optimizer == "adafactor" and a.adafactor_options:
+        cmd.append(f"--optimizer_options={a.adafactor_options}")
     if a.parallel:
         cmd.append("--backend_options=threads=1")
     print("$ " + " ".join(cmd), flush=True)
@@ -117,6 +120,9 @@ def main():
     p.add_argument("--precision", default="bf16")
     p.add_argument("--parallel", action="store_true",
                    help="train the three at once, one thread each")
+    p.add_argument("--adafactor_options", default="",
+                   help="--optimizer_options of the adafactor run (e.g. beta1=0.9: "
+                        "a first moment, which HF's defaults leave out)")
     a = p.parse_args()
     train = side.runfile("trainer/cli/train")
     if not train:
