@@ -17,12 +17,14 @@ distances against the issue's bars (adamw8bit within 1%, adafactor within
                overfits it by step 500, which says nothing about optimizers
 
   tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=main --steps=2000
-  tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=gpt8 --steps=2000 --parallel \
+  tools/bazel run //tools/benchmarks:optimizer_evidence -- --job=gpt8 --steps=2000 \
       --adafactor_options=beta1=0.9
 
 --parallel trains the three at once, one CPU thread each
-(--backend_options=threads=1): on a 2-core machine shared with other work
-they then finish together instead of the last one waiting for the others.
+(--backend_options=threads=1), so they finish together on a machine shared
+with other work. It is slower in all: on the 2-core AMX Xeon of
+docs/performance.md two GPT-8 processes ran at ~660 tokens/s each, where one
+process on one thread ran ~1650 and on two threads ~3200.
 
 Exit status 1 when a run fails or a final distance exceeds its bar.
 """
