@@ -24,7 +24,8 @@ distances against the issue's bars (adamw8bit within 1%, adafactor within
 (--backend_options=threads=1), so they finish together on a machine shared
 with other work. It is slower in all: on the 2-core AMX Xeon of
 docs/performance.md two GPT-8 processes ran at ~660 tokens/s each, where one
-process on one thread ran ~1650 and on two threads ~3200.
+process on one thread ran ~1650 (gpt2_benchmark's step of the same shape:
+~3200 on two threads).
 
 Exit status 1 when a run fails or a final distance exceeds its bar.
 """
