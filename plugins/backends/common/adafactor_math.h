@@ -43,16 +43,6 @@
 
 namespace mnt {
 
-// sqrt(a) in fp32, correctly rounded on both sides (nvcc's sqrtf is only
-// under -prec-sqrt=true, which --use_fast_math turns off).
-MNT_HOST_DEVICE inline float SqrtF32(float a) {
-#ifdef __CUDA_ARCH__
-  return __fsqrt_rn(a);
-#else
-  return sqrtf(a);
-#endif
-}
-
 constexpr double kLn2 = 0.6931471805599453;  // ln 2 rounded to double
 
 // ln x for x >= 1: x = 2^k y with y in [1/sqrt(2), sqrt(2)) (exact halvings),

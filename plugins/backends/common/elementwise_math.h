@@ -104,8 +104,8 @@ MNT_HOST_DEVICE inline void AdamWUpdate(const AdamWCoefficients& c, float grad,
       AddF32(*m, MulF32(SubF32(1.0f, c.beta1), SubF32(grad, *m)));  // lerp, as torch
   const float v_new =
       AddF32(MulF32(c.beta2, *v), MulF32(MulF32(SubF32(1.0f, c.beta2), grad), grad));
-  const float denom = AddF32(sqrtf(v_new) / c.bias_correction2_sqrt, c.epsilon);
-  p = SubF32(p, MulF32(c.step_size, m_new / denom));
+  const float denom = AddF32(DivF32(SqrtF32(v_new), c.bias_correction2_sqrt), c.epsilon);
+  p = SubF32(p, MulF32(c.step_size, DivF32(m_new, denom)));
   *param = p;
   *m = m_new;
   *v = v_new;

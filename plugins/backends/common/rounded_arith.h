@@ -51,6 +51,16 @@ MNT_HOST_DEVICE inline float DivF32(float a, float b) {
 #endif
 }
 
+// sqrt(a) in fp32, correctly rounded on both sides (nvcc's sqrtf is only
+// under -prec-sqrt=true, which --use_fast_math turns off).
+MNT_HOST_DEVICE inline float SqrtF32(float a) {
+#ifdef __CUDA_ARCH__
+  return __fsqrt_rn(a);
+#else
+  return sqrtf(a);
+#endif
+}
+
 // The same in double (Adafactor's sums and norms, the 8-bit maps'
 // midpoints): __dadd_rn and friends are never contracted either.
 MNT_HOST_DEVICE inline double AddRn(double a, double b) {

@@ -64,8 +64,7 @@ void SgdTensor(const backend::StepInputs& s, const SgdCoefficients& c, float* w,
              [&](int64_t off, const float* g, float multiplier, int64_t len) {
                for (int64_t i = 0; i < len; ++i) {
                  float unused = 0.0f;
-                 const float gi = multiplier != 1.0f ? g[i] * multiplier : g[i];
-                 SgdUpdate(c, gi, &w[off + i], buf ? &buf[off + i] : &unused);
+                 SgdUpdate(c, g[i] * multiplier, &w[off + i], buf ? &buf[off + i] : &unused);
                }
              });
 }
