@@ -27,6 +27,11 @@ docs/performance.md two GPT-8 processes ran at ~660 tokens/s each, where one
 process on one thread ran ~1650 (gpt2_benchmark's step of the same shape:
 ~3200 on two threads).
 
+--results_dir=DIR keeps each run's JSONL and log in DIR (instead of a
+temporary folder deleted at exit) and reuses a run whose JSONL there already
+ended with a summary: a long job can be resumed run by run, and one run
+retrained alone by deleting its JSONL.
+
 Exit status 1 when a run fails or a final distance exceeds its bar.
 """
 import argparse
@@ -78,9 +83,31 @@ OPTIMIZERS = ["adamw", "adamw8bit", "adafactor"]
 BARS = {"adamw8bit": 0.01, "adafactor": 0.03}
 
 
+def finished_run(jsonl, steps):
+    """Whether `jsonl` holds a whole run of `steps` steps: its run record says so
+    and it ends with a summary record (written at the run's end)."""
+    if not os.path.exists(jsonl):
+        return False
+    with open(jsonl) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    return (any(r.get("type") == "run" and r.get("total_steps") == steps for r in records) and
+            any(r.get("type") == "summary" for r in records))
+
+
+class Finished:
+    """A run found whole in --results_dir: finish() reads it without waiting."""
+    returncode = 0
+
+    def wait(self):
+        pass
+
+
 def start(train, optimizer, a, tmp, data):
     """The run of `optimizer` on `data` (flags), started: (process, its JSONL path)."""
     jsonl = os.path.join(tmp, optimizer + ".jsonl")
+    if a.results_dir and finished_run(jsonl, a.steps):
+        print(f"reusing the whole {optimizer} run in {jsonl}", flush=True)
+        return Finished(), jsonl
     cmd = [train, *JOBS[a.job], *data, f"--optimizer={optimizer}", f"--precision={a.precision}",
            f"--steps={a.steps}", f"--eval_every={a.eval_every}", "--log_every=0",
            "--progress=none", "--checkpoint_dir=none", f"--metrics_jsonl={jsonl}"]
@@ -126,6 +153,8 @@ def main():
     p.add_argument("--adafactor_options", default="",
                    help="--optimizer_options of the adafactor run (e.g. beta1=0.9: "
                         "a first moment, which HF's defaults leave out)")
+    p.add_argument("--results_dir", default="",
+                   help="keep the runs' JSONLs and logs here, and reuse whole runs found here")
     a = p.parse_args()
     train = side.runfile("trainer/cli/train")
     if not train:
@@ -133,7 +162,12 @@ def main():
         return 1
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = scratch
+        if a.results_dir:
+            # bazel run starts in the runfiles; a relative path is the user's.
+            tmp = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", ""), a.results_dir)
+            os.makedirs(tmp, exist_ok=True)
         data = []
         if a.job in FULL_FORTUNES_JOBS:
             text = full_fortunes_text(tmp)
