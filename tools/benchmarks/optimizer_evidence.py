@@ -111,8 +111,9 @@ def start(train, optimizer, a, tmp, data):
     cmd = [train, *JOBS[a.job], *data, f"--optimizer={optimizer}", f"--precision={a.precision}",
            f"--steps={a.steps}", f"--eval_every={a.eval_every}", "--log_every=0",
            "--progress=none", "--checkpoint_dir=none", f"--metrics_jsonl={jsonl}"]
-    if optimizer == "adafactor" and a.adafactor_options:
-        cmd.append(f"--optimizer_options={a.adafactor_options}")
+    options = {"adafactor": a.adafactor_options, "adamw8bit": a.adamw8bit_options}.get(optimizer)
+    if options:
+        cmd.append(f"--optimizer_options={options}")
     if a.parallel:
         cmd.append("--backend_options=threads=1")
     print("$ " + " ".join(cmd), flush=True)
@@ -153,6 +154,8 @@ def main():
     p.add_argument("--adafactor_options", default="",
                    help="--optimizer_options of the adafactor run (e.g. beta1=0.9: "
                         "a first moment, which HF's defaults leave out)")
+    p.add_argument("--adamw8bit_options", default="",
+                   help="--optimizer_options of the adamw8bit run (e.g. min_8bit_size=16385)")
     p.add_argument("--results_dir", default="",
                    help="keep the runs' JSONLs and logs here, and reuse whole runs found here")
     a = p.parse_args()
