@@ -26,21 +26,26 @@ std::vector<ParamSpec> Gpt2ParamSpecs(const Gpt2Config& c,
   const auto normal = MNT_PARAM_INIT_NORMAL;
   const auto zeros = MNT_PARAM_INIT_ZEROS;
   const auto ones = MNT_PARAM_INIT_ONES;
+  // The blocks' tensors stack the L layers' copies (ABI 1.15's stacked_dims).
+  const auto layers = [](ParamSpec spec) {
+    spec.stacked_dims = 1;
+    return spec;
+  };
   return {
       {"wte", {padded_vocab, C}, normal, kInitStd, true},
       {"wpe", {c.seq_len, C}, normal, kInitStd, true},
-      {"ln1w", {L, C}, ones, 0.0f, false},
-      {"ln1b", {L, C}, zeros, 0.0f, false},
-      {"qkvw", {L, 3 * C, C}, normal, kInitStd, true},
-      {"qkvb", {L, 3 * C}, zeros, 0.0f, false},
-      {"attprojw", {L, C, C}, normal, proj_std, true},
-      {"attprojb", {L, C}, zeros, 0.0f, false},
-      {"ln2w", {L, C}, ones, 0.0f, false},
-      {"ln2b", {L, C}, zeros, 0.0f, false},
-      {"fcw", {L, 4 * C, C}, normal, kInitStd, true},
-      {"fcb", {L, 4 * C}, zeros, 0.0f, false},
-      {"fcprojw", {L, C, 4 * C}, normal, proj_std, true},
-      {"fcprojb", {L, C}, zeros, 0.0f, false},
+      layers({"ln1w", {L, C}, ones, 0.0f, false}),
+      layers({"ln1b", {L, C}, zeros, 0.0f, false}),
+      layers({"qkvw", {L, 3 * C, C}, normal, kInitStd, true}),
+      layers({"qkvb", {L, 3 * C}, zeros, 0.0f, false}),
+      layers({"attprojw", {L, C, C}, normal, proj_std, true}),
+      layers({"attprojb", {L, C}, zeros, 0.0f, false}),
+      layers({"ln2w", {L, C}, ones, 0.0f, false}),
+      layers({"ln2b", {L, C}, zeros, 0.0f, false}),
+      layers({"fcw", {L, 4 * C, C}, normal, kInitStd, true}),
+      layers({"fcb", {L, 4 * C}, zeros, 0.0f, false}),
+      layers({"fcprojw", {L, C, 4 * C}, normal, proj_std, true}),
+      layers({"fcprojb", {L, C}, zeros, 0.0f, false}),
       {"lnfw", {C}, ones, 0.0f, false},
       {"lnfb", {C}, zeros, 0.0f, false},
   };

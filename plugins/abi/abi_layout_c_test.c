@@ -440,6 +440,7 @@ _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, dims) == 48, "MNT_Model_Get
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init) == 96, "MNT_Model_GetParamSpec_Args.init");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init_scale) == 100, "MNT_Model_GetParamSpec_Args.init_scale");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, weight_decay) == 104, "MNT_Model_GetParamSpec_Args.weight_decay");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, stacked_dims) == 108, "MNT_Model_GetParamSpec_Args.stacked_dims");
 _Static_assert(sizeof(MNT_Model_Forward_Args) == 104, "sizeof MNT_Model_Forward_Args");
 _Static_assert(offsetof(MNT_Model_Forward_Args, struct_size) == 0, "MNT_Model_Forward_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_Forward_Args, extension_start) == 8, "MNT_Model_Forward_Args.extension_start");
@@ -890,7 +891,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 180),
       MNT_EXPECT_SIZE(MNT_Model_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 112),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_14, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 112),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_10, 96),

@@ -456,6 +456,7 @@ static_assert(offsetof(MNT_Model_GetParamSpec_Args, dims) == 48);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, init) == 96);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, init_scale) == 100);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, weight_decay) == 104);
+static_assert(offsetof(MNT_Model_GetParamSpec_Args, stacked_dims) == 108);
 static_assert(sizeof(MNT_Model_Forward_Args) == 104);
 static_assert(offsetof(MNT_Model_Forward_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Forward_Args, extension_start) == 8);
@@ -912,7 +913,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 180),
       MNT_EXPECT_SIZE(MNT_Model_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 108),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 112),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_14, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 112),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE_1_10, 96),
@@ -956,9 +958,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs114) {
+TEST(AbiLayoutTest, VersionIs115) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 14);
+  EXPECT_EQ(MNT_ABI_MINOR, 15);
 }
 
 TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {

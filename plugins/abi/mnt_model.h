@@ -147,8 +147,19 @@ typedef struct MNT_Model_GetParamSpec_Args {
   MNT_ParamInit init;         /* out */
   float init_scale;           /* out: std for NORMAL, bound for UNIFORM */
   int32_t weight_decay;       /* out: 1 if the optimizer decays it */
+  /* Since 1.15, out (a host sets it to 0 first: a 1.0-1.14 model never
+   * writes it): how many leading dims stack independent copies of one
+   * parameter, as GPT-2 stacks its layers' weights [L, ...] (1). An
+   * optimizer that treats a tensor by its size or shape (8-bit AdamW's
+   * small-tensor rule, Adafactor's factoring and RMS) treats each copy as
+   * the tensor it would be in a model with one tensor per layer. 0: one
+   * tensor; at most rank - 1. */
+  int32_t stacked_dims;
 } MNT_Model_GetParamSpec_Args;
 #define MNT_Model_GetParamSpec_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Model_GetParamSpec_Args, stacked_dims)
+/* What a 1.0-1.14 model writes. */
+#define MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_14 \
   MNT_STRUCT_SIZE(MNT_Model_GetParamSpec_Args, weight_decay)
 typedef MNT_Error* MNT_Model_GetParamSpec(MNT_Model_GetParamSpec_Args* args);
 

@@ -36,6 +36,10 @@ struct AdamW8bitState {
 struct AdamW8bitExpected {
   std::vector<long double> master, m, v, m_absmax, v_absmax;
   std::vector<int> m_codes, v_codes;
+  // Per block, the largest |m0| + (1 - beta1)(|g| + |m0|): the size of the
+  // first moment's terms before the lerp's cancellation, which its fp32
+  // rounding is relative to (a cancelled absmax can be far smaller).
+  std::vector<long double> m_term_max;
 };
 
 // `grad` as the op reads it (the stored values), times `multiplier`.
@@ -44,7 +48,8 @@ AdamW8bitExpected AdamW8bitReference(const std::vector<float>& grad, float multi
                                      float lr, int64_t step);
 
 // "" when `got` meets the reference (master within 2e-7 of its size and
-// 1e-5 of its update, absmax within 1e-6 relative, codes as above; NaN
+// 1e-5 of its update, absmax within 1e-6 relative (the first moment's
+// relative to m_term_max when that is larger), codes as above; NaN
 // never passes), else the first difference.
 std::string CompareAdamW8bit(const AdamW8bitState& in, const AdamW8bitState& got,
                              const AdamW8bitExpected& want);

@@ -57,6 +57,9 @@ struct ParamSpec {
   MNT_ParamInit init = MNT_PARAM_INIT_INVALID;
   float init_scale = 0;
   bool weight_decay = false;
+  // ABI 1.15: leading dims that stack copies of one parameter; 0 from an
+  // older model (it never wrote the field).
+  int32_t stacked_dims = 0;
 };
 
 // Owns one MNT_Model. Movable, not copyable; empty after a move. Destroy it
@@ -183,6 +186,12 @@ class ModelClient {
     spec->init = *init;
     spec->init_scale = a.init_scale;
     spec->weight_decay = a.weight_decay != 0;
+    spec->stacked_dims = a.stacked_dims;
+    if (a.stacked_dims < 0 || (a.stacked_dims > 0 && a.stacked_dims >= a.rank)) {
+      return InvalidArgument(Format("Model_GetParamSpec(%lld): stacked_dims %d is outside "
+                                    "[0, rank %d): each stacked copy keeps at least one dim",
+                                    static_cast<long long>(index), a.stacked_dims, a.rank));
+    }
     return Status::Ok();
   }
 

@@ -14,7 +14,8 @@
 //     warmup_init=0    with relative_step: min(1e-6 t, 1/sqrt(t))
 //   adamw8bit:
 //     min_8bit_size=4096  tensors with fewer elements keep 32-bit moments
-//                         (bitsandbytes' default)
+//                         (bitsandbytes' default; a stacked parameter's
+//                         copies count, ABI 1.15)
 //   adamw, adam, sgd: none.
 #ifndef MANTISSA_TRAINER_CONFIG_OPTIMIZER_OPTIONS_H_
 #define MANTISSA_TRAINER_CONFIG_OPTIMIZER_OPTIONS_H_

@@ -123,6 +123,11 @@ Optimizer::Optimizer(const mantissa::OptimizerConfig& config,
     weight_decays_.push_back(p.weight_decay ? static_cast<float>(config.weight_decay()) : 0.0f);
     rounding_tensors_.push_back(piece.param);
     rounding_elements_.push_back(piece.first);
+    // Adafactor's pieces are whole parameters (config.cc refuses ZeRO-1).
+    const ParamShape shape{p.dims, p.stacked_dims};
+    first_counter_.push_back(counters_);
+    copies_.push_back(config.name() == "adafactor" ? shape.copies() : 1);
+    counters_ += static_cast<size_t>(copies_.back());
   }
 }
 
@@ -137,15 +142,15 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
       return s;
   }
   if (KeepsOwnState(config)) {
-    std::vector<std::vector<int64_t>> dims;
-    for (const Param& p : params->params()) dims.push_back(p.dims);
-    auto state = OptimizerState::Create(config, dims, params->steps(), client);
+    std::vector<ParamShape> shapes;
+    for (const Param& p : params->params()) shapes.push_back({p.dims, p.stacked_dims});
+    auto state = OptimizerState::Create(config, shapes, params->steps(), client);
     if (!state.ok()) return state.status();
     o->own_state_ = std::move(*state);
     if (o->multi_tensor_) o->BuildOwnStateTables();
   }
   if (!o->device_step_counters_) return o;
-  o->step_counters_.resize(params->steps().size());
+  o->step_counters_.resize(o->counters_);
   for (sdk::DeviceBuffer& counter : o->step_counters_) {
     if (auto s = sdk::ToAbsl(
             client.Allocate(sizeof(int32_t), MNT_MEMORY_OPTIMIZER_STATE, &counter));
@@ -180,7 +185,7 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
   for (size_t i = 0; i < pieces.size(); ++i) {
     const ParamPiece& piece = pieces[i];
     in.push_back(params_->PieceGrad(piece));
-    if (adam_) in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
+    if (adam_) in.push_back(device_step_counters_ ? StepCounter(i, 0) : absent);
     out.push_back(params_->PieceMaster(piece));
     out.push_back(params_->PieceState(piece, 0));
     if (adam_) out.push_back(params_->PieceState(piece, 1));
@@ -224,8 +229,8 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
 }
 
 double Optimizer::StateBytesPerParameter() const {
-  std::vector<std::vector<int64_t>> shapes;
-  for (const Param& p : params_->params()) shapes.push_back(p.dims);
+  std::vector<ParamShape> shapes;
+  for (const Param& p : params_->params()) shapes.push_back({p.dims, p.stacked_dims});
   return static_cast<double>(OptimizerStateBytes(config_, shapes)) /
          static_cast<double>(std::max<int64_t>(1, params_->num_parameters()));
 }
@@ -236,17 +241,20 @@ void Optimizer::BuildOwnStateTables() {
   own_tables_.assign(adafactor ? 1 : 2, PieceTable{});
   const std::vector<ParamPiece>& pieces = params_->steps();
   for (size_t i = 0; i < pieces.size(); ++i) {
-    const ParamPiece& piece = pieces[i];
+    const Param& p = params_->params()[pieces[i].param];
     const bool quantized =
-        !adafactor && Quantized(own_state_->options(), params_->params()[piece.param].numel);
+        !adafactor && Quantized(own_state_->options(), ParamShape{p.dims, p.stacked_dims});
     PieceTable& t = own_tables_[adafactor || quantized ? 0 : 1];
     t.op = adafactor   ? MNT_OP_MULTI_ADAFACTOR_STEP
            : quantized ? MNT_OP_MULTI_ADAMW8BIT_STEP
                        : MNT_OP_MULTI_ADAMW_STEP;
-    t.pieces.push_back(i);
-    t.weight_decays.push_back(weight_decays_[i]);
-    t.rounding_tensors.push_back(rounding_tensors_[i]);
-    t.rounding_elements.push_back(rounding_elements_[i]);
+    for (int64_t c = 0; c < copies_[i]; ++c) {
+      t.pieces.push_back(i);
+      t.copies.push_back(c);
+      t.weight_decays.push_back(weight_decays_[i]);
+      t.rounding_tensors.push_back(c == 0 ? rounding_tensors_[i] : CopyRoundingTensor(i, c));
+      t.rounding_elements.push_back(rounding_elements_[i]);
+    }
   }
 }
 
@@ -258,12 +266,15 @@ sdk::Status Optimizer::OwnStateMultiStep(float lr, const MNT_Tensor& found_inf,
     // Each piece's operands as its single-tensor op's, absent ones kept
     // as NULL tensors so every piece keeps its fixed stride.
     std::vector<MNT_Tensor> in{found_inf, multiplier}, out;
-    for (size_t i : table.pieces) {
+    for (size_t e = 0; e < table.pieces.size(); ++e) {
+      const size_t i = table.pieces[e];
+      const int64_t c = table.copies[e];
       const ParamPiece& piece = params_->steps()[i];
-      in.push_back(params_->PieceGrad(piece));
-      in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
-      if (table.op == MNT_OP_MULTI_ADAFACTOR_STEP) {
-        for (const MNT_Tensor& t : AdafactorOutputs(i)) out.push_back(t);
+      const bool adafactor = table.op == MNT_OP_MULTI_ADAFACTOR_STEP;
+      in.push_back(adafactor ? AdafactorGrad(i, c) : params_->PieceGrad(piece));
+      in.push_back(device_step_counters_ ? StepCounter(i, c) : absent);
+      if (adafactor) {
+        for (const MNT_Tensor& t : AdafactorOutputs(i, c)) out.push_back(t);
         continue;
       }
       out.push_back(params_->PieceMaster(piece));
@@ -337,7 +348,7 @@ absl::Status Optimizer::Step(double lr, const MNT_Tensor& found_inf,
     const ParamPiece& piece = pieces[i];
     std::vector<MNT_Tensor> in{params_->PieceGrad(piece), found_inf, multiplier};
     if (adam_ && (device_step_counters_ || device_lr_)) {
-      in.push_back(device_step_counters_ ? I32Scalar(step_counters_[i]) : absent);
+      in.push_back(device_step_counters_ ? StepCounter(i, 0) : absent);
     }
     if (device_lr_) in.push_back(LrInput());  // SGD in[3], AdamW in[4] (ABI 1.7)
     if (own_state_ != nullptr) {
@@ -403,46 +414,89 @@ sdk::Status Optimizer::OwnStateStep(size_t i, float lr, std::vector<MNT_Tensor> 
                             rounding_seed_,
                             piece.param,
                             piece.first};
-    const bool quantized = Quantized(state.options(), p.numel);
+    const bool quantized = Quantized(state.options(), ParamShape{p.dims, p.stacked_dims});
     if (params_->mixed()) out.push_back(params_->PieceWorking(piece));
     return client_.Run(quantized ? MNT_OP_ADAMW8BIT_STEP : MNT_OP_ADAMW_STEP, in, out, &a);
   }
   const AdafactorOptions& o = state.options().adafactor;
-  std::vector<MNT_Tensor> ordered = AdafactorOutputs(i);
-  while (!ordered.empty() && ordered.back().data == nullptr) ordered.pop_back();
-  // The grad with the parameter's dims: the op factors over its last two.
-  in[0] = params_->PieceGrad(piece);
-  const MNT_AdafactorParams a{MNT_AdafactorParams_STRUCT_SIZE,
-                              lr,
-                              o.beta1,
-                              o.decay_rate,
-                              o.eps1,
-                              o.eps2,
-                              o.clip_threshold,
-                              weight_decays_[i],
-                              o.relative_step ? 1 : 0,
-                              o.scale_parameter ? 1 : 0,
-                              o.warmup_init ? 1 : 0,
-                              ParamsStep(),
-                              rounding(),
-                              rounding_seed_,
-                              piece.param};
-  return client_.Run(MNT_OP_ADAFACTOR_STEP, in, ordered, &a);
+  for (int64_t c = 0; c < copies_[i]; ++c) {
+    std::vector<MNT_Tensor> ordered = AdafactorOutputs(i, c);
+    while (!ordered.empty() && ordered.back().data == nullptr) ordered.pop_back();
+    // The grad with the copy's dims: the op factors over its last two.
+    in[0] = AdafactorGrad(i, c);
+    if (device_step_counters_) in[3] = StepCounter(i, c);
+    const MNT_AdafactorParams a{MNT_AdafactorParams_STRUCT_SIZE,
+                                lr,
+                                o.beta1,
+                                o.decay_rate,
+                                o.eps1,
+                                o.eps2,
+                                o.clip_threshold,
+                                weight_decays_[i],
+                                o.relative_step ? 1 : 0,
+                                o.scale_parameter ? 1 : 0,
+                                o.warmup_init ? 1 : 0,
+                                ParamsStep(),
+                                rounding(),
+                                rounding_seed_,
+                                c == 0 ? piece.param : CopyRoundingTensor(i, c)};
+    MNT_RETURN_IF_ERROR(client_.Run(MNT_OP_ADAFACTOR_STEP, in, ordered, &a));
+  }
+  return sdk::Status::Ok();
 }
 
-std::vector<MNT_Tensor> Optimizer::AdafactorOutputs(size_t i) const {
+namespace {
+
+// Copy `c` of `copies` equal copies laid one after another in `t`, with
+// `dims` (a view: the same memory).
+MNT_Tensor CopyOf(const MNT_Tensor& t, int64_t c, int64_t copies,
+                  const std::vector<int64_t>& dims) {
+  if (t.data == nullptr) return t;
+  const int64_t count = sdk::NumElements(t) / copies;
+  char* data = static_cast<char*>(t.data) +
+               static_cast<size_t>(c * count) * sdk::DTypeSize(t.dtype);
+  return sdk::MakeTensor(data, t.dtype, static_cast<int32_t>(dims.size()), dims.data());
+}
+
+}  // namespace
+
+MNT_Tensor Optimizer::AdafactorGrad(size_t i, int64_t c) const {
+  const ParamPiece& piece = params_->steps()[i];
+  const Param& p = params_->params()[piece.param];
+  const MNT_Tensor grad = params_->PieceGrad(piece);
+  // The copy's dims even for one copy ([1, C] is a vector, not a matrix).
+  if (p.stacked_dims == 0) return grad;
+  return CopyOf(grad, c, copies_[i], ParamShape{p.dims, p.stacked_dims}.copy_dims());
+}
+
+std::vector<MNT_Tensor> Optimizer::AdafactorOutputs(size_t i, int64_t c) const {
   // out[0] master, out[1] second moment (rows), out[2] columns (factored
   // only), out[3] first moment (beta1 only), out[4] working copy: absent
-  // ones keep their places.
+  // ones keep their places. A copy's part of each: its share of the
+  // elements (StateTensorsOf lays the copies' states one after another).
   const ParamPiece& piece = params_->steps()[i];
+  const Param& p = params_->params()[piece.param];
   const std::vector<StateTensorSpec>& specs = own_state_->specs(piece.param);
   const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
-  const bool factored = params_->params()[piece.param].dims.size() >= 2;
+  const bool factored = Factored(ParamShape{p.dims, p.stacked_dims});
   const bool first_moment = own_state_->options().adafactor.beta1 != 0.0f;
-  return {params_->PieceMaster(piece), own_state_->Tensor(i, 0),
-          factored ? own_state_->Tensor(i, 1) : absent,
-          first_moment ? own_state_->Tensor(i, specs.size() - 1) : absent,
-          params_->mixed() ? params_->PieceWorking(piece) : absent};
+  std::vector<MNT_Tensor> out{params_->PieceMaster(piece), own_state_->Tensor(i, 0),
+                              factored ? own_state_->Tensor(i, 1) : absent,
+                              first_moment ? own_state_->Tensor(i, specs.size() - 1) : absent,
+                              params_->mixed() ? params_->PieceWorking(piece) : absent};
+  if (copies_[i] == 1) return out;
+  for (MNT_Tensor& t : out) {
+    const std::vector<int64_t> flat{sdk::NumElements(t) / copies_[i]};
+    t = CopyOf(t, c, copies_[i], flat);
+  }
+  return out;
+}
+
+int64_t Optimizer::CopyRoundingTensor(size_t i, int64_t c) const {
+  // Past every parameter's index: copy c of parameter p is p + c x count,
+  // so no two tensors share a stream of random bits.
+  const int64_t count = static_cast<int64_t>(params_->params().size());
+  return params_->steps()[i].param + c * count;
 }
 
 absl::Status Optimizer::WriteDeviceStepCounters(int64_t applied) {

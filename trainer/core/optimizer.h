@@ -33,6 +33,7 @@
 #include "plugins/sdk/backend_client.h"
 #include "plugins/sdk/backend_instance.h"
 #include "trainer/config/train_config.pb.h"
+#include "trainer/core/device_scalars.h"
 #include "trainer/core/optimizer_state.h"
 #include "trainer/core/parameters.h"
 
@@ -144,9 +145,17 @@ class Optimizer {
   // The whole table in one MULTI_ADAMW_STEP / MULTI_SGD_STEP.
   sdk::Status MultiTensorStep(float lr, const MNT_Tensor& found_inf,
                               const MNT_Tensor& multiplier, int64_t train_step);
-  // ADAFACTOR_STEP's outputs of piece `i`, absent ones (NULL) in their
-  // places.
-  std::vector<MNT_Tensor> AdafactorOutputs(size_t i) const;
+  // Adafactor steps each stacked copy of a parameter (ParamShape) as its
+  // own tensor: piece `i`'s copy `c` of copies_[i], its gradient with the
+  // copy's dims, ADAFACTOR_STEP's outputs (absent ones, NULL, in their
+  // places), its step counter and its rounding tensor index (the
+  // parameter's for copy 0, so an unstacked parameter keeps its bits).
+  MNT_Tensor AdafactorGrad(size_t i, int64_t c) const;
+  std::vector<MNT_Tensor> AdafactorOutputs(size_t i, int64_t c) const;
+  MNT_Tensor StepCounter(size_t i, int64_t c) const {
+    return I32Scalar(step_counters_[first_counter_[i] + static_cast<size_t>(c)]);
+  }
+  int64_t CopyRoundingTensor(size_t i, int64_t c) const;
   // adamw8bit's and adafactor's tables (ABI 1.14), own_tables_: one op each.
   void BuildOwnStateTables();
   sdk::Status OwnStateMultiStep(float lr, const MNT_Tensor& found_inf,
@@ -175,7 +184,12 @@ class Optimizer {
   // Each stepped tensor's parameter index and first element there (ABI
   // 1.11's rounding keys).
   std::vector<int64_t> rounding_tensors_, rounding_elements_;
-  // AdamW's device step counters, one per stepped tensor.
+  // Each stepped piece's copies (Adafactor on a stacked parameter: its
+  // copies; else 1) and its first device step counter.
+  std::vector<int64_t> copies_;
+  std::vector<size_t> first_counter_;
+  size_t counters_ = 0;  // their sum
+  // AdamW's device step counters, one per stepped tensor (each copy).
   std::vector<sdk::DeviceBuffer> step_counters_;
   std::unique_ptr<OptimizerState> own_state_;
   // A multi-tensor step's table of own-state pieces (indices into
@@ -183,6 +197,7 @@ class Optimizer {
   struct PieceTable {
     MNT_Op op = MNT_OP_INVALID;
     std::vector<size_t> pieces;
+    std::vector<int64_t> copies;  // each entry's copy of its piece
     std::vector<float> weight_decays;
     std::vector<int64_t> rounding_tensors, rounding_elements;
   };

@@ -20,6 +20,16 @@ int64_t Blocks(int64_t n) { return (n + kBlock - 1) / kBlock; }
 
 }  // namespace
 
+int64_t ParamShape::numel() const { return Numel(dims); }
+
+int64_t ParamShape::copies() const {
+  return Numel(std::vector<int64_t>(dims.begin(), dims.begin() + stacked_dims));
+}
+
+std::vector<int64_t> ParamShape::copy_dims() const {
+  return std::vector<int64_t>(dims.begin() + stacked_dims, dims.end());
+}
+
 size_t StateTensorSpec::bytes() const {
   return static_cast<size_t>(count) * sdk::DTypeSize(dtype);
 }
@@ -28,18 +38,24 @@ bool KeepsOwnState(const mantissa::OptimizerConfig& config) {
   return config.name() == "adamw8bit" || config.name() == "adafactor";
 }
 
-bool Quantized(const OptimizerOptions& options, int64_t numel) {
-  return numel >= options.min_8bit_size;
+bool Quantized(const OptimizerOptions& options, const ParamShape& shape) {
+  return shape.copy_numel() >= options.min_8bit_size;
 }
+
+bool Factored(const ParamShape& shape) { return shape.copy_dims().size() >= 2; }
 
 std::vector<StateTensorSpec> StateTensorsOf(const mantissa::OptimizerConfig& config,
                                             const OptimizerOptions& options,
-                                            const std::vector<int64_t>& dims) {
-  const int64_t n = Numel(dims);
+                                            const ParamShape& shape) {
+  const std::vector<int64_t>& dims = shape.dims;
+  const int64_t n = shape.numel();
   if (config.name() == "adamw8bit") {
     // bitsandbytes keeps small tensors (biases, norms) in 32 bits: their
-    // state is little, and 8 bits would cost them accuracy for nothing.
-    if (!Quantized(options, n)) {
+    // state is little, and 8 bits would cost them accuracy for nothing. A
+    // stacked parameter's blocks run on across its copies: the same blocks
+    // as per copy when a copy's size is a multiple of the block (every
+    // GPT-2 matrix).
+    if (!Quantized(options, shape)) {
       return {{"opt.state1/", MNT_DTYPE_F32, n, 1}, {"opt.state2/", MNT_DTYPE_F32, n, 1}};
     }
     return {{"opt.m8/", MNT_DTYPE_U8, n, 1},
@@ -50,9 +66,10 @@ std::vector<StateTensorSpec> StateTensorsOf(const mantissa::OptimizerConfig& con
   if (config.name() != "adafactor") return {};
   std::vector<StateTensorSpec> specs;
   const int rank = static_cast<int>(dims.size());
-  if (rank >= 2) {
+  if (Factored(shape)) {
     // Factored over the last two dims, batched over the leading ones (as
-    // ADAFACTOR_STEP reads in[0]'s dims).
+    // ADAFACTOR_STEP reads in[0]'s dims; the copies of a stacked parameter
+    // are leading dims, so each copy's rows and columns lie together).
     const int64_t batches = Numel(std::vector<int64_t>(dims.begin(), dims.end() - 2));
     specs.push_back({"opt.row/", MNT_DTYPE_F32, batches * dims[rank - 2], 0});
     specs.push_back({"opt.col/", MNT_DTYPE_F32, batches * dims[rank - 1], 0});
@@ -64,17 +81,17 @@ std::vector<StateTensorSpec> StateTensorsOf(const mantissa::OptimizerConfig& con
 }
 
 int64_t OptimizerStateBytes(const mantissa::OptimizerConfig& config,
-                            const std::vector<std::vector<int64_t>>& shapes) {
+                            const std::vector<ParamShape>& shapes) {
   auto options = ParseOptimizerOptions(config);
   const OptimizerOptions o = options.ok() ? *options : OptimizerOptions{};
   const int64_t slots = config.name() == "sgd" ? 1 : 2;
   int64_t bytes = 0;
-  for (const std::vector<int64_t>& dims : shapes) {
+  for (const ParamShape& shape : shapes) {
     if (!KeepsOwnState(config)) {
-      bytes += slots * Numel(dims) * static_cast<int64_t>(sizeof(float));
+      bytes += slots * shape.numel() * static_cast<int64_t>(sizeof(float));
       continue;
     }
-    for (const StateTensorSpec& spec : StateTensorsOf(config, o, dims)) {
+    for (const StateTensorSpec& spec : StateTensorsOf(config, o, shape)) {
       bytes += static_cast<int64_t>(spec.bytes());
     }
   }
@@ -93,16 +110,16 @@ std::pair<size_t, size_t> OptimizerState::ByteRange(const ParamPiece& piece,
 }
 
 absl::StatusOr<std::unique_ptr<OptimizerState>> OptimizerState::Create(
-    const mantissa::OptimizerConfig& config, const std::vector<std::vector<int64_t>>& dims,
+    const mantissa::OptimizerConfig& config, const std::vector<ParamShape>& shapes,
     const std::vector<ParamPiece>& pieces, const sdk::BackendClient& client) {
   auto options = ParseOptimizerOptions(config);
   if (!options.ok()) return options.status();
   std::unique_ptr<OptimizerState> state(new OptimizerState(*options));
-  for (const std::vector<int64_t>& d : dims) {
-    state->specs_.push_back(StateTensorsOf(config, *options, d));
+  for (const ParamShape& shape : shapes) {
+    state->specs_.push_back(StateTensorsOf(config, *options, shape));
   }
   for (const ParamPiece& piece : pieces) {
-    const int64_t numel = Numel(dims[piece.param]);
+    const int64_t numel = shapes[piece.param].numel();
     std::vector<sdk::DeviceBuffer> buffers;
     std::vector<MNT_Tensor> tensors;
     for (const StateTensorSpec& spec : state->specs_[piece.param]) {

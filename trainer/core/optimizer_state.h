@@ -6,7 +6,7 @@
 // row and a column state per matrix) and its optional first moment. One
 // allocation per tensor and piece, all MNT_MEMORY_OPTIMIZER_STATE, zeroed
 // (a zero state is the op's start). What each parameter holds is a pure
-// function of the config and the parameter's dims (StateTensorsOf), so the
+// function of the config and the parameter's shape (StateTensorsOf), so the
 // dry run and the estimator count the same bytes the run allocates.
 #ifndef MANTISSA_TRAINER_CORE_OPTIMIZER_STATE_H_
 #define MANTISSA_TRAINER_CORE_OPTIMIZER_STATE_H_
@@ -39,30 +39,51 @@ struct StateTensorSpec {
   size_t bytes() const;
 };
 
+// A parameter's shape as the optimizers see it: its dims, of which the
+// first `stacked_dims` stack copies of one tensor (ABI 1.15; GPT-2's layers
+// [L, ...]). Each copy is treated as its own tensor, as it would be in a
+// model with one tensor per layer: bitsandbytes' small-tensor rule counts a
+// copy's elements, and Adafactor factors and clips each copy by itself.
+struct ParamShape {
+  std::vector<int64_t> dims;
+  int stacked_dims = 0;
+
+  int64_t numel() const;
+  int64_t copies() const;  // the product of the stacked dims
+  std::vector<int64_t> copy_dims() const;  // the dims after them
+  int64_t copy_numel() const { return numel() / copies(); }
+};
+
 // Whether `config` names an optimizer whose state OptimizerState keeps.
 bool KeepsOwnState(const mantissa::OptimizerConfig& config);
 
-// The state tensors of a parameter of `dims` under `config` (none for
-// adamw, adam, sgd: their fp32 slots are the ParameterStore's).
+// The state tensors of a parameter of `shape` under `config` (none for
+// adamw, adam, sgd: their fp32 slots are the ParameterStore's). Copies'
+// states lie one after another in each tensor.
 std::vector<StateTensorSpec> StateTensorsOf(const mantissa::OptimizerConfig& config,
                                             const OptimizerOptions& options,
-                                            const std::vector<int64_t>& dims);
+                                            const ParamShape& shape);
 
 // Bytes of optimizer state for parameters of these shapes under `config`,
 // the fp32 slots of adamw, adam and sgd included.
 int64_t OptimizerStateBytes(const mantissa::OptimizerConfig& config,
-                            const std::vector<std::vector<int64_t>>& shapes);
+                            const std::vector<ParamShape>& shapes);
 
-// Whether a parameter of `numel` elements keeps adamw8bit's 8-bit moments.
-bool Quantized(const OptimizerOptions& options, int64_t numel);
+// Whether a parameter of `shape` keeps adamw8bit's 8-bit moments: its
+// copies have min_8bit_size elements or more.
+bool Quantized(const OptimizerOptions& options, const ParamShape& shape);
+
+// Whether Adafactor factors the second moment of each copy of `shape`: a
+// copy of rank 2 or more.
+bool Factored(const ParamShape& shape);
 
 class OptimizerState {
  public:
-  // The state of every piece the optimizer steps (`pieces`; `dims` of each
-  // parameter). A piece of a parameter (ZeRO-1) must start on a block
+  // The state of every piece the optimizer steps (`pieces`; `shapes` of
+  // each parameter). A piece of a parameter (ZeRO-1) must start on a block
   // boundary, and a parameter with whole-only state must be whole.
   static absl::StatusOr<std::unique_ptr<OptimizerState>> Create(
-      const mantissa::OptimizerConfig& config, const std::vector<std::vector<int64_t>>& dims,
+      const mantissa::OptimizerConfig& config, const std::vector<ParamShape>& shapes,
       const std::vector<ParamPiece>& pieces, const sdk::BackendClient& client);
 
   const OptimizerOptions& options() const { return options_; }

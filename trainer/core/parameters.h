@@ -31,6 +31,9 @@ struct Param {
   MNT_ParamInit init = MNT_PARAM_INIT_ZEROS;
   float init_scale = 0;
   bool weight_decay = false;
+  // Leading dims stacking copies of one tensor (ABI 1.15; GPT-2's layers),
+  // for the optimizers that treat each copy as a tensor (ParamShape).
+  int stacked_dims = 0;
   // --freeze: no gradient, master, master gradient or optimizer state (their
   // views stay empty: the model gets a gradient with NULL data, ABI 1.13),
   // and the working weights keep their values.

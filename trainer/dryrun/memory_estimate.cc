@@ -246,6 +246,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
   std::vector<int64_t> numels;
   std::vector<std::vector<int64_t>> param_dims;
+  std::vector<int> stacked_dims;
   std::vector<std::string> names;
   for (int64_t i = 0; i < count; ++i) {
     sdk::ParamSpec spec;
@@ -260,6 +261,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     }
     numels.push_back(numel);
     param_dims.push_back(spec.dims);
+    stacked_dims.push_back(spec.stacked_dims);
     names.push_back(spec.name != nullptr ? spec.name : absl::StrCat("param", i));
     est.num_parameters += numel;
   }
@@ -282,7 +284,9 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
       trainable[i] = 0;
       est.num_frozen += numels[i];
     } else {
-      ++stepped_tensors;
+      // Adafactor steps each stacked copy as a tensor, with its own counter.
+      const trainer::ParamShape shape{param_dims[i], stacked_dims[i]};
+      stepped_tensors += setup_.optimizer == "adafactor" ? shape.copies() : 1;
     }
   }
   // The trainer's flat layout: padded to the ranks' shares when data
@@ -317,7 +321,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
         zero1 ? layout.PiecesOf(0) : std::vector<trainer::ParamPiece>{};
     for (size_t i = 0; i < param_dims.size(); ++i) {
       for (const trainer::StateTensorSpec& spec :
-           trainer::StateTensorsOf(optimizer, *options, param_dims[i])) {
+           trainer::StateTensorsOf(optimizer, *options, {param_dims[i], stacked_dims[i]})) {
         if (!zero1) {
           est.optimizer_state += static_cast<int64_t>(spec.bytes());
           continue;
@@ -331,7 +335,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     }
   }
   // AdamW on the device path keeps one I32 step counter per tensor it
-  // steps (ZeRO-1: per piece of rank 0's share).
+  // steps (ZeRO-1: per piece of rank 0's share; Adafactor: per copy).
   const int64_t stepped =
       zero1 ? static_cast<int64_t>(layout.PiecesOf(0).size()) : stepped_tensors;
   if (setup_.optimizer != "sgd") est.optimizer_state += 4 * stepped;

@@ -273,6 +273,10 @@ inline sdk::Status LoraAdapters::Create(const std::string& model, const LoraConf
     const float bound = static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.in)));
     lora->specs_.push_back({layer + ".lora_A", a_dims, MNT_PARAM_INIT_UNIFORM, bound, true});
     lora->specs_.push_back({layer + ".lora_B", b_dims, MNT_PARAM_INIT_ZEROS, 0.0f, true});
+    // A stacked weight's adapters stack the same layers (ABI 1.15).
+    const int stacked = spec.dims.size() == 3 ? 1 : 0;
+    lora->specs_[lora->specs_.size() - 2].stacked_dims = stacked;
+    lora->specs_.back().stacked_dims = stacked;
     lora->targets_.push_back(t);
     lora->target_names_.push_back(spec.name);
   }

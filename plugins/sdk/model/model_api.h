@@ -226,6 +226,9 @@ class ModelApi {
       args->init = spec.init;
       args->init_scale = spec.init_scale;
       args->weight_decay = spec.weight_decay ? 1 : 0;
+      // 1.15 (MNT_CHECK_ARGS above: the struct holds it; a host older than
+      // 1.15 never loads this plugin).
+      args->stacked_dims = spec.stacked_dims;
       return Status::Ok();
     });
   }

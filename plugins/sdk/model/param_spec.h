@@ -26,6 +26,11 @@ struct ParamSpec {
   // For a matrix that a Linear layer multiplies: how it is stored, so LoRA
   // adapters (lora.h) know which dimension is the input. Others ignore it.
   WeightLayout layout = WeightLayout::kOutIn;
+  // How many leading dims stack copies of one parameter (GPT-2's per-layer
+  // weights [L, ...]: 1), reported as ABI 1.15's stacked_dims: optimizers
+  // that choose by a tensor's size or shape then see each layer's copy as
+  // a model with one tensor per layer would have it. At most rank - 1.
+  int stacked_dims = 0;
 };
 
 }  // namespace mnt::models
