@@ -10,6 +10,9 @@
 #ifndef MANTISSA_PLUGINS_BACKENDS_COMMON_OP_DISPATCH_H_
 #define MANTISSA_PLUGINS_BACKENDS_COMMON_OP_DISPATCH_H_
 
+#include <type_traits>
+#include <utility>
+
 #include "plugins/abi/mnt_backend.h"
 #include "plugins/backends/common/allocator.h"
 #include "plugins/backends/common/calls.h"
@@ -76,10 +79,24 @@ sdk::Status DispatchOp(B& backend, const MNT_Backend_Run_Args& args, bool run) {
   return sdk::Internal(sdk::Format("Backend_Run: op %s was not dispatched", name));
 }
 
+// A backend may set up and restore something around every op it runs (the
+// CPU backend's floating-point mode): `B::OpScope(raw_op)` returns an object
+// that lives while the op's checks and kernel run.
+template <typename B, typename = void>
+struct HasOpScope : std::false_type {};
+template <typename B>
+struct HasOpScope<B, std::void_t<decltype(std::declval<B&>().OpScope(int32_t{0}))>>
+    : std::true_type {};
+
 // Checks and runs one op.
 template <typename B>
 sdk::Status RunOp(B& backend, const MNT_Backend_Run_Args& args) {
-  return DispatchOp(backend, args, /*run=*/true);
+  if constexpr (HasOpScope<B>::value) {
+    const auto scope = backend.OpScope(sdk::RawEnum(args.op));
+    return DispatchOp(backend, args, /*run=*/true);
+  } else {
+    return DispatchOp(backend, args, /*run=*/true);
+  }
 }
 
 // Only the checks RunOp would make: a deferred op fails at its Backend_Run.

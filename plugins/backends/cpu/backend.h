@@ -18,6 +18,7 @@
 #include "plugins/backends/common/backend_plugin.h"
 #include "plugins/backends/common/calls.h"
 #include "plugins/backends/cpu/allocator.h"
+#include "plugins/backends/cpu/denormals.h"
 #include "plugins/backends/cpu/onednn_conv.h"
 #include "plugins/backends/cpu/onednn_gemm.h"
 #include "plugins/backends/cpu/thread_governor.h"
@@ -43,7 +44,10 @@ class CpuBackend {
   // reference" (default $MANTISSA_CPU_GEMM, else auto: oneDNN when
   // libdnnl.so.2 loads), "onednn_bf16=auto|native|fp32" (oneDNN's own bf16
   // kernels, or bf16-rounded operands in an fp32 GEMM), "record_steps=on|off"
-  // (below; default off); one device, ordinal 0.
+  // (below; default off), "denormals=flush|keep" (default flush: subnormal
+  // fp32 results and inputs of the backend's arithmetic read as 0, see
+  // denormals.h; keep: IEEE, at a microcode assist each); one device,
+  // ordinal 0.
   static sdk::Status Create(const char* options, int32_t device_ordinal,
                             std::unique_ptr<CpuBackend>* out);
   sdk::Status Activate(const char*) { return sdk::Status::Ok(); }
@@ -72,6 +76,12 @@ class CpuBackend {
   // samples the other processes' runnable threads.
   void OnStepBegin();
   void OnStepEnd();
+  // Around every op (common/op_dispatch.h): the denormals mode of the
+  // calling thread and the workers (denormals.h), flushing in the ops that
+  // FlushesDenormals names.
+  ScopedDenormalsMode OpScope(int32_t raw_op) const {
+    return ScopedDenormalsMode(flush_denormals_ && FlushesDenormals(raw_op), pool_);
+  }
   // ABI 1.8 slow paths (Backend_GetInfo): 16-bit convolutions run in fp32
   // (onednn_conv.h) and steps run below the pool.
   std::string SlowPathReport() const;
@@ -95,6 +105,7 @@ class CpuBackend {
 
   HostAllocator allocator_;
   bool record_steps_ = false;
+  bool flush_denormals_ = true;
   int pool_ = 1;  // the most threads a kernel uses
   std::unique_ptr<ThreadGovernor> governor_;
   std::string device_name_;

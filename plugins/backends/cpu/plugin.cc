@@ -102,7 +102,14 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
   sdk::Options options;
   MNT_RETURN_IF_ERROR(sdk::Options::Parse(options_text, "cpu backend options", &options));
   MNT_RETURN_IF_ERROR(
-      options.CheckKnown({"threads", "gemm", "onednn_bf16", "record_steps", "step_teams"}));
+      options.CheckKnown({"threads", "gemm", "onednn_bf16", "record_steps", "step_teams",
+                          "denormals"}));
+  std::string denormals = "flush";
+  MNT_RETURN_IF_ERROR(options.GetString("denormals", &denormals));
+  if (denormals != "flush" && denormals != "keep") {
+    return sdk::InvalidArgument(sdk::Format(
+        "cpu backend options: denormals=%s is not one of flush, keep", denormals.c_str()));
+  }
   std::string record_steps = "off";
   MNT_RETURN_IF_ERROR(options.GetString("record_steps", &record_steps));
   if (record_steps != "on" && record_steps != "off") {
@@ -140,6 +147,7 @@ Status CpuBackend::Create(const char* options_text, int32_t device_ordinal,
   PinOpenMpRuntime();
   auto backend = std::make_unique<CpuBackend>();
   backend->record_steps_ = record_steps == "on";
+  backend->flush_denormals_ = denormals == "flush";
   // oneDNN and the kernels share libgomp's pool, sized by the calling
   // thread's setting. The reference GEMM's OpenBLAS has a pool of its own,
   // and libgomp's idle workers spin while OpenBLAS's work (a CNN ran 5x

@@ -1,6 +1,9 @@
 // The backend API itself: creation options, info, allocator statistics,
 // copies, events and the error paths of Backend_Run.
+#include <xmmintrin.h>
+
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -93,6 +96,45 @@ TEST_F(PluginTest, CreateOptions) {
   EXPECT_EQ(TryCreate("record_steps=off"), "");
   EXPECT_THAT(TryCreate("record_steps=yes"),
               HasSubstr("record_steps=yes is not one of on, off"));
+  EXPECT_EQ(TryCreate("denormals=keep"), "");
+  EXPECT_EQ(TryCreate("denormals=flush"), "");
+  EXPECT_THAT(TryCreate("denormals=zero"),
+              HasSubstr("denormals=zero is not one of flush, keep"));
+}
+
+// denormals=flush (the default): a subnormal input of the backend's
+// arithmetic reads as 0 and a subnormal result is 0, on every thread of the
+// team; keep: IEEE. Either way the caller's own mode is what it was. ADD of
+// 4096 elements (alpha x) runs on the OpenMP team; inputs 1e-30 (normal,
+// times 1e-9: a subnormal product) and 3e-39 (subnormal, times 1: kept
+// or read as 0).
+TEST_F(PluginTest, DenormalsAreFlushedByDefaultAndKeptOnRequest) {
+  constexpr int64_t kN = 4096;
+  const float min_normal = std::numeric_limits<float>::min();
+  for (const float x : {1e-30f, 3e-39f}) {
+    const float alpha = x == 1e-30f ? 1e-9f : 1.0f;
+    const float want = x * alpha;  // this thread: IEEE
+    ASSERT_GT(want, 0.0f);
+    ASSERT_LT(want, min_normal);
+    std::vector<uint8_t> in_bytes(kN * sizeof(float));
+    for (int64_t i = 0; i < kN; ++i) std::memcpy(&in_bytes[i * sizeof(float)], &x, sizeof(x));
+    const testing::HostOperand in{MNT_DTYPE_F32, {kN}, in_bytes};
+    const testing::HostOperand out{MNT_DTYPE_F32, {kN}, std::vector<uint8_t>(kN * 4, 0xff)};
+    const MNT_AddParams p{MNT_AddParams_STRUCT_SIZE, alpha, 0.0f};
+    for (const char* options : {"threads=2", "threads=2,denormals=flush", "threads=2,denormals=keep"}) {
+      const unsigned caller = _mm_getcsr();
+      const std::vector<std::vector<uint8_t>> got =
+          testing::RunOnFreshBackend(options, MNT_OP_ADD, {in}, {out}, &p);
+      EXPECT_EQ(_mm_getcsr(), caller) << options << ": the caller's MXCSR changed";
+      ASSERT_EQ(got.size(), 1u);
+      const bool keep = std::string(options).find("keep") != std::string::npos;
+      for (int64_t i = 0; i < kN; ++i) {
+        float v;
+        std::memcpy(&v, &got[0][i * sizeof(float)], sizeof(v));
+        ASSERT_EQ(v, keep ? want : 0.0f) << options << ", x " << x << ", element " << i;
+      }
+    }
+  }
 }
 
 TEST_F(PluginTest, ShortArgsStructIsRejected) {
