@@ -55,10 +55,6 @@ bool FlushesDenormals(int32_t raw_op) {
   }
 }
 
-bool ThreadFlushesDenormals() {
-  return (_mm_getcsr() & kFlushDenormalsBits) == kFlushDenormalsBits;
-}
-
 ScopedDenormalsMode::ScopedDenormalsMode(bool flush, int workers) : saved_(_mm_getcsr()) {
   _mm_setcsr(WithMode(saved_, flush));
   if (g_workers_mode.load(std::memory_order_relaxed) == (flush ? 1 : 0) &&

@@ -39,9 +39,6 @@ constexpr unsigned kFlushDenormalsBits = 0x8040u;
 // Whether op `raw_op` runs with subnormals flushed under denormals=flush.
 bool FlushesDenormals(int32_t raw_op);
 
-// Whether this thread flushes subnormals (both bits set).
-bool ThreadFlushesDenormals();
-
 // The mode of the calling thread (flush: both bits set, keep: both clear)
 // while it lives, and of the OpenMP workers of a team of up to `workers`
 // threads; then the calling thread's mode as it found it.
