@@ -22,10 +22,9 @@ distances against the issue's bars (adamw8bit within 1%, adafactor within
 
 --parallel trains the three at once, one CPU thread each
 (--backend_options=threads=1), so they finish together on a machine shared
-with other work. It is slower in all: on the 2-core AMX Xeon of
-docs/performance.md two GPT-8 processes ran at ~660 tokens/s each, where one
-process on one thread ran ~1650 (gpt2_benchmark's step of the same shape:
-~3200 on two threads).
+with other work. The documented runs train one after another on all
+threads (on the 2-core AMX Xeon of docs/performance.md the GPT-8's three
+runs took 95 minutes that way, a test run beside them for part of it).
 
 --results_dir=DIR keeps each run's JSONL and log in DIR (instead of a
 temporary folder deleted at exit) and reuses a run whose JSONL there already
