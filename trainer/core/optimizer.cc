@@ -12,6 +12,9 @@
 namespace mnt::trainer {
 namespace {
 
+// How the optimizers see a parameter: its dims and its stacked copies.
+ParamShape ShapeOf(const Param& p) { return {p.dims, p.stacked_dims}; }
+
 // Takes AdamW's optional inputs (step counter, device lr) and its
 // bias-correction step: adamw, adam, adamw8bit and adafactor.
 bool IsAdam(const mantissa::OptimizerConfig& config) {
@@ -124,7 +127,7 @@ Optimizer::Optimizer(const mantissa::OptimizerConfig& config,
     rounding_tensors_.push_back(piece.param);
     rounding_elements_.push_back(piece.first);
     // Adafactor's pieces are whole parameters (config.cc refuses ZeRO-1).
-    const ParamShape shape{p.dims, p.stacked_dims};
+    const ParamShape shape = ShapeOf(p);
     first_counter_.push_back(counters_);
     copies_.push_back(config.name() == "adafactor" ? shape.copies() : 1);
     counters_ += static_cast<size_t>(copies_.back());
@@ -143,7 +146,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(
   }
   if (KeepsOwnState(config)) {
     std::vector<ParamShape> shapes;
-    for (const Param& p : params->params()) shapes.push_back({p.dims, p.stacked_dims});
+    for (const Param& p : params->params()) shapes.push_back(ShapeOf(p));
     auto state = OptimizerState::Create(config, shapes, params->steps(), client);
     if (!state.ok()) return state.status();
     o->own_state_ = std::move(*state);
@@ -230,7 +233,7 @@ sdk::Status Optimizer::MultiTensorStep(float lr, const MNT_Tensor& found_inf,
 
 double Optimizer::StateBytesPerParameter() const {
   std::vector<ParamShape> shapes;
-  for (const Param& p : params_->params()) shapes.push_back({p.dims, p.stacked_dims});
+  for (const Param& p : params_->params()) shapes.push_back(ShapeOf(p));
   return static_cast<double>(OptimizerStateBytes(config_, shapes)) /
          static_cast<double>(std::max<int64_t>(1, params_->num_parameters()));
 }
@@ -243,7 +246,7 @@ void Optimizer::BuildOwnStateTables() {
   for (size_t i = 0; i < pieces.size(); ++i) {
     const Param& p = params_->params()[pieces[i].param];
     const bool quantized =
-        !adafactor && Quantized(own_state_->options(), ParamShape{p.dims, p.stacked_dims});
+        !adafactor && Quantized(own_state_->options(), ShapeOf(p));
     PieceTable& t = own_tables_[adafactor || quantized ? 0 : 1];
     t.op = adafactor   ? MNT_OP_MULTI_ADAFACTOR_STEP
            : quantized ? MNT_OP_MULTI_ADAMW8BIT_STEP
@@ -414,7 +417,7 @@ sdk::Status Optimizer::OwnStateStep(size_t i, float lr, std::vector<MNT_Tensor> 
                             rounding_seed_,
                             piece.param,
                             piece.first};
-    const bool quantized = Quantized(state.options(), ParamShape{p.dims, p.stacked_dims});
+    const bool quantized = Quantized(state.options(), ShapeOf(p));
     if (params_->mixed()) out.push_back(params_->PieceWorking(piece));
     return client_.Run(quantized ? MNT_OP_ADAMW8BIT_STEP : MNT_OP_ADAMW_STEP, in, out, &a);
   }
@@ -466,7 +469,7 @@ MNT_Tensor Optimizer::AdafactorGrad(size_t i, int64_t c) const {
   const MNT_Tensor grad = params_->PieceGrad(piece);
   // The copy's dims even for one copy ([1, C] is a vector, not a matrix).
   if (p.stacked_dims == 0) return grad;
-  return CopyOf(grad, c, copies_[i], ParamShape{p.dims, p.stacked_dims}.copy_dims());
+  return CopyOf(grad, c, copies_[i], ShapeOf(p).copy_dims());
 }
 
 std::vector<MNT_Tensor> Optimizer::AdafactorOutputs(size_t i, int64_t c) const {
@@ -478,7 +481,7 @@ std::vector<MNT_Tensor> Optimizer::AdafactorOutputs(size_t i, int64_t c) const {
   const Param& p = params_->params()[piece.param];
   const std::vector<StateTensorSpec>& specs = own_state_->specs(piece.param);
   const MNT_Tensor absent = sdk::MakeTensor(nullptr, MNT_DTYPE_F32, {1});
-  const bool factored = Factored(ParamShape{p.dims, p.stacked_dims});
+  const bool factored = Factored(ShapeOf(p));
   const bool first_moment = own_state_->options().adafactor.beta1 != 0.0f;
   std::vector<MNT_Tensor> out{params_->PieceMaster(piece), own_state_->Tensor(i, 0),
                               factored ? own_state_->Tensor(i, 1) : absent,
