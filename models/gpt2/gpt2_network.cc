@@ -31,9 +31,14 @@ std::vector<ParamSpec> Gpt2ParamSpecs(const Gpt2Config& c,
     spec.stacked_dims = 1;
     return spec;
   };
+  // The token and position tables are embeddings (ABI 1.16's role).
+  const auto embedding = [](ParamSpec spec) {
+    spec.role = MNT_PARAM_ROLE_EMBEDDING;
+    return spec;
+  };
   return {
-      {"wte", {padded_vocab, C}, normal, kInitStd, true},
-      {"wpe", {c.seq_len, C}, normal, kInitStd, true},
+      embedding({"wte", {padded_vocab, C}, normal, kInitStd, true}),
+      embedding({"wpe", {c.seq_len, C}, normal, kInitStd, true}),
       layers({"ln1w", {L, C}, ones, 0.0f, false}),
       layers({"ln1b", {L, C}, zeros, 0.0f, false}),
       layers({"qkvw", {L, 3 * C, C}, normal, kInitStd, true}),

@@ -429,7 +429,7 @@ _Static_assert(offsetof(MNT_Model_GetParamCount_Args, struct_size) == 0, "MNT_Mo
 _Static_assert(offsetof(MNT_Model_GetParamCount_Args, extension_start) == 8, "MNT_Model_GetParamCount_Args.extension_start");
 _Static_assert(offsetof(MNT_Model_GetParamCount_Args, model) == 16, "MNT_Model_GetParamCount_Args.model");
 _Static_assert(offsetof(MNT_Model_GetParamCount_Args, num_params) == 24, "MNT_Model_GetParamCount_Args.num_params");
-_Static_assert(sizeof(MNT_Model_GetParamSpec_Args) == 112, "sizeof MNT_Model_GetParamSpec_Args");
+_Static_assert(sizeof(MNT_Model_GetParamSpec_Args) == 120, "sizeof MNT_Model_GetParamSpec_Args");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, struct_size) == 0, "MNT_Model_GetParamSpec_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, extension_start) == 8, "MNT_Model_GetParamSpec_Args.extension_start");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, model) == 16, "MNT_Model_GetParamSpec_Args.model");
@@ -441,6 +441,7 @@ _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init) == 96, "MNT_Model_Get
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, init_scale) == 100, "MNT_Model_GetParamSpec_Args.init_scale");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, weight_decay) == 104, "MNT_Model_GetParamSpec_Args.weight_decay");
 _Static_assert(offsetof(MNT_Model_GetParamSpec_Args, stacked_dims) == 108, "MNT_Model_GetParamSpec_Args.stacked_dims");
+_Static_assert(offsetof(MNT_Model_GetParamSpec_Args, role) == 112, "MNT_Model_GetParamSpec_Args.role");
 _Static_assert(sizeof(MNT_Model_Forward_Args) == 104, "sizeof MNT_Model_Forward_Args");
 _Static_assert(offsetof(MNT_Model_Forward_Args, struct_size) == 0, "MNT_Model_Forward_Args.struct_size");
 _Static_assert(offsetof(MNT_Model_Forward_Args, extension_start) == 8, "MNT_Model_Forward_Args.extension_start");
@@ -675,6 +676,8 @@ _Static_assert(MNT_PARAM_INIT_ZEROS == 1, "MNT_PARAM_INIT_ZEROS");
 _Static_assert(MNT_PARAM_INIT_ONES == 2, "MNT_PARAM_INIT_ONES");
 _Static_assert(MNT_PARAM_INIT_NORMAL == 3, "MNT_PARAM_INIT_NORMAL");
 _Static_assert(MNT_PARAM_INIT_UNIFORM == 4, "MNT_PARAM_INIT_UNIFORM");
+_Static_assert(MNT_PARAM_ROLE_OTHER == 0, "MNT_PARAM_ROLE_OTHER");
+_Static_assert(MNT_PARAM_ROLE_EMBEDDING == 1, "MNT_PARAM_ROLE_EMBEDDING");
 
 struct expected_size {
   const char* macro;
@@ -891,7 +894,8 @@ int main(void) {
       MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 180),
       MNT_EXPECT_SIZE(MNT_Model_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 112),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 116),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_15, 112),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_14, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 112),

@@ -445,7 +445,7 @@ static_assert(offsetof(MNT_Model_GetParamCount_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_GetParamCount_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Model_GetParamCount_Args, model) == 16);
 static_assert(offsetof(MNT_Model_GetParamCount_Args, num_params) == 24);
-static_assert(sizeof(MNT_Model_GetParamSpec_Args) == 112);
+static_assert(sizeof(MNT_Model_GetParamSpec_Args) == 120);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, extension_start) == 8);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, model) == 16);
@@ -457,6 +457,7 @@ static_assert(offsetof(MNT_Model_GetParamSpec_Args, init) == 96);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, init_scale) == 100);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, weight_decay) == 104);
 static_assert(offsetof(MNT_Model_GetParamSpec_Args, stacked_dims) == 108);
+static_assert(offsetof(MNT_Model_GetParamSpec_Args, role) == 112);
 static_assert(sizeof(MNT_Model_Forward_Args) == 104);
 static_assert(offsetof(MNT_Model_Forward_Args, struct_size) == 0);
 static_assert(offsetof(MNT_Model_Forward_Args, extension_start) == 8);
@@ -694,6 +695,8 @@ static_assert(MNT_PARAM_INIT_ZEROS == 1, "MNT_PARAM_INIT_ZEROS");
 static_assert(MNT_PARAM_INIT_ONES == 2, "MNT_PARAM_INIT_ONES");
 static_assert(MNT_PARAM_INIT_NORMAL == 3, "MNT_PARAM_INIT_NORMAL");
 static_assert(MNT_PARAM_INIT_UNIFORM == 4, "MNT_PARAM_INIT_UNIFORM");
+static_assert(MNT_PARAM_ROLE_OTHER == 0, "MNT_PARAM_ROLE_OTHER");
+static_assert(MNT_PARAM_ROLE_EMBEDDING == 1, "MNT_PARAM_ROLE_EMBEDDING");
 
 namespace {
 
@@ -913,7 +916,8 @@ TEST(AbiLayoutTest, StructSizeMacrosAreFrozen) {
       MNT_EXPECT_SIZE(MNT_Model_Create_Args_STRUCT_SIZE, 180),
       MNT_EXPECT_SIZE(MNT_Model_Destroy_Args_STRUCT_SIZE, 24),
       MNT_EXPECT_SIZE(MNT_Model_GetParamCount_Args_STRUCT_SIZE, 32),
-      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 112),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE, 116),
+      MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_15, 112),
       MNT_EXPECT_SIZE(MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_14, 108),
       MNT_EXPECT_SIZE(MNT_Model_Forward_Args_STRUCT_SIZE, 104),
       MNT_EXPECT_SIZE(MNT_Model_Backward_Args_STRUCT_SIZE, 112),
@@ -958,9 +962,9 @@ TEST(AbiLayoutTest, HasFieldHonoursStructSize) {
   EXPECT_FALSE(MNT_HAS_FIELD(&api, MNT_Backend_Api, Backend_StepBegin));
 }
 
-TEST(AbiLayoutTest, VersionIs115) {
+TEST(AbiLayoutTest, VersionIs116) {
   EXPECT_EQ(MNT_ABI_MAJOR, 1);
-  EXPECT_EQ(MNT_ABI_MINOR, 15);
+  EXPECT_EQ(MNT_ABI_MINOR, 16);
 }
 
 TEST(AbiLayoutTest, PieceFieldsFollowTheir110Sizes) {

@@ -27,9 +27,9 @@ extern "C" {
  * answered the 1.N binary: the same optional features, whatever these
  * headers add (docs/abi.md section 1, "Sources"). Hosts never define it. */
 #define MNT_ABI_MAJOR 1
-#define MNT_ABI_HEADER_MINOR 15
+#define MNT_ABI_HEADER_MINOR 16
 #if !defined(MNT_ABI_SOURCE_MINOR)
-#define MNT_ABI_MINOR 15
+#define MNT_ABI_MINOR 16
 #elif MNT_ABI_SOURCE_MINOR < 0 || MNT_ABI_SOURCE_MINOR > MNT_ABI_HEADER_MINOR
 #  error "MNT_ABI_SOURCE_MINOR: the minor your source was written against, 0 to MNT_ABI_HEADER_MINOR"
 #else

@@ -25,6 +25,15 @@ typedef enum MNT_ParamInit {
   MNT_PARAM_INIT_UNIFORM = 4, /* U(-init_scale, init_scale) */
 } MNT_ParamInit;
 
+/* Since 1.16: what a parameter is to the model, for the host's rules that
+ * depend on it (MNT_Model_GetParamSpec_Args.role). Values are appended
+ * within a major; a host refuses one outside its minor's list. */
+typedef enum MNT_ParamRole {
+  MNT_PARAM_ROLE_OTHER = 0,     /* none of the roles below, or not said (a 1.0-1.15 model) */
+  MNT_PARAM_ROLE_EMBEDDING = 1, /* a table whose rows the model gathers by id
+                                 * (token and position embeddings) */
+} MNT_ParamRole;
+
 /* What the data feeds the model, per example. */
 typedef struct MNT_DataSpec {
   size_t struct_size;
@@ -155,8 +164,16 @@ typedef struct MNT_Model_GetParamSpec_Args {
    * the tensor it would be in a model with one tensor per layer. 0: one
    * tensor; at most rank - 1. */
   int32_t stacked_dims;
+  /* Since 1.16, out (a host sets it to OTHER first: a 1.0-1.15 model never
+   * writes it): the parameter's MNT_ParamRole. 8-bit AdamW keeps an
+   * EMBEDDING's moments in 32 bits, as Hugging Face's Trainer does for
+   * every nn.Embedding with bitsandbytes' optimizers. */
+  MNT_ParamRole role;
 } MNT_Model_GetParamSpec_Args;
 #define MNT_Model_GetParamSpec_Args_STRUCT_SIZE \
+  MNT_STRUCT_SIZE(MNT_Model_GetParamSpec_Args, role)
+/* What a 1.15 model writes. */
+#define MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_15 \
   MNT_STRUCT_SIZE(MNT_Model_GetParamSpec_Args, stacked_dims)
 /* What a 1.0-1.14 model writes. */
 #define MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_14 \

@@ -60,6 +60,9 @@ struct ParamSpec {
   // ABI 1.15: leading dims that stack copies of one parameter; 0 from an
   // older model (it never wrote the field).
   int32_t stacked_dims = 0;
+  // ABI 1.16: what the parameter is to the model; OTHER from an older
+  // model (it never wrote the field).
+  MNT_ParamRole role = MNT_PARAM_ROLE_OTHER;
 };
 
 // Owns one MNT_Model. Movable, not copyable; empty after a move. Destroy it
@@ -192,6 +195,13 @@ class ModelClient {
                                     "[0, rank %d): each stacked copy keeps at least one dim",
                                     static_cast<long long>(index), a.stacked_dims, a.rank));
     }
+    const std::optional<MNT_ParamRole> role = ReadEnum(a.role);
+    if (!role) {
+      return InvalidArgument(Format("Model_GetParamSpec(%lld): role %d is not an "
+                                    "MNT_ParamRole value",
+                                    static_cast<long long>(index), RawEnum(a.role)));
+    }
+    spec->role = *role;
     return Status::Ok();
   }
 

@@ -77,13 +77,13 @@ ABSL_FLAG(double, num_train_epochs, 0,
 ABSL_FLAG(std::string, optimizer, "adamw",
           "adamw|adam|sgd|adamw8bit|adafactor; optimizer state per parameter: adamw/adam 8 "
           "bytes, sgd 4, adamw8bit about 2 (bitsandbytes' blockwise 8-bit moments; tensors "
-          "under 4096 elements keep 8), adafactor 4 / (rows + cols) per matrix element "
+          "under 4096 elements and embeddings keep 8, as HF Trainer's adamw_bnb_8bit), adafactor 4 / (rows + cols) per matrix element "
           "(factored second moment, no first moment unless beta1 is given); a model's "
           "stacked layers (GPT-2's [L, ...]) count as one tensor per layer");
 ABSL_FLAG(std::string, optimizer_options, "",
           "key=value,... for adafactor (beta1=0, decay_rate=-0.8, clip_threshold=1, eps1=1e-30, "
           "eps2=1e-3, relative_step=0, scale_parameter=0, warmup_init=0: HF Adafactor's, as HF "
-          "Trainer sets it) and adamw8bit (min_8bit_size=4096)");
+          "Trainer sets it) and adamw8bit (min_8bit_size=4096, embedding_8bit=0)");
 ABSL_FLAG(double, lr, 1e-3, "Peak learning rate");
 ABSL_FLAG(double, weight_decay, 0.01, "Weight decay");
 ABSL_FLAG(double, beta1, 0.9, "Adam beta1");

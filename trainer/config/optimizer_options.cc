@@ -85,7 +85,8 @@ absl::StatusOr<OptimizerOptions> ParseOptimizerOptions(const mantissa::Optimizer
     return out;
   }
   if (config.name() == "adamw8bit") {
-    if (auto s = ToAbsl(o.CheckKnown({"min_8bit_size"})); !s.ok()) return s;
+    if (auto s = ToAbsl(o.CheckKnown({"min_8bit_size", "embedding_8bit"})); !s.ok()) return s;
+    if (auto s = GetFlag(o, "embedding_8bit", &out.embedding_8bit); !s.ok()) return s;
     long long min_size = out.min_8bit_size;
     if (auto s = ToAbsl(o.GetInt("min_8bit_size", &min_size)); !s.ok()) return s;
     if (min_size < 0) return OutOfRange("min_8bit_size", static_cast<double>(min_size), ">= 0");

@@ -16,6 +16,9 @@
 //     min_8bit_size=4096  tensors with fewer elements keep 32-bit moments
 //                         (bitsandbytes' default; a stacked parameter's
 //                         copies count, ABI 1.15)
+//     embedding_8bit=0    1: embeddings (ABI 1.16's role) too; 0 keeps
+//                         their moments in 32 bits, as Hugging Face's
+//                         Trainer does with optim="adamw_bnb_8bit"
 //   adamw, adam, sgd: none.
 #ifndef MANTISSA_TRAINER_CONFIG_OPTIMIZER_OPTIONS_H_
 #define MANTISSA_TRAINER_CONFIG_OPTIMIZER_OPTIONS_H_
@@ -41,6 +44,7 @@ struct AdafactorOptions {
 struct OptimizerOptions {
   AdafactorOptions adafactor;
   int64_t min_8bit_size = 4096;
+  bool embedding_8bit = false;
 };
 
 // The options of `config`'s optimizer from config.optimizer_options():

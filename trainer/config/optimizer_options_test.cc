@@ -50,6 +50,11 @@ TEST(OptimizerOptions, Adamw8bitMinSize) {
   o = ParseOptimizerOptions(Config("adamw8bit", "min_8bit_size=0"));
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->min_8bit_size, 0);
+  EXPECT_FALSE(o->embedding_8bit);  // Hugging Face Trainer's adamw_bnb_8bit
+  o = ParseOptimizerOptions(Config("adamw8bit", "embedding_8bit=1,min_8bit_size=16"));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->embedding_8bit);
+  EXPECT_EQ(o->min_8bit_size, 16);
 }
 
 // Each refusal is one line naming the flag and the offending piece.
@@ -73,6 +78,8 @@ TEST(OptimizerOptions, RefusesBadInput) {
            Case{"adamw8bit", "min_8bit_size=-1", "min_8bit_size=-1 is out of range"},
            Case{"adamw8bit", "min_8bit_size=1.5", "is not an integer"},
            Case{"adamw8bit", "beta1=0.9", "unknown key 'beta1'"},
+           Case{"adamw8bit", "embedding_8bit=2", "embedding_8bit=2 is out of range"},
+           Case{"adafactor", "embedding_8bit=1", "unknown key 'embedding_8bit'"},
            Case{"adamw", "eps1=1", "--optimizer=adamw takes none"},
            Case{"sgd", "x=1", "--optimizer=sgd takes none"},
        }) {

@@ -13,7 +13,7 @@ namespace mnt::trainer {
 namespace {
 
 // How the optimizers see a parameter: its dims and its stacked copies.
-ParamShape ShapeOf(const Param& p) { return {p.dims, p.stacked_dims}; }
+ParamShape ShapeOf(const Param& p) { return {p.dims, p.stacked_dims, p.role}; }
 
 // Takes AdamW's optional inputs (step counter, device lr) and its
 // bias-correction step: adamw, adam, adamw8bit and adafactor.

@@ -44,9 +44,11 @@ struct StateTensorSpec {
 // [L, ...]). Each copy is treated as its own tensor, as it would be in a
 // model with one tensor per layer: bitsandbytes' small-tensor rule counts a
 // copy's elements, and Adafactor factors and clips each copy by itself.
+// With it the parameter's role (ABI 1.16), which adamw8bit's rule reads.
 struct ParamShape {
   std::vector<int64_t> dims;
   int stacked_dims = 0;
+  MNT_ParamRole role = MNT_PARAM_ROLE_OTHER;
 
   int64_t numel() const;
   int64_t copies() const;  // the product of the stacked dims
@@ -70,7 +72,8 @@ int64_t OptimizerStateBytes(const mantissa::OptimizerConfig& config,
                             const std::vector<ParamShape>& shapes);
 
 // Whether a parameter of `shape` keeps adamw8bit's 8-bit moments: its
-// copies have min_8bit_size elements or more.
+// copies have min_8bit_size elements or more, and it is no embedding
+// (unless options.embedding_8bit).
 bool Quantized(const OptimizerOptions& options, const ParamShape& shape);
 
 // Whether Adafactor factors the second moment of each copy of `shape`: a

@@ -55,6 +55,28 @@ TEST(OptimizerStateTest, Adamw8bitCountsACopysElementsAgainstMin8bitSize) {
   EXPECT_EQ(matrix[1].count, 8 * 64 * 512 / 256);
 }
 
+TEST(OptimizerStateTest, Adamw8bitKeepsEmbeddingsIn32BitsUnlessAsked) {
+  // GPT-2's wte: [vocab, C], ABI 1.16's EMBEDDING role; a matrix of the same
+  // size without the role is quantized.
+  const ParamShape wte{{256, 512}, 0, MNT_PARAM_ROLE_EMBEDDING};
+  const ParamShape matrix{{256, 512}, 0, MNT_PARAM_ROLE_OTHER};
+  OptimizerOptions o;
+  EXPECT_FALSE(Quantized(o, wte));
+  EXPECT_TRUE(Quantized(o, matrix));
+  const auto config = Named("adamw8bit");
+  EXPECT_EQ(Prefixes(StateTensorsOf(config, o, wte)),
+            (std::vector<std::string>{"opt.state1/", "opt.state2/"}));
+  EXPECT_EQ(OptimizerStateBytes(config, {wte}), 8 * 256 * 512);
+  o.embedding_8bit = true;
+  EXPECT_TRUE(Quantized(o, wte));
+  // The option parses, and reaches the byte count through the config.
+  mantissa::OptimizerConfig all_8bit = Named("adamw8bit");
+  all_8bit.set_optimizer_options("embedding_8bit=1");
+  EXPECT_EQ(OptimizerStateBytes(all_8bit, {wte}), 2 * 256 * 512 + 2 * 512 * 4);
+  // An embedding below min_8bit_size stays in 32 bits either way.
+  EXPECT_FALSE(Quantized(o, ParamShape{{8, 64}, 0, MNT_PARAM_ROLE_EMBEDDING}));
+}
+
 TEST(OptimizerStateTest, AdafactorFactorsACopyOfRankTwoOrMore) {
   OptimizerOptions o;
   o.adafactor.beta1 = 0.9f;

@@ -47,6 +47,7 @@ absl::StatusOr<std::unique_ptr<ParameterStore>> ParameterStore::Create(
     p.init_scale = spec.init_scale;
     p.weight_decay = spec.weight_decay;
     p.stacked_dims = spec.stacked_dims;
+    p.role = spec.role;
     p.frozen = static_cast<size_t>(i) < frozen.size() && frozen[i];
     store->num_parameters_ += p.numel;
     if (!p.frozen) store->num_trainable_ += p.numel;

@@ -34,6 +34,9 @@ struct Param {
   // Leading dims stacking copies of one tensor (ABI 1.15; GPT-2's layers),
   // for the optimizers that treat each copy as a tensor (ParamShape).
   int stacked_dims = 0;
+  // What the parameter is to the model (ABI 1.16): adamw8bit keeps an
+  // embedding's moments in 32 bits (OptimizerOptions::embedding_8bit).
+  MNT_ParamRole role = MNT_PARAM_ROLE_OTHER;
   // --freeze: no gradient, master, master gradient or optimizer state (their
   // views stay empty: the model gets a gradient with NULL data, ABI 1.13),
   // and the working weights keep their values.

@@ -246,7 +246,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
   if (auto s = sdk::ToAbsl(model.ParamCount(&count)); !s.ok()) return s;
   std::vector<int64_t> numels;
   std::vector<std::vector<int64_t>> param_dims;
-  std::vector<int> stacked_dims;
+  std::vector<trainer::ParamShape> shapes;  // as the optimizers see them
   std::vector<std::string> names;
   for (int64_t i = 0; i < count; ++i) {
     sdk::ParamSpec spec;
@@ -261,7 +261,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
     }
     numels.push_back(numel);
     param_dims.push_back(spec.dims);
-    stacked_dims.push_back(spec.stacked_dims);
+    shapes.push_back({spec.dims, spec.stacked_dims, spec.role});
     names.push_back(spec.name != nullptr ? spec.name : absl::StrCat("param", i));
     est.num_parameters += numel;
   }
@@ -285,8 +285,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
       est.num_frozen += numels[i];
     } else {
       // Adafactor steps each stacked copy as a tensor, with its own counter.
-      const trainer::ParamShape shape{param_dims[i], stacked_dims[i]};
-      stepped_tensors += setup_.optimizer == "adafactor" ? shape.copies() : 1;
+      stepped_tensors += setup_.optimizer == "adafactor" ? shapes[i].copies() : 1;
     }
   }
   // The trainer's flat layout: padded to the ranks' shares when data
@@ -321,7 +320,7 @@ absl::StatusOr<MemoryEstimate> MemoryEstimator::Estimate(const std::string& prec
         zero1 ? layout.PiecesOf(0) : std::vector<trainer::ParamPiece>{};
     for (size_t i = 0; i < param_dims.size(); ++i) {
       for (const trainer::StateTensorSpec& spec :
-           trainer::StateTensorsOf(optimizer, *options, {param_dims[i], stacked_dims[i]})) {
+           trainer::StateTensorsOf(optimizer, *options, shapes[i])) {
         if (!zero1) {
           est.optimizer_state += static_cast<int64_t>(spec.bytes());
           continue;

@@ -50,8 +50,9 @@ constexpr const char* kAbiVersion =
 // MODEL_LORA (no struct changed); 1.14 the optional ops
 // MULTI_ADAMW8BIT_STEP and MULTI_ADAFACTOR_STEP and MNT_MultiAdafactorParams
 // (no API table changed); 1.15 a model's stacked_dims, appended to
-// MNT_Model_GetParamSpec_Args (no API table changed).
-static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 15,
+// MNT_Model_GetParamSpec_Args (no API table changed); 1.16 a parameter's
+// role, appended to the same struct (no API table changed).
+static_assert(MNT_ABI_MAJOR == 1 && MNT_ABI_MINOR == 16,
               "check the 1.0 sizes above when the ABI changes");
 
 // A named function pointer inside an API struct, for the NULL checks.

@@ -209,7 +209,14 @@ class ModelApi {
   static MNT_Error* GetParamSpec(MNT_Model_GetParamSpec_Args* args) {
     const std::string call = Call("Model_GetParamSpec");
     return sdk::Guard(call.c_str(), [&]() -> Status {
-      MNT_CHECK_ARGS(MNT_Model_GetParamSpec_Args, args);
+      // A 1.0-1.14 host's struct ends at weight_decay (a source built with
+      // -DMNT_ABI_SOURCE_MINOR below 1.15 is loaded by such hosts).
+      if (args == nullptr) {
+        return sdk::InvalidArgument("MNT_Model_GetParamSpec_Args: args is NULL");
+      }
+      MNT_RETURN_IF_ERROR(sdk::CheckStructSize("MNT_Model_GetParamSpec_Args",
+                                               MNT_Model_GetParamSpec_Args_STRUCT_SIZE_1_14,
+                                               args->struct_size));
       MNT_RETURN_IF_ERROR(CheckModel(call, args->model));
       const auto& specs = SpecsOf(args->model);
       if (args->index < 0 || args->index >= static_cast<int64_t>(specs.size())) {
@@ -226,9 +233,11 @@ class ModelApi {
       args->init = spec.init;
       args->init_scale = spec.init_scale;
       args->weight_decay = spec.weight_decay ? 1 : 0;
-      // 1.15 (MNT_CHECK_ARGS above: the struct holds it; a host older than
-      // 1.15 never loads this plugin).
-      args->stacked_dims = spec.stacked_dims;
+      // Where the host's struct has them: 1.15's stacked_dims, 1.16's role.
+      if (MNT_HAS_FIELD(args, MNT_Model_GetParamSpec_Args, stacked_dims)) {
+        args->stacked_dims = spec.stacked_dims;
+      }
+      if (MNT_HAS_FIELD(args, MNT_Model_GetParamSpec_Args, role)) args->role = spec.role;
       return Status::Ok();
     });
   }

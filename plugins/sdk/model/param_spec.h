@@ -31,6 +31,10 @@ struct ParamSpec {
   // that choose by a tensor's size or shape then see each layer's copy as
   // a model with one tensor per layer would have it. At most rank - 1.
   int stacked_dims = 0;
+  // What the parameter is to the model (ABI 1.16's role): EMBEDDING for a
+  // table whose rows are gathered by id, whose 8-bit AdamW state stays in
+  // 32 bits as Hugging Face's Trainer keeps an nn.Embedding's.
+  MNT_ParamRole role = MNT_PARAM_ROLE_OTHER;
 };
 
 }  // namespace mnt::models
