@@ -222,6 +222,31 @@ TEST(RunFolderTest, AResumedRunKeepsItsPlanAndSaysWhatChanges) {
   EXPECT_FALSE(absl::StrContains(two.out, "global batch 64")) << two.out;
 }
 
+// Flags that are valid only over the resumed run's saved config are
+// checked there: --optimizer_options for an adamw8bit run, where the default
+// --optimizer (adamw) takes none. Alone, or over a run they do not fit, they
+// are still refused in one line.
+TEST(RunFolderTest, AResumedRunsFlagsAreCheckedOverItsSavedConfig) {
+  const std::string dir = TempDir() + "/options";
+  fs::remove_all(dir);
+  ASSERT_EQ(Train(absl::StrCat(kMlp, "--optimizer=adamw8bit --steps=4 --checkpoint_dir=", dir))
+                .exit_code,
+            0);
+  const Result resumed =
+      Train("--resume_from=" + dir + " --optimizer_options=min_8bit_size=4096 --steps=6");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(absl::StrContains(resumed.out + resumed.err, "resumed from " + dir))
+      << resumed.out << resumed.err;
+  ExpectOneLineError(Train(absl::StrCat(kMlp, "--optimizer_options=min_8bit_size=4096")),
+                     "--optimizer_options='min_8bit_size=4096': --optimizer=adamw takes none");
+  const std::string adamw = TempDir() + "/options_adamw";
+  fs::remove_all(adamw);
+  ASSERT_EQ(Train(absl::StrCat(kMlp, "--steps=2 --checkpoint_dir=", adamw)).exit_code, 0);
+  ExpectOneLineError(
+      Train("--resume_from=" + adamw + " --optimizer_options=min_8bit_size=1 --steps=4"),
+      "--optimizer=adamw takes none");
+}
+
 TEST(RunFolderTest, TheFolderDescribesItselfAndTildeWorks) {
   // A SentencePiece run: evaluating it needs nothing but the folder.
   const std::string text = Home() + "/notes.txt";

@@ -163,6 +163,18 @@ int Run(int original_argc, char** original_argv) {
                      "' (flags are written --name=value)")));
   }
   auto given = ConfigFromFlags();
+  // A resumed run's flags change its saved config, and may be valid only
+  // over it (--optimizer_options=min_8bit_size=... for the run's adamw8bit,
+  // where the default --optimizer takes none): checked over the saved
+  // config below, and alone only when there is none to resume.
+  absl::Status unchecked;
+  if (!given.ok()) {
+    auto merged = UncheckedConfigFromFlags();
+    if (merged.ok() && (merged->resume() || !merged->resume_from().empty())) {
+      unchecked = given.status();
+      given = *std::move(merged);
+    }
+  }
   if (!given.ok()) return Fail(given.status());
 
   PluginRegistry registry(
@@ -211,6 +223,8 @@ int Run(int original_argc, char** original_argv) {
     if (!FieldChosenByUser("checkpoint_dir") && !FieldChosenByUser("run_name")) {
       config->set_checkpoint_dir(resume->folder->dir);
     }
+  } else if (!unchecked.ok()) {
+    return Fail(unchecked);
   }
   // What this command chose itself; a --config that is the resumed run's
   // own saved file chooses nothing new.

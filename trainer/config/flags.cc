@@ -459,7 +459,10 @@ bool SpecifiedOnCommandLine(const absl::CommandLineFlag& flag) {
 
 }  // namespace
 
-absl::StatusOr<TrainConfig> ConfigFromFlags(
+namespace {
+
+// base <- the --config file <- the flags given; not validated.
+absl::StatusOr<TrainConfig> MergeFlags(
     const std::function<bool(const absl::CommandLineFlag&)>& is_set, const TrainConfig& base) {
   TrainConfig config = base;
   const std::string config_path = ExpandUserPath(absl::GetFlag(FLAGS_config));
@@ -478,6 +481,17 @@ absl::StatusOr<TrainConfig> ConfigFromFlags(
   }
   if (absl::Status s = CheckOneRunLength(is_set, &config); !s.ok()) return s;
   ExpandUserPaths(&config);
+  return config;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainConfig> ConfigFromFlags(
+    const std::function<bool(const absl::CommandLineFlag&)>& is_set, const TrainConfig& base) {
+  absl::StatusOr<TrainConfig> merged = MergeFlags(is_set, base);
+  if (!merged.ok()) return merged.status();
+  TrainConfig config = *std::move(merged);
+  const std::string config_path = ExpandUserPath(absl::GetFlag(FLAGS_config));
   absl::Status s = ValidateTrainConfig(config);
   if (!s.ok()) {
     if (config_path.empty()) return s;
@@ -494,6 +508,10 @@ absl::StatusOr<TrainConfig> ConfigFromFlags() {
 
 absl::StatusOr<TrainConfig> ConfigFromFlagsOver(const TrainConfig& base) {
   return ConfigFromFlags(SpecifiedOnCommandLine, base);
+}
+
+absl::StatusOr<TrainConfig> UncheckedConfigFromFlags() {
+  return MergeFlags(SpecifiedOnCommandLine, DefaultTrainConfig());
 }
 
 std::vector<std::string> TrainConfigFlagNames() {

@@ -30,6 +30,12 @@ absl::StatusOr<TrainConfig> ConfigFromFlags();
 // change.
 absl::StatusOr<TrainConfig> ConfigFromFlagsOver(const TrainConfig& base);
 
+// As ConfigFromFlags() without its validation: what a resumed run's flags
+// say on their own, which may be valid only over the run's saved config
+// (--optimizer_options for the run's --optimizer=adamw8bit). Errors: only
+// the merge's own (the --config file, flags that contradict each other).
+absl::StatusOr<TrainConfig> UncheckedConfigFromFlags();
+
 // Whether the flag `name` (without dashes) was given on the command line,
 // even with its default value, or through an alias (--fp16 gives
 // "precision").
