@@ -457,10 +457,6 @@ bool SpecifiedOnCommandLine(const absl::CommandLineFlag& flag) {
   return absl::flags_internal::PrivateHandleAccessor::IsSpecifiedOnCommandLine(flag);
 }
 
-}  // namespace
-
-namespace {
-
 // base <- the --config file <- the flags given; not validated.
 absl::StatusOr<TrainConfig> MergeFlags(
     const std::function<bool(const absl::CommandLineFlag&)>& is_set, const TrainConfig& base) {

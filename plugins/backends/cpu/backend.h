@@ -18,6 +18,7 @@
 #include "plugins/backends/common/backend_plugin.h"
 #include "plugins/backends/common/calls.h"
 #include "plugins/backends/cpu/allocator.h"
+#include "plugins/backends/cpu/conv_1x1_backward_filter.h"
 #include "plugins/backends/cpu/denormals.h"
 #include "plugins/backends/cpu/onednn_conv.h"
 #include "plugins/backends/cpu/onednn_gemm.h"
@@ -112,6 +113,8 @@ class CpuBackend {
   std::unique_ptr<OneDnnGemm> onednn_gemm_;  // null: the reference GEMM
   // oneDNN's convolutions, with onednn_gemm_ (null: im2col + Sgemm).
   std::unique_ptr<OneDnnConv> onednn_conv_;
+  // bf16 1x1 weight gradients as one GEMM on onednn_gemm_.
+  Conv1x1BackwardFilter conv_1x1_backward_filter_;
   // The fused GELU epilogues' fp32 product when their output is 16-bit.
   std::mutex epilogue_mu_;
   std::vector<float> epilogue_product_;

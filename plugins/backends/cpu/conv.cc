@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "plugins/backends/cpu/backend.h"
-#include "plugins/backends/cpu/conv_1x1_backward_filter.h"
 #include "plugins/backends/cpu/parallel.h"
 #include "plugins/backends/cpu/tensor_io.h"
 #include "plugins/sdk/tensor.h"
@@ -160,8 +159,8 @@ Status CpuBackend::Conv2dBackwardData(const backend::Conv2dBackwardDataCall& c) 
 }
 
 Status CpuBackend::Conv2dBackwardFilter(const backend::Conv2dBackwardFilterCall& c) {
-  if (onednn_gemm_ != nullptr && Conv1x1BackwardFilterFits(*onednn_gemm_, c)) {
-    MNT_RETURN_IF_ERROR(Conv1x1BackwardFilter(*onednn_gemm_, c));
+  if (onednn_gemm_ != nullptr && Conv1x1BackwardFilter::Fits(*onednn_gemm_, c)) {
+    MNT_RETURN_IF_ERROR(conv_1x1_backward_filter_.Run(*onednn_gemm_, c));
     if (c.dbias.present()) BiasGradient(c);
     return Status::Ok();
   }

@@ -28,8 +28,8 @@ void GatherPlanes(const uint16_t* t, int64_t images, int64_t rows, int64_t pq,
 
 }  // namespace
 
-bool Conv1x1BackwardFilterFits(const OneDnnGemm& gemm,
-                               const backend::Conv2dBackwardFilterCall& c) {
+bool Conv1x1BackwardFilter::Fits(const OneDnnGemm& gemm,
+                                 const backend::Conv2dBackwardFilterCall& c) {
   const ConvShape& sh = c.shape;
   return gemm.native_bf16() && c.params->compute == MNT_COMPUTE_BF16 &&
          c.x->dtype == MNT_DTYPE_BF16 && c.dy->dtype == MNT_DTYPE_BF16 &&
@@ -38,27 +38,23 @@ bool Conv1x1BackwardFilterFits(const OneDnnGemm& gemm,
          sh.dil_h == 1 && sh.dil_w == 1 && sh.groups == 1 && sh.p == sh.h && sh.q == sh.w;
 }
 
-Status Conv1x1BackwardFilter(OneDnnGemm& gemm, const backend::Conv2dBackwardFilterCall& c) {
+Status Conv1x1BackwardFilter::Run(OneDnnGemm& gemm, const backend::Conv2dBackwardFilterCall& c) {
+  std::lock_guard<std::mutex> lock(mu_);
   const ConvShape& sh = c.shape;
   const int64_t pq = sh.pixels(), inner = sh.n * pq;
-  std::vector<uint16_t> dy(static_cast<size_t>(sh.k * inner));
-  std::vector<uint16_t> x(static_cast<size_t>(sh.c * inner));
-  GatherPlanes(static_cast<const uint16_t*>(c.dy->data), sh.n, sh.k, pq, dy.data());
-  GatherPlanes(static_cast<const uint16_t*>(c.x->data), sh.n, sh.c, pq, x.data());
-  // An fp32 dw takes the product (and the old gradient, beta = 1) in place;
-  // a bf16 one is written once from an fp32 result.
-  const bool in_place = c.dw->dtype == MNT_DTYPE_F32;
-  std::vector<float> result(in_place ? 0 : static_cast<size_t>(sh.k * sh.c));
-  float* out = in_place ? static_cast<float*>(c.dw->data) : result.data();
+  dy_.resize(static_cast<size_t>(sh.k * inner));
+  x_.resize(static_cast<size_t>(sh.c * inner));
+  GatherPlanes(static_cast<const uint16_t*>(c.dy->data), sh.n, sh.k, pq, dy_.data());
+  GatherPlanes(static_cast<const uint16_t*>(c.x->data), sh.n, sh.c, pq, x_.data());
+  float* out = ResultTarget(*c.dw, c.accumulate, &result_);
   const int64_t a_dims[2] = {sh.k, inner}, b_dims[2] = {sh.c, inner}, c_dims[2] = {sh.k, sh.c};
-  const MNT_Tensor a = sdk::MakeTensor(dy.data(), MNT_DTYPE_BF16, 2, a_dims);
-  const MNT_Tensor b = sdk::MakeTensor(x.data(), MNT_DTYPE_BF16, 2, b_dims);
+  const MNT_Tensor a = sdk::MakeTensor(dy_.data(), MNT_DTYPE_BF16, 2, a_dims);
+  const MNT_Tensor b = sdk::MakeTensor(x_.data(), MNT_DTYPE_BF16, 2, b_dims);
   const MNT_Tensor dw = sdk::MakeTensor(out, MNT_DTYPE_F32, 2, c_dims);
   MNT_GemmParams params{};
   params.struct_size = MNT_GemmParams_STRUCT_SIZE;
   params.trans_b = 1;
   params.alpha = 1.0f;
-  params.beta = in_place && c.accumulate ? 1.0f : 0.0f;
   params.compute = MNT_COMPUTE_BF16;
   backend::GemmCall g;
   g.op = c.op;
@@ -71,12 +67,7 @@ Status Conv1x1BackwardFilter(OneDnnGemm& gemm, const backend::Conv2dBackwardFilt
   g.n = sh.c;
   g.k = inner;
   MNT_RETURN_IF_ERROR(gemm.Run(g));
-  if (in_place) return Status::Ok();
-  if (c.accumulate) {
-    const std::vector<float> old = ReadF32(*c.dw);
-    for (size_t i = 0; i < result.size(); ++i) result[i] += old[i];
-  }
-  WriteF32(result.data(), *c.dw);
+  StoreResult(out, *c.dw, c.accumulate, &sum_);
   return Status::Ok();
 }
 

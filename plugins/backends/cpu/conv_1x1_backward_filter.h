@@ -11,21 +11,34 @@
 #ifndef MANTISSA_PLUGINS_BACKENDS_CPU_CONV_1X1_BACKWARD_FILTER_H_
 #define MANTISSA_PLUGINS_BACKENDS_CPU_CONV_1X1_BACKWARD_FILTER_H_
 
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
 #include "plugins/backends/common/calls/conv.h"
 #include "plugins/backends/cpu/onednn_gemm.h"
 #include "plugins/sdk/status.h"
 
 namespace mnt::cpu {
 
-// Whether `c` is such a convolution with bf16 x and dy, bf16 compute, an
-// fp32 or bf16 weight gradient, and `gemm` runs bf16 natively.
-bool Conv1x1BackwardFilterFits(const OneDnnGemm& gemm,
-                               const backend::Conv2dBackwardFilterCall& c);
+class Conv1x1BackwardFilter {
+ public:
+  // Whether `c` is such a convolution with bf16 x and dy, bf16 compute, an
+  // fp32 or bf16 weight gradient, and `gemm` runs bf16 natively.
+  static bool Fits(const OneDnnGemm& gemm, const backend::Conv2dBackwardFilterCall& c);
 
-// dw only (the caller sums dbias). Accumulating into a bf16 dw adds the fp32
-// product to the stored gradient in fp32 and rounds once, as the
-// convolution primitives' path does.
-sdk::Status Conv1x1BackwardFilter(OneDnnGemm& gemm, const backend::Conv2dBackwardFilterCall& c);
+  // dw only (the caller sums dbias). Accumulating adds the fp32 product to
+  // the stored gradient in fp32 and rounds once, as the convolution
+  // primitives' path does (StoreResult).
+  sdk::Status Run(OneDnnGemm& gemm, const backend::Conv2dBackwardFilterCall& c);
+
+ private:
+  // Kept between calls, as the GEMM epilogues' product is: fresh buffers of
+  // a few MiB are page-faulted in by every call.
+  std::mutex mu_;
+  std::vector<uint16_t> dy_, x_;       // the gathered planes
+  std::vector<float> result_, sum_;    // ResultTarget's and StoreResult's
+};
 
 }  // namespace mnt::cpu
 

@@ -32,34 +32,6 @@ const float* Input(const MNT_Tensor& t, MNT_ComputeMode mode, std::vector<float>
   return buf->data();
 }
 
-// Where oneDNN writes a result for `t`: t itself when it is fp32 and is
-// overwritten, else *buf (then Store).
-float* Output(const MNT_Tensor& t, bool accumulate, std::vector<float>* buf) {
-  if (t.dtype == MNT_DTYPE_F32 && !accumulate) return static_cast<float*>(t.data);
-  buf->resize(static_cast<size_t>(sdk::NumElements(t)));
-  return buf->data();
-}
-
-// Moves a result from Output's buffer into t (stored or added).
-void Store(const float* result, const MNT_Tensor& t, bool accumulate, std::vector<float>* tmp) {
-  if (result == t.data) return;
-  const int64_t n = sdk::NumElements(t);
-  if (!accumulate) {
-    WriteF32(result, t);
-    return;
-  }
-  float* sum = static_cast<float*>(t.data);
-  if (t.dtype != MNT_DTYPE_F32) {
-    tmp->resize(static_cast<size_t>(n));
-    ReadF32(t, tmp->data());
-    sum = tmp->data();
-  }
-  const int threads = ThreadsFor(n);
-#pragma omp parallel for simd schedule(static) num_threads(threads) if (threads > 1)
-  for (int64_t i = 0; i < n; ++i) sum[i] += result[i];
-  if (sum != t.data) WriteF32(sum, t);
-}
-
 }  // namespace
 
 Status OneDnnConv::Create(const onednn::Api* api, int pool, bool native_bf16,
@@ -308,7 +280,7 @@ dnnl_data_type_t OutputType(const MNT_Tensor& t, dnnl_data_type_t compute, bool 
 void* Output16(const MNT_Tensor& t, dnnl_data_type_t dt, bool accumulate,
                std::vector<float>* buf) {
   if (dt != dnnl_f32) return t.data;
-  return Output(t, accumulate, buf);
+  return ResultTarget(t, accumulate, buf);
 }
 
 const char* PassName(int pass) {
@@ -376,7 +348,7 @@ Status OneDnnConv::Forward(const backend::Conv2dForwardCall& c, bool* done) {
   void* y = Output16(*c.y, t.dst, false, &out0_);
   data.push_back(y);
   MNT_RETURN_IF_ERROR(Execute(p, data));
-  if (t.dst == dnnl_f32) Store(static_cast<float*>(y), *c.y, false, nullptr);
+  if (t.dst == dnnl_f32) StoreResult(static_cast<float*>(y), *c.y, false, nullptr);
   return Status::Ok();
 }
 
@@ -392,10 +364,10 @@ Status OneDnnConv::ForwardF32(const backend::Conv2dForwardCall& c, bool* done) {
     // The bias is added in fp32, not rounded (as in the reference).
     data.push_back(const_cast<float*>(Input(*c.bias, MNT_COMPUTE_F32, &out1_)));
   }
-  float* y = Output(*c.y, false, &out0_);
+  float* y = ResultTarget(*c.y, false, &out0_);
   data.push_back(y);
   MNT_RETURN_IF_ERROR(Execute(p, data));
-  Store(y, *c.y, false, nullptr);
+  StoreResult(y, *c.y, false, nullptr);
   return Status::Ok();
 }
 
@@ -421,7 +393,7 @@ Status OneDnnConv::BackwardData(const backend::Conv2dBackwardDataCall& c, bool* 
   *done = true;
   void* dx = Output16(*c.dx, t.src, c.accumulate, &out0_);
   MNT_RETURN_IF_ERROR(Execute(p, {dy, w, dx}));
-  if (t.src == dnnl_f32) Store(static_cast<float*>(dx), *c.dx, c.accumulate, &in0_);
+  if (t.src == dnnl_f32) StoreResult(static_cast<float*>(dx), *c.dx, c.accumulate, &in0_);
   return Status::Ok();
 }
 
@@ -431,10 +403,10 @@ Status OneDnnConv::BackwardDataF32(const backend::Conv2dBackwardDataCall& c, boo
   *done = p->supported;
   if (!p->supported) return Status::Ok();
   const MNT_ComputeMode mode = c.params->compute;
-  float* dx = Output(*c.dx, c.accumulate, &out0_);
+  float* dx = ResultTarget(*c.dx, c.accumulate, &out0_);
   MNT_RETURN_IF_ERROR(Execute(p, {const_cast<float*>(Input(*c.dy, mode, &in0_)),
                                   const_cast<float*>(Input(*c.w, mode, &in1_)), dx}));
-  Store(dx, *c.dx, c.accumulate, &in0_);
+  StoreResult(dx, *c.dx, c.accumulate, &in0_);
   return Status::Ok();
 }
 
@@ -474,9 +446,9 @@ Status OneDnnConv::BackwardFilter(const backend::Conv2dBackwardFilterCall& c, bo
   MNT_RETURN_IF_ERROR(Execute(p, data));
   // Store's scratch must not be an input still to be read: in0_ and in1_
   // (fp32) are unused on this path.
-  if (t.weights == dnnl_f32) Store(static_cast<float*>(dw), *c.dw, c.accumulate, &in0_);
+  if (t.weights == dnnl_f32) StoreResult(static_cast<float*>(dw), *c.dw, c.accumulate, &in0_);
   if (fuse_bias && t.bias == dnnl_f32) {
-    Store(static_cast<float*>(dbias), *c.dbias, c.accumulate, &in1_);
+    StoreResult(static_cast<float*>(dbias), *c.dbias, c.accumulate, &in1_);
   }
   return Status::Ok();
 }
@@ -492,14 +464,14 @@ Status OneDnnConv::BackwardFilterF32(const backend::Conv2dBackwardFilterCall& c,
   *done = p->supported;
   *bias_done = p->supported && fuse_bias;
   if (!p->supported) return Status::Ok();
-  float* dw = Output(*c.dw, c.accumulate, &out0_);
+  float* dw = ResultTarget(*c.dw, c.accumulate, &out0_);
   std::vector<void*> data = {const_cast<float*>(Input(*c.x, mode, &in0_)),
                              const_cast<float*>(Input(*c.dy, mode, &in1_)), dw};
-  float* dbias = fuse_bias ? Output(*c.dbias, c.accumulate, &out1_) : nullptr;
+  float* dbias = fuse_bias ? ResultTarget(*c.dbias, c.accumulate, &out1_) : nullptr;
   if (fuse_bias) data.push_back(dbias);
   MNT_RETURN_IF_ERROR(Execute(p, data));
-  Store(dw, *c.dw, c.accumulate, &in0_);
-  if (fuse_bias) Store(dbias, *c.dbias, c.accumulate, &in1_);
+  StoreResult(dw, *c.dw, c.accumulate, &in0_);
+  if (fuse_bias) StoreResult(dbias, *c.dbias, c.accumulate, &in1_);
   return Status::Ok();
 }
 

@@ -149,4 +149,30 @@ void WriteF32(const float* src, const MNT_Tensor& t) {
   }
 }
 
+float* ResultTarget(const MNT_Tensor& t, bool accumulate, std::vector<float>* buf) {
+  if (t.dtype == MNT_DTYPE_F32 && !accumulate) return static_cast<float*>(t.data);
+  buf->resize(static_cast<size_t>(sdk::NumElements(t)));
+  return buf->data();
+}
+
+void StoreResult(const float* result, const MNT_Tensor& t, bool accumulate,
+                 std::vector<float>* tmp) {
+  if (result == t.data) return;
+  const int64_t n = sdk::NumElements(t);
+  if (!accumulate) {
+    WriteF32(result, t);
+    return;
+  }
+  float* sum = static_cast<float*>(t.data);
+  if (t.dtype != MNT_DTYPE_F32) {
+    tmp->resize(static_cast<size_t>(n));
+    ReadF32(t, tmp->data());
+    sum = tmp->data();
+  }
+  const int threads = ThreadsFor(n);
+#pragma omp parallel for simd schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t i = 0; i < n; ++i) sum[i] += result[i];
+  if (sum != t.data) WriteF32(sum, t);
+}
+
 }  // namespace mnt::cpu

@@ -21,6 +21,13 @@ void ReadF32Range(const MNT_Tensor& t, int64_t offset, int64_t n, float* dst);
 void WriteF32Range(const float* src, const MNT_Tensor& t, int64_t offset, int64_t n);
 // Writes NumElements(t) values.
 void WriteF32(const float* src, const MNT_Tensor& t);
+// Where a kernel writes an fp32 result for `t`: t itself when it is fp32 and
+// overwritten, else *buf (then StoreResult).
+float* ResultTarget(const MNT_Tensor& t, bool accumulate, std::vector<float>* buf);
+// Moves a result from ResultTarget's buffer into t: stored, or added to t's
+// values in fp32 and rounded once (*tmp: scratch for a 16-bit t).
+void StoreResult(const float* result, const MNT_Tensor& t, bool accumulate,
+                 std::vector<float>* tmp);
 // ReadF32, each value rounded to the compute format (GEMM and convolution
 // operands: what a tensor core multiplies).
 std::vector<float> ReadRounded(const MNT_Tensor& t, MNT_ComputeMode mode);
